@@ -1,0 +1,302 @@
+"""The shared-memory channel between a rank and its watchdog: one fixed layout, a writer and a reader.
+
+This is the only module that both processes import, and it never imports torch.
+
+Layout (native-endian signed 64-bit words; ``W`` = 8 bytes)::
+
+    header        HEADER_WORDS words      magic, layout version, capacities, counters, rank, world size
+    descriptors   max_streams * DESC_BYTES  one UTF-8 JSON object per stream (NUL padded), written once
+    stream heads  max_streams * HEAD_WORDS  last started seq, done hint, overflow count
+    rings         max_streams * ring * SLOT_WORDS   one slot per call: seq_a, op, start_ns, seq_b, done_seq
+
+A *stream* is what a sequence number counts: the collectives of one process group, or the point-to-point
+calls of one group with one peer.  Sequence numbers start at 1.  A call with sequence number ``s`` lives in
+slot ``s % ring`` of its stream's ring.
+
+Writing is lock-free and sends no message: the rank writes a call's start as one ``struct.pack_into`` of
+``seq_a, op, start_ns, seq_b`` (one C call, so no other thread of the rank can interleave with it), then
+bumps the stream's ``last_started``.  Completion writes ``done_seq = seq`` into the slot, a single word.
+Because start and completion touch different words and every word has a single writer at a time, async
+work that completes out of order, on another thread, needs no lock.
+
+Reading checks consistency: the reader loads ``seq_b`` first and ``seq_a`` last; equal values mean the
+slot was not being rewritten in between (stores become visible in program order on x86 and in the order
+of the single C call elsewhere; a torn slot is simply read again at the next poll).  ``done_hint`` is an
+optimisation: the rank writes it only when every call up to it is known to be complete, so the reader can
+skip finished slots without reading them.
+"""
+import json
+import mmap
+import os
+import struct
+import tempfile
+
+MAGIC = 0x43313044_4F425356  # "C10DOBSV"
+LAYOUT_VERSION = 1
+
+HEADER_WORDS = 32
+DESC_BYTES = 1024
+HEAD_WORDS = 4
+SLOT_WORDS = 5
+DEFAULT_MAX_STREAMS = 1024
+DEFAULT_RING = 256  # a power of two
+
+# header word indices
+H_MAGIC, H_VERSION, H_MAX_STREAMS, H_RING, H_NSTREAMS, H_RANK, H_WORLD, H_PID, H_DROPPED_STREAMS = range(9)
+# stream head word indices
+S_LAST_STARTED, S_DONE_HINT, S_OVERFLOW = range(3)
+
+# Op names, by code.  The low 16 bits of a slot's op word hold the op; the next 16 bits the user-facing API
+# that issued it, when that differs (all_gather_object issues two all_gathers, for example).
+OPS = (
+    "unknown",
+    "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather", "scatter",
+    "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "barrier",
+    "monitored_barrier", "send", "recv", "recv_anysource",
+    "all_reduce_coalesced", "all_gather_coalesced", "all_gather_into_tensor_coalesced",
+    "reduce_scatter_tensor_coalesced", "coalesced", "broadcast_coalesced", "verify_params",
+    "all_gather_single", "reduce_scatter_single", "all_gather_single_coalesced",
+    "reduce_scatter_single_coalesced", "gather_single",
+)
+APIS = (
+    "",
+    "all_gather_object", "gather_object", "broadcast_object_list", "scatter_object_list",
+    "send_object_list", "recv_object_list", "batch_isend_irecv", "ddp_gradient_allreduce",
+    "ddp_sync_module_states", "isend", "irecv",
+)
+OP_CODES = {name: code for code, name in enumerate(OPS)}
+API_CODES = {name: code for code, name in enumerate(APIS)}
+
+_START = struct.Struct("=4q")
+_W = 8
+
+
+def encode_op(op, api=""):
+    return OP_CODES.get(op, 0) | (API_CODES.get(api, 0) << 16)
+
+
+def decode_op(word):
+    op = word & 0xFFFF
+    api = (word >> 16) & 0xFFFF
+    return (OPS[op] if op < len(OPS) else "unknown"), (APIS[api] if api < len(APIS) else "")
+
+
+def layout_size(max_streams, ring):
+    return _W * (HEADER_WORDS + max_streams * (DESC_BYTES // _W + HEAD_WORDS + ring * SLOT_WORDS))
+
+
+class _Layout(object):
+    """Offsets of one channel, in words, shared by the writer and the reader."""
+
+    def __init__(self, max_streams, ring):
+        if ring & (ring - 1):
+            raise ValueError("ring must be a power of two, got %r" % (ring,))
+        self.max_streams = max_streams
+        self.ring = ring
+        self.mask = ring - 1
+        self.desc_word = HEADER_WORDS
+        self.head_word = self.desc_word + max_streams * (DESC_BYTES // _W)
+        self.ring_word = self.head_word + max_streams * HEAD_WORDS
+        self.size = layout_size(max_streams, ring)
+
+    def head(self, idx):
+        return self.head_word + idx * HEAD_WORDS
+
+    def ring_base(self, idx):
+        return self.ring_word + idx * self.ring * SLOT_WORDS
+
+
+def default_shm_dir():
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+
+
+class ChannelWriter(object):
+    """Rank side.  Creates the segment; the path is unlinked as soon as the watchdog has mapped it."""
+
+    def __init__(self, max_streams=DEFAULT_MAX_STREAMS, ring=DEFAULT_RING, directory=None):
+        self.layout = _Layout(max_streams, ring)
+        fd, self.path = tempfile.mkstemp(prefix="c10d_observer-%d-" % os.getpid(), suffix=".shm",
+                                         dir=directory or default_shm_dir())
+        try:
+            os.ftruncate(fd, self.layout.size)
+            self._mm = mmap.mmap(fd, self.layout.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(fd)
+            os.unlink(self.path)
+            raise
+        os.close(fd)
+        self._mv = memoryview(self._mm).cast("q")
+        mv = self._mv
+        mv[H_VERSION] = LAYOUT_VERSION
+        mv[H_MAX_STREAMS] = max_streams
+        mv[H_RING] = ring
+        mv[H_RANK] = -1
+        mv[H_WORLD] = -1
+        mv[H_PID] = os.getpid()
+        mv[H_MAGIC] = MAGIC
+        self.nstreams = 0
+
+    def unlink(self):
+        """Remove the name; the mappings stay valid.  Safe to call twice."""
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+    def close(self):
+        self.unlink()
+        if self._mv is not None:
+            self._mv.release()
+            self._mv = None
+            self._mm.close()
+
+    def set_rank(self, rank, world_size):
+        self._mv[H_RANK] = rank
+        self._mv[H_WORLD] = world_size
+
+    def add_stream(self, desc):
+        """Publish a stream's description; returns its index, or -1 when the channel is full."""
+        idx = self.nstreams
+        if idx >= self.layout.max_streams:
+            self._mv[H_DROPPED_STREAMS] += 1
+            return -1
+        data = json.dumps(desc, separators=(",", ":"), sort_keys=True).encode("utf-8")
+        if len(data) >= DESC_BYTES:
+            short = dict(desc)
+            short["ranks"] = None
+            short["ranks_truncated"] = True
+            data = json.dumps(short, separators=(",", ":"), sort_keys=True).encode("utf-8")[:DESC_BYTES - 1]
+        off = (self.layout.desc_word + idx * (DESC_BYTES // _W)) * _W
+        self._mm[off:off + len(data)] = data
+        self.nstreams = idx + 1
+        self._mv[H_NSTREAMS] = idx + 1  # published after the descriptor is in place
+        return idx
+
+    def stream_writer(self, idx):
+        return StreamWriter(self, idx)
+
+
+class StreamWriter(object):
+    """The hot path for one stream: ``start`` and ``done`` cost one or two buffer writes each."""
+
+    __slots__ = ("_mm", "_mv", "_ring", "_mask", "_head", "_pack", "seq")
+
+    def __init__(self, channel, idx):
+        lay = channel.layout
+        self._mm = channel._mm
+        self._mv = channel._mv
+        self._ring = lay.ring_base(idx)
+        self._mask = lay.mask
+        self._head = lay.head(idx)
+        self._pack = _START.pack_into
+        self.seq = 0  # last sequence number handed out on this stream
+
+    def start(self, op, t_ns):
+        """Record the start of the next call; returns its sequence number."""
+        seq = self.seq + 1
+        self.seq = seq
+        mv = self._mv
+        base = self._ring + (seq & self._mask) * SLOT_WORDS
+        if mv[base + 4] != mv[base]:  # the previous occupant never completed: the ring overflowed
+            mv[self._head + S_OVERFLOW] += 1
+        self._pack(self._mm, base * _W, seq, op, t_ns, seq)
+        mv[self._head + S_LAST_STARTED] = seq
+        return seq
+
+    def done(self, seq, all_before_done):
+        """Record completion.  ``all_before_done``: the caller knows no earlier call is still in flight."""
+        self._mv[self._ring + (seq & self._mask) * SLOT_WORDS + 4] = seq
+        if all_before_done:
+            self._mv[self._head + S_DONE_HINT] = seq
+
+
+class ChannelReader(object):
+    """Watchdog side: maps the segment and turns it into snapshots."""
+
+    def __init__(self, path):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            self._mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+        finally:
+            os.close(fd)
+        self._mv = memoryview(self._mm).cast("q")
+        mv = self._mv
+        if mv[H_MAGIC] != MAGIC or mv[H_VERSION] != LAYOUT_VERSION:
+            raise ValueError("%s is not a c10d-observer channel of layout version %d" % (path, LAYOUT_VERSION))
+        self.layout = _Layout(mv[H_MAX_STREAMS], mv[H_RING])
+        if self.layout.size > size:
+            raise ValueError("%s is smaller than its layout says" % (path,))
+        self._descs = []
+        self._cursor = []
+
+    def close(self):
+        self._mv.release()
+        self._mm.close()
+
+    def rank(self):
+        return self._mv[H_RANK], self._mv[H_WORLD]
+
+    def dropped_streams(self):
+        return self._mv[H_DROPPED_STREAMS]
+
+    def _desc(self, idx):
+        off = (self.layout.desc_word + idx * (DESC_BYTES // _W)) * _W
+        raw = bytes(self._mm[off:off + DESC_BYTES]).split(b"\0", 1)[0]
+        try:
+            return json.loads(raw.decode("utf-8"))
+        except ValueError:
+            return {"group": "?", "corrupt_descriptor": True}
+
+    def snapshot(self):
+        """One consistent-per-stream view: a list of StreamState, one per published stream."""
+        mv = self._mv
+        n = min(mv[H_NSTREAMS], self.layout.max_streams)
+        while len(self._descs) < n:
+            self._descs.append(self._desc(len(self._descs)))
+            self._cursor.append(1)
+        out = []
+        lay = self.layout
+        for idx in range(n):
+            head = lay.head(idx)
+            last = mv[head + S_LAST_STARTED]
+            hint = mv[head + S_DONE_HINT]
+            ring = lay.ring_base(idx)
+            seq = max(self._cursor[idx], hint + 1, last - lay.ring + 1, 1)
+            oldest = None
+            while seq <= last:
+                base = ring + (seq & lay.mask) * SLOT_WORDS
+                b = mv[base + 3]
+                op = mv[base + 1]
+                t = mv[base + 2]
+                a = mv[base]
+                d = mv[base + 4]
+                if a != b or a < seq:
+                    break  # being rewritten, or not visible yet: look again next time
+                if a > seq or d == seq:
+                    seq += 1  # completed (or lost to an overflow)
+                    continue
+                oldest = (seq, op, t)
+                break
+            self._cursor[idx] = seq
+            out.append(StreamState(idx, self._descs[idx], last, seq - 1 if oldest else last, oldest,
+                                   mv[head + S_OVERFLOW]))
+        return out
+
+
+class StreamState(object):
+    """What the watchdog knows of one stream at one instant."""
+
+    __slots__ = ("idx", "desc", "last_started", "last_completed", "oldest", "overflow")
+
+    def __init__(self, idx, desc, last_started, last_completed, oldest, overflow):
+        self.idx = idx
+        self.desc = desc
+        self.last_started = last_started
+        self.last_completed = last_completed
+        self.oldest = oldest  # (seq, op word, start monotonic ns) of the oldest call in flight, or None
+        self.overflow = overflow
+
+    def __repr__(self):
+        return "StreamState(%r, last_started=%r, last_completed=%r, oldest=%r)" % (
+            self.desc.get("group"), self.last_started, self.last_completed, self.oldest)

@@ -1,0 +1,201 @@
+"""The only module that knows torch releases: probes the installed torch and returns a capabilities record.
+
+Features are probed (``hasattr``, imports); the version string is recorded but never decides alone
+(``2.6.0a0+nv...`` builds exist).  Everything that reads torch's private state (group names, ranks,
+backends) lives here too, so that a torch change is mended in one place.
+"""
+import importlib
+import os
+import socket
+
+from packaging.version import Version, InvalidVersion
+
+# ProcessGroup methods that issue a collective or p2p op, in any release (1.8 → 2.15), and the op each is.
+PG_METHODS = (
+    ("allreduce", "all_reduce"), ("broadcast", "broadcast"), ("reduce", "reduce"),
+    ("allgather", "all_gather"), ("_allgather_base", "all_gather_into_tensor"),
+    ("all_gather_single", "all_gather_single"), ("gather", "gather"), ("scatter", "scatter"),
+    ("reduce_scatter", "reduce_scatter"), ("_reduce_scatter_base", "reduce_scatter_tensor"),
+    ("reduce_scatter_single", "reduce_scatter_single"), ("alltoall", "all_to_all"),
+    ("alltoall_base", "all_to_all_single"), ("all_to_all_single", "all_to_all_single"),
+    ("barrier", "barrier"), ("monitored_barrier", "monitored_barrier"),
+    ("allreduce_coalesced", "all_reduce_coalesced"), ("allgather_coalesced", "all_gather_coalesced"),
+    ("allgather_into_tensor_coalesced", "all_gather_into_tensor_coalesced"),
+    ("reduce_scatter_tensor_coalesced", "reduce_scatter_tensor_coalesced"),
+    ("all_gather_single_coalesced", "all_gather_single_coalesced"),
+    ("reduce_scatter_single_coalesced", "reduce_scatter_single_coalesced"),
+    ("gather_single", "gather_single"),
+    ("send", "send"), ("recv", "recv"), ("recv_anysource", "recv_anysource"),
+)
+P2P_METHODS = {"send": 1, "recv": 1, "recv_anysource": None}  # method -> index of the peer argument
+
+# Module-level functions that issue several ops under one user-facing name.
+COMPOSITE_APIS = ("all_gather_object", "gather_object", "broadcast_object_list", "scatter_object_list",
+                  "send_object_list", "recv_object_list", "batch_isend_irecv")
+
+SOURCES = ("hooks", "pg_hooks", "flight_recorder", "patch")  # best first
+
+
+def _c10d():
+    return importlib.import_module("torch.distributed.distributed_c10d")
+
+
+def release(version_string):
+    """(major, minor, micro) of a torch version string, or None when it does not parse."""
+    try:
+        return Version(version_string).release[:3]
+    except InvalidVersion:
+        return None
+
+
+def probe():
+    """The capabilities record of the installed torch (a plain dict, JSON-serialisable)."""
+    import torch
+    import torch.distributed as dist
+
+    caps = {"torch_version": torch.__version__, "torch_release": list(release(torch.__version__) or ()),
+            "distributed_available": bool(dist.is_available())}
+    feats = caps["features"] = {}
+    if not caps["distributed_available"]:
+        caps["sources"] = {s: {"usable": False, "reason": "torch.distributed is not available in this build"}
+                           for s in SOURCES}
+        caps["auto"] = None
+        return caps
+    from torch._C import _distributed_c10d as C
+    pg = C.ProcessGroup
+    feats["pg_methods"] = [m for m, _ in PG_METHODS if m in pg.__dict__]
+    feats["work_class"] = work_class().__module__ + "." + work_class().__name__
+    feats["work_get_future"] = hasattr(work_class(), "get_future")
+    feats["sequence_number"] = hasattr(pg, "_get_sequence_number_for_group")
+    feats["composite_apis"] = [n for n in COMPOSITE_APIS if hasattr(_c10d(), n)]
+    feats["coalescing_manager"] = hasattr(_c10d(), "_coalescing_manager")
+    feats["broadcast_coalesced"] = hasattr(dist, "_broadcast_coalesced")
+    feats["ddp_comm_hook"] = _ddp_class() is not None and hasattr(_ddp_class(), "register_comm_hook")
+    feats["pg_pre_post_hooks"] = hasattr(pg, "register_pre_hook") and hasattr(pg, "register_post_hook")
+    feats["hooks_module"] = _hooks_module_name()
+    feats["flight_recorder"] = hasattr(C, "_dump_fr_trace")
+    feats["nccl_trace"] = hasattr(C, "_dump_nccl_trace")
+
+    srcs = caps["sources"] = {}
+    not_yet = "present in this torch, but c10d-observer does not implement this source yet"
+    srcs["hooks"] = ({"usable": False, "reason": not_yet} if feats["hooks_module"] else
+                     {"usable": False, "reason": "torch.distributed.hooks / _hooks is not importable "
+                                                 "(no torch release ships it)"})
+    srcs["pg_hooks"] = ({"usable": False, "reason": not_yet} if feats["pg_pre_post_hooks"] else
+                        {"usable": False, "reason": "ProcessGroup.register_pre_hook/register_post_hook "
+                                                    "absent (torch 2.14+)"})
+    srcs["flight_recorder"] = ({"usable": False, "reason": not_yet} if feats["flight_recorder"] else
+                               {"usable": False, "reason": "torch._C._distributed_c10d._dump_fr_trace "
+                                                           "absent (torch 2.8+)"})
+    srcs["patch"] = ({"usable": True, "reason": "wraps %d ProcessGroup methods" % len(feats["pg_methods"])}
+                     if feats["pg_methods"] else
+                     {"usable": False, "reason": "no ProcessGroup collective methods found"})
+    caps["auto"] = next((s for s in SOURCES if srcs[s]["usable"]), None)
+    return caps
+
+
+def _hooks_module_name():
+    for name in ("torch.distributed.hooks", "torch.distributed._hooks"):
+        try:
+            mod = importlib.import_module(name)
+        except Exception:
+            continue
+        if hasattr(mod, "register_collective_start_hook") and hasattr(mod, "register_collective_end_hook"):
+            return name
+    return None
+
+
+def _ddp_class():
+    try:
+        from torch.nn.parallel import DistributedDataParallel
+    except Exception:
+        return None
+    return DistributedDataParallel
+
+
+def work_class():
+    from torch._C import _distributed_c10d as C
+    return getattr(C, "Work", None) or C.ProcessGroup.Work
+
+
+def process_group_class():
+    from torch._C import _distributed_c10d as C
+    return C.ProcessGroup
+
+
+def c10d_module():
+    return _c10d()
+
+
+def ddp_class():
+    return _ddp_class()
+
+
+def _world_maps():
+    """(pg_names, pg_group_ranks, pg_map) of torch's group registry, in any release."""
+    d = _c10d()
+    world = getattr(d, "_world", None)
+    if world is not None:
+        return world.pg_names, world.pg_group_ranks, world.pg_map
+    return getattr(d, "_pg_names", {}), getattr(d, "_pg_group_ranks", {}), getattr(d, "_pg_map", {})
+
+
+def default_group():
+    d = _c10d()
+    try:
+        if not d.is_initialized():
+            return None
+        return d._get_default_group()
+    except Exception:
+        return None
+
+
+def describe_group(pg):
+    """What identifies a group on every rank: {"group", "name", "ranks", "backend"} (ranks are global)."""
+    names, group_ranks, pg_map = _world_maps()
+    name = names.get(pg)
+    if name is None:
+        name = getattr(pg, "group_name", None) if not callable(getattr(pg, "group_name", None)) else None
+    is_default = pg is default_group()
+    ranks = group_ranks.get(pg)
+    if ranks:
+        ranks = [g for g, _ in sorted(ranks.items(), key=lambda kv: kv[1])]
+    elif is_default or ranks is None:
+        try:
+            ranks = list(range(pg.size())) if is_default else None
+        except Exception:
+            ranks = None
+    backend = None
+    entry = pg_map.get(pg)
+    if entry:
+        backend = str(entry[0]) if not isinstance(entry, str) else entry
+    if backend is None:
+        try:
+            backend = str(_c10d().get_backend(pg))
+        except Exception:
+            backend = "unknown"
+    gid = name if name else ("default" if is_default else "unnamed")
+    return {"group": str(gid), "name": name or "", "ranks": ranks, "backend": backend.lower(),
+            "size": _safe(pg.size), "group_rank": _safe(pg.rank)}
+
+
+def _safe(fn):
+    try:
+        return fn()
+    except Exception:
+        return None
+
+
+def rank_and_world():
+    """The global rank and world size once the default group exists; else from torchrun's variables."""
+    pg = default_group()
+    if pg is not None:
+        return pg.rank(), pg.size()
+    try:
+        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    except (KeyError, ValueError):
+        return -1, -1
+
+
+def hostname():
+    return socket.gethostname()

@@ -1,0 +1,250 @@
+"""Rank side orchestration: enable() puts the parts together in order, disable() takes them apart.
+
+Order on enable: validate everything (config, source) -> install the signal's stack dump -> create the
+channel -> start the watchdog and wait for its readiness -> unlink the channel's name -> install the
+source.  disable() runs it backwards; the watchdog is stopped before the signal handler is restored, so
+that no late signal can meet the default action.
+"""
+import atexit
+import logging
+import os
+import select
+import signal as _signal
+import subprocess
+import sys
+import threading
+import warnings
+import json
+
+from . import channel as _ch
+from . import compat
+from . import config as _config
+from . import report as _report
+from . import signals as _signals
+from . import tracker as _tracker
+
+log = logging.getLogger("c10d_observer")
+
+READY_TIMEOUT = 30.0
+STOP_TIMEOUT = 5.0
+
+_state_lock = threading.RLock()
+_active = [None]
+_caps = [None]
+_atexit_registered = [False]
+
+
+def capabilities():
+    """What the installed torch offers and which sources are usable, with reasons (a fresh dict)."""
+    if _caps[0] is None:
+        _caps[0] = compat.probe()
+    return json.loads(json.dumps(_caps[0]))
+
+
+def _check_source(name, origin):
+    caps = capabilities()
+    usable = [s for s in compat.SOURCES if caps["sources"][s]["usable"]]
+    if name == "auto":
+        if caps["auto"] is None:
+            raise ValueError("%s='auto': no source is usable on torch %s: %s" % (
+                origin, caps["torch_version"],
+                "; ".join("%s: %s" % (s, caps["sources"][s]["reason"]) for s in compat.SOURCES)))
+        return
+    if name not in compat.SOURCES:
+        raise ValueError("%s must be 'auto' or one of the usable sources (%s), got %r"
+                         % (origin, ", ".join(usable) or "none", name))
+    if not caps["sources"][name]["usable"]:
+        raise ValueError("%s=%r cannot run on torch %s: %s; usable sources: %s"
+                         % (origin, name, caps["torch_version"], caps["sources"][name]["reason"],
+                            ", ".join(usable) or "none"))
+
+
+def enable(timeout=_config.UNSET, poll_interval=_config.UNSET, dump_dir=_config.UNSET,
+           signal=_config.UNSET, source=_config.UNSET, on_timeout=_config.UNSET):
+    cfg = _config.resolve(timeout, poll_interval, dump_dir, signal, source, on_timeout,
+                          check_source=_check_source)
+    with _state_lock:
+        obs = _active[0]
+        if obs is not None:
+            if obs.config == cfg:
+                return obs
+            raise RuntimeError("c10d_observer is already enabled with %s; call c10d_observer.disable() "
+                               "before enabling it with %s" % (_fmt(obs.config), _fmt(cfg)))
+        obs = Observer(cfg, capabilities())
+        obs.start()
+        _active[0] = obs
+        if not _atexit_registered[0]:
+            atexit.register(disable)
+            _atexit_registered[0] = True
+        return obs
+
+
+def disable():
+    with _state_lock:
+        obs, _active[0] = _active[0], None
+    if obs is not None:
+        obs.stop()
+
+
+def active():
+    return _active[0]
+
+
+def _fmt(cfg):
+    return ", ".join("%s=%r" % kv for kv in cfg._asdict().items())
+
+
+class Observer(object):
+    """One enabled observer: the handle enable() returns."""
+
+    def __init__(self, config, caps):
+        self.config = config
+        self.capabilities = caps
+        self.source = caps["auto"] if config.source == "auto" else config.source
+        self.watchdog_pid = None
+        self.stack_path = None
+        self._proc = None
+        self._stopping = False
+        self._undo = []
+
+    def __repr__(self):
+        return "<c10d_observer.Observer source=%r watchdog_pid=%r timeout=%g>" % (
+            self.source, self.watchdog_pid, self.config.timeout)
+
+    # -- start -----------------------------------------------------------------------------------------
+    def start(self):
+        cfg = self.config
+        rank, world = compat.rank_and_world()
+        pid = os.getpid()
+        self.stack_path = os.path.join(cfg.dump_dir, _report.stacks_name(rank, pid))
+        try:
+            handler = _signals.StackDumpHandler(cfg.signal, self.stack_path)
+            handler.install()
+            self._undo.append(handler.uninstall)
+
+            chan = _ch.ChannelWriter()
+            self._undo.append(chan.close)
+            if rank >= 0:
+                chan.set_rank(rank, world)
+
+            self._start_watchdog(chan, rank)
+            chan.unlink()  # the watchdog has it mapped: nothing is left behind if both die
+
+            period = min(0.25, max(0.005, cfg.poll_interval / 4.0))
+            tracker = _tracker.Tracker(chan, period)
+            tracker.rank = rank
+            src = self._make_source(tracker)
+            src.install()
+            self._undo.append(src.uninstall)
+            from .sources import patch as _patch
+            _patch.set_active_tracker(tracker)
+            self._undo.append(lambda: _patch.set_active_tracker(None))
+            tracker.start_poller()
+            self._undo.append(tracker.stop)
+            self.tracker = tracker
+        except BaseException:
+            self._rollback()
+            raise
+        reasons = "; ".join("%s: %s" % (s, r["reason"]) for s, r in self.capabilities["sources"].items()
+                            if s != self.source)
+        log.info("c10d_observer: enabled on rank %s: source %s (others: %s); timeout %g s, poll %g s, "
+                 "dump_dir %s, watchdog pid %d", rank, self.source, reasons, cfg.timeout,
+                 cfg.poll_interval, cfg.dump_dir, self.watchdog_pid)
+
+    def _make_source(self, tracker):
+        if self.source == "patch":
+            from .sources.patch import PatchSource
+            return PatchSource(tracker)
+        raise ValueError("source %r is not implemented" % self.source)  # _check_source prevents this
+
+    def _start_watchdog(self, chan, rank):
+        cfg = self.config
+        caps = self.capabilities
+        wcfg = {
+            "channel": chan.path, "timeout": cfg.timeout, "poll_interval": cfg.poll_interval,
+            "dump_dir": cfg.dump_dir, "signal": cfg.signal, "signal_name": _signal.Signals(cfg.signal).name,
+            "on_timeout": cfg.on_timeout, "rank_pid": os.getpid(), "stack_path": self.stack_path,
+            "host": compat.hostname(), "torch_version": caps["torch_version"], "source_in_use": self.source,
+            "source_reasons": {s: r["reason"] for s, r in caps["sources"].items()},
+            "public_config": dict(cfg._asdict(), signal=_signal.Signals(cfg.signal).name),
+        }
+        env = dict(os.environ)
+        pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+        proc = subprocess.Popen([sys.executable, "-m", "c10d_observer.watchdog"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, env=env, close_fds=True)
+        self._proc = proc
+        self._undo.append(self._stop_watchdog)
+        try:
+            proc.stdin.write((json.dumps(wcfg) + "\n").encode("utf-8"))
+            proc.stdin.flush()
+            line = _read_line(proc.stdout.fileno(), READY_TIMEOUT)
+        except OSError as e:
+            line = "error: %s" % e
+        if not line.startswith("READY "):
+            rc = proc.poll()
+            raise RuntimeError("c10d_observer: the watchdog subprocess did not report ready within %g s "
+                               "(%s; got %r); see its messages above" % (
+                                   READY_TIMEOUT, "exit code %s" % rc if rc is not None else "still running",
+                                   line))
+        proc.stdout.close()
+        self.watchdog_pid = proc.pid
+        t = threading.Thread(target=self._watch_watchdog, name="c10d_observer-watchdog-health", daemon=True)
+        t.start()
+
+    def _watch_watchdog(self):
+        proc = self._proc
+        rc = proc.wait()
+        if not self._stopping:
+            msg = ("c10d_observer: the watchdog (pid %d) exited with code %s; collectives on this rank are "
+                   "no longer watched, training goes on" % (proc.pid, rc))
+            log.warning(msg)
+            warnings.warn(msg, RuntimeWarning)
+
+    def _stop_watchdog(self):
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            proc.stdin.close()  # EOF on the lifeline: the watchdog exits
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None and not proc.stdout.closed:
+            proc.stdout.close()
+
+    # -- stop ------------------------------------------------------------------------------------------
+    def stop(self):
+        self._stopping = True
+        self._rollback()
+
+    def _rollback(self):
+        self._stopping = True
+        while self._undo:
+            undo = self._undo.pop()
+            try:
+                undo()
+            except Exception:
+                log.warning("c10d_observer: cleanup step %r failed", undo, exc_info=True)
+
+
+def _read_line(fd, timeout):
+    import time
+    deadline = time.monotonic() + timeout
+    data = b""
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        r, _, _ = select.select([fd], [], [], left)
+        if not r:
+            break
+        chunk = os.read(fd, 256)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("utf-8", "replace").strip()

@@ -1,0 +1,133 @@
+"""Per-rank reports: the writer (used by the watchdog, so no torch here) and the reader.
+
+A report is versioned JSON, written to a temporary name and renamed into place.  The reader only ever
+parses JSON; it never unpickles anything.  The cross-rank verdict is meant to grow in this module.
+"""
+import datetime
+import glob
+import json
+import os
+import tempfile
+
+FORMAT = "c10d_observer.report"
+VERSION = 1
+REPORT_GLOB = "report-rank*.json"
+
+
+def report_name(rank, pid):
+    return "report-rank%s-pid%d.json" % (rank if rank >= 0 else "unknown", pid)
+
+
+def stacks_name(rank, pid):
+    return "stacks-rank%s-pid%d.txt" % (rank if rank >= 0 else "unknown", pid)
+
+
+def write_atomic(path, obj):
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def format_ranks(ranks):
+    """[0, 1, 2, 3, 8] -> '0-3,8'."""
+    if ranks is None:
+        return "?"
+    out = []
+    ranks = sorted(ranks)
+    i = 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        out.append(str(ranks[i]) if i == j else "%d-%d" % (ranks[i], ranks[j]))
+        i = j + 1
+    return ",".join(out)
+
+
+def describe_call(entry):
+    """'all_reduce #5 on group 0 (ranks 0-3)' for one overdue entry."""
+    op = entry.get("op", "?")
+    if entry.get("api"):
+        op = "%s (in %s)" % (op, entry["api"])
+    where = "group %s (ranks %s)" % (entry.get("group"), format_ranks(entry.get("group_ranks")))
+    if entry.get("kind") == "p2p":
+        peer = entry.get("peer")
+        where += ", peer %s" % ("any" if peer is None else peer)
+    return "%s #%s on %s" % (op, entry.get("seq"), where)
+
+
+# -- reader ------------------------------------------------------------------------------------------
+class ReportError(ValueError):
+    pass
+
+
+def load(path):
+    with open(path) as f:
+        try:
+            obj = json.load(f)
+        except ValueError as e:
+            raise ReportError("%s is not JSON: %s" % (path, e))
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raise ReportError("%s is not a c10d-observer report" % path)
+    if obj.get("version") != VERSION:
+        raise ReportError("%s has report version %r; this reader reads version %d"
+                          % (path, obj.get("version"), VERSION))
+    return obj
+
+
+def load_dir(directory):
+    """(reports sorted by rank, problems): every report in ``directory``; unreadable ones are named."""
+    if not os.path.isdir(directory):
+        raise ReportError("%s is not a directory" % directory)
+    reports, problems = [], []
+    for path in sorted(glob.glob(os.path.join(directory, REPORT_GLOB))):
+        try:
+            rep = load(path)
+        except (ReportError, OSError) as e:
+            problems.append(str(e))
+            continue
+        rep["_path"] = path
+        reports.append(rep)
+    reports.sort(key=lambda r: (r.get("rank", -1), r.get("pid", 0)))
+    return reports, problems
+
+
+def _clock(ts):
+    if ts is None:
+        return "?"
+    return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def summarize(reports, problems=()):
+    """A readable per-rank summary (text)."""
+    lines = []
+    if not reports:
+        lines.append("no c10d-observer reports found")
+    for rep in reports:
+        lines.append("rank %s/%s  host %s  pid %s  torch %s  source %s"
+                     % (rep.get("rank"), rep.get("world_size"), rep.get("host"), rep.get("pid"),
+                        rep.get("torch_version"), rep.get("source")))
+        cfg = rep.get("config", {})
+        for e in rep.get("overdue", []):
+            lines.append("  OVERDUE %s: started %s, detected %s (%.1f s in flight, timeout %g s)%s"
+                         % (describe_call(e), _clock(e.get("started_at")), _clock(e.get("detected_at")),
+                            e.get("age_s", 0.0), cfg.get("timeout", 0), "" if e.get("in_flight", True)
+                            else "; completed later"))
+        done = ["%s=%s" % (g.get("stream"), g.get("last_completed")) for g in rep.get("groups", [])]
+        if done:
+            lines.append("  last completed seq: " + ", ".join(done))
+        if rep.get("stack_dump"):
+            lines.append("  stacks: %s" % rep["stack_dump"])
+    for p in problems:
+        lines.append("unreadable: %s" % p)
+    return "\n".join(lines)

@@ -1,0 +1,316 @@
+"""The patch source: wrappers around ProcessGroup methods, Work.wait and a few module functions.
+
+Which layer, and why (docs/sources.md says the same):
+
+* ``ProcessGroup`` methods (``allreduce``, ``send``, ``_allgather_base``, ...) are where every Python
+  entry point ends on every torch from 1.8 on: the ``torch.distributed`` functions, their
+  ``distributed_c10d`` twins, the ``*_object`` and coalesced variants, ``_coalescing_manager`` (which
+  issues ``allreduce_coalesced`` & co.) and calls made on a group object directly.  They return the
+  ``Work``, so completion can be followed whatever the caller does with it.  One wrapper per method, so
+  no call is counted twice.
+* ``Work.wait``: for CPU backends a call ends when its work's ``wait()`` returns; works nobody waits on
+  are found complete by the tracker's poller.
+* Module functions, only to name composite calls (``all_gather_object`` issues two all_gathers) and to
+  see DDP's C++ helpers that take a group (``_broadcast_coalesced``, ``_verify_params_across_processes``).
+* DDP's gradient all-reduce is issued from C++ and never passes through Python.  At a DDP model's first
+  forward, unless the user registered a comm hook of their own, the source registers one that does what
+  DDP does by default (average with one all_reduce per bucket) through ``torch.distributed.all_reduce``,
+  so the ProcessGroup wrappers see it.
+"""
+import functools
+import logging
+import queue
+import threading
+
+from .. import channel as _ch
+from .. import compat
+
+log = logging.getLogger("c10d_observer")
+
+_MISSING = object()
+
+
+class PatchRegistry(object):
+    """Keyed by (owner, attribute): installing twice is a no-op; restore runs in reverse order and only
+    where the attribute still holds our wrapper."""
+
+    def __init__(self):
+        self._patches = []
+        self._keys = set()
+
+    def wrap(self, owner, name, make_wrapper):
+        key = (id(owner), name)
+        if key in self._keys:
+            return False
+        original = vars(owner).get(name, _MISSING)
+        current = getattr(owner, name)
+        wrapper = make_wrapper(current)
+        setattr(owner, name, wrapper)
+        self._patches.append((owner, name, original, wrapper))
+        self._keys.add(key)
+        return True
+
+    def restore(self):
+        left = []
+        while self._patches:
+            owner, name, original, wrapper = self._patches.pop()
+            if vars(owner).get(name, _MISSING) is not wrapper:
+                left.append("%s.%s" % (getattr(owner, "__name__", owner), name))
+                continue
+            if original is _MISSING:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+        self._keys.clear()
+        if left:
+            log.warning("c10d_observer: left %s as found: something replaced our wrapper", ", ".join(left))
+
+    def __len__(self):
+        return len(self._patches)
+
+
+def _make_coll_wrapper(tracker, orig, op):
+    groups = tracker.groups
+    get_group = tracker.group
+    start = tracker.start
+    end = tracker.end
+    follow = tracker.follow
+
+    @functools.wraps(orig)
+    def wrapper(self, *args, **kwargs):
+        g = groups.get(self) or get_group(self)
+        st = g.coll
+        seq = start(st, op)
+        try:
+            work = orig(self, *args, **kwargs)
+        except BaseException:
+            end(st, seq)
+            raise
+        if work is None:
+            end(st, seq)
+        else:
+            follow(st, seq, work, g.wait_done)
+        return work
+
+    return wrapper
+
+
+def _make_p2p_wrapper(tracker, orig, op, peer_index, peer_kw):
+    groups = tracker.groups
+    get_group = tracker.group
+    start = tracker.start
+    end = tracker.end
+    follow = tracker.follow
+
+    @functools.wraps(orig)
+    def wrapper(self, *args, **kwargs):
+        g = groups.get(self) or get_group(self)
+        if peer_index is None:
+            peer = None
+        elif len(args) > peer_index:
+            peer = args[peer_index]
+        else:
+            peer = kwargs.get(peer_kw)
+        st = g.p2p.get(peer) or g.peer_stream(peer)
+        seq = start(st, op)
+        try:
+            work = orig(self, *args, **kwargs)
+        except BaseException:
+            end(st, seq)
+            raise
+        follow(st, seq, work, g.wait_done)
+        return work
+
+    return wrapper
+
+
+def _make_wait_wrapper(tracker, orig):
+    pending = tracker.pending
+    waited = tracker.work_waited
+
+    @functools.wraps(orig)
+    def wait(self, *args, **kwargs):
+        result = orig(self, *args, **kwargs)
+        if self in pending:
+            waited(self)
+        return result
+
+    return wait
+
+
+def _make_api_wrapper(tracker, orig, api_code):
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        if tracker.api:
+            return orig(*args, **kwargs)
+        tracker.api = api_code
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            tracker.api = 0
+
+    return wrapper
+
+
+def _make_group_call_wrapper(tracker, orig, op, api_code):
+    """A synchronous module-level helper whose first argument is the group (DDP's C++ helpers)."""
+
+    @functools.wraps(orig)
+    def wrapper(pg, *args, **kwargs):
+        try:
+            st = tracker.group(pg).coll
+            seq = tracker.start(st, op | api_code << 16)
+        except Exception:
+            st, seq = None, 0
+        try:
+            return orig(pg, *args, **kwargs)
+        finally:
+            if seq:
+                tracker.end(st, seq)
+
+    return wrapper
+
+
+class PatchSource(object):
+    name = "patch"
+
+    def __init__(self, tracker):
+        self.tracker = tracker
+        self.registry = PatchRegistry()
+        self.covered = []
+
+    def install(self):
+        t = self.tracker
+        reg = self.registry
+        pg_cls = compat.process_group_class()
+        for method, op_name in compat.PG_METHODS:
+            if method not in vars(pg_cls):
+                continue
+            op = _ch.OP_CODES[op_name]
+            if method in compat.P2P_METHODS:
+                idx = compat.P2P_METHODS[method]
+                kw = "dstRank" if method == "send" else "srcRank"
+                reg.wrap(pg_cls, method, lambda o, op=op, idx=idx, kw=kw: _make_p2p_wrapper(t, o, op, idx, kw))
+            else:
+                reg.wrap(pg_cls, method, lambda o, op=op: _make_coll_wrapper(t, o, op))
+            self.covered.append(method)
+        reg.wrap(compat.work_class(), "wait", lambda o: _make_wait_wrapper(t, o))
+
+        import torch.distributed as dist
+        c10d = compat.c10d_module()
+        for api in compat.COMPOSITE_APIS:
+            code = _ch.API_CODES[api]
+            for owner in (dist, c10d):
+                if hasattr(owner, api):
+                    reg.wrap(owner, api, lambda o, code=code: _make_api_wrapper(t, o, code))
+        ddp_api = _ch.API_CODES["ddp_sync_module_states"]
+        if hasattr(dist, "_broadcast_coalesced"):
+            reg.wrap(dist, "_broadcast_coalesced", lambda o: _make_group_call_wrapper(
+                t, o, _ch.OP_CODES["broadcast_coalesced"], ddp_api))
+        if hasattr(dist, "_verify_params_across_processes"):
+            reg.wrap(dist, "_verify_params_across_processes", lambda o: _make_group_call_wrapper(
+                t, o, _ch.OP_CODES["verify_params"], ddp_api))
+        ddp = compat.ddp_class()
+        if ddp is not None and hasattr(ddp, "register_comm_hook"):
+            reg.wrap(ddp, "forward", lambda o: _make_ddp_forward(o))
+
+    def uninstall(self):
+        self.registry.restore()
+
+
+# -- DDP ---------------------------------------------------------------------------------------------
+# The hook stays registered on a model after disable(): DDP cannot unregister it.  It then behaves like
+# DDP's default all-reduce, without the annotation.
+_ACTIVE_TRACKER = [None]
+_DDP_FLAG = "_c10d_observer_hook_checked"
+
+
+def set_active_tracker(tracker):
+    _ACTIVE_TRACKER[0] = tracker
+
+
+def _make_ddp_forward(orig):
+    @functools.wraps(orig)
+    def forward(self, *args, **kwargs):
+        if not self.__dict__.get(_DDP_FLAG):
+            self.__dict__[_DDP_FLAG] = True
+            _register_ddp_hook(self)
+        return orig(self, *args, **kwargs)
+
+    return forward
+
+
+def _register_ddp_hook(model):
+    pg = getattr(model, "process_group", None)
+    try:
+        model.register_comm_hook(pg, ddp_allreduce_hook)
+    except Exception as e:  # the user registered a hook of their own, or this DDP refuses Python hooks
+        log.info("c10d_observer: DDP gradient all-reduce left to the model's own comm hook (%s); "
+                 "collectives that hook issues through torch.distributed are still seen", e)
+
+
+def _bucket_tensor(bucket):
+    if hasattr(bucket, "buffer"):
+        return bucket.buffer(), False
+    if hasattr(bucket, "get_tensor"):
+        return bucket.get_tensor(), True
+    return bucket.get_tensors()[0], True
+
+
+def ddp_allreduce_hook(process_group, bucket):
+    """DDP's default gradient averaging, issued through torch.distributed so that it is observed."""
+    import torch
+    import torch.distributed as dist
+    group = process_group if process_group is not None else dist.group.WORLD
+    tensor, as_list = _bucket_tensor(bucket)
+    tensor.div_(group.size())
+    tracker = _ACTIVE_TRACKER[0]
+    if tracker is not None and not tracker.api:
+        tracker.api = _ch.API_CODES["ddp_gradient_allreduce"]
+        try:
+            work = dist.all_reduce(tensor, group=group, async_op=True)
+        finally:
+            tracker.api = 0
+    else:
+        work = dist.all_reduce(tensor, group=group, async_op=True)
+    try:
+        fut = work.get_future()
+    except RuntimeError:  # torch 1.8 gloo: "getFuture not implemented"
+        fut = torch.futures.Future()
+        _Waiter.get().put((work, fut, tensor, as_list))
+        return fut
+    if as_list:
+        return fut.then(lambda f: [f.value()[0]])
+    return fut.then(lambda f: f.value()[0])
+
+
+class _Waiter(object):
+    """Completes DDP hook futures where Work.get_future() is not implemented: one thread, in order."""
+
+    _instance = None
+    _lock = threading.Lock()
+
+    @classmethod
+    def get(cls):
+        with cls._lock:
+            if cls._instance is None:
+                cls._instance = cls()
+            return cls._instance
+
+    def __init__(self):
+        self._q = queue.Queue()
+        threading.Thread(target=self._run, name="c10d_observer-ddp-waiter", daemon=True).start()
+
+    def put(self, item):
+        self._q.put(item)
+
+    def _run(self):
+        while True:
+            work, fut, tensor, as_list = self._q.get()
+            try:
+                work.wait()
+            except Exception as e:
+                if hasattr(fut, "set_exception"):
+                    fut.set_exception(e)
+                    continue
+            fut.set_result([tensor] if as_list else tensor)
