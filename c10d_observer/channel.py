@@ -217,22 +217,40 @@ class ChannelReader(object):
         fd = os.open(path, os.O_RDONLY)
         try:
             size = os.fstat(fd).st_size
-            self._mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+            mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
         finally:
             os.close(fd)
-        self._mv = memoryview(self._mm).cast("q")
+        self._attach(mm, path, owns=True)
+
+    @classmethod
+    def attach(cls, writer):
+        """A reader over a writer's own mapping (same process): for tests and introspection."""
+        self = cls.__new__(cls)
+        self._attach(writer._mm, writer.path, owns=False)
+        return self
+
+    def _attach(self, mm, name, owns):
+        self._mm = mm
+        self._owns = owns
+        self._mv = memoryview(mm).cast("q")
         mv = self._mv
         if mv[H_MAGIC] != MAGIC or mv[H_VERSION] != LAYOUT_VERSION:
-            raise ValueError("%s is not a c10d-observer channel of layout version %d" % (path, LAYOUT_VERSION))
+            raise ValueError("%s is not a c10d-observer channel of layout version %d" % (name, LAYOUT_VERSION))
         self.layout = _Layout(mv[H_MAX_STREAMS], mv[H_RING])
-        if self.layout.size > size:
-            raise ValueError("%s is smaller than its layout says" % (path,))
+        if self.layout.size > len(mm):
+            raise ValueError("%s is smaller than its layout says" % (name,))
         self._descs = []
         self._cursor = []
 
     def close(self):
         self._mv.release()
-        self._mm.close()
+        if self._owns:
+            self._mm.close()
+
+    def slot(self, idx, seq):
+        """(seq_a, op word, start_ns, seq_b, done_seq) of the slot that holds ``seq`` of stream ``idx``."""
+        base = self.layout.ring_base(idx) + (seq & self.layout.mask) * SLOT_WORDS
+        return tuple(self._mv[base:base + SLOT_WORDS].tolist())
 
     def rank(self):
         return self._mv[H_RANK], self._mv[H_WORLD]
