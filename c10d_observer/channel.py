@@ -160,12 +160,7 @@ class ChannelWriter(object):
         if idx >= self.layout.max_streams:
             self._mv[H_DROPPED_STREAMS] += 1
             return -1
-        data = json.dumps(desc, separators=(",", ":"), sort_keys=True).encode("utf-8")
-        if len(data) >= DESC_BYTES:
-            short = dict(desc)
-            short["ranks"] = None
-            short["ranks_truncated"] = True
-            data = json.dumps(short, separators=(",", ":"), sort_keys=True).encode("utf-8")[:DESC_BYTES - 1]
+        data = _encode_desc(desc)
         off = (self.layout.desc_word + idx * (DESC_BYTES // _W)) * _W
         self._mm[off:off + len(data)] = data
         self.nstreams = idx + 1
@@ -174,6 +169,24 @@ class ChannelWriter(object):
 
     def stream_writer(self, idx):
         return StreamWriter(self, idx)
+
+
+def _encode_desc(desc):
+    """JSON of at most DESC_BYTES - 1 bytes: drop the ranks list first, then shorten every string."""
+    data = json.dumps(desc, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    if len(data) < DESC_BYTES:
+        return data
+    short = dict(desc, ranks=None, ranks_truncated=True)
+    data = json.dumps(short, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    limit = 256
+    while len(data) >= DESC_BYTES:
+        short = {k: (v[:limit] + "..." if isinstance(v, str) and len(v) > limit else v) for k, v in short.items()
+                 if k != "ranks" or v is None}
+        data = json.dumps(short, separators=(",", ":"), sort_keys=True).encode("utf-8")
+        limit //= 2
+        if limit < 8:
+            data = json.dumps({"group": "?", "stream": "?", "ranks_truncated": True}).encode("utf-8")
+    return data
 
 
 class StreamWriter(object):
@@ -205,9 +218,12 @@ class StreamWriter(object):
 
     def done(self, seq, all_before_done):
         """Record completion.  ``all_before_done``: the caller knows no earlier call is still in flight."""
-        self._mv[self._ring + (seq & self._mask) * SLOT_WORDS + 4] = seq
+        mv = self._mv
+        base = self._ring + (seq & self._mask) * SLOT_WORDS
+        if mv[base] == seq:  # after a ring overflow the slot may hold a later call: leave that one alone
+            mv[base + 4] = seq
         if all_before_done:
-            self._mv[self._head + S_DONE_HINT] = seq
+            mv[self._head + S_DONE_HINT] = seq
 
 
 class ChannelReader(object):
@@ -232,13 +248,26 @@ class ChannelReader(object):
     def _attach(self, mm, name, owns):
         self._mm = mm
         self._owns = owns
-        self._mv = memoryview(mm).cast("q")
-        mv = self._mv
-        if mv[H_MAGIC] != MAGIC or mv[H_VERSION] != LAYOUT_VERSION:
-            raise ValueError("%s is not a c10d-observer channel of layout version %d" % (name, LAYOUT_VERSION))
-        self.layout = _Layout(mv[H_MAX_STREAMS], mv[H_RING])
-        if self.layout.size > len(mm):
-            raise ValueError("%s is smaller than its layout says" % (name,))
+        self._mv = None
+        try:
+            if len(mm) < HEADER_WORDS * _W or len(mm) % _W:
+                raise ValueError("%s is not a c10d-observer channel (size %d)" % (name, len(mm)))
+            self._mv = mv = memoryview(mm).cast("q")
+            if mv[H_MAGIC] != MAGIC or mv[H_VERSION] != LAYOUT_VERSION:
+                raise ValueError("%s is not a c10d-observer channel of layout version %d"
+                                 % (name, LAYOUT_VERSION))
+            ring = mv[H_RING]
+            if mv[H_MAX_STREAMS] <= 0 or ring <= 0 or ring & (ring - 1):
+                raise ValueError("%s has a corrupt channel header" % (name,))
+            self.layout = _Layout(mv[H_MAX_STREAMS], ring)
+            if self.layout.size > len(mm):
+                raise ValueError("%s is smaller than its layout says" % (name,))
+        except BaseException:
+            if self._mv is not None:
+                self._mv.release()
+            if owns:
+                mm.close()
+            raise
         self._descs = []
         self._cursor = []
 
@@ -297,7 +326,7 @@ class ChannelReader(object):
                 oldest = (seq, op, t)
                 break
             self._cursor[idx] = seq
-            out.append(StreamState(idx, self._descs[idx], last, seq - 1 if oldest else last, oldest,
+            out.append(StreamState(idx, self._descs[idx], last, seq - 1, oldest,
                                    mv[head + S_OVERFLOW]))
         return out
 

@@ -143,15 +143,6 @@ def resolve(timeout=UNSET, poll_interval=UNSET, dump_dir=UNSET, signal=UNSET, so
     if name and poll_interval >= timeout:
         raise ValueError("%s must be < timeout (%g s), got %g" % (name, timeout, poll_interval))
 
-    if dump_dir is UNSET or dump_dir is None:
-        raw = env.get(ENV_DIR)
-        if raw:
-            dump_dir = _check_dump_dir(raw, ENV_DIR)
-        else:
-            dump_dir = _check_dump_dir(DEFAULT_DIR, "dump_dir (default ./%s)" % DEFAULT_DIR)
-    else:
-        dump_dir = _check_dump_dir(dump_dir, "dump_dir")
-
     signal = _check_signal(_signal.SIGUSR1 if signal is UNSET else signal)
 
     if source is UNSET:
@@ -168,5 +159,14 @@ def resolve(timeout=UNSET, poll_interval=UNSET, dump_dir=UNSET, signal=UNSET, so
         on_timeout = "dump" if raw is UNSET else _check_on_timeout(raw, ENV_ON_TIMEOUT)
     else:
         on_timeout = _check_on_timeout(on_timeout, "on_timeout")
+
+    if dump_dir is UNSET or dump_dir is None:
+        raw = env.get(ENV_DIR)
+        if raw:
+            dump_dir = _check_dump_dir(raw, ENV_DIR)
+        else:
+            dump_dir = _check_dump_dir(DEFAULT_DIR, "dump_dir (default ./%s)" % DEFAULT_DIR)
+    else:
+        dump_dir = _check_dump_dir(dump_dir, "dump_dir")
 
     return Config(timeout, poll_interval, dump_dir, signal, source, on_timeout)

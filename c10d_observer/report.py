@@ -98,8 +98,12 @@ def load_dir(directory):
             continue
         rep["_path"] = path
         reports.append(rep)
-    reports.sort(key=lambda r: (r.get("rank", -1), r.get("pid", 0)))
+    reports.sort(key=lambda r: (_int(r.get("rank")), _int(r.get("pid"))))
     return reports, problems
+
+
+def _int(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
 def _clock(ts):
@@ -117,13 +121,16 @@ def summarize(reports, problems=()):
         lines.append("rank %s/%s  host %s  pid %s  torch %s  source %s"
                      % (rep.get("rank"), rep.get("world_size"), rep.get("host"), rep.get("pid"),
                         rep.get("torch_version"), rep.get("source")))
-        cfg = rep.get("config", {})
-        for e in rep.get("overdue", []):
+        cfg = rep.get("config") if isinstance(rep.get("config"), dict) else {}
+        for e in rep.get("overdue") or []:
+            if not isinstance(e, dict):
+                continue
             lines.append("  OVERDUE %s: started %s, detected %s (%.1f s in flight, timeout %g s)%s"
                          % (describe_call(e), _clock(e.get("started_at")), _clock(e.get("detected_at")),
                             e.get("age_s", 0.0), cfg.get("timeout", 0), "" if e.get("in_flight", True)
                             else "; completed later"))
-        done = ["%s=%s" % (g.get("stream"), g.get("last_completed")) for g in rep.get("groups", [])]
+        done = ["%s=%s" % (g.get("stream"), g.get("last_completed")) for g in rep.get("groups") or []
+                if isinstance(g, dict)]
         if done:
             lines.append("  last completed seq: " + ", ".join(done))
         if rep.get("stack_dump"):

@@ -25,7 +25,7 @@ _monotonic_ns = time.monotonic_ns
 
 
 class _Stream(object):
-    __slots__ = ("writer", "open", "op_api")
+    __slots__ = ("writer", "open")
 
     def __init__(self, writer):
         self.writer = writer
@@ -33,32 +33,41 @@ class _Stream(object):
 
 
 class _Group(object):
-    __slots__ = ("desc", "coll", "p2p", "ranks", "wait_done", "tracker", "pg")
+    """One process group: a stream for its collectives and one per direction for its p2p calls.
 
-    def __init__(self, tracker, pg, desc):
+    Messages between two ranks match in order per direction, so the n-th send from A to B and the n-th
+    recv on B from A carry the same sequence number on stream ``<group>:p2p:A->B``.
+    """
+
+    __slots__ = ("desc", "coll", "sends", "recvs", "ranks", "wait_done", "tracker")
+
+    def __init__(self, tracker, desc):
         self.tracker = tracker
-        self.pg = pg
         self.desc = desc
         self.ranks = desc.get("ranks")
         self.wait_done = desc.get("backend") in _WAIT_MEANS_DONE
         self.coll = tracker._stream(dict(desc, kind="collective", stream=desc["group"]))
-        self.p2p = {}
+        self.sends = {}
+        self.recvs = {}
 
-    def peer_stream(self, group_peer):
-        s = self.p2p.get(group_peer)
+    def p2p_stream(self, group_peer, is_send):
+        table = self.sends if is_send else self.recvs
+        s = table.get(group_peer)
         if s is None:
-            s = self.p2p[group_peer] = self._make_peer(group_peer)
+            s = table[group_peer] = self._make_p2p(group_peer, is_send)
         return s
 
-    def _make_peer(self, group_peer):
+    def _make_p2p(self, group_peer, is_send):
+        me = self.tracker.rank
         if group_peer is None:
-            peer, pair = None, "any"
+            peer = None
+        elif self.ranks and 0 <= group_peer < len(self.ranks):
+            peer = self.ranks[group_peer]
         else:
-            peer = self.ranks[group_peer] if self.ranks and 0 <= group_peer < len(self.ranks) else group_peer
-            me = self.tracker.rank
-            pair = "%d-%d" % (min(me, peer), max(me, peer)) if me >= 0 else "?-%d" % peer
-        return self.tracker._stream(dict(self.desc, kind="p2p", peer=peer,
-                                         stream="%s:p2p:%s" % (self.desc["group"], pair)))
+            peer = group_peer
+        src, dst = (me, peer) if is_send else (peer, me)
+        name = "%s:p2p:%s->%s" % (self.desc["group"], "any" if src is None else src, dst)
+        return self.tracker._stream(dict(self.desc, kind="p2p", peer=peer, src=src, dst=dst, stream=name))
 
 
 class Tracker(object):
@@ -82,7 +91,12 @@ class Tracker(object):
                 g = self.groups.get(pg)
                 if g is None:
                     self._update_rank()
-                    g = self.groups[pg] = _Group(self, pg, compat.describe_group(pg))
+                    try:
+                        desc = compat.describe_group(pg)
+                    except Exception:  # an odd group must not break the collective
+                        log.debug("c10d_observer: cannot describe %r", pg, exc_info=True)
+                        desc = {"group": "unknown-%d" % len(self.groups), "ranks": None, "backend": "unknown"}
+                    g = self.groups[pg] = _Group(self, desc)
         return g
 
     def _update_rank(self):
@@ -103,7 +117,9 @@ class Tracker(object):
         w = stream.writer
         if w is None:
             return 0
-        return w.start(op | self.api << 16, _monotonic_ns())
+        seq = w.start(op | self.api << 16, _monotonic_ns())
+        stream.open.add(seq)  # open from its start: no other thread may write a done hint past it
+        return seq
 
     def end(self, stream, seq):
         """The call ended on the calling thread (it returned, or raised)."""
@@ -113,10 +129,8 @@ class Tracker(object):
 
     def follow(self, stream, seq, work, wait_done):
         """Completion of this call is that of ``work``: by wait() where that means done, else by polling."""
-        if not seq:
-            return
-        stream.open.add(seq)
-        self.pending[work] = (stream, seq, wait_done)
+        if seq:
+            self.pending[work] = (stream, seq, wait_done)
 
     def work_waited(self, work):
         entry = self.pending.get(work)

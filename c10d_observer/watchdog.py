@@ -59,24 +59,24 @@ class Watchdog(object):
         self.fired = set()
         self.records = []
         self.last_report = None
+        self.report_failed = False
         self.aborting = False
 
     def tick(self, now_ns):
         """One poll: report and signal what became overdue.  Returns the new Overdue items."""
         snap = self.reader.snapshot()
         overdue = find_overdue(snap, now_ns, self.timeout_ns)
-        new = [o for o in overdue if (o.stream.desc.get("stream"), o.seq) not in self.fired]
+        new = [o for o in overdue if (o.stream.idx, o.seq) not in self.fired]
         if not new:
+            if self.report_failed:  # retry a report that could not be written
+                self._update_report(snap, overdue, self.wall())
             return new
         wall_now = self.wall()
-        in_flight = {(o.stream.desc.get("stream"), o.seq) for o in overdue}
         for o in new:
-            self.fired.add((o.stream.desc.get("stream"), o.seq))
+            self.fired.add((o.stream.idx, o.seq))
             self.records.append(self._record(o, now_ns, wall_now))
-        for r in self.records:
-            r["in_flight"] = (r["stream"], r["seq"]) in in_flight
-        path = self.write_report(snap, wall_now)
-        sent = self.send_signal()
+        path = self._update_report(snap, overdue, wall_now)
+        sent = self.send_signal()  # even when the report failed: the stack dump matters most
         for o in new:
             self.log("rank %s: %s in flight for %.1f s (timeout %g s)%s; report %s; stacks %s"
                      % (self._rank(), _report.describe_call(self._record(o, now_ns, wall_now)),
@@ -86,6 +86,19 @@ class Watchdog(object):
             self.aborting = True
             self.abort()
         return new
+
+    def _update_report(self, snap, overdue, wall_now):
+        in_flight = {(o.stream.idx, o.seq) for o in overdue}
+        for r in self.records:
+            r["in_flight"] = (r["_idx"], r["seq"]) in in_flight
+        try:
+            path = self.write_report(snap, wall_now)
+        except Exception as e:
+            self.report_failed = True
+            self.log("could not write the report (will retry): %r" % (e,))
+            return None
+        self.report_failed = False
+        return path
 
     def _rank(self):
         return self.reader.rank()[0]
@@ -97,7 +110,7 @@ class Watchdog(object):
         return {"group": desc.get("group"), "stream": desc.get("stream"), "group_ranks": desc.get("ranks"),
                 "backend": desc.get("backend"), "kind": desc.get("kind"), "peer": desc.get("peer"),
                 "seq": o.seq, "op": op, "api": api, "started_at": wall_now - age, "detected_at": wall_now,
-                "age_s": round(age, 3), "in_flight": True}
+                "age_s": round(age, 3), "in_flight": True, "_idx": o.stream.idx}
 
     def write_report(self, snap, wall_now):
         rank, world = self.reader.rank()
@@ -114,7 +127,8 @@ class Watchdog(object):
                "host": cfg.get("host") or socket.gethostname(), "pid": self.rank_pid,
                "watchdog_pid": os.getpid(), "torch_version": cfg.get("torch_version"),
                "source": cfg.get("source_in_use"), "source_reasons": cfg.get("source_reasons"),
-               "config": cfg.get("public_config"), "written_at": wall_now, "overdue": self.records,
+               "config": cfg.get("public_config"), "written_at": wall_now,
+               "overdue": [{k: v for k, v in r.items() if k != "_idx"} for r in self.records],
                "groups": groups, "untracked_streams": self.reader.dropped_streams(),
                "stack_dump": cfg["stack_path"], "signal": cfg.get("signal_name"),
                "on_timeout": cfg.get("on_timeout")}

@@ -95,7 +95,7 @@ def _make_coll_wrapper(tracker, orig, op):
     return wrapper
 
 
-def _make_p2p_wrapper(tracker, orig, op, peer_index, peer_kw):
+def _make_p2p_wrapper(tracker, orig, op, peer_index, peer_kw, is_send):
     groups = tracker.groups
     get_group = tracker.group
     start = tracker.start
@@ -111,7 +111,7 @@ def _make_p2p_wrapper(tracker, orig, op, peer_index, peer_kw):
             peer = args[peer_index]
         else:
             peer = kwargs.get(peer_kw)
-        st = g.p2p.get(peer) or g.peer_stream(peer)
+        st = (g.sends if is_send else g.recvs).get(peer) or g.p2p_stream(peer, is_send)
         seq = start(st, op)
         try:
             work = orig(self, *args, **kwargs)
@@ -190,7 +190,8 @@ class PatchSource(object):
             if method in compat.P2P_METHODS:
                 idx = compat.P2P_METHODS[method]
                 kw = "dstRank" if method == "send" else "srcRank"
-                reg.wrap(pg_cls, method, lambda o, op=op, idx=idx, kw=kw: _make_p2p_wrapper(t, o, op, idx, kw))
+                reg.wrap(pg_cls, method, lambda o, op=op, idx=idx, kw=kw, snd=(method == "send"):
+                         _make_p2p_wrapper(t, o, op, idx, kw, snd))
             else:
                 reg.wrap(pg_cls, method, lambda o, op=op: _make_coll_wrapper(t, o, op))
             self.covered.append(method)

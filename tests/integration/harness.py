@@ -1,0 +1,148 @@
+"""Launch real gloo ranks (one process each, FileStore rendezvous: no port) running a scenario.
+
+A scenario is a function in scenarios.py.  Ranks that play the culprit stall by waiting for the file
+``release`` in the job's work dir: the test creates it once it has seen what it waits for, so every job
+ends cleanly.  Ranks write facts as JSON (``rank<R>.json``) for the test to assert on.
+"""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+RANK_MAIN = os.path.join(HERE, "rank_main.py")
+
+
+def wait_until(predicate, timeout, what):
+    """Wait for a condition on files or processes; fail loudly with ``what`` if it never holds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %g s waiting for %s" % (timeout, what))
+        time.sleep(0.05)
+
+
+class Job(object):
+    def __init__(self, scenario, world_size, tmp_path, env=None, **args):
+        self.scenario = scenario
+        self.world_size = world_size
+        self.work_dir = str(tmp_path / "work")
+        self.dump_dir = str(tmp_path / "dumps")
+        os.makedirs(self.work_dir)
+        os.makedirs(self.dump_dir)
+        self.args = dict(args, dump_dir=self.dump_dir)
+        self.procs = []
+        self.logs = []
+        base_env = dict(os.environ)
+        base_env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, base_env.get("PYTHONPATH")) if p)
+        for k in list(base_env):
+            if k.startswith("C10D_OBSERVER_"):
+                del base_env[k]
+        base_env.update(env or {})
+        for rank in range(world_size):
+            log = open(os.path.join(self.work_dir, "rank%d.log" % rank), "w+")
+            self.logs.append(log)
+            e = dict(base_env, RANK=str(rank), WORLD_SIZE=str(world_size))
+            self.procs.append(subprocess.Popen(
+                [sys.executable, RANK_MAIN, scenario, str(rank), str(world_size), self.work_dir,
+                 json.dumps(self.args)], stdout=log, stderr=subprocess.STDOUT, env=e))
+
+    # -- files the ranks write ---------------------------------------------------------------------
+    def release(self):
+        with open(os.path.join(self.work_dir, "release"), "w"):
+            pass
+
+    def facts(self, rank):
+        path = os.path.join(self.work_dir, "rank%d.json" % rank)
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            return json.load(f)
+
+    def wait_facts(self, rank, key, timeout=60):
+        return wait_until(lambda: (self.facts(rank) or {}).get(key), timeout,
+                          "rank %d to record %r\n%s" % (rank, key, self.log_text()))
+
+    def reports(self):
+        out = {}
+        for path in glob.glob(os.path.join(self.dump_dir, "report-rank*.json")):
+            with open(path) as f:
+                rep = json.load(f)
+            out[rep["rank"]] = rep
+        return out
+
+    def wait_report(self, rank, timeout=60):
+        return wait_until(lambda: self.reports().get(rank), timeout,
+                          "a report from rank %d\n%s" % (rank, self.log_text()))
+
+    def stacks(self, rank):
+        paths = glob.glob(os.path.join(self.dump_dir, "stacks-rank%d-*.txt" % rank))
+        if not paths:
+            return ""
+        with open(paths[0]) as f:
+            return f.read()
+
+    def wait_stacks(self, rank, needle, timeout=60):
+        return wait_until(lambda: needle in self.stacks(rank) and self.stacks(rank), timeout,
+                          "%r in the stack dump of rank %d\n%s" % (needle, rank, self.log_text()))
+
+    def log_text(self):
+        out = []
+        for rank, log in enumerate(self.logs):
+            log.flush()
+            with open(log.name) as f:
+                out.append("--- rank %d log ---\n%s" % (rank, f.read()[-4000:]))
+        return "\n".join(out)
+
+    # -- processes ---------------------------------------------------------------------------------
+    def finish(self, timeout=90):
+        """Wait for every rank; returns their exit codes."""
+        codes = []
+        deadline = time.monotonic() + timeout
+        for p in self.procs:
+            try:
+                codes.append(p.wait(timeout=max(0.1, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise AssertionError("ranks did not finish within %g s\n%s" % (timeout, self.log_text()))
+        return codes
+
+    def kill(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+        for p in self.procs:
+            p.wait()
+
+    def close(self):
+        self.kill()
+        for log in self.logs:
+            log.close()
+
+
+def pid_alive(pid):
+    """True while ``pid`` runs; a zombie (exited, not yet reaped) counts as gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def children_of(pid):
+    out = set()
+    for path in glob.glob("/proc/%d/task/*/children" % pid):
+        try:
+            with open(path) as f:
+                out.update(int(x) for x in f.read().split())
+        except OSError:
+            pass
+    return out

@@ -1,0 +1,56 @@
+"""One rank of a test job: ``rank_main.py SCENARIO RANK WORLD WORK_DIR ARGS_JSON``."""
+import datetime
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import scenarios  # noqa: E402
+
+
+class Ctx(object):
+    def __init__(self, rank, world, work_dir, args):
+        self.rank = rank
+        self.world = world
+        self.work_dir = work_dir
+        self.args = args
+        self._facts = {}
+
+    def record(self, **facts):
+        """Merge facts into rank<R>.json (atomically: the test may read it at any moment)."""
+        self._facts.update(facts)
+        path = os.path.join(self.work_dir, "rank%d.json" % self.rank)
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self._facts, f)
+        os.replace(tmp, path)
+
+    def released(self):
+        return os.path.exists(os.path.join(self.work_dir, "release"))
+
+    def stall_until_released(self, limit=120.0):
+        """The culprit's stall: busy elsewhere until the test has seen the hang."""
+        import time
+        deadline = time.monotonic() + limit
+        while not self.released():
+            if time.monotonic() > deadline:
+                raise SystemExit("rank %d: never released" % self.rank)
+            time.sleep(0.02)
+
+
+def main():
+    scenario, rank, world, work_dir, args = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], \
+        json.loads(sys.argv[5])
+    import torch.distributed as dist
+    if args.get("init", True):
+        dist.init_process_group("gloo", init_method="file://" + os.path.join(work_dir, "store"), rank=rank,
+                                world_size=world, timeout=datetime.timedelta(seconds=args.get("torch_timeout", 120)))
+    ctx = Ctx(rank, world, work_dir, args)
+    getattr(scenarios, scenario)(ctx)
+    ctx.record(finished=True)
+
+
+if __name__ == "__main__":
+    main()

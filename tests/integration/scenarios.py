@@ -1,0 +1,301 @@
+"""What each rank of a test job does.  Faults are injected by step, not by time."""
+import os
+import signal
+import time
+import warnings
+
+import torch
+import torch.distributed as dist
+
+import c10d_observer
+
+
+def _enable(ctx, **over):
+    kw = dict(timeout=ctx.args.get("timeout", 1.0), dump_dir=ctx.args["dump_dir"],
+              source=ctx.args.get("source", "auto"))
+    if "on_timeout" in ctx.args:
+        kw["on_timeout"] = ctx.args["on_timeout"]
+    kw.update(over)
+    dist.barrier()  # every rank is up: no rank waits on a slow start while watched
+    obs = c10d_observer.enable(**kw)
+    ctx.record(watchdog_pid=obs.watchdog_pid, source=obs.source, pid=os.getpid())
+    return obs
+
+
+def skip(ctx):
+    """Rank ``culprit`` skips the all_reduce at step ``step`` (it is busy until released)."""
+    _enable(ctx)
+    t = torch.ones(4)
+    for step in range(ctx.args.get("steps", 5)):
+        if step == ctx.args["step"] and ctx.rank == ctx.args["culprit"]:
+            ctx.record(stalled_at=step)
+            ctx.stall_until_released()
+        dist.all_reduce(t)
+    ctx.record(result=t[0].item())
+    c10d_observer.disable()
+
+
+def async_never(ctx):
+    """Rank 0 issues an async all_reduce and never waits on it; rank 1 joins only when released."""
+    _enable(ctx)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if ctx.rank == 0:
+        work = dist.all_reduce(t, async_op=True)
+        ctx.record(issued=True)
+        ctx.stall_until_released()  # rank 0 keeps running Python: nothing blocks it
+        work.wait()
+    else:
+        ctx.stall_until_released()
+        dist.all_reduce(t)
+    c10d_observer.disable()
+
+
+def recv_nosender(ctx):
+    _enable(ctx)
+    t = torch.zeros(4)
+    if ctx.rank == 1:
+        dist.recv(t, src=0)
+        ctx.record(received=t[0].item())
+    else:
+        ctx.stall_until_released()
+        dist.send(torch.ones(4), dst=1)
+    c10d_observer.disable()
+
+
+def subgroup(ctx):
+    """World of 3 is fine; in group [0, 1] rank 1 skips an all_reduce; rank 2 idles."""
+    _enable(ctx)
+    sub = dist.new_group([0, 1])
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if ctx.rank == 0:
+        dist.all_reduce(t, group=sub)
+    elif ctx.rank == 1:
+        ctx.stall_until_released()
+        dist.all_reduce(t, group=sub)
+    else:
+        ctx.stall_until_released()
+    dist.barrier()
+    c10d_observer.disable()
+
+
+def ddp(ctx):
+    """A DDP training step in which rank ``culprit`` skips backward."""
+    torch.manual_seed(0)
+    _enable(ctx)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(ctx.args.get("steps", 4)):
+        loss = model(torch.ones(2, 8) * (ctx.rank + 1)).sum()
+        if step == ctx.args["step"] and ctx.rank == ctx.args["culprit"]:
+            ctx.record(stalled_at=step)
+            ctx.stall_until_released()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    ctx.record(weight=model.module.weight.detach().sum().item())
+    c10d_observer.disable()
+
+
+def quiet(ctx):
+    """Long computation between collectives (several timeouts) never fires; then a real hang does."""
+    _enable(ctx)
+    t = torch.ones(4)
+    works = [dist.all_reduce(t, async_op=True) for _ in range(3)]  # completed, nobody waits
+    dist.all_reduce(t)
+    dist.broadcast(t, src=0)
+    busy_until = time.monotonic() + ctx.args["compute_s"]
+    x = torch.ones(64, 64)
+    while time.monotonic() < busy_until:
+        x = (x @ x).clamp_(-1, 1)
+    ctx.record(computed=True)
+    dist.barrier()
+    if ctx.rank == 1:
+        ctx.stall_until_released()
+    dist.all_reduce(t)  # the positive control: rank 0 waits here until rank 1 is released
+    del works
+    c10d_observer.disable()
+
+
+def block(ctx):
+    """Enable, then block in a collective nobody else joins (for SIGKILL tests)."""
+    _enable(ctx)
+    ctx.record(ready=True)
+    if ctx.rank == 0:
+        dist.all_reduce(torch.ones(1))
+    else:
+        ctx.stall_until_released(limit=600)
+
+
+def cycles(ctx):
+    """20 enable/disable cycles leave no process, handler, patch or shared-memory segment behind."""
+    from torch._C import _distributed_c10d as C
+    from c10d_observer import compat
+    calls = []
+    signal.signal(signal.SIGUSR1, lambda s, f: calls.append(s))
+    before = {
+        "handler": signal.getsignal(signal.SIGUSR1),
+        "pg": {m: C.ProcessGroup.__dict__[m] for m, _ in compat.PG_METHODS if m in C.ProcessGroup.__dict__},
+        "wait": compat.work_class().__dict__["wait"],
+        "all_reduce": dist.all_reduce,
+        "c10d_all_gather_object": dist.distributed_c10d.all_gather_object,
+        "shm": _shm_entries(),
+    }
+    t = torch.ones(2)
+    pids = []
+    for i in range(ctx.args.get("n", 20)):
+        obs = c10d_observer.enable(timeout=30.0, dump_dir=ctx.args["dump_dir"])
+        pids.append(obs.watchdog_pid)
+        dist.all_reduce(t)
+        dist.all_gather_object([None] * ctx.world, i)
+        c10d_observer.disable()
+        c10d_observer.disable()  # twice is fine
+    after_pg = {m: C.ProcessGroup.__dict__[m] for m in before["pg"]}
+    os.kill(os.getpid(), signal.SIGUSR1)  # the user's handler is back: it runs, nothing dies
+    deadline = time.monotonic() + 10
+    while not calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    ctx.record(
+        watchdog_pids=pids,
+        handler_restored=signal.getsignal(signal.SIGUSR1) is before["handler"],
+        user_handler_calls=len(calls),
+        pg_restored=all(after_pg[m] is before["pg"][m] for m in after_pg),
+        wait_restored=compat.work_class().__dict__["wait"] is before["wait"],
+        functions_restored=(dist.all_reduce is before["all_reduce"]
+                            and dist.distributed_c10d.all_gather_object is before["c10d_all_gather_object"]),
+        shm_left=sorted(set(_shm_entries()) - set(before["shm"])),
+        children=sorted(_children()),
+    )
+
+
+def _shm_entries():
+    from c10d_observer.channel import default_shm_dir
+    d = default_shm_dir()
+    return [n for n in os.listdir(d) if n.startswith("c10d_observer-%d-" % os.getpid())]
+
+
+def _children():
+    import glob
+    out = set()
+    for path in glob.glob("/proc/self/task/*/children"):
+        with open(path) as f:
+            out.update(int(x) for x in f.read().split())
+    return out
+
+
+def user_handler(ctx):
+    """A SIGUSR1 handler the user installed before enable() still runs; the rank is not killed."""
+    marker = os.path.join(ctx.work_dir, "user_handler_rank%d" % ctx.rank)
+
+    def handler(signum, frame):
+        with open(marker, "a") as f:
+            f.write("called\n")
+
+    signal.signal(signal.SIGUSR1, handler)
+    skip(ctx)
+    ctx.record(user_handler_called=os.path.exists(marker))
+
+
+def watchdog_dies(ctx):
+    """The watchdog is killed: the rank warns and training goes on."""
+    obs = _enable(ctx)
+    t = torch.ones(4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        os.kill(obs.watchdog_pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while not caught and time.monotonic() < deadline:  # the health thread warns asynchronously
+            time.sleep(0.01)
+        for _ in range(5):
+            dist.all_reduce(t)
+    ctx.record(warnings=[str(w.message) for w in caught], result=t[0].item())
+    c10d_observer.disable()
+
+
+def all_ops(ctx):
+    """Every collective and p2p call this torch has, once; then the channel as each rank saw it."""
+    obs = _enable(ctx, timeout=60.0)
+    r, w = ctx.rank, ctx.world
+    c10d = dist.distributed_c10d
+    done = []
+
+    def run(name, fn):
+        fn()
+        done.append(name)
+
+    def maybe(name, fn):  # ops gloo implements only in some releases
+        try:
+            run(name, fn)
+        except RuntimeError as e:
+            if "support" not in str(e) and "implemented" not in str(e):
+                raise
+
+    t = torch.ones(4)
+    run("all_reduce", lambda: dist.all_reduce(t))
+    run("all_reduce_async", lambda: dist.all_reduce(t, async_op=True).wait())
+    run("broadcast", lambda: dist.broadcast(t, src=0))
+    run("reduce", lambda: dist.reduce(t, dst=0))
+    run("all_gather", lambda: dist.all_gather([torch.zeros(4) for _ in range(w)], t))
+    run("gather", lambda: dist.gather(t, [torch.zeros(4) for _ in range(w)] if r == 0 else None, dst=0))
+    run("scatter", lambda: dist.scatter(t, [torch.ones(4) for _ in range(w)] if r == 0 else None, src=0))
+    if hasattr(dist, "all_to_all_single"):
+        run("all_to_all_single", lambda: dist.all_to_all_single(torch.zeros(2 * w), torch.ones(2 * w)))
+    run("barrier", lambda: dist.barrier())
+    if hasattr(dist, "monitored_barrier"):
+        run("monitored_barrier", lambda: dist.monitored_barrier())
+    run("all_gather_object", lambda: dist.all_gather_object([None] * w, {"r": r}))
+    run("broadcast_object_list", lambda: dist.broadcast_object_list([r], src=0))
+    run("gather_object", lambda: dist.gather_object(r, [None] * w if r == 0 else None, dst=0))
+    run("scatter_object_list", lambda: dist.scatter_object_list([None], [1] * w if r == 0 else None, src=0))
+    run("all_reduce_coalesced", lambda: dist.all_reduce_coalesced([torch.ones(2), torch.ones(3)]))
+    run("all_gather_coalesced", lambda: dist.all_gather_coalesced(
+        [[torch.zeros(2)] for _ in range(w)], [torch.ones(2)]))
+    maybe("reduce_scatter", lambda: dist.reduce_scatter(torch.zeros(2), [torch.ones(2) for _ in range(w)]))
+    maybe("all_to_all", lambda: dist.all_to_all([torch.zeros(2) for _ in range(w)],
+                                                [torch.ones(2) for _ in range(w)]))
+    if hasattr(dist, "reduce_scatter_tensor"):
+        maybe("reduce_scatter_tensor", lambda: dist.reduce_scatter_tensor(torch.zeros(2), torch.ones(2 * w)))
+    if r == 0:
+        run("send", lambda: dist.send(t, dst=1))
+        run("recv", lambda: dist.recv(t, src=1))
+        run("isend", lambda: dist.isend(t, dst=1).wait())
+        run("irecv", lambda: dist.irecv(t, src=1).wait())
+    else:
+        run("recv", lambda: dist.recv(t, src=0))
+        run("send", lambda: dist.send(t, dst=0))
+        run("irecv", lambda: dist.irecv(t, src=0).wait())
+        run("isend", lambda: dist.isend(t, dst=0).wait())
+    peer = 1 - r
+    ops = [dist.P2POp(dist.isend, torch.ones(2), peer), dist.P2POp(dist.irecv, torch.zeros(2), peer)]
+    run("batch_isend_irecv", lambda: [x.wait() for x in dist.batch_isend_irecv(ops)])
+    if hasattr(dist, "send_object_list"):
+        if r == 0:
+            run("send_object_list", lambda: dist.send_object_list([1], dst=1))
+        else:
+            run("recv_object_list", lambda: dist.recv_object_list([None], src=0))
+    if hasattr(dist, "all_gather_into_tensor"):  # gloo on 1.13-2.1: "no support for _allgather_base"
+        maybe("all_gather_into_tensor", lambda: dist.all_gather_into_tensor(torch.zeros(4 * w), t))
+    if hasattr(c10d, "_coalescing_manager"):
+        try:
+            with c10d._coalescing_manager(group=None, async_ops=False):
+                dist.all_reduce(torch.ones(2))
+                dist.all_reduce(torch.ones(3))
+            done.append("_coalescing_manager")
+        except (RuntimeError, TypeError, NotImplementedError):
+            pass
+    direct = dist.distributed_c10d._get_default_group()
+    run("group_method", lambda: direct.allreduce([torch.ones(2)]).wait())
+    dist.barrier()
+    from c10d_observer.channel import ChannelReader, decode_op
+    reader = ChannelReader.attach(obs.tracker.channel)
+    streams = {}
+    for st in reader.snapshot():
+        calls = []
+        for seq in range(1, st.last_started + 1):
+            a, op, t0, b, d = reader.slot(st.idx, seq)
+            calls.append([seq] + list(decode_op(op)) + [d == seq])
+        streams[st.desc["stream"]] = {"desc": st.desc, "last_started": st.last_started,
+                                      "in_flight": st.oldest, "calls": calls}
+    ctx.record(streams=streams, done=done)
+    c10d_observer.disable()

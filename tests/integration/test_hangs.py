@@ -1,0 +1,110 @@
+"""Real gloo ranks and real watchdogs: each kind of hang is found, named and dumped; nothing else fires."""
+import pytest
+
+from harness import Job
+
+
+@pytest.fixture
+def job_factory(tmp_path):
+    jobs = []
+
+    def make(scenario, world_size, **args):
+        job = Job(scenario, world_size, tmp_path, **args)
+        jobs.append(job)
+        return job
+
+    yield make
+    for job in jobs:
+        job.close()
+
+
+def _only(entries, **match):
+    hits = [e for e in entries if all(e.get(k) == v for k, v in match.items())]
+    assert len(hits) == 1, "expected one overdue entry matching %r in %r" % (match, entries)
+    return hits[0]
+
+
+def test_rank_skips_a_collective(job_factory):
+    job = job_factory("skip", 3, culprit=1, step=2, timeout=1.0)
+    waiting = [0, 2]
+    reports = {r: job.wait_report(r) for r in waiting}
+    for r in waiting:
+        job.wait_stacks(r, "in all_reduce")
+    job.release()
+    assert job.finish() == [0, 0, 0], job.log_text()  # signalled ranks were not killed
+    assert 1 not in job.reports(), "the culprit was not waiting in a collective"
+    for r in waiting:
+        e = _only(reports[r]["overdue"], op="all_reduce")
+        assert e["seq"] == 2 + 1  # step 2 is the third all_reduce since enable()
+        assert e["group_ranks"] == [0, 1, 2]
+        assert e["kind"] == "collective"
+        assert e["started_at"] < e["detected_at"]
+        assert reports[r]["rank"] == r and reports[r]["world_size"] == 3
+        assert reports[r]["stack_dump"].endswith(".txt")
+        world = [g for g in reports[r]["groups"] if g["stream"] == e["stream"]][0]
+        assert world["last_completed"] == 2
+    assert reports[0]["overdue"][0]["group"] == reports[2]["overdue"][0]["group"]
+
+
+def test_async_op_that_never_completes(job_factory):
+    job = job_factory("async_never", 2, timeout=1.0)
+    rep = job.wait_report(0)
+    job.wait_stacks(0, "stall_until_released")  # rank 0 is not blocked: it runs Python elsewhere
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    e = _only(rep["overdue"], op="all_reduce")
+    assert e["seq"] == 2
+    assert 1 not in job.reports()
+
+
+def test_recv_with_no_sender(job_factory):
+    job = job_factory("recv_nosender", 2, timeout=1.0)
+    rep = job.wait_report(1)
+    job.wait_stacks(1, "in recv")
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    e = _only(rep["overdue"], op="recv")
+    assert e["kind"] == "p2p" and e["peer"] == 0 and e["seq"] == 1
+    assert job.facts(1)["received"] == 1.0
+
+
+def test_hang_in_subgroup_while_world_is_fine(job_factory):
+    job = job_factory("subgroup", 3, timeout=1.0)
+    rep = job.wait_report(0)
+    job.wait_stacks(0, "in all_reduce")
+    job.release()
+    assert job.finish() == [0, 0, 0], job.log_text()
+    e = _only(rep["overdue"], op="all_reduce")
+    assert e["group_ranks"] == [0, 1]
+    world = [g for g in rep["groups"] if g["kind"] == "collective" and g["ranks"] == [0, 1, 2]]
+    assert len(world) == 1 and world[0]["in_flight_seq"] is None and world[0]["last_completed"] == 1
+    assert e["group"] != world[0]["group"]
+    assert set(job.reports()) == {0}
+
+
+def test_ddp_step_where_one_rank_skips_backward(job_factory):
+    job = job_factory("ddp", 2, culprit=1, step=1, timeout=1.0)
+    rep = job.wait_report(0)
+    job.wait_stacks(0, "backward")
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    e = _only(rep["overdue"], op="all_reduce")
+    assert e["api"] == "ddp_gradient_allreduce"
+    assert e["group_ranks"] == [0, 1]
+    # the hook averages like DDP's default: both replicas end with the same weights
+    assert job.facts(0)["weight"] == pytest.approx(job.facts(1)["weight"])
+
+
+def test_long_computation_between_collectives_never_fires(job_factory):
+    timeout = 0.5
+    job = job_factory("quiet", 2, timeout=timeout, compute_s=8 * timeout)
+    job.wait_facts(1, "computed")
+    rep = job.wait_report(0)  # the positive control at the end: rank 1 skips the last all_reduce
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    assert len(rep["overdue"]) == 1, rep["overdue"]  # nothing during the computation
+    e = rep["overdue"][0]
+    assert e["op"] == "all_reduce"
+    stream = [g for g in rep["groups"] if g["stream"] == e["stream"]][0]
+    assert e["seq"] == stream["last_started"]  # it is the last call, not an earlier one
+    assert 1 not in job.reports()

@@ -1,0 +1,76 @@
+"""What enable()/disable() leave behind, and what happens when a rank or a watchdog dies."""
+import signal
+import time
+
+import pytest
+
+from harness import Job, pid_alive, wait_until
+
+
+@pytest.fixture
+def job_factory(tmp_path):
+    jobs = []
+
+    def make(scenario, world_size, **args):
+        job = Job(scenario, world_size, tmp_path, **args)
+        jobs.append(job)
+        return job
+
+    yield make
+    for job in jobs:
+        job.close()
+
+
+def test_rank_killed_with_sigkill_takes_its_watchdog_along(job_factory):
+    job = job_factory("block", 2, timeout=30.0)
+    facts = [job.wait_facts(r, "ready") and job.facts(r) for r in (0, 1)]
+    wd = facts[0]["watchdog_pid"]
+    assert pid_alive(wd)
+    killed_at = time.monotonic()
+    job.procs[0].send_signal(signal.SIGKILL)
+    job.procs[0].wait()
+    wait_until(lambda: not pid_alive(wd), 5.0, "the watchdog of the SIGKILLed rank to exit")
+    assert time.monotonic() - killed_at < 5.0
+    assert pid_alive(facts[1]["watchdog_pid"])  # the other rank's watchdog is untouched
+
+
+def test_twenty_enable_disable_cycles_leave_nothing_behind(job_factory):
+    job = job_factory("cycles", 2, n=20)
+    assert job.finish() == [0, 0], job.log_text()
+    for r in (0, 1):
+        f = job.facts(r)
+        assert len(f["watchdog_pids"]) == 20 and len(set(f["watchdog_pids"])) == 20
+        assert not any(pid_alive(p) for p in f["watchdog_pids"])
+        assert f["children"] == []
+        assert f["handler_restored"] and f["user_handler_calls"] == 1
+        assert f["pg_restored"] and f["wait_restored"] and f["functions_restored"]
+        assert f["shm_left"] == []
+
+
+def test_user_signal_handler_still_runs_and_the_rank_lives(job_factory):
+    job = job_factory("user_handler", 2, culprit=1, step=1, timeout=1.0)
+    job.wait_report(0)
+    job.wait_stacks(0, "in all_reduce")
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    assert job.facts(0)["user_handler_called"] is True  # chained after the dump
+    assert job.facts(1)["user_handler_called"] is False  # the culprit was never signalled
+
+
+def test_watchdog_death_warns_and_training_goes_on(job_factory):
+    job = job_factory("watchdog_dies", 2, timeout=30.0)
+    assert job.finish() == [0, 0], job.log_text()
+    for r in (0, 1):
+        f = job.facts(r)
+        assert f["result"] == 2 ** 5  # five more all_reduces after the watchdog died
+        assert any("watchdog" in w and "training goes on" in w for w in f["warnings"]), f["warnings"]
+
+
+def test_on_timeout_abort_ends_the_waiting_rank_after_the_dump(job_factory):
+    job = job_factory("skip", 2, culprit=1, step=1, timeout=1.0, on_timeout="abort")
+    rep = job.wait_report(0)
+    wait_until(lambda: job.procs[0].poll() is not None, 60, "rank 0 to be ended\n" + job.log_text())
+    assert job.procs[0].returncode == -signal.SIGTERM
+    assert "in all_reduce" in job.stacks(0)  # the dump came first
+    assert rep["on_timeout"] == "abort"
+    job.release()

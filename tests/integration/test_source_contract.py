@@ -1,0 +1,90 @@
+"""What every event source must do, parametrised over the sources the installed torch offers.
+
+Two gloo ranks run every collective and p2p call this torch has; each rank then reads its own channel.
+"""
+import pytest
+
+import c10d_observer
+from harness import Job
+
+USABLE = [s for s, r in c10d_observer.capabilities()["sources"].items() if r["usable"]]
+
+# what the scenario ran -> the (op, api) names an event of it may carry
+EXPECT = {
+    "all_reduce": {"all_reduce"}, "all_reduce_async": {"all_reduce"}, "broadcast": {"broadcast"},
+    "reduce": {"reduce"}, "all_gather": {"all_gather"}, "gather": {"gather"}, "scatter": {"scatter"},
+    "all_to_all_single": {"all_to_all_single"}, "barrier": {"barrier"},
+    "monitored_barrier": {"monitored_barrier"}, "all_gather_object": {"all_gather_object"},
+    "broadcast_object_list": {"broadcast_object_list"}, "gather_object": {"gather_object"},
+    "scatter_object_list": {"scatter_object_list"}, "all_reduce_coalesced": {"all_reduce_coalesced"},
+    "all_gather_coalesced": {"all_gather_coalesced"}, "reduce_scatter": {"reduce_scatter"},
+    "all_to_all": {"all_to_all"}, "reduce_scatter_tensor": {"reduce_scatter_tensor", "reduce_scatter_single"},
+    "all_gather_into_tensor": {"all_gather_into_tensor", "all_gather_single"},
+    "send": {"send"}, "recv": {"recv"}, "isend": {"send"}, "irecv": {"recv"},
+    "batch_isend_irecv": {"batch_isend_irecv"}, "send_object_list": {"send_object_list"},
+    "recv_object_list": {"recv_object_list"}, "_coalescing_manager": {"all_reduce_coalesced"},
+    "group_method": {"all_reduce"},
+}
+
+
+@pytest.fixture(scope="module", params=USABLE)
+def run(request, tmp_path_factory):
+    job = Job("all_ops", 2, tmp_path_factory.mktemp(request.param), source=request.param)
+    try:
+        assert job.finish() == [0, 0], job.log_text()
+        yield request.param, job.facts(0), job.facts(1)
+    finally:
+        job.close()
+
+
+def _names(facts):
+    names = set()
+    for s in facts["streams"].values():
+        for seq, op, api, done in s["calls"]:
+            names.add(op)
+            names.add(api)
+    return names
+
+
+def test_every_call_is_seen(run):
+    source, f0, f1 = run
+    for facts in (f0, f1):
+        assert facts["source"] == source
+        names = _names(facts)
+        missing = [d for d in facts["done"] if not EXPECT[d] & names]
+        assert not missing, "calls the %s source did not see: %s" % (source, missing)
+
+
+def test_direct_group_calls_and_async_works_are_counted(run):
+    source, f0, _ = run
+    world = [s for s in f0["streams"].values() if s["desc"]["kind"] == "collective"][0]
+    all_reduces = [c for c in world["calls"] if c[1] == "all_reduce" and not c[2]]
+    assert len(all_reduces) >= 3  # dist.all_reduce, async_op=True, and pg.allreduce() called directly
+
+
+def test_sequence_numbers_agree_across_ranks(run):
+    _, f0, f1 = run
+    coll0 = {k: s for k, s in f0["streams"].items() if s["desc"]["kind"] == "collective"}
+    coll1 = {k: s for k, s in f1["streams"].items() if s["desc"]["kind"] == "collective"}
+    assert set(coll0) == set(coll1)
+    for key in coll0:
+        assert coll0[key]["desc"]["ranks"] == coll1[key]["desc"]["ranks"]
+        assert [c[:3] for c in coll0[key]["calls"]] == [c[:3] for c in coll1[key]["calls"]]
+    p2p0 = {k: s for k, s in f0["streams"].items() if s["desc"]["kind"] == "p2p"}
+    p2p1 = {k: s for k, s in f1["streams"].items() if s["desc"]["kind"] == "p2p"}
+    assert set(p2p0) == set(p2p1) and p2p0
+    for key in p2p0:  # one stream per direction: the n-th send from A to B is the n-th recv on B
+        d = p2p0[key]["desc"]
+        sender, receiver = (p2p0, p2p1) if d["src"] == 0 else (p2p1, p2p0)
+        assert key == "%s:p2p:%d->%d" % (d["group"], d["src"], d["dst"])
+        assert {c[1] for c in sender[key]["calls"]} == {"send"}
+        assert {c[1] for c in receiver[key]["calls"]} == {"recv"}
+        assert [c[0] for c in sender[key]["calls"]] == [c[0] for c in receiver[key]["calls"]]
+
+
+def test_every_call_completed(run):
+    _, f0, f1 = run
+    for facts in (f0, f1):
+        for key, s in facts["streams"].items():
+            assert s["in_flight"] is None, key
+            assert all(c[3] for c in s["calls"]), (key, [c for c in s["calls"] if not c[3]])

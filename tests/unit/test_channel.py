@@ -1,0 +1,296 @@
+"""The shared-memory channel: what the rank writes is what the watchdog reads.
+
+Every test runs once with a reader that maps the file by path (as the watchdog does) and once with a
+reader attached to the writer's own mapping.
+"""
+import os
+import struct
+
+import pytest
+
+from c10d_observer import channel as ch
+
+RING = 4
+OP = ch.encode_op("all_reduce")
+
+
+@pytest.fixture
+def writer(tmp_path):
+    w = ch.ChannelWriter(max_streams=2, ring=RING, directory=str(tmp_path))
+    yield w
+    w.close()
+    assert not os.path.exists(w.path)
+
+
+@pytest.fixture(params=["path", "attach"])
+def open_reader(request, writer):
+    readers = []
+
+    def _open():
+        r = ch.ChannelReader(writer.path) if request.param == "path" else ch.ChannelReader.attach(writer)
+        readers.append(r)
+        return r
+
+    yield _open
+    for r in readers:  # before the writer closes: an attached reader shares its mapping
+        r.close()
+
+
+def _stream(writer, name="0"):
+    idx = writer.add_stream({"group": "0", "stream": name, "ranks": [0, 1], "kind": "collective"})
+    return idx, writer.stream_writer(idx)
+
+
+def _state(reader, idx=0):
+    return reader.snapshot()[idx]
+
+
+def test_start_then_done_round_trip(writer, open_reader):
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    seq = sw.start(OP, 12345)
+    assert seq == 1
+    st = _state(reader, idx)
+    assert st.oldest == (1, OP, 12345)
+    assert (st.last_started, st.last_completed) == (1, 0)
+
+    sw.done(seq, True)
+    st = _state(reader, idx)
+    assert st.oldest is None
+    assert (st.last_started, st.last_completed) == (1, 1)
+
+
+def test_sequence_numbers_count_per_stream(writer, open_reader):
+    _, a = _stream(writer, "a")
+    _, b = _stream(writer, "b")
+    assert [a.start(OP, 1), a.start(OP, 2), b.start(OP, 3)] == [1, 2, 1]
+    reader = open_reader()
+    assert [(s.desc["stream"], s.last_started) for s in reader.snapshot()] == [("a", 2), ("b", 1)]
+
+
+def test_oldest_in_flight_reported_when_async_calls_complete_out_of_order(writer, open_reader):
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    for t in (100, 200, 300):
+        sw.start(OP, t)
+    sw.done(2, False)
+    sw.done(3, False)
+    st = _state(reader, idx)
+    assert st.oldest == (1, OP, 100)
+    assert (st.last_started, st.last_completed) == (3, 0)
+
+    sw.done(1, True)
+    st = _state(reader, idx)
+    assert st.oldest is None
+    assert st.last_completed == 3
+
+
+def test_oldest_advances_to_next_call_in_flight(writer, open_reader):
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    for t in (100, 200, 300):
+        sw.start(OP, t)
+    sw.done(1, False)
+    st = _state(reader, idx)
+    assert st.oldest == (2, OP, 200)
+    assert st.last_completed == 1
+
+
+@pytest.mark.parametrize("hint", [False, True])
+def test_done_hint_lets_the_reader_skip_slots(writer, open_reader, hint):
+    # Call 1's slot is never marked done: only the hint on call 2 can tell the reader it is finished.
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    sw.start(OP, 100)
+    sw.start(OP, 200)
+    sw.done(2, hint)
+    st = _state(reader, idx)
+    if hint:
+        assert st.oldest is None
+        assert st.last_completed == 2
+    else:
+        assert st.oldest == (1, OP, 100)
+        assert st.last_completed == 0
+
+
+def test_ring_overflow_is_counted_and_lost_calls_are_skipped(writer, open_reader):
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    for t in range(1, RING + 2):  # RING + 1 calls in flight: the last one reuses call 1's slot
+        sw.start(OP, t * 100)
+    st = _state(reader, idx)
+    assert st.overflow == 1
+    assert st.last_started == RING + 1
+    assert st.oldest == (2, OP, 200)  # call 1 was overwritten: the oldest one still visible
+
+
+def test_ring_reuse_after_completion_is_not_an_overflow(writer, open_reader):
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    for t in range(1, 3 * RING):
+        seq = sw.start(OP, t)
+        sw.done(seq, True)
+    st = _state(reader, idx)
+    assert st.overflow == 0
+    assert st.oldest is None
+    assert st.last_completed == 3 * RING - 1
+
+
+def _slot_word(writer, idx, seq, word):
+    return writer.layout.ring_base(idx) + (seq & writer.layout.mask) * ch.SLOT_WORDS + word
+
+
+def test_torn_slot_is_not_in_flight_and_is_read_again(writer, open_reader):
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    seq = sw.start(OP, 100)
+    # As if the reader caught the writer between seq_a and seq_b of this slot.
+    seq_b = _slot_word(writer, idx, seq, 3)
+    writer._mv[seq_b] = 0
+    assert _state(reader, idx).oldest is None
+
+    writer._mv[seq_b] = seq  # the writer finishes the slot
+    assert _state(reader, idx).oldest == (seq, OP, 100)
+
+
+def test_torn_slot_is_not_reported_as_completed(writer, open_reader):
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    sw.done(sw.start(OP, 100), True)
+    seq = sw.start(OP, 200)
+    writer._mv[_slot_word(writer, idx, seq, 3)] = 0
+    assert _state(reader, idx).last_completed == seq - 1
+
+
+def test_late_completion_of_an_overwritten_call_does_not_revive_its_successor(writer, open_reader):
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    for t in range(1, RING + 2):
+        sw.start(OP, t)
+    for seq in range(RING + 1, 0, -1):  # call 1, whose slot call RING + 1 reuses, completes last
+        sw.done(seq, False)
+    assert _state(reader, idx).oldest is None
+
+
+def test_descriptor_round_trip(writer, open_reader):
+    desc = {"group": "7", "name": "7", "stream": "7:p2p:0-3", "ranks": [0, 3, 5], "backend": "gloo",
+            "kind": "p2p", "peer": 3, "size": 3, "group_rank": 0}
+    idx = writer.add_stream(desc)
+    assert _state(open_reader(), idx).desc == desc
+
+
+def test_too_long_descriptor_drops_ranks_but_stays_valid(writer, open_reader):
+    desc = {"group": "big", "stream": "big", "ranks": list(range(10000)), "backend": "gloo",
+            "kind": "collective"}
+    idx = writer.add_stream(desc)
+    got = _state(open_reader(), idx).desc
+    assert "corrupt_descriptor" not in got
+    assert got == dict(desc, ranks=None, ranks_truncated=True)
+
+
+def test_too_long_descriptor_without_ranks_is_not_corrupt(writer, open_reader):
+    idx = writer.add_stream({"group": "g" * ch.DESC_BYTES, "stream": "s", "ranks": [0, 1]})
+    got = _state(open_reader(), idx).desc
+    assert "corrupt_descriptor" not in got
+    assert got["stream"] == "s"
+
+
+def test_full_channel_returns_minus_one_and_counts_dropped_streams(writer, open_reader):
+    assert [writer.add_stream({"stream": str(i)}) for i in range(writer.layout.max_streams)] == [0, 1]
+    assert writer.add_stream({"stream": "x"}) == -1
+    assert writer.add_stream({"stream": "y"}) == -1
+    reader = open_reader()
+    assert reader.dropped_streams() == 2
+    assert [s.desc["stream"] for s in reader.snapshot()] == ["0", "1"]
+
+
+def test_rank_and_world_size(writer, open_reader):
+    reader = open_reader()
+    assert reader.rank() == (-1, -1)
+    writer.set_rank(3, 8)
+    assert reader.rank() == (3, 8)
+
+
+@pytest.mark.parametrize("op", ch.OPS)
+def test_op_round_trip(op):
+    assert ch.decode_op(ch.encode_op(op)) == (op, "")
+
+
+@pytest.mark.parametrize("api", ch.APIS)
+def test_op_with_api_round_trip(api):
+    assert ch.decode_op(ch.encode_op("all_gather", api)) == ("all_gather", api)
+
+
+def test_unknown_op_names_and_codes():
+    assert ch.decode_op(ch.encode_op("no_such_op", "no_such_api")) == ("unknown", "")
+    assert ch.decode_op(len(ch.OPS) | (len(ch.APIS) << 16)) == ("unknown", "")
+
+
+def test_slot_stores_the_op_word(writer, open_reader):
+    idx, sw = _stream(writer)
+    word = ch.encode_op("all_gather", "all_gather_object")
+    sw.start(word, 5)
+    st = _state(open_reader(), idx)
+    assert ch.decode_op(st.oldest[1]) == ("all_gather", "all_gather_object")
+
+
+def test_ring_must_be_a_power_of_two(tmp_path):
+    with pytest.raises(ValueError, match="power of two"):
+        ch.ChannelWriter(max_streams=2, ring=3, directory=str(tmp_path))
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_close_removes_the_file_and_is_safe_twice(tmp_path):
+    w = ch.ChannelWriter(max_streams=2, ring=RING, directory=str(tmp_path))
+    assert os.listdir(str(tmp_path)) == [os.path.basename(w.path)]
+    w.close()
+    w.close()
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_reader_keeps_working_after_unlink(writer):
+    idx, sw = _stream(writer)
+    reader = ch.ChannelReader(writer.path)
+    try:
+        writer.unlink()
+        sw.start(OP, 9)
+        assert _state(reader, idx).oldest == (1, OP, 9)
+    finally:
+        reader.close()
+
+
+def _write(path, data):
+    with open(str(path), "wb") as f:
+        f.write(data)
+    return str(path)
+
+
+def test_zeroed_file_is_not_a_channel(tmp_path):
+    path = _write(tmp_path / "zeros", b"\0" * ch.layout_size(2, RING))
+    with pytest.raises(ValueError, match="not a c10d-observer channel"):
+        ch.ChannelReader(path)
+
+
+def test_other_layout_version_is_rejected(writer, tmp_path):
+    with open(writer.path, "rb") as f:
+        data = bytearray(f.read())
+    struct.pack_into("=q", data, ch.H_VERSION * 8, ch.LAYOUT_VERSION + 1)
+    path = _write(tmp_path / "v2", bytes(data))
+    with pytest.raises(ValueError, match="layout version"):
+        ch.ChannelReader(path)
+
+
+def test_truncated_channel_is_rejected(writer, tmp_path):
+    with open(writer.path, "rb") as f:
+        data = f.read()
+    path = _write(tmp_path / "short", data[:len(data) // 2])
+    with pytest.raises(ValueError, match="smaller than its layout"):
+        ch.ChannelReader(path)
+
+
+@pytest.mark.parametrize("content", [b"not a channel\n", struct.pack("=2q", ch.MAGIC, 1)],
+                         ids=["text", "header-only"])
+def test_short_file_is_not_a_channel(tmp_path, content):
+    path = _write(tmp_path / "short", content)
+    with pytest.raises(ValueError):
+        ch.ChannelReader(path)

@@ -1,0 +1,70 @@
+"""Importing c10d_observer does nothing: checked in a fresh interpreter, where nothing else ran first."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+PROBE = r"""
+import glob, json, logging, os, signal, sys, threading
+
+def tasks():
+    return sorted(os.listdir("/proc/self/task"))
+
+def children():
+    pids = []
+    for path in glob.glob("/proc/self/task/*/children"):
+        with open(path) as f:
+            pids.extend(f.read().split())
+    return sorted(pids)
+
+before = {"usr1": signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL, "tasks": tasks(),
+          "threads": threading.active_count(), "children": children(), "root_handlers": len(logging.root.handlers)}
+import c10d_observer
+after = {"usr1": signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL, "tasks": tasks(),
+         "threads": threading.active_count(), "children": children(), "root_handlers": len(logging.root.handlers)}
+print(json.dumps({
+    "file": c10d_observer.__file__,
+    "before": before,
+    "after": after,
+    "torch": sorted(m for m in sys.modules if m == "torch" or m.startswith("torch.")),
+    "package_handlers": [type(h).__name__ for h in logging.getLogger("c10d_observer").handlers],
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def probe():
+    env = dict(os.environ, PYTHONPATH=REPO)
+    env.pop("PYTHONSTARTUP", None)
+    out = subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, timeout=60, check=True)
+    res = json.loads(out.stdout.decode())
+    assert os.path.dirname(res["file"]) == os.path.join(REPO, "c10d_observer")  # this checkout's package
+    return res
+
+
+def test_import_does_not_import_torch(probe):
+    assert probe["torch"] == []
+
+
+def test_import_installs_no_signal_handler(probe):
+    assert probe["before"]["usr1"], "the probe must start with SIGUSR1 at its default"
+    assert probe["after"]["usr1"]
+
+
+def test_import_starts_no_thread(probe):
+    assert probe["after"]["tasks"] == probe["before"]["tasks"]
+    assert probe["after"]["threads"] == probe["before"]["threads"] == 1
+
+
+def test_import_starts_no_process(probe):
+    assert probe["after"]["children"] == probe["before"]["children"] == []
+
+
+def test_import_configures_no_logging_but_a_null_handler(probe):
+    assert probe["after"]["root_handlers"] == probe["before"]["root_handlers"]
+    assert probe["package_handlers"] == ["NullHandler"]
