@@ -1,0 +1,92 @@
+"""``python -m c10d_observer`` and the ``c10d-observer`` console script: run, report, demo."""
+import argparse
+import os
+import runpy
+import sys
+
+from . import report as _report
+
+
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a number of seconds, got %r" % text)
+    return value
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="c10d-observer", description="Find hung collectives in PyTorch jobs.")
+    sub = p.add_subparsers(dest="command")
+    sub.required = True
+
+    run = sub.add_parser("run", help="run a training script with the observer enabled (no code change)",
+                         description="Run SCRIPT as __main__ with c10d_observer.enable() in effect.  Works "
+                                     "under torchrun: torchrun --nproc_per_node=4 -m c10d_observer run "
+                                     "--timeout 60 train.py")
+    run.add_argument("--timeout", type=_positive_float, help="seconds (default $C10D_OBSERVER_TIMEOUT, else 300)")
+    run.add_argument("--poll-interval", type=_positive_float, help="seconds between the watchdog's checks")
+    run.add_argument("--dump-dir", help="reports and stack dumps (default $C10D_OBSERVER_DIR, else ./c10d_observer)")
+    run.add_argument("--source", help="'auto' or an event source name (see the capabilities command)")
+    run.add_argument("--on-timeout", choices=("dump", "abort"), help="what to do once a call is overdue")
+    run.add_argument("script", help="the training script")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+
+    rep = sub.add_parser("report", help="print a readable summary of the reports in DIR")
+    rep.add_argument("dir", help="a dump_dir")
+
+    demo = sub.add_parser("demo", help="spawn a few CPU ranks on gloo, hang one, show the detection")
+    demo.add_argument("--ranks", type=int, default=4, help="number of ranks (default 4)")
+    demo.add_argument("--culprit", type=int, default=2, help="the rank that skips a collective (default 2)")
+    demo.add_argument("--timeout", type=float, default=3.0, help="observer timeout in seconds (default 3)")
+    demo.add_argument("--dump-dir", help="where to keep the reports (default: a temporary directory)")
+
+    sub.add_parser("capabilities", help="print what the installed torch offers, as JSON")
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    if args.command == "run":
+        return _run(args)
+    if args.command == "report":
+        return _print_report(args.dir)
+    if args.command == "demo":
+        from . import demo
+        return demo.main(args)
+    if args.command == "capabilities":
+        import json
+        from . import capabilities
+        print(json.dumps(capabilities(), indent=2, sort_keys=True))
+        return 0
+    return 2
+
+
+def _run(args):
+    import c10d_observer
+    kw = {}
+    for name in ("timeout", "poll_interval", "dump_dir", "source", "on_timeout"):
+        value = getattr(args, name)
+        if value is not None:
+            kw[name] = value
+    if not os.path.exists(args.script):
+        sys.stderr.write("c10d-observer run: no such script: %s\n" % args.script)
+        return 2
+    c10d_observer.enable(**kw)
+    sys.argv = [args.script] + list(args.args)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
+    try:
+        runpy.run_path(args.script, run_name="__main__")
+    finally:
+        c10d_observer.disable()
+    return 0
+
+
+def _print_report(directory):
+    try:
+        reports, problems = _report.load_dir(directory)
+    except _report.ReportError as e:
+        sys.stderr.write("c10d-observer report: %s\n" % e)
+        return 2
+    print(_report.summarize(reports, problems))
+    return 1 if any(r.get("overdue") for r in reports) else 0

@@ -1,0 +1,130 @@
+"""``python -m c10d_observer demo``: a few CPU ranks on gloo; one skips an all_reduce; watch it be found.
+
+The parent starts the ranks (a FileStore in a temporary directory: no port), waits for the reports of the
+ranks left waiting, prints them with the waiting ranks' stacks, then lets the culprit go on so that the
+job ends cleanly.
+"""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import report as _report
+
+STEP = 3
+
+
+def main(args):
+    if not 2 <= args.ranks <= 16:
+        sys.stderr.write("demo: --ranks must be between 2 and 16, got %d\n" % args.ranks)
+        return 2
+    if not 0 <= args.culprit < args.ranks:
+        sys.stderr.write("demo: --culprit must be a rank in 0..%d, got %d\n" % (args.ranks - 1, args.culprit))
+        return 2
+    work = tempfile.mkdtemp(prefix="c10d_observer-demo-")
+    dump_dir = os.path.abspath(args.dump_dir) if args.dump_dir else os.path.join(work, "dumps")
+    os.makedirs(dump_dir, exist_ok=True)
+    print("c10d-observer demo: %d ranks on gloo (CPU), observer timeout %g s; rank %d will skip the "
+          "all_reduce of step %d.\nreports go to %s\n" % (args.ranks, args.timeout, args.culprit, STEP, dump_dir))
+    sys.stdout.flush()
+    t0 = time.monotonic()
+    procs = []
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH")) if p))
+    for rank in range(args.ranks):
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "c10d_observer.demo", json.dumps({
+                "rank": rank, "world": args.ranks, "work": work, "dump_dir": dump_dir,
+                "timeout": args.timeout, "culprit": args.culprit})], env=env))
+    waiting = [r for r in range(args.ranks) if r != args.culprit]
+    found = {}
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and (len(found) < len(waiting) or not _stacks_ready(dump_dir, waiting)):
+            if any(p.poll() not in (None, 0) for p in procs):
+                sys.stderr.write("demo: a rank failed\n")
+                return 1
+            reports, _ = _report.load_dir(dump_dir)
+            found = {r["rank"]: r for r in reports if r.get("overdue")}
+            time.sleep(0.1)
+        if len(found) < len(waiting):
+            sys.stderr.write("demo: no detection within 60 s\n")
+            return 1
+        elapsed = time.monotonic() - t0
+        reports, problems = _report.load_dir(dump_dir)
+        print("\n=== detected %.1f s after the demo started ===" % elapsed)
+        print(_report.summarize(reports, problems))
+        first = found[waiting[0]]
+        print("\n=== main thread of rank %d at the signal (faulthandler) ===" % waiting[0])
+        print(_main_thread(first["stack_dump"]))
+        e = first["overdue"][0]
+        silent = sorted(set(range(args.ranks)) - set(found))
+        print("\n=> ranks %s wait in %s; rank %s sent no report: it never arrived (the demo keeps it "
+              "busy elsewhere)." % (_report.format_ranks(sorted(found)), _report.describe_call(e),
+                                   _report.format_ranks(silent)))
+        print("   The job was not killed: the culprit now goes on and every rank finishes.")
+        sys.stdout.flush()
+    finally:
+        open(os.path.join(work, "release"), "w").close()
+        for p in procs:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if not args.dump_dir:
+            shutil.rmtree(work, ignore_errors=True)
+    print("all %d ranks finished; total %.1f s" % (args.ranks, time.monotonic() - t0))
+    return 0
+
+
+def _stacks_ready(dump_dir, ranks):
+    for r in ranks:
+        paths = glob.glob(os.path.join(dump_dir, "stacks-rank%d-*.txt" % r))
+        if not paths or "Current thread" not in open(paths[0]).read() and "Thread" not in open(paths[0]).read():
+            return False
+    return True
+
+
+def _main_thread(path):
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return "(no stack dump)"
+    blocks = text.strip().split("\n\n")
+    main = [b for b in blocks if "in <module>" in b]
+    return (main[-1] if main else blocks[-1]).strip()
+
+
+def _worker(spec):
+    import datetime
+    import torch
+    import torch.distributed as dist
+    import c10d_observer
+
+    rank, world = spec["rank"], spec["world"]
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(spec["work"], "store"), rank=rank,
+                            world_size=world, timeout=datetime.timedelta(seconds=120))
+    dist.barrier()
+    c10d_observer.enable(timeout=spec["timeout"], dump_dir=spec["dump_dir"])
+    grad = torch.ones(1024)
+    for step in range(STEP + 2):
+        if rank == spec["culprit"] and step == STEP:
+            _busy_until_released(spec["work"])  # e.g. a slow data loader, or a branch only this rank takes
+        dist.all_reduce(grad)
+    c10d_observer.disable()
+    dist.destroy_process_group()
+
+
+def _busy_until_released(work, limit=120.0):
+    deadline = time.monotonic() + limit
+    while not os.path.exists(os.path.join(work, "release")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+if __name__ == "__main__":
+    _worker(json.loads(sys.argv[1]))

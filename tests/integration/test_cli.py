@@ -1,0 +1,109 @@
+"""The command line: `run` under a real launcher (no code change), `report`, `demo`."""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from harness import ROOT, wait_until
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    for k in list(env):
+        if k.startswith("C10D_OBSERVER_"):
+            del env[k]
+    env.update(extra)
+    return env
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _launcher(nproc):
+    """torchrun --standalone (a free port) where torch has it; else torch.distributed.launch (torch 1.8)."""
+    try:
+        import torch.distributed.run  # noqa: F401  (torch 1.9+)
+        return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=%d" % nproc]
+    except ImportError:
+        return [sys.executable, "-m", "torch.distributed.launch", "--use_env", "--nproc_per_node=%d" % nproc,
+                "--master_addr=127.0.0.1", "--master_port=%d" % _free_port()]
+
+
+def _reports(d):
+    return sorted(n for n in os.listdir(d) if n.startswith("report-rank"))
+
+
+def test_run_under_the_launcher_needs_no_code_change(tmp_path):
+    dump = tmp_path / "dumps"
+    release = tmp_path / "release"
+    cmd = _launcher(2) + ["-m", "c10d_observer", "run", "--timeout", "1", "--dump-dir", str(dump),
+                          os.path.join(HERE, "train_script.py"), str(release)]
+    log = open(str(tmp_path / "launcher.log"), "w+")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env())
+    try:
+        wait_until(lambda: dump.is_dir() and _reports(str(dump)), 90, "a report from the waiting rank")
+        release.touch()
+        assert proc.wait(timeout=90) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.seek(0)
+        out = log.read()
+        log.close()
+    assert _reports(str(dump)) == [n for n in _reports(str(dump)) if n.startswith("report-rank0-")], out
+    assert "rank 0 finished: 4.0" in out and "rank 1 finished: 4.0" in out, out
+
+    rep = subprocess.run([sys.executable, "-m", "c10d_observer", "report", str(dump)], env=_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    assert rep.returncode == 1  # a hang was found
+    assert "OVERDUE all_reduce #2 on group" in rep.stdout and "ranks 0-1" in rep.stdout, rep.stdout
+
+
+def test_report_of_a_directory_without_hangs(tmp_path):
+    rep = subprocess.run([sys.executable, "-m", "c10d_observer", "report", str(tmp_path)], env=_env(),
+                         stdout=subprocess.PIPE, universal_newlines=True)
+    assert rep.returncode == 0 and "no c10d-observer reports found" in rep.stdout
+    missing = subprocess.run([sys.executable, "-m", "c10d_observer", "report", str(tmp_path / "nope")],
+                             env=_env(), stderr=subprocess.PIPE, universal_newlines=True)
+    assert missing.returncode == 2 and "not a directory" in missing.stderr
+
+
+def test_run_rejects_bad_input_before_running_the_script(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("open(%r, 'w').close()\n" % str(tmp_path / "ran"))
+    bad = subprocess.run([sys.executable, "-m", "c10d_observer", "run", "--timeout", "-1", str(script)],
+                         env=_env(), stderr=subprocess.PIPE, universal_newlines=True, cwd=str(tmp_path))
+    assert bad.returncode != 0 and "timeout" in bad.stderr
+    assert not (tmp_path / "ran").exists()
+    env_bad = subprocess.run([sys.executable, "-m", "c10d_observer", "run", str(script)],
+                             env=_env(C10D_OBSERVER_TIMEOUT="soon"), stderr=subprocess.PIPE,
+                             universal_newlines=True, cwd=str(tmp_path))
+    assert env_bad.returncode != 0 and "C10D_OBSERVER_TIMEOUT" in env_bad.stderr
+
+
+def test_demo_shows_the_detection(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "c10d_observer", "demo", "--ranks", "3", "--culprit", "1",
+                          "--timeout", "1", "--dump-dir", str(tmp_path)], env=_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+    assert out.returncode == 0, out.stdout
+    assert "ranks 0,2 wait in all_reduce #4 on group" in out.stdout, out.stdout
+    assert "rank 1 sent no report" in out.stdout
+    assert "all 3 ranks finished" in out.stdout
+
+
+@pytest.mark.skipif(shutil.which("c10d-observer") is None, reason="the package is not installed (tox installs it)")
+def test_console_script_has_the_same_subcommands():
+    out = subprocess.run(["c10d-observer", "--help"], stdout=subprocess.PIPE, universal_newlines=True)
+    assert out.returncode == 0
+    for sub in ("run", "report", "demo"):
+        assert sub in out.stdout
