@@ -299,3 +299,39 @@ def all_ops(ctx):
                                       "in_flight": st.oldest, "calls": calls}
     ctx.record(streams=streams, done=done)
     c10d_observer.disable()
+
+
+def before_init(ctx):
+    """enable() before init_process_group; a group created afterwards is covered (rank 1 skips in it)."""
+    import datetime
+    obs = c10d_observer.enable(timeout=ctx.args["timeout"], dump_dir=ctx.args["dump_dir"])
+    ctx.record(watchdog_pid=obs.watchdog_pid)
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(ctx.work_dir, "store"),
+                            rank=ctx.rank, world_size=ctx.world, timeout=datetime.timedelta(seconds=120))
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    late = dist.new_group([0, 1])
+    dist.all_reduce(t, group=late)
+    if ctx.rank == 1:
+        ctx.stall_until_released()
+    dist.all_reduce(t, group=late)
+    c10d_observer.disable()
+
+
+def reenable(ctx):
+    """A second enable() with the same settings returns the active observer; other settings raise."""
+    first = _enable(ctx, timeout=5.0)
+    again = c10d_observer.enable(timeout=5.0, dump_dir=ctx.args["dump_dir"], source=ctx.args.get("source", "auto"))
+    try:
+        c10d_observer.enable(timeout=6.0, dump_dir=ctx.args["dump_dir"])
+        error = None
+    except RuntimeError as e:
+        error = str(e)
+    ctx.record(same_object=again is first, error=error, still_watching=c10d_observer.observer.active() is first)
+    c10d_observer.disable()
+
+
+def exit_without_disable(ctx):
+    """The script ends without disable(): the watchdog leaves with it."""
+    _enable(ctx)
+    dist.all_reduce(torch.ones(1))

@@ -74,3 +74,31 @@ def test_on_timeout_abort_ends_the_waiting_rank_after_the_dump(job_factory):
     assert "in all_reduce" in job.stacks(0)  # the dump came first
     assert rep["on_timeout"] == "abort"
     job.release()
+
+
+def test_enable_before_init_process_group_covers_groups_created_later(job_factory):
+    job = job_factory("before_init", 2, timeout=1.0)
+    rep = job.wait_report(0)
+    job.wait_stacks(0, "in all_reduce")
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    e = rep["overdue"][0]
+    assert len(rep["overdue"]) == 1 and e["op"] == "all_reduce" and e["seq"] == 2
+    assert e["group_ranks"] == [0, 1] and rep["rank"] == 0 and rep["world_size"] == 2
+    assert e["group"] != [g for g in rep["groups"] if g["in_flight_seq"] is None][0]["group"]
+
+
+def test_second_enable_same_settings_returns_the_observer_other_settings_raise(job_factory):
+    job = job_factory("reenable", 1)
+    assert job.finish() == [0], job.log_text()
+    f = job.facts(0)
+    assert f["same_object"] is True and f["still_watching"] is True
+    assert "already enabled" in f["error"] and "timeout=6.0" in f["error"]
+
+
+def test_watchdog_exits_at_normal_interpreter_exit(job_factory):
+    job = job_factory("exit_without_disable", 2, timeout=30.0)
+    assert job.finish() == [0, 0], job.log_text()
+    for r in (0, 1):
+        wd = job.facts(r)["watchdog_pid"]
+        wait_until(lambda: not pid_alive(wd), 5.0, "the watchdog of rank %d to exit with it" % r)
