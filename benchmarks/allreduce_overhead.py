@@ -12,9 +12,21 @@ observer block starts with c10d_observer.enable(timeout=60, dump_dir=<tmp>) and 
 Inside a block, for each size (4 B, 64 KiB, 4 MiB by default): barrier, warm-up calls, barrier, then
 timed synchronous dist.all_reduce calls, each timed alone with time.perf_counter_ns.
 
-Rank 0 prints per size the median and p99 per call (µs) of each configuration, over all its blocks, and
-the ratio observer / baseline; it writes JSON (default benchmarks/results/allreduce_overhead.json) with
-the environment, the enable()/disable() times and every block's median.
+Reported per size (rank 0; JSON has every rank's medians and every block's):
+  * median and p99 per call (µs) of each configuration, all its blocks pooled, and observer / baseline;
+  * the paired delta: median over rounds of (observer block median - baseline block median), which is
+    less sensitive to load changing between blocks than the pooled numbers;
+  * main-thread CPU time per call (time.thread_time_ns), baseline and paired delta: the observer's work
+    runs on the calling thread, so this shows its cost even when wall-clock latency is noisy.
+
+After the rounds comes a direct measure (--direct-rounds, 4-byte tensor): timing wrappers are put on
+ProcessGroup.allreduce and Work.wait below and above the observer's own wrappers, so the time spent
+inside the observer's wrappers is measured per call, without the collective's latency and its noise.
+The same probes without the observer give their own cost, which is subtracted.
+
+Also measured: how long enable() and disable() take (the first enable() includes the capabilities
+probe).  JSON goes to benchmarks/results/allreduce_overhead.json (--json) with torch and python
+versions, the machine, and the load average before and after.  About 30-60 s on 2 cores.
 """
 from __future__ import print_function
 
@@ -37,7 +49,7 @@ import torch.distributed as dist  # noqa: E402
 import c10d_observer  # noqa: E402
 
 _now = time.perf_counter_ns
-_cpu = time.process_time_ns
+_cpu = time.thread_time_ns  # the calling (main) thread: where the observer's work runs
 
 # name, number of float32 elements, timed calls per block, warm-up calls per block
 DEFAULT_SIZES = (("4 B", 1, 800, 100), ("64 KiB", 16384, 300, 30), ("4 MiB", 1048576, 15, 2))
@@ -75,19 +87,20 @@ def _paired(blocks, size, key):
 
 
 def _observed_calls(obs):
-    """Calls the observer recorded (sequence numbers handed out), and works still pending."""
-    tr = getattr(obs, "tracker", None)
-    if tr is None:
+    """Calls the observer recorded (sequence numbers handed out), and works still pending; reads the
+    tracker's internals, so (None, None) where they changed."""
+    try:
+        tr = obs.tracker
+        n = 0
+        for g in list(tr.groups.values()):
+            n += g.coll.seq
+        return n, len(tr.waiting) + len(tr.polling)
+    except Exception:  # noqa: BLE001
         return None, None
-    n = 0
-    for g in list(tr.groups.values()):
-        w = g.coll.writer
-        n += w.seq if w is not None else 0
-    return n, len(tr.pending)
 
 
 def run_block(sizes, tensors, samples, cpu):
-    """Timed calls of every size; ``cpu[name]``: process CPU time (all threads) per call, in ns."""
+    """Timed calls of every size; ``cpu[name]``: CPU time of this thread per call, in ns."""
     for name, _numel, calls, warmup in sizes:
         t = tensors[name]
         dist.barrier()
@@ -106,12 +119,117 @@ def run_block(sizes, tensors, samples, cpu):
     dist.barrier()
 
 
+# -- direct measure: time spent inside the observer's wrappers, per call --------------------------------
+def _c10d_classes():
+    from torch._C import _distributed_c10d as C
+    return C.ProcessGroup, (getattr(C, "Work", None) or C.ProcessGroup.Work)
+
+
+def _inner_probe(orig, slot):
+    def inner(self_, *args, **kwargs):
+        t0 = _now()
+        r = orig(self_, *args, **kwargs)
+        slot[0] = _now() - t0
+        return r
+    return inner
+
+
+def _outer_probe(cur, slot, out):
+    def outer(self_, *args, **kwargs):
+        t0 = _now()
+        r = cur(self_, *args, **kwargs)
+        out.append(_now() - t0 - slot[0])
+        return r
+    return outer
+
+
+class _Probes(object):
+    """Timing wrappers on ProcessGroup.allreduce and Work.wait, one below the observer's wrappers (installed
+    before enable()) and one above them (installed after).  Per call, outer time - inner time is the time
+    spent in whatever lies between: the observer's wrappers, plus the probes' own cost, which a baseline
+    block (probes, no observer) measures."""
+
+    def __init__(self):
+        self.pg_cls, self.work_cls = _c10d_classes()
+        self.saved = []
+        self.inner = {"allreduce": [0], "wait": [0]}
+        self.between = {"allreduce": [], "wait": []}
+
+    def _set(self, owner, name, fn):
+        self.saved.append((owner, name, vars(owner)[name]))
+        setattr(owner, name, fn)
+
+    def _pop(self):
+        owner, name, prev = self.saved.pop()
+        setattr(owner, name, prev)
+
+    def install_inner(self):
+        for owner, name in ((self.pg_cls, "allreduce"), (self.work_cls, "wait")):
+            self._set(owner, name, _inner_probe(vars(owner)[name], self.inner[name]))
+
+    def install_outer(self):
+        for owner, name in ((self.pg_cls, "allreduce"), (self.work_cls, "wait")):
+            self._set(owner, name, _outer_probe(vars(owner)[name], self.inner[name], self.between[name]))
+
+    def remove_outer(self):
+        self._pop()
+        self._pop()
+
+    def remove_inner(self):
+        self._pop()
+        self._pop()
+
+
+def run_direct(rounds, calls, timeout, dump_dir):
+    """Interleaved blocks of 4-byte all_reduces with the probes, without and with the observer."""
+    t = torch.zeros(1)
+    res = {"baseline": {"allreduce": [], "wait": []}, "observer": {"allreduce": [], "wait": []}}
+    for r in range(rounds):
+        for cfg in (("baseline", "observer") if r % 2 == 0 else ("observer", "baseline")):
+            pr = _Probes()
+            pr.install_inner()
+            try:
+                if cfg == "observer":
+                    c10d_observer.enable(timeout=timeout, dump_dir=dump_dir)
+                try:
+                    pr.install_outer()
+                    try:
+                        dist.barrier()
+                        for _ in range(50):
+                            dist.all_reduce(t)
+                        del pr.between["allreduce"][:], pr.between["wait"][:]
+                        for _ in range(calls):
+                            dist.all_reduce(t)
+                    finally:
+                        pr.remove_outer()
+                finally:
+                    if cfg == "observer":
+                        c10d_observer.disable()
+            finally:
+                pr.remove_inner()
+            for name in ("allreduce", "wait"):
+                res[cfg][name].extend(pr.between[name])
+    dist.barrier()
+    out = {}
+    for name in ("allreduce", "wait"):
+        b = sorted(res["baseline"][name])
+        o = sorted(res["observer"][name])
+        out[name] = {"baseline_median_ns": statistics.median(b), "observer_median_ns": statistics.median(o),
+                     "baseline_p90_ns": _pct(b, 90), "observer_p90_ns": _pct(o, 90),
+                     "added_median_ns": statistics.median(o) - statistics.median(b), "calls": len(o)}
+    out["added_per_call_median_ns"] = out["allreduce"]["added_median_ns"] + out["wait"]["added_median_ns"]
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=10, help="rounds (one baseline + one observer block each)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the calls per block by this")
     ap.add_argument("--timeout", type=float, default=60.0, help="enable(timeout=...)")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
+    ap.add_argument("--direct-rounds", type=int, default=4,
+                    help="rounds of the direct in-wrapper measure (4-byte all_reduce; 0: skip it)")
+    ap.add_argument("--direct-calls", type=int, default=1000, help="calls per direct block")
     ap.add_argument("--json", default=os.path.join(HERE, "results", "allreduce_overhead.json"))
     ap.add_argument("--local_rank", "--local-rank", type=int, default=None, help=argparse.SUPPRESS)
     args, _unknown = ap.parse_known_args(argv)
@@ -153,6 +271,9 @@ def main(argv=None):
                 blocks.append({"round": r, "config": cfg,
                                "median_us": {n: statistics.median(v) / 1e3 for n, v in block.items()},
                                "cpu_us_per_call": {n: v / 1e3 for n, v in cpu.items()}})
+        direct = None
+        if args.direct_rounds > 0:
+            direct = run_direct(args.direct_rounds, args.direct_calls, args.timeout, dump_dir)
         # the other ranks' medians, for the record (observer disabled by now)
         meds = [statistics.median(samples[c][n]) / 1e3 for n, _e, _c, _w in sizes
                 for c in ("baseline", "observer")]
@@ -207,12 +328,19 @@ def main(argv=None):
                 x["cpu_us_per_call"]["paired_delta_median"]))
         print("(ratio, r p99: observer/baseline of the pooled median and p99; delta: obs - base median;\n"
               " paired d / p ratio: median over rounds of (observer block median - baseline block median) and\n"
-              " of their ratio; cpu base / cpu d: process CPU time per call, baseline and paired delta)")
+              " of their ratio; cpu base / cpu d: main-thread CPU time per call, baseline and paired delta)")
         print("enable(): first %.1f ms, median %.1f ms, min %.1f ms (%d calls); disable(): median %.1f ms"
               % (en[0], statistics.median(en), min(en), len(en), statistics.median(di)))
-        bad = [o for o in observed if o["recorded_calls"] is None or o["recorded_calls"] < o["timed_calls"]
-               or o["pending_after"]]
-        print("observer recorded every timed call: %s" % ("yes" if not bad else "NO: %r" % bad))
+        if any(o["recorded_calls"] is None for o in observed):
+            print("observer recorded every timed call: unknown (tracker internals changed)")
+        else:
+            bad = [o for o in observed if o["recorded_calls"] < o["timed_calls"] or o["pending_after"]]
+            print("observer recorded every timed call: %s" % ("yes" if not bad else "NO: %r" % bad))
+        if direct is not None:
+            print("direct: time inside the observer's wrappers per 4-byte all_reduce (median, probes' own cost "
+                  "subtracted): ProcessGroup.allreduce wrapper %.2f us + Work.wait wrapper %.2f us = %.2f us"
+                  % (direct["allreduce"]["added_median_ns"] / 1e3, direct["wait"]["added_median_ns"] / 1e3,
+                     direct["added_per_call_median_ns"] / 1e3))
 
         out = {
             "benchmark": "allreduce_overhead",
@@ -227,6 +355,7 @@ def main(argv=None):
             "results": results,
             "enable_ms": {"first": en[0], "median": statistics.median(en), "min": min(en), "all": en},
             "disable_ms": {"median": statistics.median(di), "min": min(di), "all": di},
+            "direct_wrapper_overhead": direct,
             "observer_blocks": observed,
             "blocks": blocks,
         }

@@ -3,11 +3,9 @@
 
 Variants, all single-threaded in this process:
 
-  channel        StreamWriter.start(op, t) + StreamWriter.done(seq, True): the shared-memory writes only
-  tracker        Tracker.start(stream, op) + Tracker.end(stream, seq): adds monotonic_ns, the API code
-                 and the in-flight set
-  tracker+work   Tracker.start + Tracker.follow(work) + Tracker.work_waited(work): the path a gloo
-                 collective takes (its completion arrives through Work.wait)
+  channel        StreamWriter.start(op, t) + StreamWriter.done(seq): the shared-memory writes and the
+                 in-flight set, with a given start time
+  channel+clock  StreamWriter.start(op) + done(seq): the same, reading time.monotonic_ns (what a call pays)
   patch wrappers the patch source's ProcessGroup wrapper + Work.wait wrapper around a no-op Python
                  "collective" that returns a fake work (everything the observer adds to one call,
                  minus torch)
@@ -64,20 +62,17 @@ def bench_channel(n, ctx):
     t_ns = 123456789
     t0 = _now()
     for _ in range(n):
-        seq = start(OP, t_ns)
-        done(seq, True)
+        done(start(OP, t_ns))
     return _now() - t0
 
 
-def bench_tracker(n, ctx):
-    tr = ctx["tracker"]
-    st = ctx["tracker_stream"]
-    start = tr.start
-    end = tr.end
+def bench_channel_clock(n, ctx):
+    sw = ctx["stream_writer"]
+    start = sw.start
+    done = sw.done
     t0 = _now()
     for _ in range(n):
-        seq = start(st, OP)
-        end(st, seq)
+        done(start(OP))
     return _now() - t0
 
 
@@ -91,22 +86,6 @@ class _FakeWork(object):
 
     def is_completed(self):
         return True
-
-
-def bench_tracker_work(n, ctx):
-    tr = ctx["tracker"]
-    st = ctx["tracker_stream"]
-    start = tr.start
-    follow = tr.follow
-    waited = tr.work_waited
-    works = [_FakeWork() for _ in range(64)]
-    t0 = _now()
-    for i in range(n):
-        w = works[i & 63]
-        seq = start(st, OP)
-        follow(st, seq, w, True)
-        waited(w)
-    return _now() - t0
 
 
 def bench_patch(n, ctx):
@@ -170,8 +149,7 @@ def bench_mp_queue(n, ctx):
 VARIANTS = [
     ("empty loop", bench_empty, "for-loop only (reference)"),
     ("channel", bench_channel, "StreamWriter.start + StreamWriter.done"),
-    ("tracker", bench_tracker, "Tracker.start + Tracker.end"),
-    ("tracker+work", bench_tracker_work, "Tracker.start + follow(work) + work_waited(work)"),
+    ("channel+clock", bench_channel_clock, "StreamWriter.start (reads the clock) + done"),
     ("patch wrappers", bench_patch, "PG method wrapper + Work.wait wrapper, no-op 'collective'"),
     ("mp.Queue", bench_mp_queue, "2 x multiprocessing.Queue.put(tuple), drained by another process"),
     ("lock+dict", bench_lock_dict, "2 x (with threading.Lock: dict set / del)"),
@@ -186,10 +164,6 @@ def _setup(tmpdir):
     idx = writer.add_stream({"group": "bench", "kind": "collective", "stream": "bench"})
     ctx["channel"] = writer
     ctx["stream_writer"] = writer.stream_writer(idx)
-
-    tr = _tracker.Tracker(writer, 0.25)  # the poller is not started
-    ctx["tracker"] = tr
-    ctx["tracker_stream"] = tr._stream({"group": "bench2", "kind": "collective", "stream": "bench2"})
 
     try:  # the patch source's wrappers around a fake ProcessGroup; uses internals, so optional
         from c10d_observer.sources import patch as _patch
@@ -251,7 +225,7 @@ def _check(ctx, name):
         return ok
     if name == "patch wrappers":
         tr = ctx["patch_tracker"]
-        return not tr.pending and tr.groups[ctx["fake_pg"]].coll.writer.seq > 0
+        return not tr.waiting and tr.groups[ctx["fake_pg"]].coll.seq > 0
     return True
 
 

@@ -3,12 +3,8 @@
 Importing this package does nothing: no torch import, no patch, no signal handler, no process.
 ``enable()`` is the opt-in and ``disable()`` puts everything back.
 """
-import logging as _logging
-
+from ._unset import UNSET as _UNSET
 from ._version import __version__
-from .config import UNSET as _UNSET
-
-_logging.getLogger("c10d_observer").addHandler(_logging.NullHandler())
 
 __all__ = ["enable", "disable", "capabilities", "__version__"]
 

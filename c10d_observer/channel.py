@@ -29,7 +29,7 @@ import json
 import mmap
 import os
 import struct
-import tempfile
+import time
 
 MAGIC = 0x43313044_4F425356  # "C10DOBSV"
 LAYOUT_VERSION = 1
@@ -69,6 +69,8 @@ API_CODES = {name: code for code, name in enumerate(APIS)}
 
 _START = struct.Struct("=4q")
 _W = 8
+SLOT_BYTES = SLOT_WORDS * _W
+_monotonic_ns = time.monotonic_ns
 
 
 def encode_op(op, api=""):
@@ -107,6 +109,7 @@ class _Layout(object):
 
 
 def default_shm_dir():
+    import tempfile
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
 
 
@@ -114,6 +117,7 @@ class ChannelWriter(object):
     """Rank side.  Creates the segment; the path is unlinked as soon as the watchdog has mapped it."""
 
     def __init__(self, max_streams=DEFAULT_MAX_STREAMS, ring=DEFAULT_RING, directory=None):
+        import tempfile
         self.layout = _Layout(max_streams, ring)
         fd, self.path = tempfile.mkstemp(prefix="c10d_observer-%d-" % os.getpid(), suffix=".shm",
                                          dir=directory or default_shm_dir())
@@ -190,39 +194,50 @@ def _encode_desc(desc):
 
 
 class StreamWriter(object):
-    """The hot path for one stream: ``start`` and ``done`` cost one or two buffer writes each."""
+    """The hot path for one stream.
 
-    __slots__ = ("_mm", "_mv", "_ring", "_mask", "_head", "_pack", "seq")
+    ``start`` is one ``pack_into`` and one word; ``done`` one or two words.  ``open`` holds the calls
+    started and not done: a call joins it before its sequence number is handed out, so no thread can write
+    a done hint past a call that is still open, and the ring overflow is known without reading the
+    segment back.
+    """
+
+    __slots__ = ("_mm", "_mv", "_ring", "_ring_off", "_mask", "_size", "_head", "_pack", "seq", "open")
 
     def __init__(self, channel, idx):
         lay = channel.layout
         self._mm = channel._mm
         self._mv = channel._mv
         self._ring = lay.ring_base(idx)
+        self._ring_off = self._ring * _W
         self._mask = lay.mask
+        self._size = lay.ring
         self._head = lay.head(idx)
         self._pack = _START.pack_into
         self.seq = 0  # last sequence number handed out on this stream
+        self.open = set()
 
-    def start(self, op, t_ns):
-        """Record the start of the next call; returns its sequence number."""
+    def start(self, op, t_ns=None):
+        """Record the start of the next call (now, unless ``t_ns`` is given); returns its sequence number."""
         seq = self.seq + 1
+        open_ = self.open
+        if seq > self._size and seq - self._size in open_:  # its slot's call is still open: overflow
+            self._mv[self._head + S_OVERFLOW] += 1
+        open_.add(seq)
         self.seq = seq
-        mv = self._mv
-        base = self._ring + (seq & self._mask) * SLOT_WORDS
-        if mv[base + 4] != mv[base]:  # the previous occupant never completed: the ring overflowed
-            mv[self._head + S_OVERFLOW] += 1
-        self._pack(self._mm, base * _W, seq, op, t_ns, seq)
-        mv[self._head + S_LAST_STARTED] = seq
+        self._pack(self._mm, self._ring_off + (seq & self._mask) * SLOT_BYTES, seq, op,
+                   _monotonic_ns() if t_ns is None else t_ns, seq)
+        self._mv[self._head] = seq  # S_LAST_STARTED
         return seq
 
-    def done(self, seq, all_before_done):
-        """Record completion.  ``all_before_done``: the caller knows no earlier call is still in flight."""
+    def done(self, seq):
+        """Record the completion of call ``seq``."""
+        open_ = self.open
+        open_.discard(seq)
         mv = self._mv
-        base = self._ring + (seq & self._mask) * SLOT_WORDS
-        if mv[base] == seq:  # after a ring overflow the slot may hold a later call: leave that one alone
-            mv[base + 4] = seq
-        if all_before_done:
+        if seq > self.seq - self._size:  # else a later call reuses the slot: leave that one alone
+            mv[self._ring + (seq & self._mask) * SLOT_WORDS + 4] = seq
+        if not open_:  # nothing older is in flight: the reader may skip up to here
             mv[self._head + S_DONE_HINT] = seq
 
 

@@ -30,12 +30,7 @@ ACCEPTED_SIGNALS = tuple(sorted(
     | (set(range(_signal.SIGRTMIN, _signal.SIGRTMAX + 1)) if hasattr(_signal, "SIGRTMIN") else set())))
 
 
-class _Unset(object):
-    def __repr__(self):
-        return "<unset>"
-
-
-UNSET = _Unset()
+from ._unset import UNSET  # noqa: F401  (re-exported)
 
 Config = namedtuple("Config", "timeout poll_interval dump_dir signal source on_timeout")
 Config.__doc__ = """The resolved, validated configuration (immutable).

@@ -24,6 +24,7 @@ from . import signals as _signals
 from . import tracker as _tracker
 
 log = logging.getLogger("c10d_observer")
+log.addHandler(logging.NullHandler())  # a library never configures logging
 
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
@@ -205,8 +206,13 @@ class Observer(object):
         proc = self._proc
         if proc is None:
             return
+        try:  # "stop" rather than EOF alone: forked children (DataLoader workers) share the pipe
+            proc.stdin.write(b"stop\n")
+            proc.stdin.flush()
+        except (OSError, ValueError):
+            pass
         try:
-            proc.stdin.close()  # EOF on the lifeline: the watchdog exits
+            proc.stdin.close()
         except OSError:
             pass
         try:

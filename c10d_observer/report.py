@@ -7,7 +7,6 @@ import datetime
 import glob
 import json
 import os
-import tempfile
 
 FORMAT = "c10d_observer.report"
 VERSION = 1
@@ -23,8 +22,9 @@ def stacks_name(rank, pid):
 
 
 def write_atomic(path, obj):
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+    """Write JSON to a temporary name beside ``path``, then rename it into place."""
+    tmp = os.path.join(os.path.dirname(path) or ".", ".tmp-%d-%s" % (os.getpid(), os.path.basename(path)))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         with os.fdopen(fd, "w") as f:
             json.dump(obj, f, indent=1, sort_keys=True)

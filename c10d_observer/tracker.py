@@ -10,7 +10,6 @@ GPU backend, where ``wait()`` returns before the GPU has finished).
 """
 import logging
 import threading
-import time
 
 from . import channel as _ch
 from . import compat
@@ -21,15 +20,18 @@ log = logging.getLogger("c10d_observer")
 # backends), completion is when the work reports it, which for NCCL means the GPU has finished.
 _WAIT_MEANS_DONE = frozenset(("gloo", "mpi"))
 
-_monotonic_ns = time.monotonic_ns
 
+class _Untracked(object):
+    """Stands in for a stream the channel had no room for: calls on it are not watched."""
 
-class _Stream(object):
-    __slots__ = ("writer", "open")
+    seq = 0
+    open = frozenset()
 
-    def __init__(self, writer):
-        self.writer = writer
-        self.open = set()  # seqs in flight whose completion is followed through a work
+    def start(self, op, t_ns=None):
+        return 0
+
+    def done(self, seq):
+        pass
 
 
 class _Group(object):
@@ -70,18 +72,21 @@ class _Group(object):
         return self.tracker._stream(dict(self.desc, kind="p2p", peer=peer, src=src, dst=dst, stream=name))
 
 
+_UNTRACKED = _Untracked()
+
+
 class Tracker(object):
     def __init__(self, writer, completion_period):
         self.channel = writer
         self.groups = {}
-        self.pending = {}  # work -> (stream, seq)
+        self.waiting = {}  # work -> (stream, seq): CPU backends, done when wait() returns or polled done
+        self.polling = {}  # work -> (stream, seq): GPU backends, done when the work says so
         self.api = 0  # API code of the composite call now running (see channel.APIS), 0 for none
         self.rank = -1
         self._lock = threading.Lock()  # guards registration only, never the call path
         self._period = completion_period
         self._stop = threading.Event()
         self._poller = None
-        self._untracked = _Stream(None)
 
     # -- registration (once per group / peer) --------------------------------------------------------
     def group(self, pg):
@@ -109,34 +114,16 @@ class Tracker(object):
         idx = self.channel.add_stream(desc)
         if idx < 0:
             log.warning("c10d_observer: channel full; calls on %s are not watched", desc.get("stream"))
-            return self._untracked
-        return _Stream(self.channel.stream_writer(idx))
+            return _UNTRACKED
+        return self.channel.stream_writer(idx)
 
-    # -- the call path -------------------------------------------------------------------------------
-    def start(self, stream, op):
-        w = stream.writer
-        if w is None:
-            return 0
-        seq = w.start(op | self.api << 16, _monotonic_ns())
-        stream.open.add(seq)  # open from its start: no other thread may write a done hint past it
-        return seq
-
-    def end(self, stream, seq):
-        """The call ended on the calling thread (it returned, or raised)."""
-        if seq:
-            stream.open.discard(seq)
-            stream.writer.done(seq, not stream.open)
-
+    # -- completion ----------------------------------------------------------------------------------
+    # The call path is in the source (start, then one of: done at once, waiting[work], polling[work]);
+    # a stream is a channel.StreamWriter.
     def follow(self, stream, seq, work, wait_done):
-        """Completion of this call is that of ``work``: by wait() where that means done, else by polling."""
+        """Completion of call ``seq`` is that of ``work``: by wait() where that means done, else by polling."""
         if seq:
-            self.pending[work] = (stream, seq, wait_done)
-
-    def work_waited(self, work):
-        entry = self.pending.get(work)
-        if entry is not None and entry[2]:
-            if self.pending.pop(work, None) is not None:
-                self.end(entry[0], entry[1])
+            (self.waiting if wait_done else self.polling)[work] = (stream, seq)
 
     # -- completion of works that nobody waits on ----------------------------------------------------
     def start_poller(self):
@@ -151,16 +138,18 @@ class Tracker(object):
                 log.debug("c10d_observer: completion poll failed", exc_info=True)
 
     def poll_once(self):
-        for work, entry in list(self.pending.items()):
-            try:
-                completed = work.is_completed()
-            except Exception:
-                completed = True  # a work that cannot say is a failed one: it is no longer in flight
-            if completed and self.pending.pop(work, None) is not None:
-                self.end(entry[0], entry[1])
+        for table in (self.waiting, self.polling):
+            for work, entry in list(table.items()):
+                try:
+                    completed = work.is_completed()
+                except Exception:
+                    completed = True  # a work that cannot say is a failed one: no longer in flight
+                if completed and table.pop(work, None) is not None:
+                    entry[0].done(entry[1])
 
     def stop(self):
         self._stop.set()
         if self._poller is not None and self._poller is not threading.current_thread():
             self._poller.join(timeout=5)
-        self.pending.clear()
+        self.waiting.clear()
+        self.polling.clear()

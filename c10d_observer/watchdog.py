@@ -5,7 +5,9 @@ and the time.  ``Watchdog.tick(now_ns)`` acts on it (report, then signal, once p
 ``Watchdog.run()`` only sleeps, watches its rank and calls ``tick``.
 
 Started as ``python -m c10d_observer.watchdog``: the config arrives as one JSON line on stdin, and
-stdin then stays open as the rank's lifeline (EOF: the rank closed it or died).  Readiness is the line
+stdin then stays open as the rank's lifeline: a "stop" line (disable) or EOF (the rank exited or died)
+ends the watchdog.  Processes the rank forked (DataLoader workers) may hold the pipe open after the rank
+is gone, so each poll also checks that the rank is still the watchdog's parent.  Readiness is the line
 ``READY <pid>`` on stdout.
 """
 import json
@@ -184,8 +186,8 @@ class Watchdog(object):
                 readable, _, _ = select.select([lifeline_fd], [], [], wait)
             except InterruptedError:
                 readable = []
-            if readable and not os.read(lifeline_fd, 4096):
-                return "the rank closed its end (disable or exit)"
+            if readable:  # "stop" from disable(), or EOF: the rank exited or died
+                return "stop" if os.read(lifeline_fd, 4096) else "the rank closed its end"
             if os.getppid() != self.rank_pid:
                 return "the rank (pid %d) is gone" % self.rank_pid
             now = self.clock()

@@ -69,27 +69,33 @@ class PatchRegistry(object):
         return len(self._patches)
 
 
+# The wrappers below are the call path: each binds what it needs as locals and calls no more than the
+# stream's start/done.  A call ends at once (it raised, or returned no work), or is left in
+# tracker.waiting (CPU backends: done when wait() returns or the poller sees it complete) or
+# tracker.polling (GPU backends: done when the work says so).
+
 def _make_coll_wrapper(tracker, orig, op):
     groups = tracker.groups
     get_group = tracker.group
-    start = tracker.start
-    end = tracker.end
-    follow = tracker.follow
+    waiting = tracker.waiting
+    polling = tracker.polling
 
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
         g = groups.get(self) or get_group(self)
         st = g.coll
-        seq = start(st, op)
+        seq = st.start(op | tracker.api << 16)
         try:
             work = orig(self, *args, **kwargs)
         except BaseException:
-            end(st, seq)
+            st.done(seq)
             raise
         if work is None:
-            end(st, seq)
+            st.done(seq)
+        elif g.wait_done:
+            waiting[work] = (st, seq)
         else:
-            follow(st, seq, work, g.wait_done)
+            polling[work] = (st, seq)
         return work
 
     return wrapper
@@ -98,9 +104,8 @@ def _make_coll_wrapper(tracker, orig, op):
 def _make_p2p_wrapper(tracker, orig, op, peer_index, peer_kw, is_send):
     groups = tracker.groups
     get_group = tracker.group
-    start = tracker.start
-    end = tracker.end
-    follow = tracker.follow
+    waiting = tracker.waiting
+    polling = tracker.polling
 
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
@@ -112,27 +117,27 @@ def _make_p2p_wrapper(tracker, orig, op, peer_index, peer_kw, is_send):
         else:
             peer = kwargs.get(peer_kw)
         st = (g.sends if is_send else g.recvs).get(peer) or g.p2p_stream(peer, is_send)
-        seq = start(st, op)
+        seq = st.start(op | tracker.api << 16)
         try:
             work = orig(self, *args, **kwargs)
         except BaseException:
-            end(st, seq)
+            st.done(seq)
             raise
-        follow(st, seq, work, g.wait_done)
+        (waiting if g.wait_done else polling)[work] = (st, seq)
         return work
 
     return wrapper
 
 
 def _make_wait_wrapper(tracker, orig):
-    pending = tracker.pending
-    waited = tracker.work_waited
+    pop = tracker.waiting.pop
 
     @functools.wraps(orig)
     def wait(self, *args, **kwargs):
         result = orig(self, *args, **kwargs)
-        if self in pending:
-            waited(self)
+        entry = pop(self, None)
+        if entry is not None:
+            entry[0].done(entry[1])
         return result
 
     return wait
@@ -159,14 +164,14 @@ def _make_group_call_wrapper(tracker, orig, op, api_code):
     def wrapper(pg, *args, **kwargs):
         try:
             st = tracker.group(pg).coll
-            seq = tracker.start(st, op | api_code << 16)
+            seq = st.start(op | api_code << 16)
         except Exception:
             st, seq = None, 0
         try:
             return orig(pg, *args, **kwargs)
         finally:
             if seq:
-                tracker.end(st, seq)
+                st.done(seq)
 
     return wrapper
 

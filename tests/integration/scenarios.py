@@ -335,3 +335,19 @@ def exit_without_disable(ctx):
     """The script ends without disable(): the watchdog leaves with it."""
     _enable(ctx)
     dist.all_reduce(torch.ones(1))
+
+
+def forked_child(ctx):
+    """A forked child (as DataLoader workers are) holds the lifeline pipe: disable() is still prompt."""
+    obs = _enable(ctx, timeout=30.0)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: holds every fd of the rank until the parent says so
+        os.close(w)
+        os.read(r, 1)
+        os._exit(0)
+    os.close(r)
+    c10d_observer.disable()
+    ctx.record(watchdog_exit=obs._proc.returncode, watchdog_pid=obs.watchdog_pid)
+    os.close(w)
+    os.waitpid(pid, 0)

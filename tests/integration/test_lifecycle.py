@@ -102,3 +102,11 @@ def test_watchdog_exits_at_normal_interpreter_exit(job_factory):
     for r in (0, 1):
         wd = job.facts(r)["watchdog_pid"]
         wait_until(lambda: not pid_alive(wd), 5.0, "the watchdog of rank %d to exit with it" % r)
+
+
+def test_disable_is_prompt_while_a_forked_child_holds_the_lifeline(job_factory):
+    job = job_factory("forked_child", 1)
+    assert job.finish() == [0], job.log_text()
+    f = job.facts(0)
+    assert not pid_alive(f["watchdog_pid"])
+    assert f["watchdog_exit"] == 0  # it left on "stop", not killed after disable()'s 5 s wait (-9)

@@ -54,7 +54,7 @@ def test_start_then_done_round_trip(writer, open_reader):
     assert st.oldest == (1, OP, 12345)
     assert (st.last_started, st.last_completed) == (1, 0)
 
-    sw.done(seq, True)
+    sw.done(seq)
     st = _state(reader, idx)
     assert st.oldest is None
     assert (st.last_started, st.last_completed) == (1, 1)
@@ -73,13 +73,13 @@ def test_oldest_in_flight_reported_when_async_calls_complete_out_of_order(writer
     reader = open_reader()
     for t in (100, 200, 300):
         sw.start(OP, t)
-    sw.done(2, False)
-    sw.done(3, False)
+    sw.done(2)
+    sw.done(3)
     st = _state(reader, idx)
     assert st.oldest == (1, OP, 100)
     assert (st.last_started, st.last_completed) == (3, 0)
 
-    sw.done(1, True)
+    sw.done(1)
     st = _state(reader, idx)
     assert st.oldest is None
     assert st.last_completed == 3
@@ -90,27 +90,31 @@ def test_oldest_advances_to_next_call_in_flight(writer, open_reader):
     reader = open_reader()
     for t in (100, 200, 300):
         sw.start(OP, t)
-    sw.done(1, False)
+    sw.done(1)
     st = _state(reader, idx)
     assert st.oldest == (2, OP, 200)
     assert st.last_completed == 1
 
 
-@pytest.mark.parametrize("hint", [False, True])
-def test_done_hint_lets_the_reader_skip_slots(writer, open_reader, hint):
-    # Call 1's slot is never marked done: only the hint on call 2 can tell the reader it is finished.
+def test_done_hint_is_written_only_once_nothing_older_is_open(writer, open_reader):
     idx, sw = _stream(writer)
     reader = open_reader()
     sw.start(OP, 100)
     sw.start(OP, 200)
-    sw.done(2, hint)
-    st = _state(reader, idx)
-    if hint:
-        assert st.oldest is None
-        assert st.last_completed == 2
-    else:
-        assert st.oldest == (1, OP, 100)
-        assert st.last_completed == 0
+    sw.done(2)  # call 1 is still open: no hint
+    assert writer._mv[writer.layout.head(idx) + ch.S_DONE_HINT] == 0
+    assert _state(reader, idx).oldest == (1, OP, 100)
+    sw.done(1)
+    assert writer._mv[writer.layout.head(idx) + ch.S_DONE_HINT] == 1
+
+
+def test_done_hint_lets_the_reader_skip_slots(writer, open_reader):
+    idx, sw = _stream(writer)
+    sw.done(sw.start(OP, 100))
+    sw.done(sw.start(OP, 200))
+    writer._mv[_slot_word(writer, idx, 1, 4)] = 0  # call 1's done word lost: only the hint says it is done
+    st = _state(open_reader(), idx)
+    assert st.oldest is None and st.last_completed == 2
 
 
 def test_ring_overflow_is_counted_and_lost_calls_are_skipped(writer, open_reader):
@@ -129,7 +133,7 @@ def test_ring_reuse_after_completion_is_not_an_overflow(writer, open_reader):
     reader = open_reader()
     for t in range(1, 3 * RING):
         seq = sw.start(OP, t)
-        sw.done(seq, True)
+        sw.done(seq)
     st = _state(reader, idx)
     assert st.overflow == 0
     assert st.oldest is None
@@ -156,7 +160,7 @@ def test_torn_slot_is_not_in_flight_and_is_read_again(writer, open_reader):
 def test_torn_slot_is_not_reported_as_completed(writer, open_reader):
     idx, sw = _stream(writer)
     reader = open_reader()
-    sw.done(sw.start(OP, 100), True)
+    sw.done(sw.start(OP, 100))
     seq = sw.start(OP, 200)
     writer._mv[_slot_word(writer, idx, seq, 3)] = 0
     assert _state(reader, idx).last_completed == seq - 1
@@ -168,7 +172,7 @@ def test_late_completion_of_an_overwritten_call_does_not_revive_its_successor(wr
     for t in range(1, RING + 2):
         sw.start(OP, t)
     for seq in range(RING + 1, 0, -1):  # call 1, whose slot call RING + 1 reuses, completes last
-        sw.done(seq, False)
+        sw.done(seq)
     assert _state(reader, idx).oldest is None
 
 

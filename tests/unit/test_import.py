@@ -32,6 +32,8 @@ print(json.dumps({
     "after": after,
     "torch": sorted(m for m in sys.modules if m == "torch" or m.startswith("torch.")),
     "package_handlers": [type(h).__name__ for h in logging.getLogger("c10d_observer").handlers],
+    "handlers_once_enable_is_loaded": (__import__("c10d_observer.observer") and
+                                       [type(h).__name__ for h in logging.getLogger("c10d_observer").handlers]),
 }))
 """
 
@@ -65,6 +67,7 @@ def test_import_starts_no_process(probe):
     assert probe["after"]["children"] == probe["before"]["children"] == []
 
 
-def test_import_configures_no_logging_but_a_null_handler(probe):
+def test_import_configures_no_logging_and_the_library_adds_only_a_null_handler(probe):
     assert probe["after"]["root_handlers"] == probe["before"]["root_handlers"]
-    assert probe["package_handlers"] == ["NullHandler"]
+    assert probe["package_handlers"] == []  # importing the package does not even touch logging
+    assert probe["handlers_once_enable_is_loaded"] == ["NullHandler"]

@@ -125,7 +125,7 @@ def test_find_overdue_looks_at_the_oldest_call_in_flight_only(rig):
 
 def test_find_overdue_ignores_completed_calls(rig):
     s = rig.streams[0]
-    s.done(s.start(ALL_REDUCE, T0), True)
+    s.done(s.start(ALL_REDUCE, T0))
     assert find_overdue(rig.reader.snapshot(), T0 + 5 * TIMEOUT_NS, TIMEOUT_NS) == []
 
 
@@ -161,7 +161,7 @@ def test_a_later_call_on_the_same_stream_fires_again(rig):
     s = rig.streams[0]
     s.start(ALL_REDUCE, T0)
     assert len(rig.tick(T0 + TIMEOUT_NS + 1)) == 1
-    s.done(1, True)
+    s.done(1)
     t1 = T0 + 3 * TIMEOUT_NS
     s.start(BROADCAST, t1)
     assert rig.tick(t1 + TIMEOUT_NS) == []
@@ -188,7 +188,7 @@ def test_report_contents(rig):
     rig.writer.set_rank(1, 4)
     s = rig.streams[0]
     for t in (T0 - 3, T0 - 2):
-        s.done(s.start(ALL_REDUCE, t), True)
+        s.done(s.start(ALL_REDUCE, t))
     s.start(ALL_REDUCE, T0)
     now = T0 + TIMEOUT_NS + 5 * 10 ** 8
     rig.tick(now)
@@ -242,7 +242,7 @@ def test_completed_entry_marked_not_in_flight_on_the_next_report(rig):
     rig.tick(T0 + TIMEOUT_NS + 1)
     assert [e["in_flight"] for e in rig.report()["overdue"]] == [True]
 
-    a.done(1, True)
+    a.done(1)
     b.start(BROADCAST, T0 + TIMEOUT_NS)
     rig.tick(T0 + 2 * TIMEOUT_NS + 1)
     rep = rig.report()
