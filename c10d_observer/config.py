@@ -54,24 +54,24 @@ def _seconds(value, name, allow_timedelta=True):
     return value
 
 
-def _env_seconds(env, var):
-    raw = env.get(var)
-    if raw is None or raw.strip() == "":
-        return UNSET
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError("%s must be a number of seconds (finite and > 0), got %r" % (var, raw))
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError("%s must be a number of seconds (finite and > 0), got %r" % (var, raw))
-    return value
-
-
 def _env_choice(env, var):
     raw = env.get(var)
     if raw is None or raw.strip() == "":
         return UNSET
     return raw.strip()
+
+
+def _env_seconds(env, var):
+    raw = _env_choice(env, var)
+    if raw is UNSET:
+        return UNSET
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError("%s must be a number of seconds (finite and > 0), got %r" % (var, raw))
+    return value
 
 
 def _check_dump_dir(path, name):

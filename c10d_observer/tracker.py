@@ -11,7 +11,6 @@ GPU backend, where ``wait()`` returns before the GPU has finished).
 import logging
 import threading
 
-from . import channel as _ch
 from . import compat
 
 log = logging.getLogger("c10d_observer")
@@ -41,7 +40,7 @@ class _Group(object):
     recv on B from A carry the same sequence number on stream ``<group>:p2p:A->B``.
     """
 
-    __slots__ = ("desc", "coll", "sends", "recvs", "ranks", "wait_done", "tracker")
+    __slots__ = ("desc", "coll", "sends", "recvs", "ranks", "wait_done", "tracker", "batch")
 
     def __init__(self, tracker, desc):
         self.tracker = tracker
@@ -51,6 +50,7 @@ class _Group(object):
         self.coll = tracker._stream(dict(desc, kind="collective", stream=desc["group"]))
         self.sends = {}
         self.recvs = {}
+        self.batch = None  # the calls of an open coalescing block (sources.patch._Batch)
 
     def p2p_stream(self, group_peer, is_send):
         table = self.sends if is_send else self.recvs

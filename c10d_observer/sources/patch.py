@@ -70,9 +70,9 @@ class PatchRegistry(object):
 
 
 # The wrappers below are the call path: each binds what it needs as locals and calls no more than the
-# stream's start/done.  A call ends at once (it raised, or returned no work), or is left in
-# tracker.waiting (CPU backends: done when wait() returns or the poller sees it complete) or
-# tracker.polling (GPU backends: done when the work says so).
+# stream's start/done.  A call ends at once (it raised, or returned no work), joins its group's
+# coalescing batch, or is left in tracker.waiting (CPU backends: done when wait() returns or the poller
+# sees it complete) or tracker.polling (GPU backends: done when the work says so).
 
 def _make_coll_wrapper(tracker, orig, op):
     groups = tracker.groups
@@ -90,7 +90,9 @@ def _make_coll_wrapper(tracker, orig, op):
         except BaseException:
             st.done(seq)
             raise
-        if work is None:
+        if g.batch is not None:
+            g.batch.calls.append((st, seq))
+        elif work is None:
             st.done(seq)
         elif g.wait_done:
             waiting[work] = (st, seq)
@@ -123,7 +125,59 @@ def _make_p2p_wrapper(tracker, orig, op, peer_index, peer_kw, is_send):
         except BaseException:
             st.done(seq)
             raise
-        (waiting if g.wait_done else polling)[work] = (st, seq)
+        if g.batch is not None:
+            g.batch.calls.append((st, seq))
+        elif work is None:
+            st.done(seq)
+        else:
+            (waiting if g.wait_done else polling)[work] = (st, seq)
+        return work
+
+    return wrapper
+
+
+class _Batch(object):
+    """The calls issued between ``_start_coalescing`` and ``_end_coalescing`` (NCCL's coalesced launch,
+    used by ``batch_isend_irecv`` and ``_coalescing_manager(device=...)``): inside, recent NCCL builds
+    return no work per call, and all of them end with the one work ``_end_coalescing`` returns.
+    Stands in a completion table where a stream does: ``done`` ends every call of the batch."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self):
+        self.calls = []
+
+    def done(self, _seq=None):
+        for st, seq in self.calls:
+            st.done(seq)
+
+
+def _make_start_coalescing_wrapper(tracker, orig):
+    @functools.wraps(orig)
+    def wrapper(self, *args, **kwargs):
+        result = orig(self, *args, **kwargs)  # gloo raises "does not implement": no batch then
+        tracker.group(self).batch = _Batch()
+        return result
+
+    return wrapper
+
+
+def _make_end_coalescing_wrapper(tracker, orig):
+    @functools.wraps(orig)
+    def wrapper(self, *args, **kwargs):
+        g = tracker.group(self)
+        batch, g.batch = g.batch, None
+        try:
+            work = orig(self, *args, **kwargs)
+        except BaseException:
+            if batch is not None:
+                batch.done()
+            raise
+        if batch is not None and batch.calls:
+            if work is None:
+                batch.done()
+            else:
+                (tracker.waiting if g.wait_done else tracker.polling)[work] = (batch, 0)
         return work
 
     return wrapper
@@ -200,6 +254,9 @@ class PatchSource(object):
             else:
                 reg.wrap(pg_cls, method, lambda o, op=op: _make_coll_wrapper(t, o, op))
             self.covered.append(method)
+        if "_start_coalescing" in vars(pg_cls) and "_end_coalescing" in vars(pg_cls):
+            reg.wrap(pg_cls, "_start_coalescing", lambda o: _make_start_coalescing_wrapper(t, o))
+            reg.wrap(pg_cls, "_end_coalescing", lambda o: _make_end_coalescing_wrapper(t, o))
         reg.wrap(compat.work_class(), "wait", lambda o: _make_wait_wrapper(t, o))
 
         import torch.distributed as dist

@@ -1,21 +1,6 @@
 """Real gloo ranks and real watchdogs: each kind of hang is found, named and dumped; nothing else fires."""
 import pytest
 
-from harness import Job
-
-
-@pytest.fixture
-def job_factory(tmp_path):
-    jobs = []
-
-    def make(scenario, world_size, **args):
-        job = Job(scenario, world_size, tmp_path, **args)
-        jobs.append(job)
-        return job
-
-    yield make
-    for job in jobs:
-        job.close()
 
 
 def _only(entries, **match):

@@ -2,23 +2,7 @@
 import signal
 import time
 
-import pytest
-
-from harness import Job, pid_alive, wait_until
-
-
-@pytest.fixture
-def job_factory(tmp_path):
-    jobs = []
-
-    def make(scenario, world_size, **args):
-        job = Job(scenario, world_size, tmp_path, **args)
-        jobs.append(job)
-        return job
-
-    yield make
-    for job in jobs:
-        job.close()
+from harness import pid_alive, wait_until
 
 
 def test_rank_killed_with_sigkill_takes_its_watchdog_along(job_factory):
