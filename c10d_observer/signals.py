@@ -17,7 +17,7 @@ class StackDumpHandler(object):
         self._file = None
 
     def install(self):
-        previous = _signal.getsignal(self.signum)
+        previous = self.previous = _signal.getsignal(self.signum)
         # None: a handler installed from C; a callable: from Python.  Both are called after the dump.
         chain = previous not in (_signal.SIG_DFL, _signal.SIG_IGN)
         self._file = open(self.path, "a")
@@ -31,8 +31,11 @@ class StackDumpHandler(object):
     def uninstall(self):
         if self._file is None:
             return
+        current = _signal.getsignal(self.signum)  # a handler the user set while we were installed
         try:
-            faulthandler.unregister(self.signum)
+            faulthandler.unregister(self.signum)  # puts back what was there before install()
+            if current is not self.previous and current is not None:
+                _signal.signal(self.signum, current)  # theirs wins over the older one
         finally:
             self._close()
 

@@ -1,0 +1,80 @@
+"""The stack-dump handler, with real signals sent to this process (SIGUSR2, so nothing else is disturbed)."""
+import os
+import signal
+
+import pytest
+
+from c10d_observer.signals import StackDumpHandler
+
+SIG = signal.SIGUSR2
+
+
+@pytest.fixture
+def handler_path(tmp_path):
+    saved = signal.getsignal(SIG)
+    yield str(tmp_path / "stacks.txt")
+    signal.signal(SIG, saved)
+
+
+def _deliver():
+    """Send the signal to this process.  The C-level dump is written inside the handler, before kill()
+    returns; Python-level handlers run at the main thread's next bytecode, before this function returns."""
+    os.kill(os.getpid(), SIG)
+
+
+def test_dump_without_a_previous_handler_does_not_kill_the_process(handler_path):
+    signal.signal(SIG, signal.SIG_DFL)  # the default action would end the process
+    h = StackDumpHandler(SIG, handler_path)
+    h.install()
+    try:
+        _deliver()
+        with open(handler_path) as f:
+            text = f.read()
+        assert "test_dump_without_a_previous_handler_does_not_kill_the_process" in text
+    finally:
+        h.uninstall()
+    assert signal.getsignal(SIG) == signal.SIG_DFL
+
+
+def test_a_handler_installed_before_is_chained_and_restored(handler_path):
+    calls = []
+
+    def before(signum, frame):
+        calls.append(signum)
+
+    signal.signal(SIG, before)
+    h = StackDumpHandler(SIG, handler_path)
+    h.install()
+    try:
+        _deliver()
+        assert calls == [SIG]
+        assert os.path.getsize(handler_path) > 0
+    finally:
+        h.uninstall()
+    assert signal.getsignal(SIG) is before
+
+
+def test_a_handler_installed_after_enable_survives_disable(handler_path):
+    def before(signum, frame):
+        pass
+
+    def later(signum, frame):
+        later_calls.append(signum)
+
+    later_calls = []
+    signal.signal(SIG, before)
+    h = StackDumpHandler(SIG, handler_path)
+    h.install()
+    signal.signal(SIG, later)  # the user replaces the handler while the observer is enabled
+    h.uninstall()
+    assert signal.getsignal(SIG) is later
+    _deliver()
+    assert later_calls == [SIG]
+
+
+def test_an_empty_dump_file_is_removed_on_uninstall(handler_path):
+    h = StackDumpHandler(SIG, handler_path)
+    h.install()
+    assert os.path.exists(handler_path)
+    h.uninstall()
+    assert not os.path.exists(handler_path)
