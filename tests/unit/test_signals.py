@@ -1,6 +1,8 @@
 """The stack-dump handler, with real signals sent to this process (SIGUSR2, so nothing else is disturbed)."""
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -54,22 +56,26 @@ def test_a_handler_installed_before_is_chained_and_restored(handler_path):
     assert signal.getsignal(SIG) is before
 
 
-def test_a_handler_installed_after_enable_survives_disable(handler_path):
-    def before(signum, frame):
-        pass
+LATER = r"""
+import os, signal, sys
+from c10d_observer.signals import StackDumpHandler
+signal.signal(signal.SIGUSR2, signal.SIG_DFL)
+h = StackDumpHandler(signal.SIGUSR2, sys.argv[1])
+h.install()
+signal.signal(signal.SIGUSR2, lambda s, f: print("later handler called"))  # set while enabled
+h.uninstall()
+os.kill(os.getpid(), signal.SIGUSR2)  # with SIG_DFL back in force, this would end the process
+print("alive")
+"""
 
-    def later(signum, frame):
-        later_calls.append(signum)
 
-    later_calls = []
-    signal.signal(SIG, before)
-    h = StackDumpHandler(SIG, handler_path)
-    h.install()
-    signal.signal(SIG, later)  # the user replaces the handler while the observer is enabled
-    h.uninstall()
-    assert signal.getsignal(SIG) is later
-    _deliver()
-    assert later_calls == [SIG]
+def test_a_handler_installed_after_enable_survives_disable(tmp_path):
+    # In a subprocess: if the bug is there, the signal's default action ends the process.
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", LATER, str(tmp_path / "stacks.txt")], stdout=subprocess.PIPE,
+                         universal_newlines=True, env=dict(os.environ, PYTHONPATH=repo), timeout=60)
+    assert out.returncode == 0, "killed by signal %d" % -out.returncode
+    assert out.stdout.split() == ["later", "handler", "called", "alive"]
 
 
 def test_an_empty_dump_file_is_removed_on_uninstall(handler_path):
