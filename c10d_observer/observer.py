@@ -131,8 +131,7 @@ class Observer(object):
             self._start_watchdog(chan, rank)
             chan.unlink()  # the watchdog has it mapped: nothing is left behind if both die
 
-            period = min(0.25, max(0.005, cfg.poll_interval / 4.0))
-            tracker = _tracker.Tracker(chan, period)
+            tracker = _tracker.Tracker(chan, cfg.poll_interval)
             tracker.rank = rank
             src = self._make_source(tracker)
             src.install()
