@@ -1,0 +1,41 @@
+"""The installed torch shows the capabilities compat/expected/ records for its line, so a wrong probe
+fails in the version matrix (every tox env runs this against its own torch)."""
+import json
+import os
+
+import pytest
+import torch
+
+import c10d_observer
+from c10d_observer import compat
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CAPS = c10d_observer.capabilities()
+REL = compat.release(CAPS["torch_version"]) or (0, 0)
+LINE = "torch%d%d" % (REL[0], REL[1])
+PATH = os.path.join(REPO, "compat", "expected", LINE + ".json")
+BUILD = "cuda" if torch.version.cuda else "cpu"
+
+
+@pytest.fixture(scope="module")
+def expected():
+    if not os.path.exists(PATH):
+        pytest.skip("no expected capabilities recorded for torch %s.%s: run compat/record_expected.py in "
+                    "its tox env and review the file" % REL[:2])
+    with open(PATH) as f:
+        return json.load(f)
+
+
+def test_features_match_the_record_of_this_torch_line(expected):
+    want = dict(expected["features"])
+    for name, value in want.items():
+        if isinstance(value, dict):  # a feature of the build, not of the release
+            if BUILD not in value:
+                pytest.skip("%s not recorded for %s builds of %s" % (name, BUILD, LINE))
+            want[name] = value[BUILD]
+    assert CAPS["features"] == want
+
+
+def test_auto_source_and_usable_sources_match_the_record(expected):
+    assert CAPS["auto"] == expected["auto"]
+    assert sorted(s for s, r in CAPS["sources"].items() if r["usable"]) == expected["usable_sources"]
