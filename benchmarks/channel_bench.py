@@ -26,7 +26,6 @@ from __future__ import print_function
 
 import argparse
 import gc
-import json
 import multiprocessing
 import os
 import platform
@@ -36,6 +35,9 @@ import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _results import write_json  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -299,12 +301,7 @@ def main(argv=None):
         "unit": "ns per event (start + completion)",
         "results": results,
     }
-    d = os.path.dirname(os.path.abspath(args.json))
-    if not os.path.isdir(d):
-        os.makedirs(d)
-    with open(args.json, "w") as f:
-        json.dump(out, f, indent=2)
-    print("wrote %s" % args.json)
+    write_json(args.json, out)
     return 0
 
 

@@ -25,6 +25,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _results import write_json  # noqa: E402
+
 import torch
 import torch.distributed as dist
 
@@ -116,9 +119,7 @@ def main():
             if st:
                 print("  %-9s late by (ms): min %.1f  median %.1f  p99 %.1f  max %.1f"
                       % (name, st["min"], st["median"], st["p99"], st["max"]))
-        os.makedirs(os.path.dirname(a.json), exist_ok=True)
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=1)
+        write_json(a.json, res)
         shutil.rmtree(dump, ignore_errors=True)
     dist.barrier()
 

@@ -61,6 +61,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _results import write_json  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
@@ -635,14 +638,7 @@ def report(args, everyone, world, elapsed, load_before, load_after):
         "summary": summary,
         "ranks": everyone,
     }
-    d = os.path.dirname(os.path.abspath(args.json))
-    if not os.path.isdir(d):
-        os.makedirs(d)
-    tmp = args.json + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(out, f, indent=2)
-    os.replace(tmp, args.json)
-    print("wrote %s" % args.json)
+    write_json(args.json, out)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,6 @@ from __future__ import print_function
 import argparse
 import contextlib
 import io
-import json
 import os
 import platform
 import shutil
@@ -58,6 +57,9 @@ import statistics
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _results import write_json  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if os.path.dirname(HERE) not in sys.path:
@@ -624,12 +626,7 @@ def main(argv=None):
             out["samples_ns"] = samples
             out["direct_samples_ns"] = direct_samples
         print_report(out)
-        d = os.path.dirname(os.path.abspath(args.json))
-        if not os.path.isdir(d):
-            os.makedirs(d)
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
-        print("wrote %s" % args.json)
+        write_json(args.json, out)
     dist.destroy_process_group()
     return 0
 

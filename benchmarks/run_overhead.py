@@ -35,6 +35,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _results import write_json  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
@@ -412,12 +415,7 @@ def main(argv=None):
                                for w in worlds] if "on" in fr_settings and "off" in fr_settings else None,
         "launches": launches, "failed_launches": failed,
     }
-    d = os.path.dirname(os.path.abspath(args.json))
-    if not os.path.isdir(d):
-        os.makedirs(d)
-    with open(args.json, "w") as f:
-        json.dump(out, f, indent=1)
-    print("wrote %s" % args.json)
+    write_json(args.json, out)
     if failed and not keep:
         print("launch logs and JSON kept in %s" % work)
     elif not keep:
