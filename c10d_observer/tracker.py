@@ -1,12 +1,14 @@
-"""Rank side: turns "a call on group G started / its work completed" into channel writes.
+"""Rank side: the groups and streams that calls are recorded on, and the completion of their works.
 
-Sources call the tracker and nothing else; the tracker knows neither which source called it nor how the
-watchdog reads the channel.  Per group it keeps one stream for collectives and one per peer for
-point-to-point calls, so that the sequence number of a call is the same on every rank that takes part.
+Sources use the tracker and the streams it hands out (channel.StreamWriter) and nothing else; the
+tracker knows neither which source called it nor how the watchdog reads the channel.  Per group it keeps
+one stream for collectives and one per direction for point-to-point calls, so that the sequence number of
+a call is the same on every rank that takes part.
 
-A call ends when its work completes: ``work_waited`` (the work's ``wait()`` returned, for CPU backends),
-or the completion poller seeing ``Work.is_completed()`` (async works nobody waits on, and every work of a
-GPU backend, where ``wait()`` returns before the GPU has finished).
+A call ends when its work completes.  A source puts the work in ``waiting`` (CPU backends: the work's
+``wait()`` returning ends it) or ``polling`` (GPU backends, where ``wait()`` returns before the GPU has
+finished); the completion poller ends any of them that ``Work.is_completed()`` says are done, which also
+covers async works nobody waits on.
 """
 import logging
 import threading
@@ -116,14 +118,6 @@ class Tracker(object):
             log.warning("c10d_observer: channel full; calls on %s are not watched", desc.get("stream"))
             return _UNTRACKED
         return self.channel.stream_writer(idx)
-
-    # -- completion ----------------------------------------------------------------------------------
-    # The call path is in the source (start, then one of: done at once, waiting[work], polling[work]);
-    # a stream is a channel.StreamWriter.
-    def follow(self, stream, seq, work, wait_done):
-        """Completion of call ``seq`` is that of ``work``: by wait() where that means done, else by polling."""
-        if seq:
-            (self.waiting if wait_done else self.polling)[work] = (stream, seq)
 
     # -- completion of works that nobody waits on ----------------------------------------------------
     def start_poller(self):
