@@ -70,7 +70,9 @@ class Watchdog(object):
         overdue = find_overdue(snap, now_ns, self.timeout_ns)
         new = [o for o in overdue if (o.stream.idx, o.seq) not in self.fired]
         if not new:
-            if self.report_failed:  # retry a report that could not be written
+            keys = {(o.stream.idx, o.seq) for o in overdue}
+            ended = any(r["in_flight"] and (r["_idx"], r["seq"]) not in keys for r in self.records)
+            if ended or self.report_failed:  # a reported call completed later, or a write to retry
                 self._update_report(snap, overdue, self.wall())
             return new
         wall_now = self.wall()

@@ -250,6 +250,18 @@ def test_completed_entry_marked_not_in_flight_on_the_next_report(rig):
     assert {g["stream"]: g["last_completed"] for g in rep["groups"]} == {"0": 1, "1": 0}
 
 
+def test_report_is_rewritten_when_a_reported_call_completes(rig):
+    a, _ = rig.streams
+    a.start(ALL_REDUCE, T0)
+    rig.tick(T0 + TIMEOUT_NS + 1)
+    a.done(1)
+    assert rig.tick(T0 + TIMEOUT_NS + 1 + POLL_NS) == []  # nothing new: no signal ...
+    rep = rig.report()  # ... but the report now says the call completed
+    assert [e["in_flight"] for e in rep["overdue"]] == [False]
+    assert rep["groups"][0]["last_completed"] == 1
+    assert rig.kills == [(RANK_PID, signal.SIGUSR1)]
+
+
 def test_log_line_names_the_call_and_where_to_look(rig):
     rig.writer.set_rank(2, 4)
     rig.streams[0].start(ALL_REDUCE, T0)
