@@ -44,7 +44,7 @@ def main():
     scenario, rank, world, work_dir, args = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], \
         json.loads(sys.argv[5])
     import torch.distributed as dist
-    if scenario != "before_init":
+    if scenario not in ("before_init", "nccl_gpu_completion"):
         dist.init_process_group("gloo", init_method="file://" + os.path.join(work_dir, "store"), rank=rank,
                                 world_size=world, timeout=datetime.timedelta(seconds=args.get("torch_timeout", 120)))
     ctx = Ctx(rank, world, work_dir, args)

@@ -351,3 +351,30 @@ def forked_child(ctx):
     ctx.record(watchdog_exit=obs._proc.returncode, watchdog_pid=obs.watchdog_pid)
     os.close(w)
     os.waitpid(pid, 0)
+
+
+def nccl_gpu_completion(ctx):
+    """NCCL, world size 1 (one GPU): a call is in flight until the GPU has finished it, not until the
+    Python call returns.  A sleep kernel queued before the all_reduce keeps the GPU busy past the
+    timeout; the Python call returns at once; the watchdog must still find the all_reduce overdue."""
+    import datetime
+    dist.init_process_group("nccl", init_method="file://" + os.path.join(ctx.work_dir, "store"),
+                            rank=0, world_size=1, timeout=datetime.timedelta(seconds=120))
+    torch.cuda.set_device(0)
+    t = torch.ones(4, device="cuda")
+    dist.all_reduce(t)
+    torch.cuda.synchronize()
+    obs = c10d_observer.enable(timeout=ctx.args["timeout"], dump_dir=ctx.args["dump_dir"])
+    ctx.record(source=obs.source)
+    torch.cuda._sleep(int(ctx.args["sleep_cycles"]))  # the GPU is busy for seconds
+    t0 = time.monotonic()
+    dist.all_reduce(t)  # synchronous from Python's point of view: returns once enqueued
+    ctx.record(returned_after_s=time.monotonic() - t0)
+    ctx.stall_until_released()  # the test releases us once it has seen the report
+    torch.cuda.synchronize()
+    dist.all_reduce(t)  # a quick one afterwards must not be reported
+    torch.cuda.synchronize()
+    ctx.record(quick_done=True)
+    dist.barrier()
+    c10d_observer.disable()
+    dist.destroy_process_group()
