@@ -6,6 +6,7 @@ source.  disable() runs it backwards; the watchdog is stopped before the signal 
 that no late signal can meet the default action.
 """
 import atexit
+import json
 import logging
 import os
 import select
@@ -14,7 +15,6 @@ import subprocess
 import sys
 import threading
 import warnings
-import json
 
 from . import channel as _ch
 from . import compat

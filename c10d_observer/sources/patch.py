@@ -74,16 +74,29 @@ class PatchRegistry(object):
 # coalescing batch, or is left in tracker.waiting (CPU backends: done when wait() returns or the poller
 # sees it complete) or tracker.polling (GPU backends: done when the work says so).
 
-def _make_coll_wrapper(tracker, orig, op):
+def _make_call_wrapper(tracker, orig, op, p2p=None):
+    """The wrapper of one ProcessGroup method.  ``p2p``: None for a collective (the group's collective
+    stream), else (index of the peer argument or None for any source, its keyword name, is_send)."""
     groups = tracker.groups
     get_group = tracker.group
     waiting = tracker.waiting
     polling = tracker.polling
+    if p2p is not None:
+        peer_index, peer_kw, is_send = p2p
 
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
         g = groups.get(self) or get_group(self)
-        st = g.coll
+        if p2p is None:
+            st = g.coll
+        else:
+            if peer_index is None:
+                peer = None
+            elif len(args) > peer_index:
+                peer = args[peer_index]
+            else:
+                peer = kwargs.get(peer_kw)
+            st = (g.sends if is_send else g.recvs).get(peer) or g.p2p_stream(peer, is_send)
         seq = st.start(op | tracker.api << 16)
         try:
             work = orig(self, *args, **kwargs)
@@ -103,37 +116,12 @@ def _make_coll_wrapper(tracker, orig, op):
     return wrapper
 
 
+def _make_coll_wrapper(tracker, orig, op):
+    return _make_call_wrapper(tracker, orig, op)
+
+
 def _make_p2p_wrapper(tracker, orig, op, peer_index, peer_kw, is_send):
-    groups = tracker.groups
-    get_group = tracker.group
-    waiting = tracker.waiting
-    polling = tracker.polling
-
-    @functools.wraps(orig)
-    def wrapper(self, *args, **kwargs):
-        g = groups.get(self) or get_group(self)
-        if peer_index is None:
-            peer = None
-        elif len(args) > peer_index:
-            peer = args[peer_index]
-        else:
-            peer = kwargs.get(peer_kw)
-        st = (g.sends if is_send else g.recvs).get(peer) or g.p2p_stream(peer, is_send)
-        seq = st.start(op | tracker.api << 16)
-        try:
-            work = orig(self, *args, **kwargs)
-        except BaseException:
-            st.done(seq)
-            raise
-        if g.batch is not None:
-            g.batch.calls.append((st, seq))
-        elif work is None:
-            st.done(seq)
-        else:
-            (waiting if g.wait_done else polling)[work] = (st, seq)
-        return work
-
-    return wrapper
+    return _make_call_wrapper(tracker, orig, op, (peer_index, peer_kw, is_send))
 
 
 class _Batch(object):
@@ -236,7 +224,6 @@ class PatchSource(object):
     def __init__(self, tracker):
         self.tracker = tracker
         self.registry = PatchRegistry()
-        self.covered = []
 
     def install(self):
         t = self.tracker
@@ -253,7 +240,6 @@ class PatchSource(object):
                          _make_p2p_wrapper(t, o, op, idx, kw, snd))
             else:
                 reg.wrap(pg_cls, method, lambda o, op=op: _make_coll_wrapper(t, o, op))
-            self.covered.append(method)
         if "_start_coalescing" in vars(pg_cls) and "_end_coalescing" in vars(pg_cls):
             reg.wrap(pg_cls, "_start_coalescing", lambda o: _make_start_coalescing_wrapper(t, o))
             reg.wrap(pg_cls, "_end_coalescing", lambda o: _make_end_coalescing_wrapper(t, o))
