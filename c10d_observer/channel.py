@@ -230,6 +230,21 @@ class StreamWriter(object):
         self._mv[self._head] = seq  # S_LAST_STARTED
         return seq
 
+    def skip_to(self, seq):
+        """Number the next call ``seq + 1``: for sources that number calls by torch's own counter and
+        learn of calls that already completed (nothing was in flight, or they are not in this stream)."""
+        if seq <= self.seq:
+            return
+        self.seq = seq
+        self._mv[self._head] = seq  # S_LAST_STARTED
+        if not self.open:
+            self._mv[self._head + S_DONE_HINT] = seq
+
+    def amend(self, seq, op, t_ns):
+        """Rewrite the op and start time of call ``seq`` (still open) once a source has learnt them."""
+        if seq in self.open and seq > self.seq - self._size:
+            self._pack(self._mm, self._ring_off + (seq & self._mask) * SLOT_BYTES, seq, op, t_ns, seq)
+
     def done(self, seq):
         """Record the completion of call ``seq``."""
         open_ = self.open

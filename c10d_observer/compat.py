@@ -76,22 +76,147 @@ def probe():
     feats["flight_recorder"] = hasattr(C, "_dump_fr_trace")
     feats["nccl_trace"] = hasattr(C, "_dump_nccl_trace")
 
+    feats["flight_recorder_json"] = hasattr(C, "_dump_fr_trace_json")
+    fr_on, fr_why = fr_recording(feats)
+    feats["flight_recorder_records_gloo"] = fr_on
+
     srcs = caps["sources"] = {}
-    not_yet = "present in this torch, but c10d-observer does not implement this source yet"
-    srcs["hooks"] = ({"usable": False, "reason": not_yet} if feats["hooks_module"] else
+    srcs["hooks"] = ({"usable": True, "reason": "%s: collective start/end callbacks from torch's event "
+                                                "thread" % feats["hooks_module"]} if feats["hooks_module"] else
                      {"usable": False, "reason": "torch.distributed.hooks / _hooks is not importable "
                                                  "(no torch release ships it)"})
-    srcs["pg_hooks"] = ({"usable": False, "reason": not_yet} if feats["pg_pre_post_hooks"] else
+    srcs["pg_hooks"] = ({"usable": True, "reason": "ProcessGroup.register_pre_hook/register_post_hook on "
+                                                   "every group"} if feats["pg_pre_post_hooks"] else
                         {"usable": False, "reason": "ProcessGroup.register_pre_hook/register_post_hook "
                                                     "absent (torch 2.14+)"})
-    srcs["flight_recorder"] = ({"usable": False, "reason": not_yet} if feats["flight_recorder"] else
-                               {"usable": False, "reason": "torch._C._distributed_c10d._dump_fr_trace "
-                                                           "absent (torch 2.8+)"})
+    if not feats["flight_recorder"] or not feats["flight_recorder_json"]:
+        srcs["flight_recorder"] = {"usable": False, "reason": "torch._C._distributed_c10d._dump_fr_trace(_json) "
+                                                              "absent (torch 2.8+)"}
+    else:
+        srcs["flight_recorder"] = {"usable": fr_on, "reason": fr_why}
     srcs["patch"] = ({"usable": True, "reason": "wraps %d ProcessGroup methods" % len(feats["pg_methods"])}
                      if feats["pg_methods"] else
                      {"usable": False, "reason": "no ProcessGroup collective methods found"})
     caps["auto"] = next((s for s in SOURCES if srcs[s]["usable"]), None)
     return caps
+
+
+FR_ENV = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")  # first one set wins; 0 turns it off
+
+
+def fr_buffer_env():
+    """(variable, value) of the first flight-recorder buffer size variable that is set, else (None, None)."""
+    for name in FR_ENV:
+        raw = os.environ.get(name)
+        if raw is not None and raw.strip() != "":
+            try:
+                return name, int(raw)
+            except ValueError:
+                return name, None
+    return None, None
+
+
+_FR_PROBE = []
+
+
+def fr_recording(feats):
+    """(records, reason): does the flight recorder record gloo collectives in this process?
+
+    Measured, not inferred from the version: a private one-rank gloo group (its own HashStore) runs one
+    all_reduce and the recorder's pg_status is read before and after.  Done once per process.  The recorder
+    reads its buffer size once, when first used, so this settles it for the process: on torch 2.8-2.10 it is
+    off unless TORCH_FR_BUFFER_SIZE / TORCH_NCCL_TRACE_BUFFER_SIZE is > 0 (see docs/sources.md on why
+    enable() does not turn it on)."""
+    if not feats.get("flight_recorder") or not feats.get("flight_recorder_json"):
+        return False, "no flight recorder in this torch"
+    name, value = fr_buffer_env()
+    if name is not None and value is not None and value <= 0:
+        return False, "flight recorder turned off (%s=%s)" % (name, value)
+    if not _FR_PROBE:
+        _FR_PROBE.append(_probe_fr_records())
+    rec, detail = _FR_PROBE[0]
+    if rec:
+        return True, "flight recorder records gloo collectives (%s); pg_status polled off the call path" % (
+            "%s=%s" % (name, value) if name else "torch's default")
+    return False, "flight recorder present but not recording gloo (%s; set TORCH_FR_BUFFER_SIZE=2000 before " \
+                  "the first process group to use it)" % (detail,)
+
+
+def _probe_fr_records():
+    import datetime
+    import torch
+    from torch._C import _distributed_c10d as C
+    try:
+        before = fr_status()
+        pg = C.ProcessGroupGloo(C.HashStore(), 0, 1, datetime.timedelta(seconds=10))
+        pg.allreduce([torch.zeros(1)]).wait()
+        after = fr_status()
+    except Exception as e:
+        return False, "probe failed: %s" % (e,)
+    if any(v[0] > before.get(k, (0, 0))[0] for k, v in after.items()):
+        return True, "recorded"
+    return False, "torch's default buffer size is 0 here"
+
+
+def fr_status():
+    """{pg_id: (last_enqueued, last_completed)} from the flight recorder, without entries (cheap)."""
+    import json as _json
+    from torch._C import _distributed_c10d as C
+    raw = C._dump_fr_trace_json(includeCollectives=False)
+    st = _json.loads(raw).get("pg_status") or {}
+    out = {}
+    for k, v in st.items():
+        try:
+            out[str(k)] = (int(v.get("last_enqueued_collective", -1)), int(v.get("last_completed_collective", -1)))
+        except (TypeError, ValueError, AttributeError):
+            continue
+    return out
+
+
+def fr_entries():
+    """The flight recorder's entries as plain JSON-safe dicts (no stack frames); never unpickled."""
+    import json as _json
+    from torch._C import _distributed_c10d as C
+    return _json.loads(C._dump_fr_trace_json(includeCollectives=True)).get("entries") or []
+
+
+# torch's op names (HookOpName of the pre/post hooks, flight-recorder profiling names, c10d OpType strings)
+# -> the observer's op names (channel.OPS)
+OP_ALIASES = {
+    "allreduce": "all_reduce", "allgather": "all_gather", "allgather_base": "all_gather_into_tensor",
+    "_allgather_base": "all_gather_into_tensor", "allgather_coalesced": "all_gather_coalesced",
+    "allgather_into_tensor_coalesced": "all_gather_into_tensor_coalesced",
+    "allreduce_coalesced": "all_reduce_coalesced", "alltoall": "all_to_all", "alltoall_base": "all_to_all_single",
+    "reduce_scatter_base": "reduce_scatter_tensor", "_reduce_scatter_base": "reduce_scatter_tensor",
+    "recvanysource": "recv_anysource", "_reduce_oop": "reduce", "_broadcast_oop": "broadcast",
+}
+
+
+def op_name(torch_name):
+    """Normalise one of torch's op names (``ALLREDUCE``, ``gloo:all_reduce``, ``nccl:_allgather_base``)."""
+    n = str(torch_name).split(".")[-1].lower()
+    if ":" in n:
+        n = n.split(":", 1)[1]
+    return OP_ALIASES.get(n, n)
+
+
+def find_group(name):
+    """The ProcessGroup torch registered under ``name`` (the group name every rank agrees on), or None."""
+    names, _, _ = _world_maps()
+    for pg, n in list(names.items()):
+        if n == name:
+            return pg
+    return None
+
+
+def all_groups():
+    """Every ProcessGroup torch has registered in this process."""
+    names, _, pg_map = _world_maps()
+    seen = list(pg_map) if pg_map else []
+    for pg in names:
+        if pg not in seen:
+            seen.append(pg)
+    return seen
 
 
 def _hooks_module_name():
@@ -177,6 +302,20 @@ def describe_group(pg):
     gid = name if name else ("default" if is_default else "unnamed")
     return {"group": str(gid), "name": name or "", "ranks": ranks, "backend": backend.lower(),
             "size": _safe(pg.size), "group_rank": _safe(pg.rank)}
+
+
+def backend_name(pg):
+    """The backend of a group, also while torch is still registering it ("gloo", "nccl", ...)."""
+    _, _, pg_map = _world_maps()
+    entry = pg_map.get(pg)
+    if entry:
+        return (str(entry[0]) if not isinstance(entry, str) else entry).lower()
+    for attr in ("name", "getBackendName"):
+        try:
+            return str(getattr(pg, attr)()).lower()
+        except Exception:
+            continue
+    return "unknown"
 
 
 def _safe(fn):

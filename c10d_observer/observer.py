@@ -38,7 +38,12 @@ _atexit_registered = [False]
 def capabilities():
     """What the installed torch offers and which sources are usable, with reasons (a fresh dict)."""
     if _caps[0] is None:
-        _caps[0] = compat.probe()
+        from . import sources as _sources
+        caps = compat.probe()
+        if caps.get("auto"):
+            caps["auto_plan"] = _sources.plan(caps["auto"], caps)
+            caps["auto_rejected"] = _sources.rejected(caps["auto"], caps)
+        _caps[0] = caps
     return json.loads(json.dumps(_caps[0]))
 
 
@@ -102,6 +107,9 @@ class Observer(object):
         self.config = config
         self.capabilities = caps
         self.source = caps["auto"] if config.source == "auto" else config.source
+        from . import sources as _sources
+        self.plan = _sources.plan(self.source, caps)
+        self.rejected = _sources.rejected(self.source, caps)
         self.watchdog_pid = None
         self.stack_path = None
         self._proc = None
@@ -133,7 +141,8 @@ class Observer(object):
 
             tracker = _tracker.Tracker(chan, cfg.poll_interval)
             tracker.rank = rank
-            src = self._make_source(tracker)
+            from . import sources as _sources
+            src = _sources.build(self.source, tracker, cfg, self.capabilities)
             src.install()
             self._undo.append(src.uninstall)
             from .sources import patch as _patch
@@ -145,17 +154,11 @@ class Observer(object):
         except BaseException:
             self._rollback()
             raise
-        reasons = "; ".join("%s: %s" % (s, r["reason"]) for s, r in self.capabilities["sources"].items()
-                            if s != self.source)
-        log.info("c10d_observer: enabled on rank %s: source %s (others: %s); timeout %g s, poll %g s, "
-                 "dump_dir %s, watchdog pid %d", rank, self.source, reasons, cfg.timeout,
+        log.info("c10d_observer: enabled on rank %s: source %s (%s; better sources not used: %s); timeout %g s, "
+                 "poll %g s, dump_dir %s, watchdog pid %d", rank, self.source,
+                 ", ".join("%s by %s" % kv for kv in sorted(self.plan.items()) if kv[0] != "report_fr_entries"),
+                 "; ".join("%s: %s" % kv for kv in self.rejected.items()) or "none", cfg.timeout,
                  cfg.poll_interval, cfg.dump_dir, self.watchdog_pid)
-
-    def _make_source(self, tracker):
-        if self.source == "patch":
-            from .sources.patch import PatchSource
-            return PatchSource(tracker)
-        raise ValueError("source %r is not implemented" % self.source)  # _check_source prevents this
 
     def _start_watchdog(self, chan, rank):
         cfg = self.config
@@ -166,6 +169,7 @@ class Observer(object):
             "on_timeout": cfg.on_timeout, "rank_pid": os.getpid(), "stack_path": self.stack_path,
             "host": compat.hostname(), "torch_version": caps["torch_version"], "source_in_use": self.source,
             "source_reasons": {s: r["reason"] for s, r in caps["sources"].items()},
+            "source_plan": self.plan, "source_rejected": self.rejected,
             "public_config": dict(cfg._asdict(), signal=_signal.Signals(cfg.signal).name),
         }
         env = dict(os.environ)

@@ -21,6 +21,11 @@ def stacks_name(rank, pid):
     return "stacks-rank%s-pid%d.txt" % (rank if rank >= 0 else "unknown", pid)
 
 
+def fr_name(rank, pid):
+    """Flight-recorder entries of the calls in flight and their neighbours, as the rank converted them."""
+    return "fr-rank%s-pid%d.json" % (rank if rank >= 0 else "unknown", pid)
+
+
 def write_atomic(path, obj):
     """Write JSON to a temporary name beside ``path``, then rename it into place."""
     tmp = os.path.join(os.path.dirname(path) or ".", ".tmp-%d-%s" % (os.getpid(), os.path.basename(path)))

@@ -42,7 +42,7 @@ class _Group(object):
     recv on B from A carry the same sequence number on stream ``<group>:p2p:A->B``.
     """
 
-    __slots__ = ("desc", "coll", "sends", "recvs", "ranks", "wait_done", "tracker", "batch")
+    __slots__ = ("desc", "coll", "sends", "recvs", "sides", "ranks", "wait_done", "tracker", "batch", "native")
 
     def __init__(self, tracker, desc):
         self.tracker = tracker
@@ -53,6 +53,18 @@ class _Group(object):
         self.sends = {}
         self.recvs = {}
         self.batch = None  # the calls of an open coalescing block (sources.patch._Batch)
+        self.sides = {}
+        # a native source makes this group's collective events: the patch source's gap wrappers pass through
+        self.native = desc.get("backend") in tracker.native_backends
+
+    def side(self, op_name):
+        """A stream of its own for one op a native source does not see (``<group>:monitored_barrier``),
+        so that its calls never take numbers from the native source's collective stream."""
+        s = self.sides.get(op_name)
+        if s is None:
+            s = self.sides[op_name] = self.tracker._stream(
+                dict(self.desc, kind="collective", stream="%s:%s" % (self.desc["group"], op_name)))
+        return s
 
     def p2p_stream(self, group_peer, is_send):
         table = self.sends if is_send else self.recvs
@@ -83,6 +95,7 @@ class Tracker(object):
         self.groups = {}
         self.waiting = {}  # work -> (stream, seq): CPU backends, done when wait() returns or polled done
         self.polling = {}  # work -> (stream, seq): GPU backends, done when the work says so
+        self.native_backends = frozenset()  # backends whose collectives a native source reports
         self.api = 0  # API code of the composite call now running (see channel.APIS), 0 for none
         self.rank = -1
         self._lock = threading.Lock()  # guards registration only, never the call path
@@ -104,6 +117,22 @@ class Tracker(object):
                         log.debug("c10d_observer: cannot describe %r", pg, exc_info=True)
                         desc = {"group": "unknown-%d" % len(self.groups), "ranks": None, "backend": "unknown"}
                     g = self.groups[pg] = _Group(self, desc)
+        return g
+
+    def group_by_name(self, name, backend="unknown"):
+        """A group known only by the name torch gave it (a native source reports names, not objects)."""
+        pg = compat.find_group(name)
+        if pg is not None:
+            return self.group(pg)
+        key = ("name", name)
+        g = self.groups.get(key)
+        if g is None:
+            with self._lock:
+                g = self.groups.get(key)
+                if g is None:
+                    self._update_rank()
+                    g = self.groups[key] = _Group(self, {"group": str(name), "name": str(name), "ranks": None,
+                                                         "backend": backend})
         return g
 
     def _update_rank(self):

@@ -131,6 +131,8 @@ class Watchdog(object):
                "host": cfg.get("host") or socket.gethostname(), "pid": self.rank_pid,
                "watchdog_pid": os.getpid(), "torch_version": cfg.get("torch_version"),
                "source": cfg.get("source_in_use"), "source_reasons": cfg.get("source_reasons"),
+               "source_plan": cfg.get("source_plan"), "source_rejected": cfg.get("source_rejected"),
+               "flight_recorder": self._fr_entries(rank),
                "config": cfg.get("public_config"), "written_at": wall_now,
                "overdue": [{k: v for k, v in r.items() if k != "_idx"} for r in self.records],
                "groups": groups, "untracked_streams": self.reader.dropped_streams(),
@@ -140,6 +142,16 @@ class Watchdog(object):
         _report.write_atomic(path, rep)
         self.last_report = path
         return path
+
+    def _fr_entries(self, rank):
+        """The flight-recorder entries the rank converted to JSON (calls in flight and neighbours), if any."""
+        path = os.path.join(self.cfg["dump_dir"], _report.fr_name(rank, self.rank_pid))
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            return None
+        return doc.get("groups") if isinstance(doc, dict) else None
 
     def send_signal(self):
         try:

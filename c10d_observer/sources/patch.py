@@ -74,9 +74,11 @@ class PatchRegistry(object):
 # coalescing batch, or is left in tracker.waiting (CPU backends: done when wait() returns or the poller
 # sees it complete) or tracker.polling (GPU backends: done when the work says so).
 
-def _make_call_wrapper(tracker, orig, op, p2p=None):
+def _make_call_wrapper(tracker, orig, op, p2p=None, side=None, gap=False):
     """The wrapper of one ProcessGroup method.  ``p2p``: None for a collective (the group's collective
-    stream), else (index of the peer argument or None for any source, its keyword name, is_send)."""
+    stream), else (index of the peer argument or None for any source, its keyword name, is_send).
+    ``side``: put the calls on the group's side stream of that name (an op a native source never sees).
+    ``gap``: pass calls through on groups a native source covers (``_Group.native``)."""
     groups = tracker.groups
     get_group = tracker.group
     waiting = tracker.waiting
@@ -87,7 +89,11 @@ def _make_call_wrapper(tracker, orig, op, p2p=None):
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
         g = groups.get(self) or get_group(self)
-        if p2p is None:
+        if gap and g.native:
+            return orig(self, *args, **kwargs)
+        if side is not None:
+            st = g.sides.get(side) or g.side(side)
+        elif p2p is None:
             st = g.coll
         else:
             if peer_index is None:
@@ -219,39 +225,46 @@ def _make_group_call_wrapper(tracker, orig, op, api_code):
 
 
 class PatchSource(object):
+    """Wraps every ProcessGroup method that issues an op (the ``patch`` source), or, as the gap filler of
+    a native source, only some: ``methods`` (None: all), ``gap_methods`` (wrapped, but passing calls
+    through on groups the native source covers), ``side`` (methods whose calls go on a side stream).
+    ``wait``: end CPU-backend calls when Work.wait() returns (else the completion poller ends them);
+    ``ddp``: register the DDP comm hook that makes DDP's C++ all-reduce visible."""
+
     name = "patch"
 
-    def __init__(self, tracker):
+    def __init__(self, tracker, methods=None, gap_methods=(), side=(), wait=True, composites=True, ddp=True,
+                 registry=None):
         self.tracker = tracker
-        self.registry = PatchRegistry()
+        self.registry = registry if registry is not None else PatchRegistry()
+        self.methods = methods
+        self.gap_methods = frozenset(gap_methods)
+        self.side = frozenset(side)
+        self.wait = wait
+        self.composites = composites
+        self.ddp = ddp
 
     def install(self):
+        self.wrap_methods(self.methods, self.gap_methods)
         t = self.tracker
         reg = self.registry
         pg_cls = compat.process_group_class()
-        for method, op_name in compat.PG_METHODS:
-            if method not in vars(pg_cls):
-                continue
-            op = _ch.OP_CODES[op_name]
-            if method in compat.P2P_METHODS:
-                idx = compat.P2P_METHODS[method]
-                kw = "dstRank" if method == "send" else "srcRank"
-                reg.wrap(pg_cls, method, lambda o, op=op, idx=idx, kw=kw, snd=(method == "send"):
-                         _make_p2p_wrapper(t, o, op, idx, kw, snd))
-            else:
-                reg.wrap(pg_cls, method, lambda o, op=op: _make_coll_wrapper(t, o, op))
-        if "_start_coalescing" in vars(pg_cls) and "_end_coalescing" in vars(pg_cls):
+        if self.methods is None and "_start_coalescing" in vars(pg_cls) and "_end_coalescing" in vars(pg_cls):
             reg.wrap(pg_cls, "_start_coalescing", lambda o: _make_start_coalescing_wrapper(t, o))
             reg.wrap(pg_cls, "_end_coalescing", lambda o: _make_end_coalescing_wrapper(t, o))
-        reg.wrap(compat.work_class(), "wait", lambda o: _make_wait_wrapper(t, o))
+        if self.wait:
+            reg.wrap(compat.work_class(), "wait", lambda o: _make_wait_wrapper(t, o))
 
         import torch.distributed as dist
         c10d = compat.c10d_module()
-        for api in compat.COMPOSITE_APIS:
-            code = _ch.API_CODES[api]
-            for owner in (dist, c10d):
-                if hasattr(owner, api):
-                    reg.wrap(owner, api, lambda o, code=code: _make_api_wrapper(t, o, code))
+        if self.composites:
+            for api in compat.COMPOSITE_APIS:
+                code = _ch.API_CODES[api]
+                for owner in (dist, c10d):
+                    if hasattr(owner, api):
+                        reg.wrap(owner, api, lambda o, code=code: _make_api_wrapper(t, o, code))
+        if not self.ddp:
+            return
         ddp_api = _ch.API_CODES["ddp_sync_module_states"]
         if hasattr(dist, "_broadcast_coalesced"):
             reg.wrap(dist, "_broadcast_coalesced", lambda o: _make_group_call_wrapper(
@@ -262,6 +275,25 @@ class PatchSource(object):
         ddp = compat.ddp_class()
         if ddp is not None and hasattr(ddp, "register_comm_hook"):
             reg.wrap(ddp, "forward", lambda o: _make_ddp_forward(o))
+
+    def wrap_methods(self, methods, gap_methods=()):
+        """Wrap these ProcessGroup methods (None: every one); ``gap_methods`` pass native groups through."""
+        t = self.tracker
+        pg_cls = compat.process_group_class()
+        for method, op_name in compat.PG_METHODS:
+            if method not in vars(pg_cls):
+                continue
+            gap = method in gap_methods
+            if methods is not None and method not in methods and not gap:
+                continue
+            op = _ch.OP_CODES[op_name]
+            side = op_name if method in self.side else None
+            if method in compat.P2P_METHODS:
+                p2p = (compat.P2P_METHODS[method], "dstRank" if method == "send" else "srcRank", method == "send")
+            else:
+                p2p = None
+            self.registry.wrap(pg_cls, method, lambda o, op=op, p2p=p2p, side=side, gap=gap:
+                               _make_call_wrapper(t, o, op, p2p, side, gap))
 
     def uninstall(self):
         self.registry.restore()

@@ -8,6 +8,9 @@ import c10d_observer
 from harness import Job
 
 USABLE = [s for s, r in c10d_observer.capabilities()["sources"].items() if r["usable"]]
+# The hooks source is not in this list where torch lacks the module (every release).  Its stand-in
+# (tests/standins/torch_hooks_standin.py, source="hooks", basic=True) passes on torch 1.8 but not yet on
+# 2.13/2.15: the stand-in's waiter thread cannot follow every kind of work.  Not run until it does.
 
 # what the scenario ran -> the (op, api) names an event of it may carry
 EXPECT = {
@@ -29,7 +32,8 @@ EXPECT = {
 
 @pytest.fixture(scope="module", params=USABLE)
 def run(request, tmp_path_factory):
-    job = Job("all_ops", 2, tmp_path_factory.mktemp(request.param), source=request.param)
+    args = {"basic": True} if request.param == "hooks" else {}
+    job = Job("all_ops", 2, tmp_path_factory.mktemp(request.param), source=request.param, **args)
     try:
         assert job.finish() == [0, 0], job.log_text()
         yield request.param, job.facts(0), job.facts(1)
@@ -46,30 +50,59 @@ def _names(facts):
     return names
 
 
+# The flight recorder is read every poll, not per call: a collective that starts and ends between two
+# reads moves its group's counter without a record of its own (its op is looked up only when a call stays
+# in flight).  For it, the contract on collectives is the count; p2p and monitored_barrier, which the
+# patch source fills in, are still seen by name.
+COUNTED = {"flight_recorder"}
+BY_NAME_ALWAYS = {"send", "recv", "isend", "irecv", "batch_isend_irecv", "send_object_list",
+                  "recv_object_list", "monitored_barrier"}
+
+
+# The hooks source hears of collectives on torch's event thread, after the fact: it cannot tell which
+# composite call issued them, so those are seen as the ops they are made of.
+PARTS = {"all_gather_object": {"all_gather"}, "broadcast_object_list": {"broadcast"},
+         "gather_object": {"gather"}, "scatter_object_list": {"scatter"}}
+
+
+def _world(facts):
+    return [s for s in facts["streams"].values() if s["desc"]["kind"] == "collective"
+            and s["desc"]["stream"] == s["desc"]["group"]][0]
+
+
 def test_every_call_is_seen(run):
     source, f0, f1 = run
     for facts in (f0, f1):
         assert facts["source"] == source
         names = _names(facts)
-        missing = [d for d in facts["done"] if not EXPECT[d] & names]
+        must = [d for d in facts["done"] if source not in COUNTED or d in BY_NAME_ALWAYS]
+        missing = [d for d in must if not (EXPECT[d] | (PARTS.get(d, set()) if source == "hooks" else set())) & names]
         assert not missing, "calls the %s source did not see: %s" % (source, missing)
+        if source in COUNTED:  # at least one number per collective call the scenario made
+            collectives = [d for d in facts["done"] if d not in BY_NAME_ALWAYS]
+            assert _world(facts)["last_started"] >= len(collectives)
 
 
 def test_direct_group_calls_and_async_works_are_counted(run):
     source, f0, _ = run
-    world = [s for s in f0["streams"].values() if s["desc"]["kind"] == "collective"][0]
+    world = _world(f0)
+    if source in COUNTED:
+        assert world["last_started"] >= len([d for d in f0["done"] if d not in BY_NAME_ALWAYS])
+        return
     all_reduces = [c for c in world["calls"] if c[1] == "all_reduce" and not c[2]]
     assert len(all_reduces) >= 3  # dist.all_reduce, async_op=True, and pg.allreduce() called directly
 
 
 def test_sequence_numbers_agree_across_ranks(run):
-    _, f0, f1 = run
+    source, f0, f1 = run
     coll0 = {k: s for k, s in f0["streams"].items() if s["desc"]["kind"] == "collective"}
     coll1 = {k: s for k, s in f1["streams"].items() if s["desc"]["kind"] == "collective"}
     assert set(coll0) == set(coll1)
     for key in coll0:
         assert coll0[key]["desc"]["ranks"] == coll1[key]["desc"]["ranks"]
-        assert [c[:3] for c in coll0[key]["calls"]] == [c[:3] for c in coll1[key]["calls"]]
+        assert coll0[key]["last_started"] == coll1[key]["last_started"]
+        if source not in COUNTED:
+            assert [c[:3] for c in coll0[key]["calls"]] == [c[:3] for c in coll1[key]["calls"]]
     p2p0 = {k: s for k, s in f0["streams"].items() if s["desc"]["kind"] == "p2p"}
     p2p1 = {k: s for k, s in f1["streams"].items() if s["desc"]["kind"] == "p2p"}
     assert set(p2p0) == set(p2p1) and p2p0
@@ -83,8 +116,10 @@ def test_sequence_numbers_agree_across_ranks(run):
 
 
 def test_every_call_completed(run):
-    _, f0, f1 = run
+    source, f0, f1 = run
     for facts in (f0, f1):
         for key, s in facts["streams"].items():
             assert s["in_flight"] is None, key
+            if source in COUNTED and s is _world(facts):
+                continue  # numbers skipped over have no slot of their own to show
             assert all(c[3] for c in s["calls"]), (key, [c for c in s["calls"] if not c[3]])

@@ -1,0 +1,101 @@
+"""Should enable() turn the flight recorder on where torch leaves it off (2.8-2.10)?
+
+It could only do so before the first process group exists (the recorder reads its buffer size once), so
+the question is what recording costs the job.  This runs a 4-byte gloo all_reduce loop at world size 2
+in alternating launches with the recorder off (no variable) and on (TORCH_FR_BUFFER_SIZE=2000), and with
+the patch source (the alternative on those releases), and prints each configuration's median per-call
+latency and its ratio to "off".
+
+    python benchmarks/fr_default.py [--launches 3] [--iters 3000] [--json PATH]
+
+Decision recorded in docs/sources.md.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def rank_main(rank, store, iters, mode, out):
+    sys.path.insert(0, ROOT)
+    import datetime
+    import torch
+    import torch.distributed as dist
+    if mode == "patch":
+        import c10d_observer
+    dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2,
+                            timeout=datetime.timedelta(seconds=60))
+    if mode == "patch":
+        c10d_observer.enable(timeout=300, dump_dir=tempfile.mkdtemp(), source="patch")
+    t = torch.ones(1)
+    for _ in range(500):
+        dist.all_reduce(t)
+    lat = []
+    for _ in range(iters):
+        a = time.perf_counter_ns()
+        dist.all_reduce(t)
+        lat.append(time.perf_counter_ns() - a)
+    if rank == 0:
+        with open(out, "w") as f:
+            json.dump(lat, f)
+    dist.destroy_process_group()
+
+
+def launch(mode, iters):
+    d = tempfile.mkdtemp()
+    env = dict(os.environ)
+    env.pop("TORCH_FR_BUFFER_SIZE", None)
+    env.pop("TORCH_NCCL_TRACE_BUFFER_SIZE", None)
+    if mode == "fr_on":
+        env["TORCH_FR_BUFFER_SIZE"] = "2000"
+    out = os.path.join(d, "lat.json")
+    procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), "--store", os.path.join(d, "store"),
+                               "--iters", str(iters), "--mode", mode, "--out", out], env=env) for r in range(2)]
+    for p in procs:
+        if p.wait() != 0:
+            raise SystemExit("a rank failed in mode %s" % mode)
+    with open(out) as f:
+        return json.load(f)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--launches", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=3000)
+    ap.add_argument("--json")
+    ap.add_argument("--rank", type=int)
+    ap.add_argument("--store")
+    ap.add_argument("--mode")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    if a.rank is not None:
+        return rank_main(a.rank, a.store, a.iters, a.mode, a.out)
+    import torch
+    modes = ("fr_off", "fr_on", "patch")
+    meds = {m: [] for m in modes}
+    for _ in range(a.launches):
+        for m in modes:
+            meds[m].append(statistics.median(launch(m, a.iters)) / 1e3)
+    base = statistics.median(meds["fr_off"])
+    print("torch %s, 4-byte gloo all_reduce, world size 2, %d launches x %d calls" % (
+        torch.__version__, a.launches, a.iters))
+    print("%-8s %12s %8s" % ("config", "median us", "ratio"))
+    res = {}
+    for m in modes:
+        med = statistics.median(meds[m])
+        res[m] = {"median_us": med, "per_launch_us": meds[m], "ratio": med / base}
+        print("%-8s %12.1f %8.3f" % (m, med, med / base))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"torch": torch.__version__, "results": res}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

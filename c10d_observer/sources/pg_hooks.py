@@ -1,0 +1,97 @@
+"""The ``pg_hooks`` source: ``ProcessGroup.register_pre_hook`` / ``register_post_hook`` (torch 2.14+).
+
+torch calls the pre hook on the calling thread before it issues a collective or send/recv on a group, and
+the post hook once the op is issued, with its ``Work``; both fire for ops issued from C++ too (DDP's
+gradient all-reduce).  A call starts in the pre hook and is followed to completion from its work, like
+the patch source does: gloo works are ended by the completion poller, GPU works when the GPU is done.
+
+What the hooks do not show, and how it is covered:
+* ``monitored_barrier`` fires no hook: the patch source wraps that one method (sources.build).
+* A call that raises between the hooks gets no post hook: it is ended at the next pre hook on its group
+  from the same thread.
+* Hooks are per group: sources.groups.GroupWatch registers them on every group as it is created.
+"""
+import threading
+
+from .. import channel as _ch
+from .. import compat
+
+HOOK_ID = 0x0C10D0B5  # register_*_hook takes an integer id; unregister_*_hook removes ours by it
+_SKIP = frozenset(("unknown", "split", "new_window"))
+
+
+class PgHooksSource(object):
+    name = "pg_hooks"
+
+    def __init__(self, tracker, registry):
+        from .groups import GroupWatch
+        self.tracker = tracker
+        self.hooked = []
+        self.watch = GroupWatch(registry, self._hook_group)
+        self._codes = {}
+
+    def install(self):
+        self.watch.install()
+
+    def _op(self, name):
+        code = self._codes.get(name)
+        if code is None:
+            op = compat.op_name(name)
+            code = self._codes[name] = -1 if op in _SKIP else _ch.OP_CODES.get(op, 0)
+        return code
+
+    def _hook_group(self, pg):
+        t = self.tracker
+        groups = t.groups
+        pending = {}  # op_id -> (stream, seq, thread id): between the pre and the post hook
+        codes = self._codes
+        op_of = self._op
+        get_ident = threading.get_ident
+
+        def pre(args):
+            g = groups.get(pg) or t.group(pg)  # described at its first call: torch registers it late
+            name = args.name
+            code = codes.get(name)
+            if code is None:
+                code = op_of(name)
+            if code < 0:
+                return
+            tid = get_ident()
+            if pending:  # an earlier call from this thread raised before its post hook: it is over
+                for k, v in list(pending.items()):
+                    if v[2] == tid:
+                        del pending[k]
+                        v[0].done(v[1])
+            if code == _SEND or code == _RECV:
+                peer = args.root
+                st = g.p2p_stream(None if peer < 0 else peer, code == _SEND)
+            else:
+                st = g.coll
+            pending[args.op_id] = (st, st.start(code | t.api << 16), tid, g.wait_done)
+
+        def post(args):
+            entry = pending.pop(args.op_id, None)
+            if entry is None:
+                return
+            work = args.work
+            if work is None:
+                entry[0].done(entry[1])
+            else:
+                (t.waiting if entry[3] else t.polling)[work] = entry[:2]
+
+        pg.register_pre_hook(HOOK_ID, pre)
+        pg.register_post_hook(HOOK_ID, post)
+        self.hooked.append(pg)
+
+    def uninstall(self):
+        for pg in self.hooked:
+            for fn in ("unregister_pre_hook", "unregister_post_hook"):
+                try:
+                    getattr(pg, fn)(HOOK_ID)
+                except Exception:
+                    pass
+        del self.hooked[:]
+
+
+_SEND = _ch.OP_CODES["send"]
+_RECV = _ch.OP_CODES["recv"]
