@@ -105,19 +105,7 @@ class Tracker(object):
 
     # -- registration (once per group / peer) --------------------------------------------------------
     def group(self, pg):
-        g = self.groups.get(pg)
-        if g is None:
-            with self._lock:
-                g = self.groups.get(pg)
-                if g is None:
-                    self._update_rank()
-                    try:
-                        desc = compat.describe_group(pg)
-                    except Exception:  # an odd group must not break the collective
-                        log.debug("c10d_observer: cannot describe %r", pg, exc_info=True)
-                        desc = {"group": "unknown-%d" % len(self.groups), "ranks": None, "backend": "unknown"}
-                    g = self.groups[pg] = _Group(self, desc)
-        return g
+        return self.groups.get(pg) or self._register(pg, lambda: compat.describe_group(pg))
 
     def group_by_name(self, name, backend="unknown"):
         """A group known only by the name torch gave it (a native source reports names, not objects)."""
@@ -125,14 +113,20 @@ class Tracker(object):
         if pg is not None:
             return self.group(pg)
         key = ("name", name)
-        g = self.groups.get(key)
-        if g is None:
-            with self._lock:
-                g = self.groups.get(key)
-                if g is None:
-                    self._update_rank()
-                    g = self.groups[key] = _Group(self, {"group": str(name), "name": str(name), "ranks": None,
-                                                         "backend": backend})
+        return self.groups.get(key) or self._register(
+            key, lambda: {"group": str(name), "name": str(name), "ranks": None, "backend": backend})
+
+    def _register(self, key, describe):
+        with self._lock:
+            g = self.groups.get(key)
+            if g is None:
+                self._update_rank()
+                try:
+                    desc = describe()
+                except Exception:  # an odd group must not break the collective
+                    log.debug("c10d_observer: cannot describe %r", key, exc_info=True)
+                    desc = {"group": "unknown-%d" % len(self.groups), "ranks": None, "backend": "unknown"}
+                g = self.groups[key] = _Group(self, desc)
         return g
 
     def _update_rank(self):
