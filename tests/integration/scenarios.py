@@ -246,14 +246,6 @@ def all_ops(ctx):
     run("all_reduce", lambda: dist.all_reduce(t))
     run("all_reduce_async", lambda: dist.all_reduce(t, async_op=True).wait())
     run("broadcast", lambda: dist.broadcast(t, src=0))
-    if ctx.args.get("basic"):  # the hooks stand-in: the plain ops its waiter thread can follow
-        run("barrier", lambda: dist.barrier())
-        run("group_method", lambda: dist.distributed_c10d._get_default_group().allreduce([torch.ones(2)]).wait())
-        if r == 0:
-            run("send", lambda: dist.send(t, dst=1))
-        else:
-            run("recv", lambda: dist.recv(t, src=0))
-        return _channel_facts(ctx, obs, done)
     run("reduce", lambda: dist.reduce(t, dst=0))
     run("all_gather", lambda: dist.all_gather([torch.zeros(4) for _ in range(w)], t))
     run("gather", lambda: dist.gather(t, [torch.zeros(4) for _ in range(w)] if r == 0 else None, dst=0))

@@ -6,8 +6,12 @@ released torch: ``register_collective_start_hook``, ``register_collective_end_ho
 ``sequence_number``, ``operation``, ``timestamp`` in whole seconds, ``duration``, ``drop_count``);
 callbacks run on a background thread; hooks cannot be unregistered; a failing callback is logged and
 ignored.  Where torch's C++ backends emitted the events, this stand-in is driven by real collectives: it
-wraps the ProcessGroup collective methods, emits START when a collective is issued and END when its work
-completes (a waiter thread waits on each work).  Only the emitting side is simulated.
+wraps the ProcessGroup collective methods and emits START when a collective is issued and END when its
+work is done, as gloo's worker thread did.  "Done" is read without waiting on the work from a second
+thread (which can block behind the caller, or not return for some works): a completion thread polls
+``Work.is_completed()`` every millisecond, and a work whose ``wait()`` returned in the caller is done too
+(gloo's reduce_scatter work on torch 2.15 never reports ``is_completed()``).  Only the emitting side
+is simulated.
 """
 import functools
 import logging
@@ -46,7 +50,7 @@ _start_callbacks = []
 _end_callbacks = []
 _pg_callbacks = []
 _events = queue.Queue()
-_works = queue.Queue()
+_pending = {}  # id(work) -> (work, status, t0): issued, END not emitted yet
 _seq = {}
 _lock = threading.Lock()
 _started = []
@@ -62,15 +66,37 @@ def _dispatch():
                 logger.info("c10d event callback %s threw %s", cb, e)
 
 
-def _wait_works():
-    while True:
-        work, status, t0 = _works.get()
-        try:
-            work.wait()
-        except Exception:
-            pass
+def _end(key):
+    with _lock:
+        entry = _pending.pop(key, None)
+    if entry is not None:
+        work, status, t0 = entry
         _events.put(("end", CollectiveStatus(status.pg_name, status.backend, status.sequence_number,
                                              status.operation, int(time.time()), (time.time() - t0) * 1e3)))
+
+
+def _poll_works():
+    while True:
+        time.sleep(0.001)
+        with _lock:
+            works = list(_pending.items())
+        for key, (work, _, _) in works:
+            try:
+                done = work.is_completed()
+            except Exception:
+                done = False
+            if done:
+                _end(key)
+
+
+def _wrap_wait(orig):
+    @functools.wraps(orig)
+    def wait(self, *args, **kwargs):
+        result = orig(self, *args, **kwargs)
+        _end(id(self))
+        return result
+
+    return wait
 
 
 def _wrap(method, orig):
@@ -86,7 +112,8 @@ def _wrap(method, orig):
         work = orig(self, *args, **kwargs)  # an op that raises was never started: no event
         _events.put(("start", status))
         if work is not None:
-            _works.put((work, status, time.time()))
+            with _lock:
+                _pending[id(work)] = (work, status, time.time())
         return work
 
     return wrapper
@@ -101,7 +128,9 @@ def _lazy_init():
         if method in vars(C.ProcessGroup):
             setattr(C.ProcessGroup, method, _wrap(method, vars(C.ProcessGroup)[method]))
     threading.Thread(target=_dispatch, daemon=True, name="standin-c10d-hooks").start()
-    threading.Thread(target=_wait_works, daemon=True, name="standin-c10d-works").start()
+    work_cls = getattr(C, "Work", None) or C.ProcessGroup.Work
+    work_cls.wait = _wrap_wait(work_cls.wait)
+    threading.Thread(target=_poll_works, daemon=True, name="standin-c10d-works").start()
 
 
 # torch's backends emit the events from C++, below any Python wrapper: wrap at import, before anything else
