@@ -2,9 +2,10 @@
 
 It could only do so before the first process group exists (the recorder reads its buffer size once), so
 the question is what recording costs the job.  This runs a 4-byte gloo all_reduce loop at world size 2
-in alternating launches with the recorder off (no variable) and on (TORCH_FR_BUFFER_SIZE=2000), and with
-the patch source (the alternative on those releases), and prints each configuration's median per-call
-latency and its ratio to "off".
+in alternating launches: recorder off (no variable), on (TORCH_FR_BUFFER_SIZE=2000), on with the observer
+reading it (source="flight_recorder", what turning it on would buy), and off with the patch source (the
+alternative on those releases); one core per rank.  Prints each configuration's median per-call latency
+(median over launches of each launch's median) and its ratio to "off".
 
     python benchmarks/fr_default.py [--launches 3] [--iters 3000] [--json PATH]
 
@@ -25,15 +26,22 @@ ROOT = os.path.dirname(HERE)
 
 def rank_main(rank, store, iters, mode, out):
     sys.path.insert(0, ROOT)
+    if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) >= 2:
+        # one core per rank: otherwise whether the two ranks share a core changes from launch to launch
+        # and that moves the median by 20 %, more than the differences measured here.
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[rank % len(os.sched_getaffinity(0))]})
     import datetime
     import torch
     import torch.distributed as dist
-    if mode == "patch":
+    if mode in ("patch", "fr_on_observer"):
         import c10d_observer
     dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2,
                             timeout=datetime.timedelta(seconds=60))
     if mode == "patch":
         c10d_observer.enable(timeout=300, dump_dir=tempfile.mkdtemp(), source="patch")
+    elif mode == "fr_on_observer":
+        obs = c10d_observer.enable(timeout=300, dump_dir=tempfile.mkdtemp(), source="flight_recorder")
+        assert obs.source == "flight_recorder", obs.source
     t = torch.ones(1)
     for _ in range(500):
         dist.all_reduce(t)
@@ -53,7 +61,7 @@ def launch(mode, iters):
     env = dict(os.environ)
     env.pop("TORCH_FR_BUFFER_SIZE", None)
     env.pop("TORCH_NCCL_TRACE_BUFFER_SIZE", None)
-    if mode == "fr_on":
+    if mode in ("fr_on", "fr_on_observer"):
         env["TORCH_FR_BUFFER_SIZE"] = "2000"
     out = os.path.join(d, "lat.json")
     procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), "--store", os.path.join(d, "store"),
@@ -78,7 +86,7 @@ def main():
     if a.rank is not None:
         return rank_main(a.rank, a.store, a.iters, a.mode, a.out)
     import torch
-    modes = ("fr_off", "fr_on", "patch")
+    modes = ("fr_off", "fr_on", "fr_on_observer", "patch")
     meds = {m: [] for m in modes}
     for _ in range(a.launches):
         for m in modes:
@@ -86,12 +94,12 @@ def main():
     base = statistics.median(meds["fr_off"])
     print("torch %s, 4-byte gloo all_reduce, world size 2, %d launches x %d calls" % (
         torch.__version__, a.launches, a.iters))
-    print("%-8s %12s %8s" % ("config", "median us", "ratio"))
+    print("%-15s %12s %8s" % ("config", "median us", "ratio"))
     res = {}
     for m in modes:
         med = statistics.median(meds[m])
         res[m] = {"median_us": med, "per_launch_us": meds[m], "ratio": med / base}
-        print("%-8s %12.1f %8.3f" % (m, med, med / base))
+        print("%-15s %12.1f %8.3f" % (m, med, med / base))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"torch": torch.__version__, "results": res}, f, indent=1)
