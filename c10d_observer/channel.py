@@ -4,7 +4,8 @@ This is the only module that both processes import, and it never imports torch.
 
 Layout (native-endian signed 64-bit words; ``W`` = 8 bytes)::
 
-    header        HEADER_WORDS words      magic, layout version, capacities, counters, rank, world size
+    header        HEADER_WORDS words      magic, layout version, capacities, counters, rank, world size,
+                                          the rank's heartbeat and its main thread's id
     descriptors   max_streams * DESC_BYTES  one UTF-8 JSON object per stream (NUL padded), written once
     stream heads  max_streams * HEAD_WORDS  last started seq, done hint, overflow count
     rings         max_streams * ring * SLOT_WORDS   one slot per call: seq_a, op, start_ns, seq_b, done_seq
@@ -42,7 +43,8 @@ DEFAULT_MAX_STREAMS = 1024
 DEFAULT_RING = 256  # a power of two
 
 # header word indices
-H_MAGIC, H_VERSION, H_MAX_STREAMS, H_RING, H_NSTREAMS, H_RANK, H_WORLD, H_PID, H_DROPPED_STREAMS = range(9)
+(H_MAGIC, H_VERSION, H_MAX_STREAMS, H_RING, H_NSTREAMS, H_RANK, H_WORLD, H_PID, H_DROPPED_STREAMS,
+ H_HEARTBEAT, H_MAIN_THREAD) = range(11)
 # stream head word indices
 S_LAST_STARTED, S_DONE_HINT, S_OVERFLOW = range(3)
 
@@ -157,6 +159,14 @@ class ChannelWriter(object):
     def set_rank(self, rank, world_size):
         self._mv[H_RANK] = rank
         self._mv[H_WORLD] = world_size
+
+    def set_main_thread(self, ident):
+        """The rank's main thread id, which names its block in a faulthandler dump."""
+        self._mv[H_MAIN_THREAD] = ident & 0x7FFFFFFFFFFFFFFF
+
+    def heartbeat(self):
+        """Written by a helper thread of the rank: it moves only while the rank's Python can run."""
+        self._mv[H_HEARTBEAT] = _monotonic_ns()
 
     def add_stream(self, desc):
         """Publish a stream's description; returns its index, or -1 when the channel is full."""
@@ -316,6 +326,13 @@ class ChannelReader(object):
 
     def dropped_streams(self):
         return self._mv[H_DROPPED_STREAMS]
+
+    def heartbeat_ns(self):
+        """monotonic_ns of the rank's last heartbeat (0: none yet)."""
+        return self._mv[H_HEARTBEAT]
+
+    def main_thread(self):
+        return self._mv[H_MAIN_THREAD]
 
     def _desc(self, idx):
         off = (self.layout.desc_word + idx * (DESC_BYTES // _W)) * _W

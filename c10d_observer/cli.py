@@ -32,8 +32,15 @@ def build_parser():
     run.add_argument("script", help="the training script")
     run.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
 
-    rep = sub.add_parser("report", help="print a readable summary of the reports in DIR")
+    rep = sub.add_parser("report", help="merge the reports in DIR into one verdict: who never arrived",
+                         description="Merge every rank's report and state in DIR (one dump_dir, or several "
+                                     "nodes' dump_dirs copied together) into one verdict, root cause first, "
+                                     "then each rank's report.  Exit code: 1 if a stuck call was found, 0 if "
+                                     "not, 2 if DIR cannot be read.")
     rep.add_argument("dir", help="a dump_dir")
+    rep.add_argument("--json", action="store_true",
+                     help="print the verdict as one JSON object (version 1: hangs, culprit_ranks, "
+                          "ranks_reporting, ranks_silent, ...)")
 
     demo = sub.add_parser("demo", help="spawn a few CPU ranks on gloo, hang one, show the detection")
     demo.add_argument("--ranks", type=int, default=4, help="number of ranks (default 4)")
@@ -50,7 +57,7 @@ def main(argv=None):
     if args.command == "run":
         return _run(args)
     if args.command == "report":
-        return _print_report(args.dir)
+        return _print_report(args.dir, args.json)
     if args.command == "demo":
         from . import demo
         return demo.main(args)
@@ -82,11 +89,22 @@ def _run(args):
     return 0
 
 
-def _print_report(directory):
+def _print_report(directory, as_json=False):
+    from . import verdict as _verdict
     try:
-        reports, problems = _report.load_dir(directory)
+        docs, problems = _verdict.load_docs(directory)
+        reports, _ = _report.load_dir(directory)
     except _report.ReportError as e:
         sys.stderr.write("c10d-observer report: %s\n" % e)
         return 2
-    print(_report.summarize(reports, problems))
-    return 1 if any(r.get("overdue") for r in reports) else 0
+    v = _verdict.analyze(docs)
+    if as_json:
+        import json
+        out = _verdict.public(v)
+        out["unreadable"] = list(problems)
+        print(json.dumps(out, indent=1, sort_keys=True))
+    else:
+        print(_verdict.format_text(v, problems))
+        print("\nper-rank reports:")
+        print(_report.summarize(reports))
+    return 1 if v["hangs"] else 0

@@ -1,8 +1,9 @@
 """``python -m c10d_observer demo``: a few CPU ranks on gloo; one skips an all_reduce; watch it be found.
 
 The parent starts the ranks (a FileStore in a temporary directory: no port), waits for the reports of the
-ranks left waiting, prints them with the waiting ranks' stacks, then lets the culprit go on so that the
-job ends cleanly.
+ranks left waiting, prints them and the verdict the firing watchdog merged from every rank's state (who
+never arrived, where it is, the main-thread stacks grouped), then lets the culprit go on so that the job
+ends cleanly.
 """
 import glob
 import json
@@ -14,6 +15,7 @@ import tempfile
 import time
 
 from . import report as _report
+from . import verdict as _verdict
 
 STEP = 3
 
@@ -56,17 +58,20 @@ def main(args):
             return 1
         elapsed = time.monotonic() - t0
         reports, problems = _report.load_dir(dump_dir)
-        print("\n=== detected %.1f s after the demo started ===" % elapsed)
+        print("\n=== detected %.1f s after the demo started: the per-rank reports ===" % elapsed)
         print(_report.summarize(reports, problems))
-        first = found[waiting[0]]
-        print("\n=== main thread of rank %d at the signal (faulthandler) ===" % waiting[0])
-        print(_main_thread(first["stack_dump"]))
-        e = first["overdue"][0]
-        silent = sorted(set(range(args.ranks)) - set(found))
-        print("\n=> ranks %s wait in %s; rank %s sent no report: it never arrived (the demo keeps it "
-              "busy elsewhere)." % (_report.format_ranks(sorted(found)), _report.describe_call(e),
-                                   _report.format_ranks(silent)))
-        print("   The job was not killed: the culprit now goes on and every rank finishes.")
+        verdict_path = os.path.join(dump_dir, _verdict.VERDICT_TEXT)
+        while time.monotonic() < deadline + 30 and not os.path.exists(verdict_path):
+            time.sleep(0.1)
+        if not os.path.exists(verdict_path):
+            sys.stderr.write("demo: the watchdogs wrote no verdict\n")
+            return 1
+        with open(verdict_path) as f:
+            text = f.read()
+        print("\n=== the verdict across all ranks, %.1f s after the demo started (%s) ===" % (
+            time.monotonic() - t0, verdict_path))
+        print(text.rstrip())
+        print("\nThe job was not killed: the culprit now goes on and every rank finishes.")
         sys.stdout.flush()
     finally:
         open(os.path.join(work, "release"), "w").close()
@@ -87,17 +92,6 @@ def _stacks_ready(dump_dir, ranks):
         if not paths or "Current thread" not in open(paths[0]).read() and "Thread" not in open(paths[0]).read():
             return False
     return True
-
-
-def _main_thread(path):
-    try:
-        with open(path) as f:
-            text = f.read()
-    except OSError:
-        return "(no stack dump)"
-    blocks = text.strip().split("\n\n")
-    main = [b for b in blocks if "in <module>" in b]
-    return (main[-1] if main else blocks[-1]).strip()
 
 
 def _worker(spec):

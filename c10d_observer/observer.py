@@ -135,8 +135,9 @@ class Observer(object):
             self._undo.append(chan.close)
             if rank >= 0:
                 chan.set_rank(rank, world)
+            chan.set_main_thread(threading.main_thread().ident)
 
-            self._start_watchdog(chan, rank)
+            self._start_watchdog(chan, rank, handler.chained)
             chan.unlink()  # the watchdog has it mapped: nothing is left behind if both die
 
             tracker = _tracker.Tracker(chan, cfg.poll_interval)
@@ -160,7 +161,7 @@ class Observer(object):
                  "; ".join("%s: %s" % kv for kv in self.rejected.items()) or "none", cfg.timeout,
                  cfg.poll_interval, cfg.dump_dir, self.watchdog_pid)
 
-    def _start_watchdog(self, chan, rank):
+    def _start_watchdog(self, chan, rank, chained=False):
         cfg = self.config
         caps = self.capabilities
         wcfg = {
@@ -171,6 +172,10 @@ class Observer(object):
             "source_reasons": {s: r["reason"] for s, r in caps["sources"].items()},
             "source_plan": self.plan, "source_rejected": self.rejected,
             "public_config": dict(cfg._asdict(), signal=_signal.Signals(cfg.signal).name),
+            "job_id": _job_id(),
+            # a handler of the user's runs after each dump: then only a stuck rank is signalled, never a
+            # healthy one for the gather (SIGUSR1 may mean "checkpoint and requeue" to the job)
+            "signal_chains_user_handler": bool(chained),
         }
         env = dict(os.environ)
         pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -239,6 +244,16 @@ class Observer(object):
                 undo()
             except Exception:
                 log.warning("c10d_observer: cleanup step %r failed", undo, exc_info=True)
+
+
+def _job_id():
+    """What every rank of one job agrees on, to tell its files from an earlier job's in the same dump_dir."""
+    env = os.environ
+    if env.get("TORCHELASTIC_RUN_ID"):
+        return "run:" + env["TORCHELASTIC_RUN_ID"]
+    if env.get("MASTER_ADDR") and env.get("MASTER_PORT"):
+        return "master:%s:%s" % (env["MASTER_ADDR"], env["MASTER_PORT"])
+    return ""
 
 
 def _read_line(fd, timeout):

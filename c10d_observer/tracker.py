@@ -148,9 +148,11 @@ class Tracker(object):
         self._poller.start()
 
     def _poll(self):
+        self.channel.heartbeat()
         # Half the watchdog's poll while works are pending (a completion is then seen well within one
         # poll), the whole poll while nothing is: with gloo, wait() ends almost every call itself.
         while not self._stop.wait(self._period / 2.0 if self.waiting or self.polling else self._period):
+            self.channel.heartbeat()  # the watchdog tells a rank whose Python cannot run by this
             try:
                 self.poll_once()
             except Exception:  # never let the poller die of one odd work

@@ -10,6 +10,7 @@ ends the watchdog.  Processes the rank forked (DataLoader workers) may hold the 
 is gone, so each poll also checks that the rank is still the watchdog's parent.  Readiness is the line
 ``READY <pid>`` on stdout.
 """
+import glob
 import json
 import os
 import select
@@ -21,6 +22,9 @@ from collections import namedtuple
 
 from . import channel as _ch
 from . import report as _report
+from . import verdict as _verdict
+
+GATHER_NAME = "gather-request.json"
 
 Overdue = namedtuple("Overdue", "stream seq op start_ns")
 
@@ -63,9 +67,21 @@ class Watchdog(object):
         self.last_report = None
         self.report_failed = False
         self.aborting = False
+        self.started_at = wall()
+        poll = cfg["poll_interval"]
+        self.gather_wait = max(2.0, 2.5 * poll + 0.5)  # every watchdog answers within one poll
+        self.frozen_after_ns = int((3 * poll + 1.0) * 1e9)  # the rank's helper beats once a poll
+        self.gather_seen = None  # (mtime_ns, size) of the request file last looked at
+        self.gather_answered = None  # id of the last request answered
+        self.gather_owned = None  # (id, requested_at) of the request this watchdog made and will merge
+        self.signalled_at = None
 
     def tick(self, now_ns):
         """One poll: report and signal what became overdue.  Returns the new Overdue items."""
+        try:
+            self.check_gather(now_ns)
+        except Exception as e:  # the gather is a bonus: never let it stop detection
+            self.log("gather failed: %r" % (e,))
         snap = self.reader.snapshot()
         overdue = find_overdue(snap, now_ns, self.timeout_ns)
         new = [o for o in overdue if (o.stream.idx, o.seq) not in self.fired]
@@ -81,6 +97,10 @@ class Watchdog(object):
             self.records.append(self._record(o, now_ns, wall_now))
         path = self._update_report(snap, overdue, wall_now)
         sent = self.send_signal()  # even when the report failed: the stack dump matters most
+        try:
+            self.request_gather(now_ns, wall_now)
+        except Exception as e:
+            self.log("could not request the other ranks' state: %r" % (e,))
         for o in new:
             self.log("rank %s: %s in flight for %.1f s (timeout %g s)%s; report %s; stacks %s"
                      % (self._rank(), _report.describe_call(self._record(o, now_ns, wall_now)),
@@ -116,28 +136,126 @@ class Watchdog(object):
                 "seq": o.seq, "op": op, "api": api, "started_at": wall_now - age, "detected_at": wall_now,
                 "age_s": round(age, 3), "in_flight": True, "_idx": o.stream.idx}
 
-    def write_report(self, snap, wall_now):
+    def _document(self, snap, wall_now, now_ns=None):
+        """What a report and a state file share: who, where in every group, and how alive."""
         rank, world = self.reader.rank()
-        cfg = self.cfg
+        now_ns = self.clock() if now_ns is None else now_ns
         groups = []
         for st in snap:
             d = st.desc
-            groups.append({"group": d.get("group"), "stream": d.get("stream"), "kind": d.get("kind"),
-                           "ranks": d.get("ranks"), "backend": d.get("backend"), "peer": d.get("peer"),
-                           "last_started": st.last_started, "last_completed": st.last_completed,
-                           "in_flight_seq": st.oldest[0] if st.oldest else None,
-                           "ring_overflow": st.overflow})
-        rep = {"format": _report.FORMAT, "version": _report.VERSION, "rank": rank, "world_size": world,
-               "host": cfg.get("host") or socket.gethostname(), "pid": self.rank_pid,
-               "watchdog_pid": os.getpid(), "torch_version": cfg.get("torch_version"),
-               "source": cfg.get("source_in_use"), "source_reasons": cfg.get("source_reasons"),
-               "source_plan": cfg.get("source_plan"), "source_rejected": cfg.get("source_rejected"),
-               "flight_recorder": self._fr_entries(rank),
-               "config": cfg.get("public_config"), "written_at": wall_now,
-               "overdue": [{k: v for k, v in r.items() if k != "_idx"} for r in self.records],
-               "groups": groups, "untracked_streams": self.reader.dropped_streams(),
-               "stack_dump": cfg["stack_path"], "signal": cfg.get("signal_name"),
-               "on_timeout": cfg.get("on_timeout")}
+            g = {"group": d.get("group"), "stream": d.get("stream"), "kind": d.get("kind"),
+                 "ranks": d.get("ranks"), "backend": d.get("backend"), "peer": d.get("peer"),
+                 "src": d.get("src"), "dst": d.get("dst"),
+                 "last_started": st.last_started, "last_completed": st.last_completed,
+                 "in_flight_seq": st.oldest[0] if st.oldest else None, "ring_overflow": st.overflow}
+            recent = []  # the last few calls' ops: a rank that finished a different op is a desync
+            for seq in range(max(1, st.last_started - 7), st.last_started + 1):
+                a, op, _, b, _ = self.reader.slot(st.idx, seq)
+                if a == b == seq:
+                    recent.append([seq, _ch.decode_op(op)[0]])
+            g["recent_ops"] = recent
+            if st.oldest:
+                g["in_flight_op"], g["in_flight_api"] = _ch.decode_op(st.oldest[1])
+                g["in_flight_since"] = wall_now - (now_ns - st.oldest[2]) / 1e9
+            groups.append(g)
+        beat = self.reader.heartbeat_ns()
+        age = (now_ns - beat) / 1e9 if beat else None
+        return {"format": _report.FORMAT, "version": _report.VERSION, "rank": rank, "world_size": world,
+                "host": self.cfg.get("host") or socket.gethostname(), "pid": self.rank_pid,
+                "job_id": self.cfg.get("job_id", ""), "watchdog_started_at": self.started_at,
+                "written_at": wall_now, "groups": groups, "alive": True,
+                "heartbeat_age_s": None if age is None else round(age, 3),
+                "frozen": bool(beat) and now_ns - beat > self.frozen_after_ns,
+                "main_thread": self.reader.main_thread(), "stack_dump": self.cfg["stack_path"],
+                "config": self.cfg.get("public_config")}
+
+    def write_state(self, wall_now, gather_id=None, alive=True, exit_reason=None):
+        """state-rank<R>-pid<P>.json: this rank's position in every group, for the cross-rank verdict."""
+        doc = self._document(self.reader.snapshot(), wall_now)
+        doc.update(kind="state", gather_id=gather_id, alive=alive, exit_reason=exit_reason,
+                   overdue=[{k: v for k, v in r.items() if k != "_idx"} for r in self.records])
+        if not alive:
+            doc["frozen"] = False
+        path = os.path.join(self.cfg["dump_dir"], _verdict.state_name(doc["rank"], self.rank_pid))
+        _report.write_atomic(path, doc)
+        return path
+
+    # -- the cross-rank gather (one node: through dump_dir) ---------------------------------------------
+    def request_gather(self, now_ns, wall_now):
+        """Ask every watchdog sharing dump_dir for its rank's state; this one merges them into the verdict.
+
+        A request made by another watchdog of the same job within the gather window is joined instead.
+        """
+        path = os.path.join(self.cfg["dump_dir"], GATHER_NAME)
+        req = _read_json(path)
+        if (req and req.get("job_id") == self.cfg.get("job_id", "") and req.get("id") != self.gather_answered
+                and wall_now - (req.get("requested_at") or 0) < self.gather_wait):
+            self.check_gather(now_ns, force=True)
+            return
+        rank, world = self.reader.rank()
+        gid = "%s-%d-%d" % (self.cfg.get("host") or socket.gethostname(), os.getpid(), now_ns)
+        _report.write_atomic(path, {"id": gid, "job_id": self.cfg.get("job_id", ""), "by_rank": rank,
+                                    "world_size": world, "requested_at": wall_now})
+        self.gather_owned = (gid, wall_now, now_ns)
+        self.gather_answered = gid
+        self.write_state(wall_now, gather_id=gid)
+
+    def check_gather(self, now_ns, force=False):
+        """Answer a new gather request; merge the one this watchdog owns when complete or due."""
+        path = os.path.join(self.cfg["dump_dir"], GATHER_NAME)
+        try:
+            st = os.stat(path)
+            key = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            key = None
+        if key is not None and (key != self.gather_seen or force):
+            self.gather_seen = key
+            req = _read_json(path)
+            if (req and req.get("id") != self.gather_answered and req.get("job_id") == self.cfg.get("job_id", "")
+                    and (req.get("requested_at") or 0) >= self.started_at - self.gather_wait):
+                self.gather_answered = req["id"]
+                if (not self.cfg.get("signal_chains_user_handler") and (
+                        self.signalled_at is None or now_ns - self.signalled_at > self.gather_wait * 1e9)):
+                    self.send_signal()  # the stacks of every rank, not only the waiting ones
+                self.write_state(self.wall(), gather_id=req["id"])
+        if self.gather_owned is not None:
+            gid, requested_at, asked_ns = self.gather_owned
+            if self._gather_complete(gid) or now_ns - asked_ns > self.gather_wait * 1e9:
+                self.gather_owned = None
+                self.merge(gid, now_ns - asked_ns)
+
+    def _gather_complete(self, gid):
+        world = self.reader.rank()[1]
+        have = set()
+        for p in glob.glob(os.path.join(self.cfg["dump_dir"], _verdict.STATE_GLOB)):
+            doc = _read_json(p)
+            if doc and (doc.get("gather_id") == gid or doc.get("alive") is False):
+                have.add(doc.get("rank"))
+        return world > 0 and have >= set(range(world))
+
+    def merge(self, gid, waited_ns):
+        """Write verdict.json / verdict.txt into dump_dir and print its one-line summary."""
+        docs, _ = _verdict.load_docs(self.cfg["dump_dir"])
+        v = _verdict.analyze(docs, world_size=self.reader.rank()[1] or None)
+        v["gather_id"] = gid
+        v["gather_s"] = round(waited_ns / 1e9, 3)
+        v["verdict_at"] = self.wall()
+        _verdict.write(self.cfg["dump_dir"], v)
+        self.log("%s (verdict: %s)" % (v["summary"][len("c10d_observer: "):],
+                                       os.path.join(self.cfg["dump_dir"], _verdict.VERDICT_TEXT)))
+        return v
+
+    def write_report(self, snap, wall_now):
+        rank, world = self.reader.rank()
+        cfg = self.cfg
+        rep = self._document(snap, wall_now)
+        rep.update({"kind": "report", "watchdog_pid": os.getpid(), "torch_version": cfg.get("torch_version"),
+                    "source": cfg.get("source_in_use"), "source_reasons": cfg.get("source_reasons"),
+                    "source_plan": cfg.get("source_plan"), "source_rejected": cfg.get("source_rejected"),
+                    "flight_recorder": self._fr_entries(rank),
+                    "overdue": [{k: v for k, v in r.items() if k != "_idx"} for r in self.records],
+                    "untracked_streams": self.reader.dropped_streams(),
+                    "signal": cfg.get("signal_name"), "on_timeout": cfg.get("on_timeout")})
         path = os.path.join(cfg["dump_dir"], _report.report_name(rank, self.rank_pid))
         _report.write_atomic(path, rep)
         self.last_report = path
@@ -156,6 +274,7 @@ class Watchdog(object):
     def send_signal(self):
         try:
             self.kill(self.rank_pid, self.cfg["signal"])
+            self.signalled_at = self.clock()
             return True
         except OSError as e:
             self.log("could not signal rank pid %d: %s" % (self.rank_pid, e))
@@ -196,6 +315,8 @@ class Watchdog(object):
         next_tick = self.clock() + poll_ns
         while True:
             wait = max(0.0, (next_tick - self.clock()) / 1e9)
+            if self.gather_owned is not None:  # merging soon: look at the answers more often
+                wait = min(wait, 0.05)
             try:
                 readable, _, _ = select.select([lifeline_fd], [], [], wait)
             except InterruptedError:
@@ -205,12 +326,26 @@ class Watchdog(object):
             if os.getppid() != self.rank_pid:
                 return "the rank (pid %d) is gone" % self.rank_pid
             now = self.clock()
+            if self.gather_owned is not None and now < next_tick:
+                try:
+                    self.check_gather(now)
+                except Exception as e:
+                    self.gather_owned = None
+                    self.log("merging the verdict failed: %r" % (e,))
             if now >= next_tick:
                 next_tick = now + poll_ns
                 try:
                     self.tick(now)
                 except Exception as e:  # never die of our own bugs: log, try again next tick
                     self.log("tick failed (will retry): %r" % (e,))
+
+
+def _read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def main():
@@ -230,6 +365,12 @@ def main():
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     reason = wd.run(stdin_fd)
+    if reason != "stop":  # the rank is gone without disable(): say so to the other ranks' verdicts
+        try:
+            wd.write_state(time.time(), alive=False, exit_reason="process %d ended without disable() (%s)"
+                           % (wd.rank_pid, reason))
+        except Exception as e:
+            _log("could not record the rank's end: %r" % (e,))
     if os.environ.get("C10D_OBSERVER_DEBUG"):
         _log("exiting: %s" % reason)
     reader.close()

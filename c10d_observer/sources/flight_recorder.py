@@ -167,6 +167,9 @@ class FlightRecorderSource(object):
             self.pgs[pg_id] = _Pg(name, None, self._baseline.get(pg_id, 0))
             return True
         pg = compat.find_group(name)
+        if pg is None and not name:  # a group outside torch's registry (our own probe's): no user calls
+            self.ignored.add(pg_id)
+            return False
         g = self.tracker.group(pg) if pg is not None else self.tracker.group_by_name(name, "gloo")
         if g.desc.get("backend") not in FR_BACKENDS:
             self.ignored.add(pg_id)

@@ -146,3 +146,11 @@ def children_of(pid):
         except OSError:
             pass
     return out
+
+
+def read_verdict(dump_dir, timeout=60, log=""):
+    """The verdict.json the firing watchdog merges (waits for it)."""
+    path = os.path.join(dump_dir, "verdict.json")
+    wait_until(lambda: os.path.exists(path), timeout, "a verdict in %s\n%s" % (dump_dir, log))
+    with open(path) as f:
+        return json.load(f)

@@ -398,3 +398,75 @@ def nccl_gpu_completion(ctx):
     dist.barrier()
     c10d_observer.disable()
     dist.destroy_process_group()
+
+
+def compute(ctx):
+    """Rank ``culprit`` is stalled in computation (tensor work) while the others wait in an all_reduce."""
+    _enable(ctx)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if ctx.rank == ctx.args["culprit"]:
+        x = torch.ones(256, 256)
+        while not ctx.released():
+            x = torch.tanh(x @ x / 256.0)  # a slow step: no collective, the interpreter keeps running
+    dist.all_reduce(t)
+    c10d_observer.disable()
+
+
+def cascade(ctx):
+    """World of 3 and group [1, 2]: rank 2 is busy; rank 1 waits for it in the subgroup, so rank 0 waits
+    for both in the world group.  The root is the subgroup's call, the culprit rank 2."""
+    _enable(ctx)
+    sub = dist.new_group([1, 2])
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if ctx.rank == 2:
+        ctx.stall_until_released()
+    if ctx.rank in (1, 2):
+        dist.all_reduce(t, group=sub)
+    dist.all_reduce(t)
+    c10d_observer.disable()
+
+
+def mismatch(ctx):
+    """Rank ``culprit`` issues a broadcast where the others issue an all_reduce (same seq): a desync.
+    The job cannot recover from it; the test kills it."""
+    _enable(ctx)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if ctx.rank == ctx.args["culprit"]:
+        dist.broadcast(t, src=ctx.rank)
+        ctx.record(mismatched=True)
+    else:
+        dist.all_reduce(t)
+    ctx.stall_until_released()
+
+
+def dead(ctx):
+    """Rank ``culprit`` dies before an all_reduce the others wait in.  A dead host closes no sockets; on
+    one machine the kernel would close them and gloo would raise in the others at once, so a child of the
+    dead rank keeps its sockets open (the test kills it): the others then hang, as on a lost node."""
+    _enable(ctx)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if ctx.rank == ctx.args["culprit"]:
+        child = os.fork()
+        if child == 0:
+            time.sleep(120)
+            os._exit(0)
+        ctx.record(holder_pid=child)
+        os._exit(3)
+    dist.all_reduce(t)
+    ctx.stall_until_released()
+
+
+def frozen(ctx):
+    """Rank ``culprit`` stops (SIGSTOP: its Python cannot run, like a process stuck holding the GIL)
+    while the others wait in an all_reduce; the test continues it (SIGCONT) and releases everyone."""
+    _enable(ctx)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if ctx.rank == ctx.args["culprit"]:
+        os.kill(os.getpid(), signal.SIGSTOP)
+    dist.all_reduce(t)
+    c10d_observer.disable()

@@ -1,0 +1,425 @@
+"""One verdict across all ranks: which call is stuck, who waits in it, who never arrived and where they are.
+
+Input: the per-rank documents in a dump_dir (``report-*.json``, written when a rank's call is overdue, and
+``state-*.json``, written by every watchdog when a gather is requested and by a watchdog whose rank died).
+Each says, per stream (a group's collectives, or one direction of a group's p2p calls), the last sequence
+number started and completed and the call in flight.  No torch here: the watchdog runs this.
+
+For a stuck (stream, seq), a member rank has either finished it (last completed >= seq), entered it and
+waits (last started >= seq), or never entered it: it is *missing*, a suspect.  A missing rank that is
+itself waiting in another stuck call is not the root: that call's missing ranks are (a cascade).  The
+culprits are the missing ranks that wait in no stuck call (busy elsewhere, frozen, dead), plus the ranks
+that issued a different op at the same seq as the majority (a desync).  Ranks with no document at all are
+listed as silent: unknown, never guessed.
+"""
+import collections
+import glob
+import json
+import os
+import re
+
+from . import report as _report
+
+VERSION = 1
+STATE_GLOB = "state-rank*.json"
+VERDICT_JSON = "verdict.json"
+VERDICT_TEXT = "verdict.txt"
+SAME_JOB_S = 120.0  # watchdogs of one job start within this of each other (older files are another job's)
+
+
+def state_name(rank, pid):
+    return "state-rank%s-pid%d.json" % (rank if rank >= 0 else "unknown", pid)
+
+
+# -- loading ------------------------------------------------------------------------------------------
+def load_docs(directory):
+    """(one document per rank: the newest of the newest job, problems)."""
+    if not os.path.isdir(directory):
+        raise _report.ReportError("%s is not a directory" % directory)
+    docs, problems = [], []
+    for pattern in (_report.REPORT_GLOB, STATE_GLOB):
+        for path in sorted(glob.glob(os.path.join(directory, pattern))):
+            try:
+                doc = _report.load(path)
+            except (_report.ReportError, OSError) as e:
+                problems.append(str(e))
+                continue
+            doc["_path"] = path
+            docs.append(doc)
+    return latest_per_rank(docs), problems
+
+
+def latest_per_rank(docs):
+    docs = [d for d in docs if isinstance(d.get("rank"), int) and d["rank"] >= 0]
+    if not docs:
+        return {}
+    newest = max(docs, key=lambda d: d.get("written_at") or 0)
+    job = newest.get("job_id")
+    starts = [d["watchdog_started_at"] for d in docs if d.get("job_id") == job and d.get("watchdog_started_at")]
+    since = max(starts) - SAME_JOB_S if starts else None
+    docs = [d for d in docs if d.get("job_id") == job and not (
+        since is not None and d.get("watchdog_started_at") and d["watchdog_started_at"] < since)]
+    # The newest gather is one snapshot of every rank: use it even where a report was rewritten later
+    # (a call that completed once the culprit went on), so that the verdict can be made again afterwards.
+    gathered = [d for d in docs if d.get("gather_id")]
+    gid = max(gathered, key=lambda d: d.get("written_at") or 0)["gather_id"] if gathered else None
+    out = {}
+    for d in docs:
+        cur = out.get(d["rank"])
+        if cur is not None and gid is not None and (cur.get("gather_id") == gid) != (d.get("gather_id") == gid):
+            if d.get("gather_id") == gid:
+                out[d["rank"]] = d
+            continue
+        if cur is None or (d.get("written_at") or 0) >= (cur.get("written_at") or 0):
+            out[d["rank"]] = d
+    return out
+
+
+# -- stacks -------------------------------------------------------------------------------------------
+_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)$')
+
+
+def main_thread_frames(path, main_thread):
+    """Frames ('func (file:line)', innermost first) of the main thread in the last dump of a stacks file."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except (OSError, TypeError):
+        return None
+    if not main_thread:
+        return None
+    header = re.compile(r"^(Current thread|Thread) 0x0*%x \(most recent call first\):$" % main_thread, re.M)
+    heads = list(header.finditer(text))
+    if not heads:
+        return None
+    frames = []
+    for line in text[heads[-1].end():].splitlines()[1:]:
+        m = _FRAME.match(line)
+        if not m:
+            break
+        frames.append("%s (%s:%s)" % (m.group("func"), os.path.basename(m.group("file")), m.group("line")))
+    return frames
+
+
+def _signature(frames):
+    # frames without line numbers of the innermost few: ranks stuck at the same place share it
+    return tuple(re.sub(r":\d+\)$", ")", f) for f in frames[:8])
+
+
+# -- the analysis -------------------------------------------------------------------------------------
+def _members(g):
+    if g.get("kind") == "p2p" and g.get("src") is not None and g.get("dst") is not None:
+        return sorted({g["src"], g["dst"]})
+    return g.get("ranks") or []
+
+
+def _positions(doc):
+    return {g.get("stream"): g for g in doc.get("groups") or [] if isinstance(g, dict)}
+
+
+def _timeout(doc):
+    cfg = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+    return cfg.get("timeout") or 0
+
+
+def _candidates(by_rank):
+    """Every (stream, seq) a rank has had in flight for longer than its timeout."""
+    found = collections.OrderedDict()
+    for r, doc in sorted(by_rank.items()):
+        if doc.get("alive") is False:
+            continue
+        for e in doc.get("overdue") or []:
+            if isinstance(e, dict) and e.get("in_flight", True):
+                key = (e.get("stream"), e.get("seq"))
+                found.setdefault(key, dict(e, _seen_by={r}))["_seen_by"].add(r)
+        for g in _positions(doc).values():
+            seq, since = g.get("in_flight_seq"), g.get("in_flight_since")
+            if seq is None or since is None:
+                continue
+            age = (doc.get("written_at") or since) - since
+            if age > _timeout(doc):
+                key = (g.get("stream"), seq)
+                e = found.setdefault(key, {"group": g.get("group"), "stream": g.get("stream"),
+                                           "group_ranks": g.get("ranks"), "kind": g.get("kind"),
+                                           "peer": g.get("peer"), "seq": seq, "op": g.get("in_flight_op"),
+                                           "api": g.get("in_flight_api", ""), "started_at": since,
+                                           "detected_at": doc.get("written_at"), "_seen_by": set()})
+                e["_seen_by"].add(r)
+    return found
+
+
+def _where(r, doc, stuck_by_rank, now):
+    """Where a rank that never entered a stuck call is instead."""
+    if doc is None:
+        return {"state": "unknown", "text": "sent nothing: dead, unreachable or not observed; unknown"}
+    if doc.get("alive") is False:
+        return {"state": "dead", "text": "dead: %s" % (doc.get("exit_reason") or "its process is gone")}
+    out = {"state": "no_collective", "calls": []}
+    for g in _positions(doc).values():
+        if g.get("in_flight_seq") is None:
+            continue
+        call = {"group": g.get("group"), "stream": g.get("stream"), "seq": g.get("in_flight_seq"),
+                "op": g.get("in_flight_op"), "group_ranks": g.get("ranks"), "kind": g.get("kind"),
+                "peer": g.get("peer")}
+        if g.get("in_flight_since"):
+            call["for_s"] = round((doc.get("written_at") or now) - g["in_flight_since"], 1)
+        out["calls"].append(call)
+    if out["calls"]:
+        out["state"] = "in_collective"
+        out["text"] = "it is in " + "; ".join(
+            "%s%s" % (_report.describe_call(c), " for %g s" % c["for_s"] if "for_s" in c else "")
+            for c in out["calls"])
+    else:
+        out["text"] = "it is in no collective"
+    if doc.get("frozen"):
+        out["state"] = "frozen"
+        out["text"] += ("; its Python has not run for %.1f s (a thread holds the GIL, or the process is "
+                        "stopped): a frozen process, not a collective hang" % (doc.get("heartbeat_age_s") or 0))
+    frames = doc.get("_frames")
+    if frames:
+        out["main_thread"] = frames[0]
+        out["text"] += "; main thread at %s" % frames[0]
+    return out
+
+
+def analyze(by_rank, world_size=None, now=None):
+    """The verdict (a dict, the JSON contract) from one document per rank."""
+    for r, doc in by_rank.items():
+        if "_frames" not in doc:
+            doc["_frames"] = main_thread_frames(doc.get("stack_dump"), doc.get("main_thread"))
+    if world_size is None:
+        world_size = max([d.get("world_size") or 0 for d in by_rank.values()] or [0])
+    now = now if now is not None else max([d.get("written_at") or 0 for d in by_rank.values()] or [0])
+    cands = _candidates(by_rank)
+
+    hangs, seen = [], set()
+    todo = list(cands.items())
+    while todo:
+        (stream, seq), e = todo.pop(0)
+        if (stream, seq) in seen:
+            continue
+        seen.add((stream, seq))
+        h = _evaluate(by_rank, stream, seq, e, now)
+        if e.get("_derived") and not h["missing_ranks"] and "mismatch" not in h:
+            continue  # a call everyone is in: under way, not stuck
+        hangs.append(h)
+        # a rank that never arrived may be waiting in a call of its own, younger than the timeout: look
+        # at that call too, so that a cascade is named by its root even before the root is overdue
+        for r in h["missing_ranks"]:
+            doc = by_rank.get(r)
+            if doc is None or doc.get("alive") is False:
+                continue
+            for g in _positions(doc).values():
+                key = (g.get("stream"), g.get("in_flight_seq"))
+                if key[1] is None or key in seen or key in cands:
+                    continue
+                todo.append((key, {"group": g.get("group"), "stream": key[0], "group_ranks": g.get("ranks"),
+                                   "kind": g.get("kind"), "peer": g.get("peer"), "seq": key[1],
+                                   "op": g.get("in_flight_op"), "api": g.get("in_flight_api", ""),
+                                   "started_at": g.get("in_flight_since"), "detected_at": None,
+                                   "_seen_by": {r}, "_derived": True}))
+
+    waiting_in = {}  # rank -> index of the stuck call it waits in
+    for i, h in enumerate(hangs):
+        for r in h["waiting_ranks"]:
+            waiting_in.setdefault(r, i)
+    culprits, undecided = set(), []
+    for i, h in enumerate(hangs):
+        h["missing"] = {}
+        h["caused_by"] = []
+        for r in h["missing_ranks"]:
+            j = waiting_in.get(r)
+            if j is not None and j != i:
+                h["caused_by"].append(j)
+                other = hangs[j]
+                h["missing"][str(r)] = {"state": "stuck", "text": "it waits in %s" % _report.describe_call(other),
+                                        "in_hang": j}
+            else:
+                h["missing"][str(r)] = _where(r, by_rank.get(r), waiting_in, now)
+                if by_rank.get(r) is not None:
+                    culprits.add(r)
+        h["caused_by"] = sorted(set(h["caused_by"]))
+        if "mismatch" in h:
+            if h["mismatch"]["odd_ranks"]:
+                culprits.update(h["mismatch"]["odd_ranks"])
+            else:
+                undecided.append("%s: the ranks in it issued different ops (%s) and no op has a majority"
+                                 % (_report.describe_call(h), h["mismatch"]["text"]))
+    for i, h in enumerate(hangs):
+        h["root"] = not h["caused_by"]
+        if h["caused_by"] and _in_cycle(hangs, i):
+            h["cycle"] = True
+            undecided.append("%s is part of a cycle of stuck calls (ranks wait for each other in different "
+                             "groups: an ordering deadlock)" % _report.describe_call(h))
+    silent = sorted(set(range(world_size)) - set(by_rank))
+    for h in hangs:
+        unknown = [r for r in h["missing_ranks"] if by_rank.get(r) is None]
+        if unknown:
+            undecided.append("%s: rank(s) %s sent nothing; whether they are dead, unreachable or elsewhere is "
+                             "unknown" % (_report.describe_call(h), _report.format_ranks(unknown)))
+    hangs_sorted = sorted(range(len(hangs)), key=lambda i: (not hangs[i]["root"], hangs[i].get("started_at") or 0))
+    order = {old: new for new, old in enumerate(hangs_sorted)}
+    hangs = [hangs[i] for i in hangs_sorted]
+    for h in hangs:
+        h["caused_by"] = sorted(order[j] for j in h["caused_by"])
+        for m in h["missing"].values():
+            if "in_hang" in m:
+                m["in_hang"] = order[m["in_hang"]]
+    frozen = sorted(r for r, d in by_rank.items() if d.get("frozen"))
+    v = {"version": VERSION, "hangs": hangs, "culprit_ranks": sorted(culprits),
+         "ranks_reporting": sorted(by_rank), "ranks_silent": silent,
+         "ranks_dead": sorted(r for r, d in by_rank.items() if d.get("alive") is False),
+         "frozen_ranks": frozen, "world_size": world_size, "undecided": undecided,
+         "stack_groups": _stack_groups(by_rank),
+         "hosts": {str(r): {"host": d.get("host"), "pid": d.get("pid")} for r, d in sorted(by_rank.items())}}
+    v["summary"] = summary_line(v)
+    return v
+
+
+def _evaluate(by_rank, stream, seq, e, now):
+    members = _members(dict(e, ranks=e.get("group_ranks"), **_p2p_ends(stream)))
+    waiting, missing, finished, ops = [], [], [], {}
+    for r in members:
+        doc = by_rank.get(r)
+        if doc is None or doc.get("alive") is False:
+            missing.append(r)
+            continue
+        pos = _positions(doc).get(stream) or {}
+        if (pos.get("last_started") or 0) < seq:
+            missing.append(r)
+            continue
+        (finished if (pos.get("last_completed") or 0) >= seq else waiting).append(r)
+        op = _op_at(doc, stream, seq)
+        if op:
+            ops[r] = op
+    h = {"group": e.get("group"), "stream": stream, "group_ranks": e.get("group_ranks"),
+         "kind": e.get("kind"), "peer": e.get("peer"), "seq": seq, "op": e.get("op"),
+         "api": e.get("api") or "", "waiting_ranks": waiting, "missing_ranks": missing,
+         "finished_ranks": finished, "started_at": e.get("started_at"), "detected_at": e.get("detected_at"),
+         "detected_by": sorted(e["_seen_by"]), "overdue": not e.get("_derived"),
+         "timeout": _timeout(by_rank[min(e["_seen_by"])])}
+    if h["started_at"] is not None:
+        h["stuck_s"] = round(now - h["started_at"], 1)
+    if len(set(ops.values())) > 1:
+        h["mismatch"] = _mismatch(ops)
+    return h
+
+
+def _p2p_ends(stream):
+    m = re.search(r":p2p:(\d+)->(\d+)$", stream or "")
+    return {"src": int(m.group(1)), "dst": int(m.group(2)), "kind": "p2p"} if m else {}
+
+
+def _op_at(doc, stream, seq):
+    for e in doc.get("overdue") or []:
+        if isinstance(e, dict) and e.get("stream") == stream and e.get("seq") == seq:
+            return e.get("op")
+    g = _positions(doc).get(stream) or {}
+    if g.get("in_flight_seq") == seq:
+        return g.get("in_flight_op")
+    for s, op in g.get("recent_ops") or []:
+        if s == seq:
+            return op
+    return None
+
+
+def _mismatch(ops):
+    counts = collections.Counter(ops.values())
+    (top, n), = counts.most_common(1)
+    unique_top = list(counts.values()).count(n) == 1
+    odd = sorted(r for r, op in ops.items() if op != top) if unique_top else []
+    return {"ops": {str(r): op for r, op in sorted(ops.items())}, "expected_op": top if unique_top else None,
+            "odd_ranks": odd, "text": ", ".join("rank %d %s" % (r, op) for r, op in sorted(ops.items()))}
+
+
+def _in_cycle(hangs, start):
+    seen, todo = set(), list(hangs[start]["caused_by"])
+    while todo:
+        j = todo.pop()
+        if j == start:
+            return True
+        if j not in seen:
+            seen.add(j)
+            todo.extend(hangs[j]["caused_by"])
+    return False
+
+
+def _stack_groups(by_rank):
+    groups = collections.OrderedDict()
+    for r, doc in sorted(by_rank.items()):
+        frames = doc.get("_frames")
+        if frames:
+            groups.setdefault(_signature(frames), {"frames": frames[:8], "ranks": []})["ranks"].append(r)
+    out = sorted(groups.values(), key=lambda g: (len(g["ranks"]), g["ranks"]))
+    return out
+
+
+# -- text ---------------------------------------------------------------------------------------------
+def _who(v, r):
+    h = v["hosts"].get(str(r)) or {}
+    if h.get("host"):
+        return "rank %d (%s, pid %s)" % (r, h["host"], h.get("pid"))
+    return "rank %d" % r
+
+
+def summary_line(v):
+    if not v["hangs"]:
+        return "c10d_observer: no stuck collective in the reports of ranks %s" % _report.format_ranks(
+            v["ranks_reporting"])
+    h = v["hangs"][0]
+    stuck = " stuck %.0f s" % h["stuck_s"] if h.get("stuck_s") is not None else ""
+    parts = []
+    for r in h["missing_ranks"]:
+        m = h["missing"].get(str(r)) or {}
+        parts.append("%s never arrived; %s" % (_who(v, r), m.get("text", "unknown")))
+    if h.get("mismatch"):
+        parts.append("different ops at the same seq: %s" % h["mismatch"]["text"])
+    if not parts:
+        parts.append("every rank of it is in it (waiting: %s)" % _report.format_ranks(h["waiting_ranks"]))
+    return "c10d_observer: %s%s: %s" % (_report.describe_call(h), stuck, "; ".join(parts))
+
+
+def format_text(v, problems=()):
+    lines = ["c10d_observer verdict: %d stuck call(s); ranks reporting %s of %d; silent: %s; dead: %s" % (
+        len(v["hangs"]), _report.format_ranks(v["ranks_reporting"]) or "none", v["world_size"],
+        _report.format_ranks(v["ranks_silent"]) or "none", _report.format_ranks(v["ranks_dead"]) or "none")]
+    for i, h in enumerate(v["hangs"]):
+        tag = "ROOT" if h["root"] else "SYMPTOM (of #%s)" % ",".join(str(j) for j in h["caused_by"])
+        lines.append("")
+        lines.append("#%d %s: %s, stuck %s s (timeout %g s)" % (
+            i, tag, _report.describe_call(h), h.get("stuck_s", "?"), h.get("timeout") or 0))
+        lines.append("  waiting in it: %s" % (_report.format_ranks(h["waiting_ranks"]) or "none"))
+        if h["finished_ranks"]:
+            lines.append("  finished it: %s" % _report.format_ranks(h["finished_ranks"]))
+        for r in h["missing_ranks"]:
+            lines.append("  never arrived: %s: %s" % (_who(v, r), h["missing"][str(r)]["text"]))
+        if h.get("mismatch"):
+            lines.append("  MISMATCH at this seq: %s%s" % (h["mismatch"]["text"], "; odd one(s) out: %s" % (
+                _report.format_ranks(h["mismatch"]["odd_ranks"])) if h["mismatch"]["odd_ranks"] else ""))
+    lines.append("")
+    lines.append("culprit ranks: %s" % (_report.format_ranks(v["culprit_ranks"]) or "none found"))
+    if v["frozen_ranks"]:
+        lines.append("frozen processes (no Python progress): %s" % _report.format_ranks(v["frozen_ranks"]))
+    if v["stack_groups"]:
+        lines.append("main-thread stacks, grouped (innermost frame first; the odd one out is usually the culprit):")
+        for g in v["stack_groups"]:
+            lines.append("  rank%s %s: %s" % ("s" if len(g["ranks"]) > 1 else "", _report.format_ranks(g["ranks"]),
+                                                " < ".join(g["frames"][:4])))
+    for u in v["undecided"]:
+        lines.append("cannot decide: %s" % u)
+    for p in problems:
+        lines.append("unreadable: %s" % p)
+    return "\n".join(lines)
+
+
+def public(v):
+    """The verdict without private keys, ready for json.dump."""
+    return json.loads(json.dumps(v, default=str))
+
+
+def write(directory, v):
+    _report.write_atomic(os.path.join(directory, VERDICT_JSON), public(v))
+    tmp = os.path.join(directory, ".tmp-%d-%s" % (os.getpid(), VERDICT_TEXT))
+    with open(tmp, "w") as f:
+        f.write(format_text(v) + "\n")
+    os.replace(tmp, os.path.join(directory, VERDICT_TEXT))

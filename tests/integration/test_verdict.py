@@ -1,0 +1,158 @@
+"""The cross-rank verdict: real gloo ranks and real watchdogs; each kind of hang names exactly its culprit.
+
+The firing watchdog asks every watchdog sharing dump_dir for its rank's state, merges them and writes
+verdict.json; ``report --json`` merges the same files again afterwards.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+
+from harness import ROOT, read_verdict
+
+
+def _verdict(job, timeout=60):
+    v = read_verdict(job.dump_dir, timeout, job.log_text())
+    detected = [h["detected_at"] for h in v["hangs"] if h.get("detected_at")]
+    # shown with `pytest -s`: the time from the first detection to the merged verdict
+    print("VERDICT %s: culprits %s, %.2f s after detection: %s" % (
+        job.scenario, v["culprit_ranks"], v["verdict_at"] - min(detected), v["summary"]))
+    return v
+
+
+def _root(v):
+    roots = [h for h in v["hangs"] if h["root"]]
+    assert len(roots) == 1, v["hangs"]
+    return roots[0]
+
+
+def _kill_pid(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def test_skipped_collective(job_factory):
+    job = job_factory("skip", 3, culprit=1, step=2, timeout=1.0)
+    v = _verdict(job)
+    job.release()
+    assert job.finish() == [0, 0, 0], job.log_text()
+    h = _root(v)
+    assert (h["op"], h["seq"], h["group_ranks"]) == ("all_reduce", 3, [0, 1, 2])
+    assert h["waiting_ranks"] == [0, 2] and h["missing_ranks"] == [1]
+    assert h["missing"]["1"]["state"] == "no_collective"
+    assert "stall_until_released" in h["missing"]["1"]["main_thread"]
+    assert v["culprit_ranks"] == [1]
+    assert v["ranks_reporting"] == [0, 1, 2] and v["ranks_silent"] == []
+    odd = [g for g in v["stack_groups"] if g["ranks"] == [1]]
+    assert odd and "stall_until_released" in odd[0]["frames"][0]
+    assert "rank 1" in v["summary"] and "never arrived" in v["summary"]
+    # the same verdict again, afterwards, from the files: the JSON contract and the exit code
+    out = subprocess.run([sys.executable, "-m", "c10d_observer", "report", "--json", job.dump_dir],
+                         stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert out.returncode == 1, out.stdout
+    again = json.loads(out.stdout)
+    assert again["version"] == 1
+    for key in ("hangs", "culprit_ranks", "ranks_reporting", "ranks_silent"):
+        assert key in again
+    assert again["culprit_ranks"] == [1]
+    for key in ("group", "group_ranks", "seq", "op", "waiting_ranks", "missing_ranks", "started_at",
+                "detected_at"):
+        assert again["hangs"][0][key] == h[key]
+
+
+def test_rank_stalled_in_computation(job_factory):
+    job = job_factory("compute", 3, culprit=2, timeout=1.0)
+    v = _verdict(job)
+    job.release()
+    assert job.finish() == [0, 0, 0], job.log_text()
+    h = _root(v)
+    assert h["waiting_ranks"] == [0, 1] and h["missing_ranks"] == [2]
+    assert v["culprit_ranks"] == [2]
+    assert "compute" in h["missing"]["2"]["main_thread"]
+    assert v["frozen_ranks"] == []  # busy, but its Python runs
+
+
+def test_hang_in_subgroup_names_no_bystander(job_factory):
+    job = job_factory("subgroup", 3, timeout=1.0)
+    v = _verdict(job)
+    job.release()
+    assert job.finish() == [0, 0, 0], job.log_text()
+    h = _root(v)
+    assert h["group_ranks"] == [0, 1] and h["waiting_ranks"] == [0] and h["missing_ranks"] == [1]
+    assert v["culprit_ranks"] == [1]  # rank 2, idle outside the group, is not named
+
+
+def test_cascade_names_the_root(job_factory):
+    job = job_factory("cascade", 3, timeout=1.0)
+    v = _verdict(job)
+    job.release()
+    assert job.finish() == [0, 0, 0], job.log_text()
+    root = _root(v)
+    assert root["group_ranks"] == [1, 2] and root["waiting_ranks"] == [1] and root["missing_ranks"] == [2]
+    world = [h for h in v["hangs"] if h["group_ranks"] == [0, 1, 2]]
+    assert len(world) == 1 and not world[0]["root"] and world[0]["caused_by"] == [v["hangs"].index(root)]
+    assert world[0]["missing"]["1"]["state"] == "stuck"  # rank 1 is a victim, not a culprit
+    assert v["culprit_ranks"] == [2]
+
+
+def test_mismatched_op_at_the_same_seq(job_factory):
+    job = job_factory("mismatch", 3, culprit=1, timeout=1.0)
+    v = _verdict(job)
+    job.kill()  # a desynchronised job does not recover
+    mism = [h for h in v["hangs"] if h.get("mismatch")]
+    assert mism, v["hangs"]
+    assert mism[0]["mismatch"]["odd_ranks"] == [1]
+    assert mism[0]["mismatch"]["ops"]["1"] == "broadcast" and mism[0]["mismatch"]["expected_op"] == "all_reduce"
+    assert v["culprit_ranks"] == [1]
+
+
+def test_recv_with_no_sender(job_factory):
+    job = job_factory("recv_nosender", 2, timeout=1.0)
+    v = _verdict(job)
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    h = _root(v)
+    assert h["kind"] == "p2p" and h["op"] == "recv" and h["waiting_ranks"] == [1] and h["missing_ranks"] == [0]
+    assert v["culprit_ranks"] == [0]
+
+
+def test_ddp_step_skipped_by_one_rank(job_factory):
+    job = job_factory("ddp", 2, culprit=1, step=1, timeout=1.0)
+    v = _verdict(job)
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    h = _root(v)
+    assert h["op"] == "all_reduce" and h["waiting_ranks"] == [0] and h["missing_ranks"] == [1]
+    assert v["culprit_ranks"] == [1]
+
+
+def test_rank_that_died(job_factory):
+    job = job_factory("dead", 3, culprit=1, timeout=1.0)
+    holder = job.wait_facts(1, "holder_pid")
+    try:
+        v = _verdict(job)
+    finally:
+        _kill_pid(holder)
+    job.kill()
+    h = _root(v)
+    assert h["waiting_ranks"] == [0, 2] and h["missing_ranks"] == [1]
+    assert h["missing"]["1"]["state"] == "dead"
+    assert v["ranks_dead"] == [1] and v["culprit_ranks"] == [1]
+
+
+def test_frozen_process(job_factory):
+    job = job_factory("frozen", 2, culprit=1, timeout=3.0)
+    pid = job.wait_facts(1, "pid")
+    try:
+        v = _verdict(job)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert job.finish() == [0, 0], job.log_text()
+    h = _root(v)
+    assert h["waiting_ranks"] == [0] and h["missing_ranks"] == [1]
+    assert h["missing"]["1"]["state"] == "frozen"
+    assert v["frozen_ranks"] == [1] and v["culprit_ranks"] == [1]
+
