@@ -122,6 +122,14 @@ def _timeout(doc):
     return cfg.get("timeout") or 0
 
 
+def _in_flight(g, seen_by, detected_at=None):
+    """The call a rank has in flight on one stream (a group position), as a stuck-call entry."""
+    return {"group": g.get("group"), "stream": g.get("stream"), "group_ranks": g.get("ranks"),
+            "kind": g.get("kind"), "peer": g.get("peer"), "seq": g.get("in_flight_seq"),
+            "op": g.get("in_flight_op"), "api": g.get("in_flight_api", ""),
+            "started_at": g.get("in_flight_since"), "detected_at": detected_at, "_seen_by": set(seen_by)}
+
+
 def _candidates(by_rank):
     """Every (stream, seq) a rank has had in flight for longer than its timeout."""
     found = collections.OrderedDict()
@@ -139,16 +147,11 @@ def _candidates(by_rank):
             age = (doc.get("written_at") or since) - since
             if age > _timeout(doc):
                 key = (g.get("stream"), seq)
-                e = found.setdefault(key, {"group": g.get("group"), "stream": g.get("stream"),
-                                           "group_ranks": g.get("ranks"), "kind": g.get("kind"),
-                                           "peer": g.get("peer"), "seq": seq, "op": g.get("in_flight_op"),
-                                           "api": g.get("in_flight_api", ""), "started_at": since,
-                                           "detected_at": doc.get("written_at"), "_seen_by": set()})
-                e["_seen_by"].add(r)
+                found.setdefault(key, _in_flight(g, (), doc.get("written_at")))["_seen_by"].add(r)
     return found
 
 
-def _where(r, doc, stuck_by_rank, now):
+def _where(doc, now):
     """Where a rank that never entered a stuck call is instead."""
     if doc is None:
         return {"state": "unknown", "text": "sent nothing: dead, unreachable or not observed; unknown"}
@@ -158,9 +161,8 @@ def _where(r, doc, stuck_by_rank, now):
     for g in _positions(doc).values():
         if g.get("in_flight_seq") is None:
             continue
-        call = {"group": g.get("group"), "stream": g.get("stream"), "seq": g.get("in_flight_seq"),
-                "op": g.get("in_flight_op"), "group_ranks": g.get("ranks"), "kind": g.get("kind"),
-                "peer": g.get("peer")}
+        call = {k: v for k, v in _in_flight(g, ()).items()
+                if k in ("group", "stream", "seq", "op", "group_ranks", "kind", "peer")}
         if g.get("in_flight_since"):
             call["for_s"] = round((doc.get("written_at") or now) - g["in_flight_since"], 1)
         out["calls"].append(call)
@@ -213,11 +215,7 @@ def analyze(by_rank, world_size=None, now=None):
                 key = (g.get("stream"), g.get("in_flight_seq"))
                 if key[1] is None or key in seen or key in cands:
                     continue
-                todo.append((key, {"group": g.get("group"), "stream": key[0], "group_ranks": g.get("ranks"),
-                                   "kind": g.get("kind"), "peer": g.get("peer"), "seq": key[1],
-                                   "op": g.get("in_flight_op"), "api": g.get("in_flight_api", ""),
-                                   "started_at": g.get("in_flight_since"), "detected_at": None,
-                                   "_seen_by": {r}, "_derived": True}))
+                todo.append((key, dict(_in_flight(g, {r}), _derived=True)))
 
     waiting_in = {}  # rank -> index of the stuck call it waits in
     for i, h in enumerate(hangs):
@@ -235,7 +233,7 @@ def analyze(by_rank, world_size=None, now=None):
                 h["missing"][str(r)] = {"state": "stuck", "text": "it waits in %s" % _report.describe_call(other),
                                         "in_hang": j}
             else:
-                h["missing"][str(r)] = _where(r, by_rank.get(r), waiting_in, now)
+                h["missing"][str(r)] = _where(by_rank.get(r), now)
                 if by_rank.get(r) is not None:
                     culprits.add(r)
         h["caused_by"] = sorted(set(h["caused_by"]))
