@@ -6,11 +6,18 @@ torch's own per-group counter (the recorder's ``op_id``), a call enqueued and no
 (at the time the reader first saw it), and completed once ``last_completed`` reaches it.  Calls that
 started and completed between two reads are skipped over; the watchdog never needed them.
 
-The recorder's entries (op, sizes, dtypes, creation time) are costly to read (tens of ms for a full
-buffer), so they are read only when a call has been in flight for a quarter of the timeout: that names its
-op, corrects its start time, and writes the entries of the calls in flight and their neighbours to
-``fr-rank<R>-pid<P>.json`` for the report.  An op number with no entry is not a recorded collective (gloo
-does not record p2p or ``monitored_barrier``; the patch source covers those) and is ended.
+``last_completed`` is not a high-water mark: gloo runs a group's works on several threads, each of which
+writes the number of the work it finished, so an older async work that finishes last moves it back (seen
+on 2.13 several times in 300 steps of 3 async all_reduces, an all_reduce and a broadcast).  The reader
+keeps the highest value it saw, and does not trust a call to be in flight on ``pg_status`` alone.
+
+The recorder's entries (op, sizes, dtypes, creation time, retired) are costly to read (tens of ms for a
+full buffer), so they are read only when a call has been in flight for a quarter of the timeout, and again
+every quarter of the timeout while it stays so: a retired entry ends its call (the completion that
+``last_completed`` lost); the first look names its op, corrects its start time, and writes the entries of
+the calls in flight and their neighbours to ``fr-rank<R>-pid<P>.json`` for the report.  An op number with
+no entry is not a recorded collective (gloo does not record p2p or ``monitored_barrier``; the patch
+source covers those) and is ended.
 
 Which groups: those whose backend the recorder is known to record (gloo, probed in compat.fr_recording);
 groups of other backends are left to the patch source (sources.build).
@@ -33,14 +40,15 @@ FR_BACKENDS = frozenset(("gloo",))
 class _Pg(object):
     """One recorded group: its stream, numbered ``op_id - base`` (base: its counter at enable())."""
 
-    __slots__ = ("name", "stream", "base", "inflight", "named")
+    __slots__ = ("name", "stream", "base", "inflight", "looked", "completed")
 
     def __init__(self, name, stream, base):
         self.name = name
         self.stream = stream  # None when only snapshotting for reports (another source makes the events)
         self.base = base
         self.inflight = {}  # op_id -> monotonic ns when first seen in flight
-        self.named = set()  # op_ids whose entry has been looked up
+        self.looked = {}  # op_id -> monotonic ns when its entry was last looked up
+        self.completed = base  # the highest last_completed seen (torch's own value can go back)
 
 
 class FlightRecorderSource(object):
@@ -89,21 +97,21 @@ class FlightRecorderSource(object):
                 lookup = lookup or (pg_id not in self.ignored and enq > self._baseline.get(pg_id, 0))
                 continue
             self._advance(p, enq, comp, now)
-            lookup = lookup or any(k not in p.named and now - t >= self.lookup_after_ns
+            lookup = lookup or any(now - p.looked.get(k, t) >= self.lookup_after_ns
                                    for k, t in p.inflight.items())
         if lookup:
             self._lookup(status, now)
 
     def _advance(self, p, enq, comp, now):
         st = p.stream
+        comp = p.completed = max(p.completed, comp)
         for op_id in [k for k in p.inflight if k <= comp]:
-            del p.inflight[op_id]
-            if st is not None:
-                st.done(op_id - p.base)
+            self._end(p, op_id)
         if st is None:  # snapshots only: the oldest call in flight is enough to date
             oldest = max(comp, p.base) + 1
             if oldest <= enq and oldest not in p.inflight:
                 p.inflight.clear()
+                p.looked.clear()
                 p.inflight[oldest] = now
             return
         if comp - p.base > st.seq:
@@ -132,19 +140,17 @@ class FlightRecorderSource(object):
             by_op = {int(e.get("op_id", -1)): e for e in by_pg.get(pg_id, ()) if not e.get("is_p2p")}
             recorded_from = min(by_op) if by_op else None
             for op_id in sorted(p.inflight):
-                if op_id in p.named:
-                    continue
                 e = by_op.get(op_id)
-                if e is None:
-                    if recorded_from is not None and op_id > recorded_from:
-                        # a number with no entry is not a recorded collective (p2p, monitored_barrier):
-                        # the patch source watches those calls
-                        del p.inflight[op_id]
-                        if p.stream is not None:
-                            p.stream.done(op_id - p.base)
+                if e is None and (recorded_from is None or op_id <= recorded_from):
+                    continue  # not recorded yet, or before what the buffer still holds
+                if e is None or e.get("retired"):
+                    # retired: completed, though last_completed went back past it; no entry: not a
+                    # recorded collective (p2p, monitored_barrier), which the patch source watches
+                    self._end(p, op_id)
                     continue
-                p.named.add(op_id)
-                if p.stream is None:
+                first = op_id not in p.looked
+                p.looked[op_id] = now
+                if not first or p.stream is None:
                     continue
                 t0 = int(e.get("time_created_ns") or 0) - wall_minus_mono
                 start = t0 if 0 < t0 <= now else p.inflight[op_id]
@@ -161,6 +167,15 @@ class FlightRecorderSource(object):
                                                for k in sorted(near)]
         if keep:
             self._write(keep)
+
+    @staticmethod
+    def _end(p, op_id):
+        del p.inflight[op_id]
+        p.looked.pop(op_id, None)
+        if p.stream is not None:
+            p.stream.done(op_id - p.base)
+        else:  # only the oldest call is followed: the next one starts after it
+            p.completed = max(p.completed, op_id)
 
     def _add_pg(self, pg_id, name):
         if not self.events:

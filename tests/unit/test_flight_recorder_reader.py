@@ -1,0 +1,150 @@
+"""The flight-recorder source's reading of ``pg_status`` and entries, against a real channel.
+
+torch's ``last_completed_collective`` is written by each gloo worker thread with the number of the work
+it finished, so it goes back when an older async work finishes last (measured on torch 2.13: several
+times in 300 steps of three async all_reduces, an all_reduce and a broadcast).  That race cannot be made
+to happen on demand, so these tests stand in for the recorder: ``compat.fr_status`` and
+``compat.fr_entries`` return readings of the shape torch 2.13 gives, and the clock is a number we choose.
+The channel (writer and reader) is real.  The whole source against the real recorder is covered by the
+integration tests on torch 2.8+.
+"""
+import json
+import os
+import types
+
+import pytest
+
+from c10d_observer import channel as ch
+from c10d_observer import compat
+from c10d_observer.sources import flight_recorder as fr
+
+TIMEOUT_S = 1.0
+QUARTER_NS = int(TIMEOUT_S * 1e9 / 4)
+
+
+class Clock(object):
+    def __init__(self):
+        self.now_ns = 10 ** 12
+
+    def monotonic_ns(self):
+        return self.now_ns
+
+    def time_ns(self):
+        return self.now_ns + 1700 * 10 ** 18
+
+    def time(self):
+        return self.time_ns() / 1e9
+
+
+class Recorder(object):
+    """What compat would read from torch: a pg_status (enqueued, completed) and entries for group '0'."""
+
+    def __init__(self):
+        self.enq = 0
+        self.comp = 0
+        self.entries = {}  # op_id -> entry
+        self.entry_reads = 0
+
+    def call(self, op_id, op="all_reduce"):
+        self.enq = op_id
+        self.entries[op_id] = {"pg_id": 0, "op_id": op_id, "process_group": ["0", "default_pg"],
+                               "profiling_name": "gloo:" + op, "time_created_ns": 0, "retired": False,
+                               "is_p2p": False}
+
+    def retire(self, op_id, last_completed=None):
+        self.entries[op_id]["retired"] = True
+        if last_completed is not None:
+            self.comp = last_completed
+
+    def status(self):
+        return {"0": (self.enq, self.comp)}
+
+    def read_entries(self):
+        self.entry_reads += 1
+        return [dict(e) for _, e in sorted(self.entries.items())]
+
+
+@pytest.fixture
+def rig(monkeypatch, tmp_path):
+    writer = ch.ChannelWriter(max_streams=4, ring=64, directory=str(tmp_path))
+    reader = ch.ChannelReader.attach(writer)
+    rec = Recorder()
+    clock = Clock()
+    monkeypatch.setattr(compat, "fr_status", rec.status)
+    monkeypatch.setattr(compat, "fr_entries", rec.read_entries)
+    monkeypatch.setattr(fr, "time", clock)
+    tracker = types.SimpleNamespace(rank=0)  # only its rank is read, to name the entries file
+    src = fr.FlightRecorderSource(tracker=tracker, period=0.01, timeout=TIMEOUT_S, dump_dir=str(tmp_path))
+    stream = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
+    src.pgs["0"] = fr._Pg("0", stream, 0)  # what _add_pg makes for a gloo group counted from op 0
+    src.dump_dir = str(tmp_path)
+    yield src, rec, clock, reader
+    reader.close()
+    writer.close()
+
+
+def in_flight(reader):
+    st = reader.snapshot()[0]
+    return st.last_started, st.last_completed, st.oldest and st.oldest[0]
+
+
+def test_last_completed_going_back_does_not_reopen_calls(rig):
+    src, rec, clock, reader = rig
+    for op_id in (1, 2, 3):
+        rec.call(op_id)
+    src.poll_once()
+    assert in_flight(reader) == (3, 0, 1)
+    rec.retire(3, last_completed=3)
+    rec.retire(2)
+    rec.retire(1)
+    src.poll_once()
+    assert in_flight(reader) == (3, 3, None)
+    rec.comp = 1  # the thread of op 1 wrote last
+    rec.call(4)
+    src.poll_once()
+    assert in_flight(reader) == (4, 3, 4)  # 2 and 3 stay completed; only 4 is in flight
+
+
+def test_a_call_completed_behind_a_stale_last_completed_is_ended_from_its_entry(rig):
+    # the quiet scenario: async all_reduces 1-3, all_reduce 4, broadcast 5, then a long computation;
+    # the thread of op 3 writes last, so pg_status says 3 forever although 4 and 5 are retired
+    src, rec, clock, reader = rig
+    for op_id in (1, 2, 3, 4):
+        rec.call(op_id)
+    rec.call(5, "broadcast")
+    for op_id in (1, 2, 4, 5):
+        rec.retire(op_id, last_completed=op_id)
+    rec.retire(3, last_completed=3)
+    src.poll_once()
+    assert in_flight(reader) == (5, 3, 4)
+    clock.now_ns += QUARTER_NS - 1
+    src.poll_once()
+    assert rec.entry_reads == 0  # entries are read only once a call is a quarter of the timeout old
+    clock.now_ns += 1
+    src.poll_once()
+    assert rec.entry_reads == 1
+    assert in_flight(reader) == (5, 5, None)
+
+
+def test_a_call_in_flight_is_looked_at_again_each_quarter_and_ends_when_retired(rig):
+    src, rec, clock, reader = rig
+    rec.call(1)
+    rec.call(2)
+    rec.retire(1, last_completed=1)
+    src.poll_once()
+    for reads in (1, 2, 3):
+        clock.now_ns += QUARTER_NS
+        src.poll_once()
+        assert rec.entry_reads == reads
+        assert in_flight(reader) == (2, 1, 2)  # not retired: still in flight, looked at once a quarter
+    slot = reader.slot(0, 2)
+    assert ch.decode_op(slot[1])[0] == "all_reduce"  # named from its entry at the first look
+    written = [f for f in os.listdir(src.dump_dir) if f.startswith("fr-rank0-")]
+    assert len(written) == 1
+    with open(os.path.join(src.dump_dir, written[0])) as f:
+        entries = json.load(f)["groups"]["0"]
+    assert [(e["op_id"], e["in_flight"]) for e in entries] == [(1, False), (2, True)]
+    rec.retire(2)  # pg_status never catches up
+    clock.now_ns += QUARTER_NS
+    src.poll_once()
+    assert in_flight(reader) == (2, 2, None)
