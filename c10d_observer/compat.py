@@ -301,7 +301,27 @@ def describe_group(pg):
             backend = "unknown"
     gid = name if name else ("default" if is_default else "unnamed")
     return {"group": str(gid), "name": name or "", "ranks": ranks, "backend": backend.lower(),
-            "size": _safe(pg.size), "group_rank": _safe(pg.rank)}
+            "size": _safe(pg.size), "group_rank": _safe(pg.rank), "torch_timeout_s": group_timeout(pg)}
+
+
+def group_timeout(pg):
+    """The timeout torch applies to a group's collectives, in seconds, or None where torch does not say.
+
+    Torch 2.0+ keeps it in the backend's options (``pg._get_backend(device).options._timeout``); 1.x keeps
+    it in C++ only.  A group made by ``new_group`` without ``timeout=`` has torch's default (30 min, or
+    10 min for NCCL), not the world group's.
+    """
+    get = getattr(pg, "_get_backend", None)
+    if get is None:
+        return None
+    import torch
+    for dev in ("cpu", "cuda"):
+        try:
+            t = get(torch.device(dev)).options._timeout
+            return float(t.total_seconds())
+        except Exception:
+            continue
+    return None
 
 
 def backend_name(pg):

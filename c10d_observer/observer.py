@@ -142,6 +142,12 @@ class Observer(object):
 
             tracker = _tracker.Tracker(chan, cfg.poll_interval)
             tracker.rank = rank
+            tracker.timeout = cfg.timeout
+            for pg in compat.all_groups():  # groups made later are checked when first seen
+                try:
+                    tracker.check_torch_timeout(compat.describe_group(pg))
+                except Exception:
+                    log.debug("c10d_observer: cannot describe a group", exc_info=True)
             from . import sources as _sources
             src = _sources.build(self.source, tracker, cfg, self.capabilities)
             src.install()

@@ -12,6 +12,7 @@ covers async works nobody waits on.
 """
 import logging
 import threading
+import warnings
 
 from . import compat
 
@@ -98,6 +99,8 @@ class Tracker(object):
         self.native_backends = frozenset()  # backends whose collectives a native source reports
         self.api = 0  # API code of the composite call now running (see channel.APIS), 0 for none
         self.rank = -1
+        self.timeout = None  # the observer's timeout: a group whose torch timeout is not longer is warned of
+        self._warned = set()
         self._lock = threading.Lock()  # guards registration only, never the call path
         self._period = completion_period
         self._stop = threading.Event()
@@ -127,7 +130,20 @@ class Tracker(object):
                     log.debug("c10d_observer: cannot describe %r", key, exc_info=True)
                     desc = {"group": "unknown-%d" % len(self.groups), "ranks": None, "backend": "unknown"}
                 g = self.groups[key] = _Group(self, desc)
+                self.check_torch_timeout(desc)
         return g
+
+    def check_torch_timeout(self, desc):
+        """Warn once per group when torch would end its collectives before the observer reports them."""
+        t = desc.get("torch_timeout_s")
+        if t is None or self.timeout is None or self.timeout < t or desc.get("group") in self._warned:
+            return
+        self._warned.add(desc.get("group"))
+        msg = ("c10d_observer: timeout=%g s is not below torch's own timeout of group %s (%g s): torch will "
+               "abort a hung collective there before the observer reports it; pass a smaller timeout "
+               "(or a larger timeout= to init_process_group / new_group)" % (self.timeout, desc.get("group"), t))
+        log.warning(msg)
+        warnings.warn(msg, RuntimeWarning)
 
     def _update_rank(self):
         rank, world = compat.rank_and_world()

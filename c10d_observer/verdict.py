@@ -296,6 +296,10 @@ def _evaluate(by_rank, stream, seq, e, now):
          "finished_ranks": finished, "started_at": e.get("started_at"), "detected_at": e.get("detected_at"),
          "detected_by": sorted(e["_seen_by"]), "overdue": not e.get("_derived"),
          "timeout": _timeout(by_rank[min(e["_seen_by"])])}
+    # torch's own timeout of this group: it ends the job then (a subgroup does not inherit the world's)
+    h["torch_timeout_s"] = next((p["torch_timeout_s"] for p in (_positions(by_rank[r]).get(stream) or {}
+                                                                 for r in sorted(e["_seen_by"]))
+                                 if p.get("torch_timeout_s") is not None), None)
     if h["started_at"] is not None:
         h["stuck_s"] = round(now - h["started_at"], 1)
     if len(set(ops.values())) > 1:
@@ -384,8 +388,9 @@ def format_text(v, problems=()):
     for i, h in enumerate(v["hangs"]):
         tag = "ROOT" if h["root"] else "SYMPTOM (of #%s)" % ",".join(str(j) for j in h["caused_by"])
         lines.append("")
-        lines.append("#%d %s: %s, stuck %s s (timeout %g s)" % (
-            i, tag, _report.describe_call(h), h.get("stuck_s", "?"), h.get("timeout") or 0))
+        lines.append("#%d %s: %s, stuck %s s (timeout %g s; torch's own timeout of the group: %s)" % (
+            i, tag, _report.describe_call(h), h.get("stuck_s", "?"), h.get("timeout") or 0,
+            "%g s" % h["torch_timeout_s"] if h.get("torch_timeout_s") is not None else "unknown"))
         lines.append("  waiting in it: %s" % (_report.format_ranks(h["waiting_ranks"]) or "none"))
         if h["finished_ranks"]:
             lines.append("  finished it: %s" % _report.format_ranks(h["finished_ranks"]))

@@ -145,7 +145,7 @@ class Watchdog(object):
             d = st.desc
             g = {"group": d.get("group"), "stream": d.get("stream"), "kind": d.get("kind"),
                  "ranks": d.get("ranks"), "backend": d.get("backend"), "peer": d.get("peer"),
-                 "src": d.get("src"), "dst": d.get("dst"),
+                 "src": d.get("src"), "dst": d.get("dst"), "torch_timeout_s": d.get("torch_timeout_s"),
                  "last_started": st.last_started, "last_completed": st.last_completed,
                  "in_flight_seq": st.oldest[0] if st.oldest else None, "ring_overflow": st.overflow}
             recent = []  # the last few calls' ops: a rank that finished a different op is a desync

@@ -470,3 +470,28 @@ def frozen(ctx):
         os.kill(os.getpid(), signal.SIGSTOP)
     dist.all_reduce(t)
     c10d_observer.disable()
+
+
+def torch_timeouts(ctx):
+    """enable() warns of each group whose torch timeout is not above the observer's; the verdict states it."""
+    import datetime
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _enable(ctx)  # the world group exists: checked by enable() itself
+        at_enable = [str(w.message) for w in caught]
+        default_sub = dist.new_group([0, 1])  # torch's default timeout, not the world's
+        short_sub = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=ctx.args["short_s"]))
+        t = torch.ones(4)
+        for g in (default_sub, short_sub):
+            dist.all_reduce(t, group=g)  # first seen here (by a native source: at its next poll)
+        from c10d_observer import compat
+        short = compat.describe_group(short_sub)["group"]
+        deadline = time.monotonic() + (30 if compat.group_timeout(short_sub) is not None else 0)
+        while time.monotonic() < deadline and not any("group %s " % short in str(w.message) for w in caught):
+            time.sleep(0.01)
+        dist.barrier()  # the other rank's source has had the same time
+    ctx.record(at_enable=at_enable, warnings=[str(w.message) for w in caught],
+               world=compat.describe_group(dist.group.WORLD)["group"],
+               default_sub=compat.describe_group(default_sub)["group"],
+               short_sub=compat.describe_group(short_sub)["group"])
+    c10d_observer.disable()

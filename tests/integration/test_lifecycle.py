@@ -94,3 +94,22 @@ def test_disable_is_prompt_while_a_forked_child_holds_the_lifeline(job_factory):
     f = job.facts(0)
     assert not pid_alive(f["watchdog_pid"])
     assert f["watchdog_exit"] == 0  # it left on "stop", not killed after disable()'s 5 s wait (-9)
+
+
+def test_enable_warns_of_groups_whose_torch_timeout_comes_first(job_factory):
+    import torch
+    from torch._C import _distributed_c10d as C
+    job = job_factory("torch_timeouts", 2, timeout=5.0, torch_timeout=4, short_s=3)
+    assert job.finish() == [0, 0], job.log_text()
+    f = job.facts(0)
+
+    def warned(group):
+        return [w for w in f["warnings"] if "timeout of group %s " % group in w]
+
+    if not hasattr(C.ProcessGroup, "_get_backend"):  # torch 1.x keeps a group's timeout in C++ only
+        assert f["warnings"] == [], (torch.__version__, f["warnings"])
+        return
+    assert len(warned(f["world"])) == 1 and warned(f["world"])[0] in f["at_enable"]  # world: 4 s <= 5 s
+    assert "(4 s)" in warned(f["world"])[0]
+    assert len(warned(f["short_sub"])) == 1 and "(3 s)" in warned(f["short_sub"])[0]
+    assert warned(f["default_sub"]) == []  # torch's default 30 min: the observer reports first

@@ -84,6 +84,14 @@ def test_hang_in_subgroup_names_no_bystander(job_factory):
     h = _root(v)
     assert h["group_ranks"] == [0, 1] and h["waiting_ranks"] == [0] and h["missing_ranks"] == [1]
     assert v["culprit_ranks"] == [1]  # rank 2, idle outside the group, is not named
+    from torch._C import _distributed_c10d as C
+    from torch.distributed import distributed_c10d
+    # the world group has 120 s (rank_main); new_group without timeout= gets torch's default, which the
+    # verdict states; torch 1.x does not expose it
+    expected = distributed_c10d.default_pg_timeout.total_seconds() if hasattr(C.ProcessGroup, "_get_backend") else None
+    assert h["torch_timeout_s"] == expected
+    with open(os.path.join(job.dump_dir, "verdict.txt")) as f:
+        assert ("torch's own timeout of the group: %s" % ("%g s" % expected if expected else "unknown")) in f.read()
 
 
 def test_cascade_names_the_root(job_factory):
