@@ -75,6 +75,7 @@ class Watchdog(object):
         self.gather_answered = None  # id of the last request answered
         self.gather_owned = None  # (id, requested_at) of the request this watchdog made and will merge
         self.signalled_at = None
+        self.stacks_size_before = None  # size of the rank's stacks file when it was last signalled
 
     def tick(self, now_ns):
         """One poll: report and signal what became overdue.  Returns the new Overdue items."""
@@ -173,6 +174,7 @@ class Watchdog(object):
         """state-rank<R>-pid<P>.json: this rank's position in every group, for the cross-rank verdict."""
         doc = self._document(self.reader.snapshot(), wall_now)
         doc.update(kind="state", gather_id=gather_id, alive=alive, exit_reason=exit_reason,
+                   stacks_size_before=self.stacks_size_before if self.signalled_at is not None else None,
                    overdue=[{k: v for k, v in r.items() if k != "_idx"} for r in self.records])
         if not alive:
             doc["frozen"] = False
@@ -229,7 +231,7 @@ class Watchdog(object):
         have = set()
         for p in glob.glob(os.path.join(self.cfg["dump_dir"], _verdict.STATE_GLOB)):
             doc = _read_json(p)
-            if doc and (doc.get("gather_id") == gid or doc.get("alive") is False):
+            if doc and (doc.get("alive") is False or (doc.get("gather_id") == gid and _stacks_in(doc))):
                 have.add(doc.get("rank"))
         return world > 0 and have >= set(range(world))
 
@@ -272,6 +274,10 @@ class Watchdog(object):
         return doc.get("groups") if isinstance(doc, dict) else None
 
     def send_signal(self):
+        try:
+            self.stacks_size_before = os.path.getsize(self.cfg["stack_path"])
+        except OSError:
+            self.stacks_size_before = 0
         try:
             self.kill(self.rank_pid, self.cfg["signal"])
             self.signalled_at = self.clock()
@@ -338,6 +344,18 @@ class Watchdog(object):
                     self.tick(now)
                 except Exception as e:  # never die of our own bugs: log, try again next tick
                     self.log("tick failed (will retry): %r" % (e,))
+
+
+def _stacks_in(doc):
+    """Whether the stack dump a state's watchdog asked for has reached the rank's stacks file (a rank
+    whose Python cannot run, or that was not signalled, has none to wait for)."""
+    before = doc.get("stacks_size_before")
+    if before is None or doc.get("frozen"):
+        return True
+    try:
+        return os.path.getsize(doc.get("stack_dump") or "") > before
+    except OSError:
+        return False
 
 
 def _read_json(path):
