@@ -125,6 +125,10 @@ class Observer(object):
         cfg = self.config
         rank, world = compat.rank_and_world()
         pid = os.getpid()
+        from . import relay as _relay
+        # the gather window: one node meets in dump_dir within a poll; across nodes the relay adds up to
+        # two of its periods (a poll each) on the way out and back
+        self._gather_wait = max(4.0, 4 * cfg.poll_interval + 1.0) if _relay.multi_node() else None
         self.stack_path = os.path.join(cfg.dump_dir, _report.stacks_name(rank, pid))
         try:
             handler = _signals.StackDumpHandler(cfg.signal, self.stack_path)
@@ -157,6 +161,11 @@ class Observer(object):
             self._undo.append(lambda: _patch.set_active_tracker(None))
             tracker.start_poller()
             self._undo.append(tracker.stop)
+            if self._gather_wait is not None:  # several nodes: the gather goes through the c10d store too
+                from . import relay as _relay
+                rel = _relay.StoreRelay(cfg.dump_dir, rank, _job_id(), cfg.poll_interval, self._gather_wait + 1.0)
+                rel.start()
+                self._undo.append(rel.stop)
             self.tracker = tracker
         except BaseException:
             self._rollback()
@@ -182,6 +191,7 @@ class Observer(object):
             # a handler of the user's runs after each dump: then only a stuck rank is signalled, never a
             # healthy one for the gather (SIGUSR1 may mean "checkpoint and requeue" to the job)
             "signal_chains_user_handler": bool(chained),
+            "gather_wait": self._gather_wait,
         }
         env = dict(os.environ)
         pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -69,7 +69,8 @@ class Watchdog(object):
         self.aborting = False
         self.started_at = wall()
         poll = cfg["poll_interval"]
-        self.gather_wait = max(2.0, 2.5 * poll + 0.5)  # every watchdog answers within one poll
+        # every watchdog on one node answers within one poll; across nodes the observer sets a longer one
+        self.gather_wait = cfg.get("gather_wait") or max(2.0, 2.5 * poll + 0.5)
         self.frozen_after_ns = int((3 * poll + 1.0) * 1e9)  # the rank's helper beats once a poll
         self.gather_seen = None  # (mtime_ns, size) of the request file last looked at
         self.gather_answered = None  # id of the last request answered

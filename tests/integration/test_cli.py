@@ -1,4 +1,5 @@
 """The command line: `run` under a real launcher (no code change), `report`, `demo`."""
+import json
 import os
 import shutil
 import socket
@@ -107,3 +108,75 @@ def test_console_script_has_the_same_subcommands():
     assert out.returncode == 0
     for sub in ("run", "report", "demo"):
         assert sub in out.stdout
+
+
+def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
+    """Two torchrun agents (--nnodes=2, c10d rendezvous on loopback), two ranks each, each node with its
+    own dump_dir: the node that merges the verdict gets the other node's states through the store."""
+    try:
+        import torch.distributed.run  # noqa: F401  (torch 1.9+)
+    except ImportError:
+        pytest.skip("torch 1.8 has no torchrun with c10d rendezvous")
+    release = tmp_path / "release"
+    port = _free_port()
+    dumps = [tmp_path / ("node%d" % n) for n in (0, 1)]
+    procs, logs = [], []
+    for n in (0, 1):
+        log = open(str(tmp_path / ("agent%d.log" % n)), "w+")
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=2",
+               "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:%d" % port, "--rdzv_id=two-nodes",
+               "--max_restarts=0", "-m", "c10d_observer", "run", "--timeout", "1", "--dump-dir", str(dumps[n]),
+               os.path.join(HERE, "train_script.py"), str(release), "3"]
+        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env()))
+        logs.append(log)
+
+    def verdicts():
+        return [str(d / "verdict.json") for d in dumps if (d / "verdict.json").exists()]
+
+    def text():
+        out = []
+        for log in logs:
+            log.seek(0)
+            out.append(log.read())
+        return "\n----\n".join(out)
+
+    try:
+        wait_until(verdicts, 120, "a verdict on either node\n" + text())
+        found = verdicts()
+        for path in found:  # both nodes may have detected at once: each merges its own gather
+            d = os.path.dirname(path)
+            wait_until(lambda: _complete(path), 30, "the verdict in %s to hear from all 4 ranks" % d)
+        release.touch()
+        codes = [p.wait(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        out = text()
+        for log in logs:
+            log.close()
+    assert codes == [0, 0], out
+    for path in found:
+        with open(path) as f:
+            v = json.load(f)
+        assert v["culprit_ranks"] == [3], (path, v["summary"], out)
+        assert v["ranks_reporting"] == [0, 1, 2, 3] and v["ranks_silent"] == [], (path, v)
+        h = [h for h in v["hangs"] if h["root"]][0]
+        assert h["missing_ranks"] == [3] and h["waiting_ranks"] == [0, 1, 2]
+        assert h["missing"]["3"]["state"] == "no_collective", h["missing"]
+        # the other node's states came through the store (the nodes share no dump_dir)
+        here = os.path.dirname(path)
+        relayed = [json.load(open(os.path.join(here, n))) for n in os.listdir(here) if n.startswith("state-rank")]
+        relayed = sorted(d["rank"] for d in relayed if d.get("relayed_from"))
+        assert len(relayed) == 2, relayed
+        if 3 in relayed:  # the culprit's stack came along with its state
+            assert any("train_script.py" in f for g in v["stack_groups"] if 3 in g["ranks"] for f in g["frames"])
+
+
+def _complete(path):
+    try:
+        with open(path) as f:
+            return json.load(f)["ranks_reporting"] == [0, 1, 2, 3]
+    except (OSError, ValueError, KeyError):
+        return False
