@@ -192,6 +192,7 @@ class Observer(object):
             # healthy one for the gather (SIGUSR1 may mean "checkpoint and requeue" to the job)
             "signal_chains_user_handler": bool(chained),
             "gather_wait": self._gather_wait,
+            "py_spy": _py_spy(),
         }
         env = dict(os.environ)
         pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -270,6 +271,16 @@ def _job_id():
     if env.get("MASTER_ADDR") and env.get("MASTER_PORT"):
         return "master:%s:%s" % (env["MASTER_ADDR"], env["MASTER_PORT"])
     return ""
+
+
+def _py_spy():
+    """py-spy's path where it is installed (on PATH or beside this Python), else None.
+    C10D_OBSERVER_PY_SPY=0 turns it off."""
+    import shutil
+    if os.environ.get("C10D_OBSERVER_PY_SPY", "").strip().lower() in ("0", "off", "false", "no"):
+        return None
+    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    return shutil.which("py-spy") or (beside if os.access(beside, os.X_OK) else None)
 
 
 def _read_line(fd, timeout):

@@ -21,6 +21,11 @@ def stacks_name(rank, pid):
     return "stacks-rank%s-pid%d.txt" % (rank if rank >= 0 else "unknown", pid)
 
 
+def py_spy_name(rank, pid):
+    """py-spy's dump (native and Python frames of every thread) of a rank, where py-spy is installed."""
+    return "pyspy-rank%s-pid%d.txt" % (rank if rank >= 0 else "unknown", pid)
+
+
 def fr_name(rank, pid):
     """Flight-recorder entries of the calls in flight and their neighbours, as the rank converted them."""
     return "fr-rank%s-pid%d.json" % (rank if rank >= 0 else "unknown", pid)

@@ -269,7 +269,8 @@ def analyze(by_rank, world_size=None, now=None):
          "ranks_dead": sorted(r for r, d in by_rank.items() if d.get("alive") is False),
          "frozen_ranks": frozen, "world_size": world_size, "undecided": undecided,
          "stack_groups": _stack_groups(by_rank),
-         "hosts": {str(r): {"host": d.get("host"), "pid": d.get("pid")} for r, d in sorted(by_rank.items())}}
+         "hosts": {str(r): {"host": d.get("host"), "pid": d.get("pid"), "py_spy_dump": _existing(d.get("py_spy_dump"))}
+                   for r, d in sorted(by_rank.items())}}
     v["summary"] = summary_line(v)
     return v
 
@@ -357,6 +358,10 @@ def _stack_groups(by_rank):
 
 
 # -- text ---------------------------------------------------------------------------------------------
+def _existing(path):
+    return path if path and os.path.exists(path) else None
+
+
 def _who(v, r):
     h = v["hosts"].get(str(r)) or {}
     if h.get("host"):
@@ -408,6 +413,10 @@ def format_text(v, problems=()):
         for g in v["stack_groups"]:
             lines.append("  rank%s %s: %s" % ("s" if len(g["ranks"]) > 1 else "", _report.format_ranks(g["ranks"]),
                                                 " < ".join(g["frames"][:4])))
+    spied = [(r, v["hosts"][str(r)]["py_spy_dump"]) for r in v["culprit_ranks"]
+             if (v["hosts"].get(str(r)) or {}).get("py_spy_dump")]
+    for r, path in spied:
+        lines.append("py-spy (native and Python frames of every thread) of rank %d: %s" % (r, path))
     for u in v["undecided"]:
         lines.append("cannot decide: %s" % u)
     for p in problems:

@@ -16,6 +16,7 @@ import os
 import select
 import signal
 import socket
+import subprocess
 import sys
 import time
 from collections import namedtuple
@@ -77,9 +78,13 @@ class Watchdog(object):
         self.gather_owned = None  # (id, requested_at) of the request this watchdog made and will merge
         self.signalled_at = None
         self.stacks_size_before = None  # size of the rank's stacks file when it was last signalled
+        self.py_spy = cfg.get("py_spy")  # its path where installed: native + Python stacks, taken from outside
+        self.py_spy_proc = None
+        self.py_spy_started = None
 
     def tick(self, now_ns):
         """One poll: report and signal what became overdue.  Returns the new Overdue items."""
+        self.reap_py_spy()
         try:
             self.check_gather(now_ns)
         except Exception as e:  # the gather is a bonus: never let it stop detection
@@ -169,6 +174,8 @@ class Watchdog(object):
                 "heartbeat_age_s": None if age is None else round(age, 3),
                 "frozen": bool(beat) and now_ns - beat > self.frozen_after_ns,
                 "main_thread": self.reader.main_thread(), "stack_dump": self.cfg["stack_path"],
+                "py_spy_dump": os.path.join(self.cfg["dump_dir"], _report.py_spy_name(rank, self.rank_pid))
+                if self.py_spy and self.signalled_at is not None else None,
                 "config": self.cfg.get("public_config")}
 
     def write_state(self, wall_now, gather_id=None, alive=True, exit_reason=None):
@@ -274,7 +281,34 @@ class Watchdog(object):
             return None
         return doc.get("groups") if isinstance(doc, dict) else None
 
+    def dump_py_spy(self):
+        """Start ``py-spy dump --native`` of the rank (it does not wait: the next polls reap it)."""
+        if not self.py_spy or self.py_spy_proc is not None:
+            return
+        path = os.path.join(self.cfg["dump_dir"], _report.py_spy_name(self._rank(), self.rank_pid))
+        try:
+            with open(path, "w") as out:
+                self.py_spy_proc = subprocess.Popen([self.py_spy, "dump", "--native", "--pid", str(self.rank_pid)],
+                                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                                    close_fds=True)
+            self.py_spy_started = time.monotonic()
+        except OSError as e:
+            self.py_spy = None
+            self.log("py-spy could not run (%s); not used again" % (e,))
+
+    def reap_py_spy(self, force=False):
+        p = self.py_spy_proc
+        if p is None:
+            return
+        if p.poll() is None:
+            if not force and time.monotonic() - self.py_spy_started < 30.0:
+                return
+            p.kill()  # a stopped or unreadable rank: do not let it hang around
+            p.wait()
+        self.py_spy_proc = None
+
     def send_signal(self):
+        self.dump_py_spy()
         try:
             self.stacks_size_before = os.path.getsize(self.cfg["stack_path"])
         except OSError:
@@ -384,6 +418,7 @@ def main():
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     reason = wd.run(stdin_fd)
+    wd.reap_py_spy(force=True)
     if reason != "stop":  # the rank is gone without disable(): say so to the other ranks' verdicts
         try:
             wd.write_state(time.time(), alive=False, exit_reason="process %d ended without disable() (%s)"

@@ -9,7 +9,9 @@ import signal
 import subprocess
 import sys
 
-from harness import ROOT, read_verdict
+import pytest
+
+from harness import ROOT, read_verdict, wait_until
 
 
 def _verdict(job, timeout=60):
@@ -165,3 +167,37 @@ def test_frozen_process(job_factory):
     assert h["missing"]["1"]["state"] == "frozen"
     assert v["frozen_ranks"] == [1] and v["culprit_ranks"] == [1]
 
+
+
+def _py_spy():
+    import shutil
+    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    return shutil.which("py-spy") or (beside if os.path.exists(beside) else None)
+
+
+@pytest.mark.skipif(_py_spy() is None, reason="py-spy is not installed (the tox envs install it)")
+def test_py_spy_dumps_native_and_python_stacks_where_installed(job_factory):
+    job = job_factory("skip", 2, culprit=1, step=1, timeout=1.0)
+    v = _verdict(job)
+    try:
+        spied = v["hosts"]["1"]["py_spy_dump"]
+        assert spied and os.path.basename(spied).startswith("pyspy-rank1-"), v["hosts"]
+        with open(os.path.join(job.dump_dir, "verdict.txt")) as f:
+            assert "py-spy (native and Python frames of every thread) of rank 1: " + spied in f.read()
+        # py-spy runs beside the watchdog, not waited for: its dumps are complete once they name the frames
+        wait_until(lambda: "stall_until_released" in _read(spied), 60, "py-spy's dump of rank 1")
+        waiting = os.path.join(job.dump_dir, os.path.basename(spied).replace("rank1", "rank0").replace(
+            "pid%d" % v["hosts"]["1"]["pid"], "pid%d" % v["hosts"]["0"]["pid"]))
+        wait_until(lambda: "all_reduce" in _read(waiting), 60, "py-spy's dump of rank 0")
+        assert "Thread" in _read(waiting) and "(libtorch" in _read(waiting)  # native frames of torch's C++
+    finally:
+        job.release()
+    assert job.finish() == [0, 0], job.log_text()
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
