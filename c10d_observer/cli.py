@@ -92,7 +92,7 @@ def _run(args):
 def _print_report(directory, as_json=False):
     from . import verdict as _verdict
     try:
-        docs, problems = _verdict.load_docs(directory)
+        docs, problems = _verdict.load_docs(directory, torch_dumps=True)
         reports, _ = _report.load_dir(directory)
     except _report.ReportError as e:
         sys.stderr.write("c10d-observer report: %s\n" % e)

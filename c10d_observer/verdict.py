@@ -32,8 +32,12 @@ def state_name(rank, pid):
 
 
 # -- loading ------------------------------------------------------------------------------------------
-def load_docs(directory):
-    """(one document per rank: the newest of the newest job, problems)."""
+def load_docs(directory, torch_dumps=False):
+    """(one document per rank: the newest of the newest job, problems).
+
+    ``torch_dumps``: also torch's own flight-recorder dumps in JSON (torch_fr.py), used where the
+    directory holds no observer documents (their sequence numbers are torch's, not the observer's).
+    """
     if not os.path.isdir(directory):
         raise _report.ReportError("%s is not a directory" % directory)
     docs, problems = [], []
@@ -46,6 +50,15 @@ def load_docs(directory):
                 continue
             doc["_path"] = path
             docs.append(doc)
+    if torch_dumps:
+        from . import torch_fr
+        fr_docs, fr_problems = torch_fr.load_dir(directory)
+        problems.extend(fr_problems)
+        if fr_docs and docs:
+            problems.append("%d torch flight-recorder dump(s) not used: the observer's own documents are"
+                            % len(fr_docs))
+        elif fr_docs:
+            docs = fr_docs
     return latest_per_rank(docs), problems
 
 

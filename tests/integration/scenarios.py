@@ -495,3 +495,39 @@ def torch_timeouts(ctx):
                default_sub=compat.describe_group(default_sub)["group"],
                short_sub=compat.describe_group(short_sub)["group"])
     c10d_observer.disable()
+
+
+def fr_dump(ctx):
+    """No observer: rank 1 skips the second all_reduce; each rank saves torch's own flight-recorder dump
+    (JSON) where it is, for `report` to read."""
+    from torch._C import _distributed_c10d as C
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    path = os.path.join(ctx.args["dump_dir"], "torch_fr_rank_%d" % ctx.rank)  # torch's own naming style
+
+    def dump(in_flight=False):
+        import json
+        deadline = time.monotonic() + 30
+        while True:
+            data = C._dump_fr_trace_json()  # bytes or str, by release
+            data = data if isinstance(data, bytes) else data.encode("utf-8")
+            st = json.loads(data.decode("utf-8"))["pg_status"]["0"]
+            # the recorder may list an async call a moment after it returned
+            if not in_flight or int(st["last_enqueued_collective"]) > int(st["last_completed_collective"]):
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError("the recorder never showed the call in flight: %r" % (st,))
+            time.sleep(0.01)
+        with open(path, "wb") as f:
+            f.write(data)
+
+    if ctx.rank == 1:
+        dump()
+        ctx.record(dumped=True)
+        ctx.stall_until_released()
+        dist.all_reduce(t)
+    else:
+        work = dist.all_reduce(t, async_op=True)
+        dump(in_flight=True)
+        ctx.record(dumped=True)
+        work.wait()

@@ -201,3 +201,30 @@ def _read(path):
             return f.read()
     except OSError:
         return ""
+
+
+def _has_fr_json_dump():
+    from torch._C import _distributed_c10d as C
+    return hasattr(C, "_dump_fr_trace_json")
+
+
+@pytest.mark.skipif(not _has_fr_json_dump(), reason="torch < 2.8 has no _dump_fr_trace_json")
+def test_report_reads_torchs_own_flight_recorder_dumps(job_factory):
+    # TORCH_FR_BUFFER_SIZE: torch 2.8-2.10 record gloo only when it is set
+    job = job_factory("fr_dump", 2, env={"TORCH_FR_BUFFER_SIZE": "2000"})
+    try:
+        for r in (0, 1):
+            job.wait_facts(r, "dumped")
+        with open(os.path.join(job.dump_dir, "torch_fr_rank_9.pkl"), "wb") as f:
+            f.write(b"\x80\x04\x95")  # a pickled dump: named, never loaded
+        out = subprocess.run([sys.executable, "-m", "c10d_observer", "report", "--json", job.dump_dir],
+                             stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    finally:
+        job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    assert out.returncode == 1, out.stdout
+    v = json.loads(out.stdout)
+    h = v["hangs"][0]
+    assert (h["op"], h["waiting_ranks"], h["missing_ranks"]) == ("all_reduce", [0], [1]), v
+    assert v["culprit_ranks"] == [1] and v["ranks_reporting"] == [0, 1]
+    assert any("torch_fr_rank_9.pkl" in p and "never loaded" in p for p in v["unreadable"]), v["unreadable"]

@@ -1,0 +1,135 @@
+"""torch's own flight-recorder dumps, in JSON, as input to the verdict (``report DIR``).  No torch here.
+
+A dump (``torch._C._distributed_c10d._dump_fr_trace_json()`` or ``_dump_nccl_trace_json()``, one per
+rank, saved to a file) holds ``pg_status`` (per group: last enqueued and last completed collective) and
+``entries`` (op, sizes, creation time, retired, timeout).  Each becomes a state document like the
+watchdog's: per group, the last call started and completed and the call in flight with its op and start
+time.  Dumps written as pickles (torch's default for its dump-on-timeout files) are named, never read.
+
+The rank is the dump's ``rank`` field, else the number at the end of the file name
+(``nccl_trace_rank_3``, ``fr_rank3.json``).  The verdict calls every call in flight in a dump stuck: a
+dump is taken when something hangs and has no observer timeout to compare with.
+"""
+import json
+import os
+import re
+
+from . import compat
+from . import report as _report
+
+KIND = "torch_fr_dump"
+MAX_BYTES = 256 * 1024 * 1024
+_OURS = re.compile(r"^(report|state|stacks|pyspy|fr)-rank|^(verdict|gather-request)\.|^\.tmp-")
+
+
+def load_dir(directory):
+    """(state documents converted from the JSON dumps in ``directory``, problems)."""
+    docs, problems = [], []
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if _OURS.match(name) or not os.path.isfile(path):
+            continue
+        try:
+            if os.path.getsize(path) > MAX_BYTES:
+                continue
+            with open(path, "rb") as f:
+                head = f.read(1)
+                if head == b"\x80":  # pickle protocol 2+: torch's default dump format
+                    problems.append("%s looks like a pickled flight-recorder dump: not read (pickles are never "
+                                    "loaded; dump JSON with _dump_fr_trace_json / _dump_nccl_trace_json)" % path)
+                    continue
+                if head.strip() != b"{":
+                    continue
+                d = json.loads((head + f.read()).decode("utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(d, dict) or "pg_status" not in d or "entries" not in d:
+            continue
+        try:
+            docs.append(to_state(d, path))
+        except ValueError as e:
+            problems.append(str(e))
+    if docs:
+        world = max(doc["rank"] for doc in docs) + 1
+        for doc in docs:
+            doc["world_size"] = world = max(world, doc["world_size"] or 0)
+        for doc in docs:
+            for g in doc["groups"]:
+                if g["ranks"] is None and g["group"] == "0":  # the world group (gloo dumps name no ranks)
+                    g["ranks"] = list(range(world))
+    return docs, problems
+
+
+def to_state(d, path):
+    rank = d.get("rank")
+    if not isinstance(rank, int):
+        m = re.search(r"(\d+)(?:\.json)?$", os.path.basename(path))
+        if not m:
+            raise ValueError("%s: a flight-recorder dump with no rank (neither a 'rank' field nor a number at "
+                             "the end of the file name)" % path)
+        rank = int(m.group(1))
+    by_pg = {}
+    for e in d.get("entries") or []:
+        if isinstance(e, dict) and not e.get("is_p2p"):
+            by_pg.setdefault(str(e.get("pg_id")), []).append(e)
+    config = d.get("pg_config") if isinstance(d.get("pg_config"), dict) else {}
+    groups, world = [], None
+    for pg_id, st in sorted((d.get("pg_status") or {}).items()):
+        try:
+            enq = int(st.get("last_enqueued_collective", -1))
+            comp = int(st.get("last_completed_collective", -1))
+        except (TypeError, ValueError, AttributeError):
+            continue
+        entries = sorted(by_pg.get(str(pg_id), []), key=lambda e: int(e.get("op_id", -1)))
+        name = str(pg_id)
+        if entries and entries[0].get("process_group"):
+            name = str(entries[0]["process_group"][0])
+        ranks = _ranks((config.get(name) or config.get(str(pg_id)) or {}).get("ranks"))
+        if name == "0" and ranks:
+            world = len(ranks)
+        by_op = {int(e.get("op_id", -1)): e for e in entries}
+        # gloo's last_completed can lag behind (its worker threads each write the work they finished)
+        while comp + 1 <= enq and (by_op.get(comp + 1) or {}).get("retired"):
+            comp += 1
+        g = {"group": name, "stream": name, "kind": "collective", "ranks": ranks,
+             "backend": _backend(entries), "peer": None, "src": None, "dst": None,
+             "last_started": max(enq, 0), "last_completed": max(comp, 0), "ring_overflow": 0,
+             "recent_ops": [[k, _op(by_op[k])] for k in sorted(by_op)[-8:]]}
+        if comp < enq:
+            e = by_op.get(comp + 1) or {}
+            g["in_flight_seq"] = comp + 1
+            g["in_flight_op"] = _op(e) if e else "unknown"
+            g["in_flight_api"] = ""
+            if e.get("time_created_ns"):
+                g["in_flight_since"] = int(e["time_created_ns"]) / 1e9
+            if e.get("timeout_ms"):
+                g["torch_timeout_s"] = int(e["timeout_ms"]) / 1000.0
+        else:
+            g["in_flight_seq"] = None
+        groups.append(g)
+    return {"format": _report.FORMAT, "version": _report.VERSION, "kind": KIND, "rank": rank,
+            "world_size": world, "host": d.get("host"), "pid": d.get("pid"), "job_id": KIND,
+            "written_at": os.path.getmtime(path), "groups": groups, "alive": True, "frozen": False,
+            "config": {"timeout": 0}, "source": "torch flight-recorder dump (version %s)" % d.get("version"),
+            "_path": path}
+
+
+def _ranks(value):
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return [int(r) for r in value] if isinstance(value, list) and value else None
+
+
+def _op(e):
+    return compat.op_name(e.get("profiling_name", "unknown"))
+
+
+def _backend(entries):
+    for e in entries:
+        name = str(e.get("profiling_name", ""))
+        if ":" in name:
+            return name.split(":", 1)[0]
+    return None
