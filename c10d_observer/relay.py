@@ -35,7 +35,6 @@ from . import verdict as _verdict
 log = logging.getLogger("c10d_observer")
 
 PREFIX = "c10d_observer/"
-GATHER_NAME = "gather-request.json"  # the watchdog's (watchdog.GATHER_NAME; the watchdog imports no torch)
 STACKS_TAIL = 256 * 1024  # bytes of a stacks file sent: its last dump is at the end
 STACKS_WAIT_S = 1.0  # how long a state's asked-for stack dump is waited for before it is sent without
 
@@ -139,7 +138,7 @@ class StoreRelay(object):
         return PREFIX + "/".join(str(p) for p in parts)
 
     def _publish_local_request(self, now):
-        path = os.path.join(self.dump_dir, GATHER_NAME)
+        path = os.path.join(self.dump_dir, _verdict.GATHER_NAME)
         try:
             st = os.stat(path)
         except OSError:
@@ -148,7 +147,7 @@ class StoreRelay(object):
         if key == self._local_key:
             return
         self._local_key = key
-        req = _read_json(path)
+        req = _report.read_json(path)
         if not self._fresh(req, now) or req["id"] in self._active:
             return
         collect = req.get("by_rank") == self.rank and not req.get("relayed")
@@ -167,8 +166,8 @@ class StoreRelay(object):
         if not self._fresh(req, now) or req["id"] in self._active:
             return
         self._active[req["id"]] = (now + self.window_s, req["requested_at"], False, 0)
-        path = os.path.join(self.dump_dir, GATHER_NAME)
-        mine = _read_json(path)
+        path = os.path.join(self.dump_dir, _verdict.GATHER_NAME)
+        mine = _report.read_json(path)
         if self._fresh(mine, now) and not mine.get("relayed"):
             return  # this node is gathering already: its states go to the store for both requests
         req["relayed"] = True
@@ -188,7 +187,7 @@ class StoreRelay(object):
             key = (st.st_mtime_ns, st.st_size)
             if self._published.get(path) == key:
                 continue
-            doc = _read_json(path)
+            doc = _report.read_json(path)
             if not isinstance(doc, dict) or doc.get("relayed_from"):
                 continue
             self._local_ranks.add(doc.get("rank"))
@@ -196,7 +195,7 @@ class StoreRelay(object):
                     and (doc.get("written_at") or 0) >= self.started_at)
             if not (doc.get("gather_id") in self._active or dead):
                 continue
-            if not _stacks_ready(doc) and time.time() - (doc.get("written_at") or 0) < STACKS_WAIT_S:
+            if not _verdict.stacks_arrived(doc) and time.time() - (doc.get("written_at") or 0) < STACKS_WAIT_S:
                 continue  # its rank is still writing the stack dump its watchdog asked for
             doc["stacks_text"] = _tail(doc.get("stack_dump"))
             r = doc.get("rank")
@@ -229,16 +228,6 @@ class StoreRelay(object):
             _report.write_atomic(os.path.join(self.dump_dir, _verdict.state_name(r, pid)), doc)
 
 
-def _stacks_ready(doc):
-    before = doc.get("stacks_size_before")
-    if before is None or doc.get("frozen") or doc.get("alive") is False:
-        return True
-    try:
-        return os.path.getsize(doc.get("stack_dump") or "") > before
-    except OSError:
-        return False
-
-
 def _tail(path):
     try:
         with open(path, "rb") as f:
@@ -251,11 +240,3 @@ def _tail(path):
 
 def _text(v):
     return v.decode("utf-8") if isinstance(v, bytes) else str(v)
-
-
-def _read_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None

@@ -81,6 +81,15 @@ class ReportError(ValueError):
     pass
 
 
+def read_json(path):
+    """The JSON in a file, or None if it is missing, partly written or not JSON."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
 def load(path):
     with open(path) as f:
         try:

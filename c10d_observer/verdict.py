@@ -27,6 +27,21 @@ VERDICT_TEXT = "verdict.txt"
 SAME_JOB_S = 120.0  # watchdogs of one job start within this of each other (older files are another job's)
 
 
+GATHER_NAME = "gather-request.json"
+
+
+def stacks_arrived(doc):
+    """Whether the stack dump a state's watchdog asked for has reached the rank's stacks file (a rank
+    whose Python cannot run, one that was not signalled, or a dead one has none to wait for)."""
+    before = doc.get("stacks_size_before")
+    if before is None or doc.get("frozen") or doc.get("alive") is False:
+        return True
+    try:
+        return os.path.getsize(doc.get("stack_dump") or "") > before
+    except OSError:
+        return False
+
+
 def state_name(rank, pid):
     return "state-rank%s-pid%d.json" % (rank if rank >= 0 else "unknown", pid)
 

@@ -25,7 +25,7 @@ from . import channel as _ch
 from . import report as _report
 from . import verdict as _verdict
 
-GATHER_NAME = "gather-request.json"
+GATHER_NAME = _verdict.GATHER_NAME
 
 Overdue = namedtuple("Overdue", "stream seq op start_ns")
 
@@ -197,7 +197,7 @@ class Watchdog(object):
         A request made by another watchdog of the same job within the gather window is joined instead.
         """
         path = os.path.join(self.cfg["dump_dir"], GATHER_NAME)
-        req = _read_json(path)
+        req = _report.read_json(path)
         if (req and req.get("job_id") == self.cfg.get("job_id", "") and req.get("id") != self.gather_answered
                 and wall_now - (req.get("requested_at") or 0) < self.gather_wait):
             self.check_gather(now_ns, force=True)
@@ -220,7 +220,7 @@ class Watchdog(object):
             key = None
         if key is not None and (key != self.gather_seen or force):
             self.gather_seen = key
-            req = _read_json(path)
+            req = _report.read_json(path)
             if (req and req.get("id") != self.gather_answered and req.get("job_id") == self.cfg.get("job_id", "")
                     and (req.get("requested_at") or 0) >= self.started_at - self.gather_wait):
                 self.gather_answered = req["id"]
@@ -238,8 +238,8 @@ class Watchdog(object):
         world = self.reader.rank()[1]
         have = set()
         for p in glob.glob(os.path.join(self.cfg["dump_dir"], _verdict.STATE_GLOB)):
-            doc = _read_json(p)
-            if doc and (doc.get("alive") is False or (doc.get("gather_id") == gid and _stacks_in(doc))):
+            doc = _report.read_json(p)
+            if doc and (doc.get("alive") is False or (doc.get("gather_id") == gid and _verdict.stacks_arrived(doc))):
                 have.add(doc.get("rank"))
         return world > 0 and have >= set(range(world))
 
@@ -379,26 +379,6 @@ class Watchdog(object):
                     self.tick(now)
                 except Exception as e:  # never die of our own bugs: log, try again next tick
                     self.log("tick failed (will retry): %r" % (e,))
-
-
-def _stacks_in(doc):
-    """Whether the stack dump a state's watchdog asked for has reached the rank's stacks file (a rank
-    whose Python cannot run, or that was not signalled, has none to wait for)."""
-    before = doc.get("stacks_size_before")
-    if before is None or doc.get("frozen"):
-        return True
-    try:
-        return os.path.getsize(doc.get("stack_dump") or "") > before
-    except OSError:
-        return False
-
-
-def _read_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
 
 
 def main():
