@@ -7,8 +7,8 @@ Variants, all single-threaded in this process:
                  in-flight set, with a given start time
   channel+clock  StreamWriter.start(op) + done(seq): the same, reading time.monotonic_ns (what a call pays)
   patch wrappers the patch source's ProcessGroup wrapper + Work.wait wrapper around a no-op Python
-                 "collective" that returns a fake work (everything the observer adds to one call,
-                 minus torch)
+                 "collective" on a 1-element tensor that returns a fake work (everything the observer
+                 adds to one call, minus torch)
   mp.Queue       multiprocessing.Queue.put((op, seq, t)) for the start and again for the completion,
                  drained by a consumer process (how a pure-Python watchdog process is usually fed)
   lock+dict      `with lock: inflight[seq] = (op, t)` for the start, `with lock: del inflight[seq]`
@@ -20,7 +20,8 @@ minimum over repeats of (loop time / iterations), in ns per event.
 
     python benchmarks/channel_bench.py [--iterations N] [--repeats R] [--json PATH]
 
-Needs only the standard library and c10d_observer (no torch).
+Needs only the standard library and c10d_observer; with torch installed the patch wrappers get a real
+tensor (whose dtype and size they record), without it None.
 """
 from __future__ import print_function
 
@@ -94,9 +95,10 @@ def bench_patch(n, ctx):
     call = ctx["patched_call"]
     wait = ctx["patched_wait"]
     pg = ctx["fake_pg"]
+    tensors = ctx["tensors"]
     t0 = _now()
     for _ in range(n):
-        work = call(pg, None)
+        work = call(pg, tensors)
         wait(work)
     return _now() - t0
 
@@ -190,6 +192,11 @@ def _setup(tmpdir):
         def allreduce(self, tensors, opts=None):
             return work
 
+        try:  # a real tensor where torch is installed: the wrapper reads its dtype and size
+            import torch
+            ctx["tensors"] = [torch.ones(1)]
+        except ImportError:
+            ctx["tensors"] = None
         ctx["patched_call"] = _patch._make_coll_wrapper(tr2, allreduce, OP)
         ctx["patched_wait"] = _patch._make_wait_wrapper(tr2, _FakeWork.wait)
         ctx["fake_pg"] = pg

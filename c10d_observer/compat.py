@@ -35,6 +35,26 @@ COMPOSITE_APIS = ("all_gather_object", "gather_object", "broadcast_object_list",
 
 SOURCES = ("hooks", "pg_hooks", "flight_recorder", "patch")  # best first
 
+# The tensor whose size must agree across the ranks of a call (the call's size signature, channel.py):
+# "in" or "out", and for the patch source the index of the ProcessGroup method's argument that holds it.
+# all_to_all and barriers have none (splits may differ; no tensor).
+SIZE_TENSOR = {
+    "all_reduce": ("in", 0), "broadcast": ("in", 0), "reduce": ("in", 0), "all_reduce_coalesced": ("in", 0),
+    "send": ("in", 0), "recv": ("out", 0), "recv_anysource": ("out", 0),
+    "all_gather": ("in", 1), "all_gather_into_tensor": ("in", 1), "gather": ("in", 1),
+    "all_gather_coalesced": ("in", 1), "all_gather_into_tensor_coalesced": ("in", 1),
+    "scatter": ("out", 0), "reduce_scatter": ("out", 0), "reduce_scatter_tensor": ("out", 0),
+    "reduce_scatter_tensor_coalesced": ("out", 0),
+}
+
+
+def dtype_codes():
+    """{torch dtype: channel dtype code} for the dtypes this torch has."""
+    import torch
+    from . import channel as _ch
+    return {getattr(torch, n): c for c, n in enumerate(_ch.DTYPES)
+            if c and isinstance(getattr(torch, n, None), torch.dtype)}
+
 
 def _c10d():
     return importlib.import_module("torch.distributed.distributed_c10d")

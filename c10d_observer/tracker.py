@@ -99,6 +99,10 @@ class Tracker(object):
         self.native_backends = frozenset()  # backends whose collectives a native source reports
         self.api = 0  # API code of the composite call now running (see channel.APIS), 0 for none
         self.rank = -1
+        try:
+            self.dtype_codes = compat.dtype_codes()  # for the calls' size signatures (channel.encode_sig)
+        except ImportError:  # the channel benchmark runs without torch
+            self.dtype_codes = {}
         self.timeout = None  # the observer's timeout: a group whose torch timeout is not longer is warned of
         self._warned = set()
         self._lock = threading.Lock()  # guards registration only, never the call path

@@ -305,7 +305,7 @@ def analyze(by_rank, world_size=None, now=None):
 
 def _evaluate(by_rank, stream, seq, e, now):
     members = _members(dict(e, ranks=e.get("group_ranks"), **_p2p_ends(stream)))
-    waiting, missing, finished, ops = [], [], [], {}
+    waiting, missing, finished, ops, sizes = [], [], [], {}, {}
     for r in members:
         doc = by_rank.get(r)
         if doc is None or doc.get("alive") is False:
@@ -316,9 +316,11 @@ def _evaluate(by_rank, stream, seq, e, now):
             missing.append(r)
             continue
         (finished if (pos.get("last_completed") or 0) >= seq else waiting).append(r)
-        op = _op_at(doc, stream, seq)
+        op, size = _op_at(doc, stream, seq)
         if op:
             ops[r] = op
+            if size:
+                sizes[r] = "%s of %s" % (op, size)
     h = {"group": e.get("group"), "stream": stream, "group_ranks": e.get("group_ranks"),
          "kind": e.get("kind"), "peer": e.get("peer"), "seq": seq, "op": e.get("op"),
          "api": e.get("api") or "", "waiting_ranks": waiting, "missing_ranks": missing,
@@ -333,6 +335,8 @@ def _evaluate(by_rank, stream, seq, e, now):
         h["stuck_s"] = round(now - h["started_at"], 1)
     if len(set(ops.values())) > 1:
         h["mismatch"] = _mismatch(ops)
+    elif len(set(sizes.values())) > 1:  # same op, different dtype or element count: also a desync
+        h["mismatch"] = _mismatch(sizes, "size")
     return h
 
 
@@ -342,25 +346,28 @@ def _p2p_ends(stream):
 
 
 def _op_at(doc, stream, seq):
-    for e in doc.get("overdue") or []:
-        if isinstance(e, dict) and e.get("stream") == stream and e.get("seq") == seq:
-            return e.get("op")
+    """(op, size signature or None) of a rank's call ``seq`` on ``stream``, or (None, None)."""
     g = _positions(doc).get(stream) or {}
     if g.get("in_flight_seq") == seq:
-        return g.get("in_flight_op")
-    for s, op in g.get("recent_ops") or []:
-        if s == seq:
-            return op
-    return None
+        return g.get("in_flight_op"), g.get("in_flight_size")
+    for e in doc.get("overdue") or []:
+        if isinstance(e, dict) and e.get("stream") == stream and e.get("seq") == seq:
+            return e.get("op"), e.get("size")
+    for item in g.get("recent_ops") or []:
+        if item and item[0] == seq:
+            return item[1], (item[2] if len(item) > 2 else None)
+    return None, None
 
 
-def _mismatch(ops):
+def _mismatch(ops, kind="op"):
+    """Different calls at one seq: the majority's is expected, the others are the odd ones out."""
     counts = collections.Counter(ops.values())
     (top, n), = counts.most_common(1)
     unique_top = list(counts.values()).count(n) == 1
     odd = sorted(r for r, op in ops.items() if op != top) if unique_top else []
-    return {"ops": {str(r): op for r, op in sorted(ops.items())}, "expected_op": top if unique_top else None,
-            "odd_ranks": odd, "text": ", ".join("rank %d %s" % (r, op) for r, op in sorted(ops.items()))}
+    return {"kind": kind, "ops": {str(r): op for r, op in sorted(ops.items())},
+            "expected_op": top if unique_top else None, "odd_ranks": odd,
+            "text": ", ".join("rank %d %s" % (r, op) for r, op in sorted(ops.items()))}
 
 
 def _in_cycle(hangs, start):
@@ -408,7 +415,8 @@ def summary_line(v):
         m = h["missing"].get(str(r)) or {}
         parts.append("%s never arrived; %s" % (_who(v, r), m.get("text", "unknown")))
     if h.get("mismatch"):
-        parts.append("different ops at the same seq: %s" % h["mismatch"]["text"])
+        parts.append("different %s at the same seq: %s" % (
+            "sizes" if h["mismatch"].get("kind") == "size" else "ops", h["mismatch"]["text"]))
     if not parts:
         parts.append("every rank of it is in it (waiting: %s)" % _report.format_ranks(h["waiting_ranks"]))
     return "c10d_observer: %s%s: %s" % (_report.describe_call(h), stuck, "; ".join(parts))

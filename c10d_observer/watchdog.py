@@ -140,7 +140,8 @@ class Watchdog(object):
         age = (now_ns - o.start_ns) / 1e9
         return {"group": desc.get("group"), "stream": desc.get("stream"), "group_ranks": desc.get("ranks"),
                 "backend": desc.get("backend"), "kind": desc.get("kind"), "peer": desc.get("peer"),
-                "seq": o.seq, "op": op, "api": api, "started_at": wall_now - age, "detected_at": wall_now,
+                "seq": o.seq, "op": op, "api": api, "size": _ch.decode_sig(o.op),
+                "started_at": wall_now - age, "detected_at": wall_now,
                 "age_s": round(age, 3), "in_flight": True, "_idx": o.stream.idx}
 
     def _document(self, snap, wall_now, now_ns=None):
@@ -159,10 +160,11 @@ class Watchdog(object):
             for seq in range(max(1, st.last_started - 7), st.last_started + 1):
                 a, op, _, b, _ = self.reader.slot(st.idx, seq)
                 if a == b == seq:
-                    recent.append([seq, _ch.decode_op(op)[0]])
+                    recent.append([seq, _ch.decode_op(op)[0], _ch.decode_sig(op)])
             g["recent_ops"] = recent
             if st.oldest:
                 g["in_flight_op"], g["in_flight_api"] = _ch.decode_op(st.oldest[1])
+                g["in_flight_size"] = _ch.decode_sig(st.oldest[1])
                 g["in_flight_since"] = wall_now - (now_ns - st.oldest[2]) / 1e9
             groups.append(g)
         beat = self.reader.heartbeat_ns()

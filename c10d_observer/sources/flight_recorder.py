@@ -154,8 +154,7 @@ class FlightRecorderSource(object):
                     continue
                 t0 = int(e.get("time_created_ns") or 0) - wall_minus_mono
                 start = t0 if 0 < t0 <= now else p.inflight[op_id]
-                p.stream.amend(op_id - p.base, _ch.OP_CODES.get(compat.op_name(e.get("profiling_name", "")), 0),
-                               start)
+                p.stream.amend(op_id - p.base, _op_word(e), start)
             ops = sorted(by_op)
             near = set()
             for op_id in p.inflight:
@@ -208,6 +207,22 @@ _UNKNOWN = _ch.OP_CODES["unknown"]
 _FIELDS = ("record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_id", "op_id", "profiling_name",
            "time_created_ns", "input_sizes", "input_dtypes", "output_sizes", "output_dtypes", "state",
            "retired", "timeout_ms", "is_p2p", "thread_name")
+
+
+def _op_word(e):
+    """The op word of a recorded call: its op and, from the entry's sizes and dtypes, its size signature."""
+    op = compat.op_name(e.get("profiling_name", ""))
+    word = _ch.OP_CODES.get(op, 0)
+    side = compat.SIZE_TENSOR.get(op, (None,))[0]
+    if side is not None:
+        which = "input" if side == "in" else "output"
+        sizes, dtypes = e.get(which + "_sizes") or [], e.get(which + "_dtypes") or []
+        if sizes and dtypes:
+            numel = 1
+            for n in sizes[0]:
+                numel *= int(n)
+            word |= _ch.encode_sig(_ch.DTYPE_CODES.get(_ch.SCALAR_TYPES.get(dtypes[0]), 0), numel)
+    return word
 
 
 def _entry_json(e, in_flight, seq):

@@ -85,6 +85,8 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None, gap=False):
     polling = tracker.polling
     if p2p is not None:
         peer_index, peer_kw, is_send = p2p
+    size_arg = compat.SIZE_TENSOR.get(_ch.OPS[op], (None, None))[1]
+    dtype_codes = tracker.dtype_codes
 
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
@@ -103,7 +105,15 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None, gap=False):
             else:
                 peer = kwargs.get(peer_kw)
             st = (g.sends if is_send else g.recvs).get(peer) or g.p2p_stream(peer, is_send)
-        seq = st.start(op | tracker.api << 16)
+        word = op | tracker.api << 16
+        if size_arg is not None and len(args) > size_arg:  # the size signature: one tensor's dtype, numel
+            x = args[size_arg]
+            while x.__class__ is list:
+                x = x[0] if x else None
+            code = dtype_codes.get(getattr(x, "dtype", None), 0)
+            if code:
+                word |= (code << 24 | (x.numel() & 0xFFFFFF)) << 32
+        seq = st.start(word)
         try:
             work = orig(self, *args, **kwargs)
         except BaseException:

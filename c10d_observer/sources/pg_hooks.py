@@ -47,6 +47,9 @@ class PgHooksSource(object):
         codes = self._codes
         op_of = self._op
         get_ident = threading.get_ident
+        dtype_codes = t.dtype_codes
+        # op code -> True: the output tensors carry the size that must agree, False: the inputs
+        sides = {_ch.OP_CODES[op]: side == "out" for op, (side, _) in compat.SIZE_TENSOR.items()}
 
         def pre(args):
             g = groups.get(pg) or t.group(pg)  # described at its first call: torch registers it late
@@ -67,7 +70,16 @@ class PgHooksSource(object):
                 st = g.p2p_stream(None if peer < 0 else peer, code == _SEND)
             else:
                 st = g.coll
-            pending[args.op_id] = (st, st.start(code | t.api << 16), tid, g.wait_done)
+            word = code | t.api << 16
+            side = sides.get(code)
+            if side is not None:  # the size signature: one tensor's dtype and numel
+                xs = (args.output_tensors if side else args.input_tensors) or (
+                    args.input_tensors if side else args.output_tensors)
+                x = xs[0] if xs else None
+                dc = dtype_codes.get(getattr(x, "dtype", None), 0)
+                if dc:
+                    word |= (dc << 24 | (x.numel() & 0xFFFFFF)) << 32
+            pending[args.op_id] = (st, st.start(word), tid, g.wait_done)
 
         def post(args):
             entry = pending.pop(args.op_id, None)

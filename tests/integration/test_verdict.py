@@ -23,6 +23,11 @@ def _verdict(job, timeout=60):
     return v
 
 
+def _usable():
+    import c10d_observer
+    return [s for s, r in c10d_observer.capabilities()["sources"].items() if r["usable"]]
+
+
 def _root(v):
     roots = [h for h in v["hangs"] if h["root"]]
     assert len(roots) == 1, v["hangs"]
@@ -39,6 +44,10 @@ def _kill_pid(pid):
 def test_skipped_collective(job_factory):
     job = job_factory("skip", 3, culprit=1, step=2, timeout=1.0)
     v = _verdict(job)
+    # the same verdict again from the files, while the hang lasts (once released, a busy machine may make
+    # a later call of the job overdue too, and report reads the newest gather)
+    out = subprocess.run([sys.executable, "-m", "c10d_observer", "report", "--json", job.dump_dir],
+                         stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
     job.release()
     assert job.finish() == [0, 0, 0], job.log_text()
     h = _root(v)
@@ -51,9 +60,7 @@ def test_skipped_collective(job_factory):
     odd = [g for g in v["stack_groups"] if g["ranks"] == [1]]
     assert odd and "stall_until_released" in odd[0]["frames"][0]
     assert "rank 1" in v["summary"] and "never arrived" in v["summary"]
-    # the same verdict again, afterwards, from the files: the JSON contract and the exit code
-    out = subprocess.run([sys.executable, "-m", "c10d_observer", "report", "--json", job.dump_dir],
-                         stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    # the JSON contract and the exit code
     assert out.returncode == 1, out.stdout
     again = json.loads(out.stdout)
     assert again["version"] == 1
@@ -117,6 +124,22 @@ def test_mismatched_op_at_the_same_seq(job_factory):
     assert mism, v["hangs"]
     assert mism[0]["mismatch"]["odd_ranks"] == [1]
     assert mism[0]["mismatch"]["ops"]["1"] == "broadcast" and mism[0]["mismatch"]["expected_op"] == "all_reduce"
+    assert v["culprit_ranks"] == [1]
+
+
+@pytest.mark.parametrize("source", [s for s in ("pg_hooks", "patch") if s in _usable()])
+def test_mismatched_size_at_the_same_seq(job_factory, source):
+    # gloo raises when a rank receives more than it expects; with half the elements the culprit's call
+    # completes and the others hang.  The patch and pg_hooks sources record every call's size (the
+    # flight-recorder source only that of calls long in flight, so not the culprit's completed one).
+    job = job_factory("mismatch", 3, culprit=1, kind="size", timeout=1.0, source=source)
+    v = _verdict(job)
+    job.kill()
+    mism = [h for h in v["hangs"] if h.get("mismatch")]
+    assert mism, v["hangs"]
+    m = mism[0]["mismatch"]
+    assert m["kind"] == "size" and m["odd_ranks"] == [1], m
+    assert m["ops"]["1"] == "all_reduce of 2 x float32" and m["expected_op"] == "all_reduce of 4 x float32", m
     assert v["culprit_ranks"] == [1]
 
 

@@ -298,3 +298,12 @@ def test_short_file_is_not_a_channel(tmp_path, content):
     path = _write(tmp_path / "short", content)
     with pytest.raises(ValueError):
         ch.ChannelReader(path)
+
+
+def test_size_signature_rides_in_the_op_word_and_leaves_the_op_alone():
+    word = ch.encode_op("all_gather", "all_gather_object") | ch.encode_sig(ch.DTYPE_CODES["bfloat16"], 3 * 2 ** 24 + 5)
+    assert ch.decode_op(word) == ("all_gather", "all_gather_object")
+    assert ch.decode_sig(word) == "5 x bfloat16"  # the element count modulo 2**24
+    assert ch.decode_sig(ch.encode_op("barrier")) is None
+    assert ch.encode_sig(0, 10) == 0  # an unknown dtype: no signature
+    assert word < 2 ** 63  # fits the slot's signed word
