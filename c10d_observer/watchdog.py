@@ -184,6 +184,7 @@ class Watchdog(object):
         """state-rank<R>-pid<P>.json: this rank's position in every group, for the cross-rank verdict."""
         doc = self._document(self.reader.snapshot(), wall_now)
         doc.update(kind="state", gather_id=gather_id, alive=alive, exit_reason=exit_reason,
+                   flight_recorder=self._fr_entries(doc["rank"]),
                    stacks_size_before=self.stacks_size_before if self.signalled_at is not None else None,
                    overdue=[{k: v for k, v in r.items() if k != "_idx"} for r in self.records])
         if not alive:

@@ -60,6 +60,11 @@ def test_skipped_collective(job_factory):
     odd = [g for g in v["stack_groups"] if g["ranks"] == [1]]
     assert odd and "stall_until_released" in odd[0]["frames"][0]
     assert "rank 1" in v["summary"] and "never arrived" in v["summary"]
+    if job.facts(0)["source"] == "flight_recorder":  # the gathered state carries the recorder's entries
+        state = [json.load(open(os.path.join(job.dump_dir, n))) for n in os.listdir(job.dump_dir)
+                 if n.startswith("state-rank0-")][0]
+        entries = [e for g in (state["flight_recorder"] or {}).values() for e in g]
+        assert any(e["in_flight"] and e["profiling_name"].endswith("all_reduce") for e in entries), state
     # the JSON contract and the exit code
     assert out.returncode == 1, out.stdout
     again = json.loads(out.stdout)
