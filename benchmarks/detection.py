@@ -13,8 +13,10 @@ rank 0 waits in it; rank 0's watchdog reports and signals once per round.  Two t
 * signal: when rank 0's stack dump grows, as seen by rank 1, which polls the file every millisecond
   while it stalls (faulthandler writes the dump inside the signal handler, so this is the arrival).
 
-The bound the design promises is ``timeout + 2 * poll_interval``.  The cross-rank verdict does not exist
-yet (the diagnosis issue), so there is no time to verdict.  Rank 0 prints a table and writes JSON.
+The bound the design promises is ``timeout + 2 * poll_interval``.  Time to verdict: rank 0's watchdog
+gathers both ranks' states and writes ``verdict.json`` each round; rank 1 reads it when it changes while
+it stalls, and the verdict's ``verdict_at`` minus its first ``detected_at`` is the time from detection to
+the merged verdict.  Rank 0 prints a table and writes JSON.
 """
 import argparse
 import json
@@ -47,21 +49,31 @@ def _stats(values):
             "max": max(values)}
 
 
-def _watch_growth(path, stall_s):
-    """Stall for ``stall_s``; return when (time.time()) the file at ``path`` grew, or None."""
-    def size():
+def _watch(path, verdict_path, stall_s):
+    """Stall for ``stall_s``; return (when (time.time()) the file at ``path`` grew or None, the seconds
+    from first detection to the verdict of a verdict.json written meanwhile or None)."""
+    def stat(p, attr):
         try:
-            return os.path.getsize(path)
+            return getattr(os.stat(p), attr)
         except OSError:
             return 0
-    before = size()
-    seen = None
+    before = stat(path, "st_size")
+    verdict_before = stat(verdict_path, "st_mtime_ns")
+    seen = to_verdict = None
     deadline = time.monotonic() + stall_s
     while time.monotonic() < deadline:
-        if seen is None and size() > before:
+        if seen is None and stat(path, "st_size") > before:
             seen = time.time()
+        if to_verdict is None and stat(verdict_path, "st_mtime_ns") != verdict_before:
+            try:
+                with open(verdict_path) as f:
+                    v = json.load(f)
+                detected = [h["detected_at"] for h in v["hangs"] if h.get("detected_at")]
+                to_verdict = v["verdict_at"] - min(detected)
+            except (OSError, ValueError, KeyError):
+                pass
         time.sleep(0.001)
-    return seen
+    return seen, to_verdict
 
 
 def main():
@@ -83,16 +95,19 @@ def main():
     holder = [obs.stack_path]
     dist.broadcast_object_list(holder, src=0)
     stacks = holder[0]
-    arrivals = []
+    arrivals, verdicts = [], []
     t = torch.ones(1)
     for _ in range(a.hangs):
         dist.barrier()
         if rank == 1:
-            arrivals.append(_watch_growth(stacks, a.timeout + 4 * a.poll_interval))
+            # long enough for the gather window (max(2 s, 2.5 polls + 0.5 s)) to close at the latest
+            arrived, to_verdict = _watch(stacks, os.path.join(dump, "verdict.json"), a.timeout + 2.5)
+            arrivals.append(arrived)
+            verdicts.append(to_verdict)
         dist.all_reduce(t)
-    holder = [arrivals]
+    holder = [(arrivals, verdicts)]
     dist.broadcast_object_list(holder, src=1)
-    arrivals = holder[0]
+    arrivals, verdicts = holder[0]
     dist.barrier()
     c10d_observer.disable()
     if rank == 0:
@@ -109,6 +124,8 @@ def main():
             "detected_late_ms": _stats(late), "signal_late_ms": _stats(sig),
             "detected_within_bound": sum(1 for x in late if x <= bound),
             "signal_within_bound": sum(1 for x in sig if x <= bound),
+            "verdicts": sum(1 for x in verdicts if x is not None),
+            "to_verdict_ms": _stats([x * 1e3 for x in verdicts if x is not None]),
         }
         print("after start + timeout (%s, torch %s, timeout %g s, poll %g s, bound 2*poll = %.0f ms)"
               % (obs.source, torch.__version__, a.timeout, a.poll_interval, bound))
@@ -119,6 +136,10 @@ def main():
             if st:
                 print("  %-9s late by (ms): min %.1f  median %.1f  p99 %.1f  max %.1f"
                       % (name, st["min"], st["median"], st["p99"], st["max"]))
+        st = res["to_verdict_ms"]
+        if st:
+            print("  verdicts %d; from first detection to verdict (ms): min %.1f  median %.1f  p99 %.1f  max %.1f"
+                  % (res["verdicts"], st["min"], st["median"], st["p99"], st["max"]))
         write_json(a.json, res)
         shutil.rmtree(dump, ignore_errors=True)
     dist.barrier()
