@@ -4,15 +4,19 @@ On one node the watchdogs meet in ``dump_dir`` (watchdog.py).  Nodes share no fi
 watchdog has no torch, so a helper thread of each rank relays between its node's ``dump_dir`` and the
 store every ``period``:
 
-- a gather request made on this node is published (``<P>request``, then ``<P>requests`` += 1);
-- a request published by another node is written into this node's ``dump_dir`` (``"relayed": true``),
-  where the local watchdogs answer it as their own, unless this node has a fresh request of its own
-  (two nodes that detect at once each merge their own gather);
+- a gather request made on this node is published under a number of its own (``n = <P>requests += 1``,
+  ``<P>request/<n>``, then ``<P>request_ready/<n>`` = 1), so two nodes' requests never overwrite each
+  other; requests numbered before a relay started are history;
+- a request published by another node is written into this node's ``dump_dir`` (``"relayed": true``,
+  dated by this node's clock: nodes' clocks may disagree), where the local watchdogs answer it as their
+  own, unless this node has a fresh request of its own (two nodes that detect at once each merge their
+  own gather, each hearing of the other's);
 - while a gather is on, every local state written for it (also a dead or frozen rank's, which cannot
   relay itself) is published with the text of its last stack dump (``<P>state/<rank>``, then
   ``<P>ready/<rank>`` += 1);
-- the rank whose watchdog made a request fetches the other nodes' states written since the request into
-  its ``dump_dir``, counted as answers to its request, where its watchdog merges them with the local ones.
+- the rank whose watchdog made a request fetches the other nodes' states that answered any request of
+  the gather's window into its ``dump_dir``, counted as answers to its request, where its watchdog merges
+  them with the local ones.  No clock is compared across nodes.
 
 Only ``set``, ``get`` and ``add`` are used (``get`` only of keys known to exist): they exist on every
 store of every torch in the matrix and never block on a missing key.  Idle, a relay costs one ``add(k, 0)``
@@ -85,12 +89,12 @@ class StoreRelay(object):
         self._store_factory = store_factory
         self.store = None
         self.started_at = time.time()
-        self._requests_seen = 0
+        self._requests_seen = None  # the store's request counter last seen
         self._local_key = None  # (mtime_ns, size) of the request file last read
         self._published = {}  # state file -> (mtime_ns, size) last sent from this node
         self._fetched = {}  # rank -> its ready counter last fetched
         self._local_ranks = {rank}  # ranks whose states this node's watchdogs write
-        self._active = {}  # gather id -> (deadline, requested_at, collect?, world size)
+        self._active = {}  # gather id -> (deadline, collect?, world size), for the gather window
         self._stop = threading.Event()
         self._thread = None
 
@@ -123,14 +127,16 @@ class StoreRelay(object):
             if self.rank < 0:
                 self.rank = compat.rank_and_world()[0]
                 self._local_ranks.add(self.rank)
+            if self._requests_seen is None:  # requests published before this relay ran are history
+                self._requests_seen = int(self.store.add(self._key("requests"), 0))
         now = time.time()
         self._publish_local_request(now)
         self._take_remote_request(now)
         if self._active:
             self._publish_states()
-        for gid, (deadline, requested_at, collect, world) in list(self._active.items()):
+        for gid, (deadline, collect, world) in list(self._active.items()):
             if collect:
-                self._fetch_states(gid, requested_at, world)
+                self._fetch_states(gid, world)
             if now > deadline:
                 del self._active[gid]
 
@@ -151,21 +157,27 @@ class StoreRelay(object):
         if not self._fresh(req, now) or req["id"] in self._active:
             return
         collect = req.get("by_rank") == self.rank and not req.get("relayed")
-        self._active[req["id"]] = (now + self.window_s, req["requested_at"], collect,
-                                   int(req.get("world_size") or 0))
-        if not req.get("relayed"):
-            self.store.set(self._key("request"), json.dumps(req))
-            self.store.add(self._key("requests"), 1)
+        self._active[req["id"]] = (now + self.window_s, collect, int(req.get("world_size") or 0))
+        if not req.get("relayed"):  # numbered, so that two nodes' requests never overwrite each other
+            n = int(self.store.add(self._key("requests"), 1))
+            self.store.set(self._key("request", n), json.dumps(req))
+            self.store.add(self._key("request_ready", n), 1)
 
     def _take_remote_request(self, now):
         n = int(self.store.add(self._key("requests"), 0))
-        if n == self._requests_seen:
+        while self._requests_seen < n:
+            k = self._requests_seen + 1
+            if int(self.store.add(self._key("request_ready", k), 0)) <= 0:
+                return  # numbered but not written yet: next period
+            self._requests_seen = k
+            self._take(json.loads(_text(self.store.get(self._key("request", k)))), now)
+
+    def _take(self, req, now):
+        if not isinstance(req, dict) or req.get("job_id") != self.job_id or req.get("id") in self._active:
             return
-        self._requests_seen = n
-        req = json.loads(_text(self.store.get(self._key("request"))))
-        if not self._fresh(req, now) or req["id"] in self._active:
-            return
-        self._active[req["id"]] = (now + self.window_s, req["requested_at"], False, 0)
+        # new by the counter; dated by this node's clock from here on (nodes' clocks may disagree)
+        req["requested_at_origin"], req["requested_at"] = req.get("requested_at"), now
+        self._active[req["id"]] = (now + self.window_s, False, 0)
         path = os.path.join(self.dump_dir, _verdict.GATHER_NAME)
         mine = _report.read_json(path)
         if self._fresh(mine, now) and not mine.get("relayed"):
@@ -203,16 +215,15 @@ class StoreRelay(object):
             self.store.add(self._key("ready", r), 1)
             self._published[path] = key
 
-    def _fetch_states(self, gid, requested_at, world):
+    def _fetch_states(self, gid, world):
         for r in range(world):
             n = int(self.store.add(self._key("ready", r), 0))
             if n <= self._fetched.get(r, 0):
                 continue
             doc = json.loads(_text(self.store.get(self._key("state", r))))
             self._fetched[r] = n
-            if r in self._local_ranks or (
-                    (doc.get("written_at") or 0) < requested_at - 1.0 and doc.get("alive") is not False):
-                continue  # a state of this node, or one older than the request
+            if r in self._local_ranks or (doc.get("gather_id") not in self._active and doc.get("alive") is not False):
+                continue  # a state of this node, or one that answered no request of this gather's time
             pid = doc.get("pid")
             text = doc.pop("stacks_text", None)
             if text:

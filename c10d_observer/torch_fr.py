@@ -100,8 +100,10 @@ def to_state(d, path):
             g["in_flight_seq"] = comp + 1
             g["in_flight_op"] = _op(e) if e else "unknown"
             g["in_flight_api"] = ""
-            if e.get("time_created_ns"):
-                g["in_flight_since"] = int(e["time_created_ns"]) / 1e9
+            # dated by its entry; a call enqueued before its entry was written is dated by the newest entry
+            # (a dump lists what is in flight: no call in it is younger than the dump)
+            created = [int(x.get("time_created_ns") or 0) for x in ([e] if e else entries)]
+            g["in_flight_since"] = max(created) / 1e9 if created and max(created) else None
             if e.get("timeout_ms"):
                 g["torch_timeout_s"] = int(e["timeout_ms"]) / 1000.0
         else:

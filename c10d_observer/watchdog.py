@@ -26,6 +26,7 @@ from . import report as _report
 from . import verdict as _verdict
 
 GATHER_NAME = _verdict.GATHER_NAME
+PY_SPY_EVERY_S = 60.0
 
 Overdue = namedtuple("Overdue", "stream seq op start_ns")
 
@@ -197,13 +198,17 @@ class Watchdog(object):
     def request_gather(self, now_ns, wall_now):
         """Ask every watchdog sharing dump_dir for its rank's state; this one merges them into the verdict.
 
-        A request made by another watchdog of the same job within the gather window is joined instead.
+        A request of the same job made within the gather window and not merged yet is joined instead
+        (answered again if this watchdog answered it already: its state now names the new overdue call).
         """
         path = os.path.join(self.cfg["dump_dir"], GATHER_NAME)
         req = _report.read_json(path)
-        if (req and req.get("job_id") == self.cfg.get("job_id", "") and req.get("id") != self.gather_answered
+        if (req and req.get("job_id") == self.cfg.get("job_id", "") and not req.get("merged_at")
                 and wall_now - (req.get("requested_at") or 0) < self.gather_wait):
-            self.check_gather(now_ns, force=True)
+            if req.get("id") == self.gather_answered:
+                self.write_state(wall_now, gather_id=req["id"])
+            else:
+                self.check_gather(now_ns, force=True)
             return
         rank, world = self.reader.rank()
         gid = "%s-%d-%d" % (self.cfg.get("host") or socket.gethostname(), os.getpid(), now_ns)
@@ -229,7 +234,9 @@ class Watchdog(object):
                 self.gather_answered = req["id"]
                 if (not self.cfg.get("signal_chains_user_handler") and (
                         self.signalled_at is None or now_ns - self.signalled_at > self.gather_wait * 1e9)):
-                    self.send_signal()  # the stacks of every rank, not only the waiting ones
+                    # the stacks of every rank, not only the waiting ones; py-spy only of a rank in no
+                    # collective (a suspect: where is it?), not of one that waits, to not stop it for nothing
+                    self.send_signal(py_spy=not any(st.oldest for st in self.reader.snapshot()))
                 self.write_state(self.wall(), gather_id=req["id"])
         if self.gather_owned is not None:
             gid, requested_at, asked_ns = self.gather_owned
@@ -254,6 +261,11 @@ class Watchdog(object):
         v["gather_s"] = round(waited_ns / 1e9, 3)
         v["verdict_at"] = self.wall()
         _verdict.write(self.cfg["dump_dir"], v)
+        path = os.path.join(self.cfg["dump_dir"], GATHER_NAME)
+        req = _report.read_json(path)
+        if req and req.get("id") == gid:  # a later detection starts a new gather rather than join this one
+            req["merged_at"] = v["verdict_at"]
+            _report.write_atomic(path, req)
         self.log("%s (verdict: %s)" % (v["summary"][len("c10d_observer: "):],
                                        os.path.join(self.cfg["dump_dir"], _verdict.VERDICT_TEXT)))
         return v
@@ -285,8 +297,11 @@ class Watchdog(object):
         return doc.get("groups") if isinstance(doc, dict) else None
 
     def dump_py_spy(self):
-        """Start ``py-spy dump --native`` of the rank (it does not wait: the next polls reap it)."""
-        if not self.py_spy or self.py_spy_proc is not None:
+        """Start ``py-spy dump --native`` of the rank (it does not wait: the next polls reap it).
+
+        py-spy stops the rank while it reads it (about 0.25 s): at most once per PY_SPY_EVERY_S."""
+        if not self.py_spy or self.py_spy_proc is not None or (
+                self.py_spy_started is not None and time.monotonic() - self.py_spy_started < PY_SPY_EVERY_S):
             return
         path = os.path.join(self.cfg["dump_dir"], _report.py_spy_name(self._rank(), self.rank_pid))
         try:
@@ -310,8 +325,9 @@ class Watchdog(object):
             p.wait()
         self.py_spy_proc = None
 
-    def send_signal(self):
-        self.dump_py_spy()
+    def send_signal(self, py_spy=True):
+        if py_spy:
+            self.dump_py_spy()
         try:
             self.stacks_size_before = os.path.getsize(self.cfg["stack_path"])
         except OSError:

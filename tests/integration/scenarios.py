@@ -514,12 +514,16 @@ def fr_dump(ctx):
         while True:
             data = C._dump_fr_trace_json()  # bytes or str, by release
             data = data if isinstance(data, bytes) else data.encode("utf-8")
-            st = json.loads(data.decode("utf-8"))["pg_status"]["0"]
-            # the recorder may list an async call a moment after it returned
-            if not in_flight or int(st["last_enqueued_collective"]) > int(st["last_completed_collective"]):
+            d = json.loads(data.decode("utf-8"))
+            st = d["pg_status"]["0"]
+            enq, comp = int(st["last_enqueued_collective"]), int(st["last_completed_collective"])
+            # the recorder may list a call, its entry and its completion a moment after torch returned:
+            # dump once it shows this rank as it is (rank 1: nothing in flight; rank 0: the async call)
+            if enq == comp + (1 if in_flight else 0) and (
+                    not in_flight or any(int(e.get("op_id", -1)) == enq for e in d["entries"])):
                 break
             if time.monotonic() > deadline:
-                raise AssertionError("the recorder never showed the call in flight: %r" % (st,))
+                raise AssertionError("the recorder never settled: %r" % (st,))
             time.sleep(0.01)
         with open(path, "wb") as f:
             f.write(data)
@@ -534,3 +538,5 @@ def fr_dump(ctx):
         dump(in_flight=True)
         ctx.record(dumped=True)
         work.wait()
+    dist.barrier()
+    dist.destroy_process_group()  # no observer here to outlive: leave no gloo thread to the interpreter's exit

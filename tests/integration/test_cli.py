@@ -142,10 +142,12 @@ def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
 
     try:
         wait_until(verdicts, 120, "a verdict on either node\n" + text())
-        found = verdicts()
-        for path in found:  # both nodes may have detected at once: each merges its own gather
-            d = os.path.dirname(path)
-            wait_until(lambda: _complete(path), 30, "the verdict in %s to hear from all 4 ranks" % d)
+        found = {}
+        for path in verdicts():  # both nodes may have detected at once: each merges its own gather
+            found[path] = wait_until(lambda: _complete(path), 30, "the verdict in %s to hear from all 4 ranks"
+                                     % os.path.dirname(path))
+        # read before the release: on a busy machine a later call may be overdue too and gathered again
+        relayed = {p: _relayed_ranks(os.path.dirname(p)) for p in found}
         release.touch()
         codes = [p.wait(timeout=120) for p in procs]
     finally:
@@ -157,26 +159,28 @@ def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
         for log in logs:
             log.close()
     assert codes == [0, 0], out
-    for path in found:
-        with open(path) as f:
-            v = json.load(f)
+    for path, v in found.items():
         assert v["culprit_ranks"] == [3], (path, v["summary"], out)
         assert v["ranks_reporting"] == [0, 1, 2, 3] and v["ranks_silent"] == [], (path, v)
         h = [h for h in v["hangs"] if h["root"]][0]
         assert h["missing_ranks"] == [3] and h["waiting_ranks"] == [0, 1, 2]
         assert h["missing"]["3"]["state"] == "no_collective", h["missing"]
         # the other node's states came through the store (the nodes share no dump_dir)
-        here = os.path.dirname(path)
-        relayed = [json.load(open(os.path.join(here, n))) for n in os.listdir(here) if n.startswith("state-rank")]
-        relayed = sorted(d["rank"] for d in relayed if d.get("relayed_from"))
-        assert len(relayed) == 2, relayed
-        if 3 in relayed:  # the culprit's stack came along with its state
+        assert len(relayed[path]) == 2, relayed
+        if 3 in relayed[path]:  # the culprit's stack came along with its state
             assert any("train_script.py" in f for g in v["stack_groups"] if 3 in g["ranks"] for f in g["frames"])
 
 
 def _complete(path):
+    """The verdict at ``path`` once it hears from all 4 ranks, else None."""
     try:
         with open(path) as f:
-            return json.load(f)["ranks_reporting"] == [0, 1, 2, 3]
+            v = json.load(f)
+        return v if v["ranks_reporting"] == [0, 1, 2, 3] else None
     except (OSError, ValueError, KeyError):
-        return False
+        return None
+
+
+def _relayed_ranks(here):
+    docs = [json.load(open(os.path.join(here, n))) for n in os.listdir(here) if n.startswith("state-rank")]
+    return sorted(d["rank"] for d in docs if d.get("relayed_from"))
