@@ -1,0 +1,130 @@
+"""The store relay between two "nodes" (two dump_dirs) over one real torch HashStore, step by step.
+
+No threads and no ranks: each node's relay is stepped by hand, and the watchdogs' files (requests and
+states) are written by the test as the watchdogs would write them.  The whole path with real ranks,
+watchdogs and torchrun agents is tests/integration/test_cli.py::test_two_nodes_on_loopback_*.
+"""
+import json
+import os
+import time
+
+import pytest
+
+from c10d_observer import relay as _relay
+from c10d_observer import report as _report
+from c10d_observer import verdict as _verdict
+
+JOB = "run:unit"
+
+
+@pytest.fixture
+def nodes(tmp_path):
+    from torch import distributed as dist
+    store = dist.HashStore()
+    dirs = [str(tmp_path / "node0"), str(tmp_path / "node1")]
+    for d in dirs:
+        os.makedirs(d)
+    relays = [_relay.StoreRelay(d, rank, JOB, 0.1, 5.0, store_factory=lambda: store)
+              for d, rank in zip(dirs, (0, 2))]  # node0 holds ranks 0-1, node1 ranks 2-3
+    return store, dirs, relays
+
+
+def request(d, gid, by_rank, at=None):
+    req = {"id": gid, "job_id": JOB, "by_rank": by_rank, "world_size": 4, "requested_at": at or time.time()}
+    _report.write_atomic(os.path.join(d, _verdict.GATHER_NAME), req)
+    return req
+
+
+def state(d, rank, gid):
+    doc = {"format": _report.FORMAT, "version": _report.VERSION, "kind": "state", "rank": rank,
+           "pid": 100 + rank, "host": os.path.basename(d), "job_id": JOB, "gather_id": gid, "alive": True,
+           "written_at": time.time(), "groups": [], "stack_dump": None, "stacks_size_before": None}
+    _report.write_atomic(os.path.join(d, _verdict.state_name(rank, doc["pid"])), doc)
+
+
+def states_in(d):
+    out = {}
+    for n in os.listdir(d):
+        if n.startswith("state-rank"):
+            doc = _report.read_json(os.path.join(d, n))
+            out[doc["rank"]] = doc
+    return out
+
+
+def test_a_request_reaches_the_other_node_and_its_states_come_back(nodes):
+    store, (d0, d1), (r0, r1) = nodes
+    for r in (r0, r1):
+        r.step()  # connected: earlier requests are history
+    request(d0, "gA", 0)
+    state(d0, 0, "gA")
+    state(d0, 1, "gA")
+    r0.step()  # publishes gA
+    r1.step()  # takes it: written into node1's dump_dir, dated by node1's clock
+    relayed = _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))
+    assert relayed["id"] == "gA" and relayed["relayed"] is True
+    state(d1, 2, "gA")  # node1's watchdogs answer it
+    state(d1, 3, "gA")
+    r1.step()  # publishes ranks 2 and 3
+    r0.step()  # the requester's relay fetches them
+    got = states_in(d0)
+    assert sorted(got) == [0, 1, 2, 3]
+    assert got[2]["relayed_from"] == "node1" and got[3]["relayed_from"] == "node1"
+    assert got[3]["gather_id"] == "gA" and got[3]["answered_gather_id"] == "gA"
+    assert "relayed_from" not in got[0]  # node0's own states are left alone
+
+
+def test_two_nodes_that_request_at_once_each_get_the_others_states(nodes):
+    store, (d0, d1), (r0, r1) = nodes
+    for r in (r0, r1):
+        r.step()
+    request(d0, "gA", 0)
+    request(d1, "gB", 2)
+    state(d0, 0, "gA")
+    state(d0, 1, "gA")
+    state(d1, 2, "gB")
+    state(d1, 3, "gB")
+    for _ in range(3):
+        r0.step()
+        r1.step()
+    # neither request was overwritten by the other's: each node kept its own and got the other's states
+    assert _report.read_json(os.path.join(d0, _verdict.GATHER_NAME))["id"] == "gA"
+    assert _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))["id"] == "gB"
+    assert sorted(states_in(d0)) == [0, 1, 2, 3] and states_in(d0)[2]["gather_id"] == "gA"
+    assert sorted(states_in(d1)) == [0, 1, 2, 3] and states_in(d1)[0]["gather_id"] == "gB"
+
+
+def test_requests_published_before_a_relay_started_are_history(nodes):
+    store, (d0, d1), (r0, r1) = nodes
+    r0.step()
+    request(d0, "old", 0)
+    r0.step()  # published while node1's relay was not running yet
+    r1.step()  # starts now: takes the counter as it is
+    r1.step()
+    assert not os.path.exists(os.path.join(d1, _verdict.GATHER_NAME))
+
+
+def test_a_request_of_another_node_with_a_clock_far_behind_is_still_taken(nodes):
+    store, (d0, d1), (r0, r1) = nodes
+    r1.step()
+    # published as node0's relay does, by a node whose clock is an hour behind node1's
+    req = {"id": "gA", "job_id": JOB, "by_rank": 0, "world_size": 4, "requested_at": time.time() - 3600}
+    n = store.add(_relay.PREFIX + "requests", 1)
+    store.set(_relay.PREFIX + "request/%d" % n, json.dumps(req))
+    store.add(_relay.PREFIX + "request_ready/%d" % n, 1)
+    r1.step()
+    relayed = _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))
+    assert relayed["id"] == "gA" and abs(relayed["requested_at"] - time.time()) < 60  # dated here
+    assert relayed["requested_at_origin"] == req["requested_at"]
+
+
+def test_a_number_published_before_its_request_is_written_is_read_next_time(nodes):
+    store, (d0, d1), (r0, r1) = nodes
+    r1.step()
+    n = store.add(_relay.PREFIX + "requests", 1)  # node0 numbered its request, has not written it yet
+    r1.step()  # must not block on the missing key
+    assert not os.path.exists(os.path.join(d1, _verdict.GATHER_NAME))
+    req = {"id": "gA", "job_id": JOB, "by_rank": 0, "world_size": 4, "requested_at": time.time()}
+    store.set(_relay.PREFIX + "request/%d" % n, json.dumps(req))
+    store.add(_relay.PREFIX + "request_ready/%d" % n, 1)
+    r1.step()
+    assert _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))["id"] == "gA"
