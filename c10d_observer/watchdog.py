@@ -178,7 +178,7 @@ class Watchdog(object):
                 "frozen": bool(beat) and now_ns - beat > self.frozen_after_ns,
                 "main_thread": self.reader.main_thread(), "stack_dump": self.cfg["stack_path"],
                 "py_spy_dump": os.path.join(self.cfg["dump_dir"], _report.py_spy_name(rank, self.rank_pid))
-                if self.py_spy and self.signalled_at is not None else None,
+                if self.py_spy and self.py_spy_started is not None else None,
                 "config": self.cfg.get("public_config")}
 
     def write_state(self, wall_now, gather_id=None, alive=True, exit_reason=None):
