@@ -19,6 +19,7 @@ import warnings
 from . import channel as _ch
 from . import compat
 from . import config as _config
+from . import relay as _relay
 from . import report as _report
 from . import signals as _signals
 from . import tracker as _tracker
@@ -125,7 +126,6 @@ class Observer(object):
         cfg = self.config
         rank, world = compat.rank_and_world()
         pid = os.getpid()
-        from . import relay as _relay
         # the gather window: one node meets in dump_dir within a poll; across nodes the relay adds up to
         # two of its periods (a poll each) on the way out and back
         self._gather_wait = max(4.0, 4 * cfg.poll_interval + 1.0) if _relay.multi_node() else None
@@ -162,7 +162,6 @@ class Observer(object):
             tracker.start_poller()
             self._undo.append(tracker.stop)
             if self._gather_wait is not None:  # several nodes: the gather goes through the c10d store too
-                from . import relay as _relay
                 rel = _relay.StoreRelay(cfg.dump_dir, rank, _job_id(), cfg.poll_interval, self._gather_wait + 1.0)
                 rel.start()
                 self._undo.append(rel.stop)

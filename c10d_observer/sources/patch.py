@@ -106,7 +106,8 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None, gap=False):
                 peer = kwargs.get(peer_kw)
             st = (g.sends if is_send else g.recvs).get(peer) or g.p2p_stream(peer, is_send)
         word = op | tracker.api << 16
-        if size_arg is not None and len(args) > size_arg:  # the size signature: one tensor's dtype, numel
+        # the size signature, one tensor's dtype and numel: channel.encode_sig inlined (the call path)
+        if size_arg is not None and len(args) > size_arg:
             x = args[size_arg]
             while x.__class__ is list:
                 x = x[0] if x else None

@@ -72,7 +72,7 @@ class PgHooksSource(object):
                 st = g.coll
             word = code | t.api << 16
             side = sides.get(code)
-            if side is not None:  # the size signature: one tensor's dtype and numel
+            if side is not None:  # the size signature: channel.encode_sig inlined (the call path)
                 xs = (args.output_tensors if side else args.input_tensors) or (
                     args.input_tensors if side else args.output_tensors)
                 x = xs[0] if xs else None
