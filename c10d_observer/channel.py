@@ -237,21 +237,27 @@ class StreamWriter(object):
 
     ``start`` is one ``pack_into`` and one word; ``done`` one or two words.  ``open`` holds the calls
     started and not done: a call joins it before its sequence number is handed out, so no thread can write
-    a done hint past a call that is still open, and the ring overflow is known without reading the
-    segment back.
+    a done hint past a call that is still open, and the ring overflow is known without reading the segment
+    back.  The done word is written even where the hint covers it: two threads ending calls at once may
+    write their hints in either order.  Slot offsets are precomputed: every bytecode here runs once per
+    collective.
     """
 
-    __slots__ = ("_mm", "_mv", "_ring", "_ring_off", "_mask", "_size", "_head", "_pack", "seq", "open")
+    __slots__ = ("_mm", "_mv", "_offs", "_dones", "_mask", "_size", "_head", "_last", "_hint", "_pack", "seq",
+                 "open")
 
     def __init__(self, channel, idx):
         lay = channel.layout
         self._mm = channel._mm
         self._mv = channel._mv
-        self._ring = lay.ring_base(idx)
-        self._ring_off = self._ring * _W
+        ring = lay.ring_base(idx)
+        self._offs = [(ring + i * SLOT_WORDS) * _W for i in range(lay.ring)]  # byte offset of each slot
+        self._dones = [ring + i * SLOT_WORDS + 4 for i in range(lay.ring)]  # word index of each done_seq
         self._mask = lay.mask
         self._size = lay.ring
         self._head = lay.head(idx)
+        self._last = self._head + S_LAST_STARTED
+        self._hint = self._head + S_DONE_HINT
         self._pack = _START.pack_into
         self.seq = 0  # last sequence number handed out on this stream
         self.open = set()
@@ -260,13 +266,12 @@ class StreamWriter(object):
         """Record the start of the next call (now, unless ``t_ns`` is given); returns its sequence number."""
         seq = self.seq + 1
         open_ = self.open
-        if seq > self._size and seq - self._size in open_:  # its slot's call is still open: overflow
+        if open_ and seq - self._size in open_:  # its slot's call is still open: overflow
             self._mv[self._head + S_OVERFLOW] += 1
         open_.add(seq)
         self.seq = seq
-        self._pack(self._mm, self._ring_off + (seq & self._mask) * SLOT_BYTES, seq, op,
-                   _monotonic_ns() if t_ns is None else t_ns, seq)
-        self._mv[self._head] = seq  # S_LAST_STARTED
+        self._pack(self._mm, self._offs[seq & self._mask], seq, op, _monotonic_ns() if t_ns is None else t_ns, seq)
+        self._mv[self._last] = seq
         return seq
 
     def skip_to(self, seq):
@@ -275,14 +280,14 @@ class StreamWriter(object):
         if seq <= self.seq:
             return
         self.seq = seq
-        self._mv[self._head] = seq  # S_LAST_STARTED
+        self._mv[self._last] = seq
         if not self.open:
-            self._mv[self._head + S_DONE_HINT] = seq
+            self._mv[self._hint] = seq
 
     def amend(self, seq, op, t_ns):
         """Rewrite the op and start time of call ``seq`` (still open) once a source has learnt them."""
         if seq in self.open and seq > self.seq - self._size:
-            self._pack(self._mm, self._ring_off + (seq & self._mask) * SLOT_BYTES, seq, op, t_ns, seq)
+            self._pack(self._mm, self._offs[seq & self._mask], seq, op, t_ns, seq)
 
     def done(self, seq):
         """Record the completion of call ``seq``."""
@@ -290,9 +295,9 @@ class StreamWriter(object):
         open_.discard(seq)
         mv = self._mv
         if seq > self.seq - self._size:  # else a later call reuses the slot: leave that one alone
-            mv[self._ring + (seq & self._mask) * SLOT_WORDS + 4] = seq
+            mv[self._dones[seq & self._mask]] = seq
         if not open_:  # nothing older is in flight: the reader may skip up to here
-            mv[self._head + S_DONE_HINT] = seq
+            mv[self._hint] = seq
 
 
 class ChannelReader(object):

@@ -43,13 +43,15 @@ class _Group(object):
     recv on B from A carry the same sequence number on stream ``<group>:p2p:A->B``.
     """
 
-    __slots__ = ("desc", "coll", "sends", "recvs", "sides", "ranks", "wait_done", "tracker", "batch", "native")
+    __slots__ = ("desc", "coll", "sends", "recvs", "sides", "ranks", "wait_done", "sink", "tracker", "batch",
+                 "native")
 
     def __init__(self, tracker, desc):
         self.tracker = tracker
         self.desc = desc
         self.ranks = desc.get("ranks")
         self.wait_done = desc.get("backend") in _WAIT_MEANS_DONE
+        self.sink = tracker.waiting if self.wait_done else tracker.polling  # where its calls' works go
         self.coll = tracker._stream(dict(desc, kind="collective", stream=desc["group"]))
         self.sends = {}
         self.recvs = {}

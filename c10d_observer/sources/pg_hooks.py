@@ -34,10 +34,10 @@ class PgHooksSource(object):
         self.watch.install()
 
     def _op(self, name):
-        code = self._codes.get(name)
-        if code is None:
-            op = compat.op_name(name)
-            code = self._codes[name] = -1 if op in _SKIP else _ch.OP_CODES.get(op, 0)
+        """The op code of a HookOpName, cached by its integer value: hashing the enum object itself calls
+        back into pybind11 twice (hash and compare), several microseconds per call on the call path."""
+        op = compat.op_name(name)
+        code = self._codes[name.value] = -1 if op in _SKIP else _ch.OP_CODES.get(op, 0)
         return code
 
     def _hook_group(self, pg):
@@ -52,13 +52,13 @@ class PgHooksSource(object):
         sides = {_ch.OP_CODES[op]: side == "out" for op, (side, _) in compat.SIZE_TENSOR.items()}
 
         def pre(args):
-            g = groups.get(pg) or t.group(pg)  # described at its first call: torch registers it late
             name = args.name
-            code = codes.get(name)
+            code = codes.get(name.value)
             if code is None:
                 code = op_of(name)
             if code < 0:
                 return
+            g = groups.get(pg) or t.group(pg)  # described at its first call: torch registers it late
             tid = get_ident()
             if pending:  # an earlier call from this thread raised before its post hook: it is over
                 for k, v in list(pending.items()):
@@ -79,7 +79,7 @@ class PgHooksSource(object):
                 dc = dtype_codes.get(getattr(x, "dtype", None), 0)
                 if dc:
                     word |= (dc << 24 | (x.numel() & 0xFFFFFF)) << 32
-            pending[args.op_id] = (st, st.start(word), tid, g.wait_done)
+            pending[args.op_id] = (st, st.start(word), tid, g.sink)
 
         def post(args):
             entry = pending.pop(args.op_id, None)
@@ -89,7 +89,7 @@ class PgHooksSource(object):
             if work is None:
                 entry[0].done(entry[1])
             else:
-                (t.waiting if entry[3] else t.polling)[work] = entry[:2]
+                entry[3][work] = entry[:2]
 
         pg.register_pre_hook(HOOK_ID, pre)
         pg.register_post_hook(HOOK_ID, post)
