@@ -43,7 +43,10 @@ class PgHooksSource(object):
     def _hook_group(self, pg):
         t = self.tracker
         groups = t.groups
-        pending = {}  # op_id -> (stream, seq, thread id): between the pre and the post hook
+        # thread id -> (stream, seq, sink) between a call's pre and post hook.  torch runs both on the calling
+        # thread, the post hook as soon as the op is issued, so a thread has at most one call between them;
+        # keyed by thread rather than by ``args.op_id``, which would cost a pybind11 property read per hook.
+        pending = {}
         codes = self._codes
         op_of = self._op
         get_ident = threading.get_ident
@@ -60,11 +63,10 @@ class PgHooksSource(object):
                 return
             g = groups.get(pg) or t.group(pg)  # described at its first call: torch registers it late
             tid = get_ident()
-            if pending:  # an earlier call from this thread raised before its post hook: it is over
-                for k, v in list(pending.items()):
-                    if v[2] == tid:
-                        del pending[k]
-                        v[0].done(v[1])
+            if pending:
+                prev = pending.pop(tid, None)
+                if prev is not None:  # an earlier call from this thread raised before its post hook: it is over
+                    prev[0].done(prev[1])
             if code == _SEND or code == _RECV:
                 peer = args.root
                 st = g.p2p_stream(None if peer < 0 else peer, code == _SEND)
@@ -79,17 +81,18 @@ class PgHooksSource(object):
                 dc = dtype_codes.get(getattr(x, "dtype", None), 0)
                 if dc:
                     word |= (dc << 24 | (x.numel() & 0xFFFFFF)) << 32
-            pending[args.op_id] = (st, st.start(word), tid, g.sink)
+            pending[tid] = (st, st.start(word), g.sink)
 
         def post(args):
-            entry = pending.pop(args.op_id, None)
+            entry = pending.pop(get_ident(), None)
             if entry is None:
                 return
+            st, seq, sink = entry
             work = args.work
             if work is None:
-                entry[0].done(entry[1])
+                st.done(seq)
             else:
-                entry[3][work] = entry[:2]
+                sink[work] = (st, seq)
 
         pg.register_pre_hook(HOOK_ID, pre)
         pg.register_post_hook(HOOK_ID, post)
