@@ -141,7 +141,7 @@ def _tail(path, n=25):
 
 def merge(runs):
     """runs: worker JSONs (with raw samples) of one (world, FR setting); pooled samples and blocks."""
-    configs, cells, samples, blocks, direct = [], None, {}, [], {}
+    configs, cells, samples, blocks, direct, direct_cpu = [], None, {}, [], {}, {}
     for i, r in enumerate(runs):
         for c in r["configs"]:
             if c not in configs:
@@ -158,8 +158,10 @@ def merge(runs):
             blocks.append(b)
         for cfg, v in (r.get("direct_samples_ns") or {}).items():
             direct.setdefault(cfg, []).extend(v)
+        for cfg, v in (r.get("direct_cpu_samples_ns") or {}).items():
+            direct_cpu.setdefault(cfg, []).extend(v)
     rows = ov.summarize(cells, configs, samples, blocks)
-    d = ov.summarize_direct(configs, direct)
+    d = ov.summarize_direct(configs, direct, direct_cpu)
     return {"configs": configs, "cells": rows, "direct": d, "target_20x": ov.target_summary(rows, d),
             "launches": len(runs)}
 
@@ -251,6 +253,9 @@ def print_tables(results, fr_settings, configs):
             print("  world %d, FR %s: %s; %s" % (
                 w, fr, ", ".join("%s +%.2f us" % (k, v / 1e3) for k, v in d["added_ns"].items()),
                 ", ".join("%s %s" % (k, ov.fmt_ratio(v)) for k, v in d["ctrace_vs_observer"].items()) or "-"))
+            if d.get("cpu_added_ns"):
+                print("    main thread's CPU over the whole call (sees hooks run from C++): %s" % ", ".join(
+                    "%s %+.2f us" % (k, v / 1e3) for k, v in d["cpu_added_ns"].items()))
     print()
     print("target: collective-trace's added latency >= 20x the observer's")
     for w in worlds:
