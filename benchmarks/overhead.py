@@ -317,6 +317,7 @@ class _CTrace(object):
         self.tracer = None
         self.saved = None
         self.not_restored = None
+        self.logger_stuck = False  # its file logger could not be drained (off())
 
     def on(self):
         import torch.distributed as dist
@@ -343,8 +344,17 @@ class _CTrace(object):
         for n, f in self.saved.items():
             setattr(dist, n, f)
         tr.timeout_daemon.stop()
-        if tr.config.async_logger is not None:
-            tr.config.async_logger.close()  # joins its thread: up to 1 s (queue.get(timeout=1))
+        lg = tr.config.async_logger
+        if lg is not None:
+            # close() (0.1.444) stops its writer thread, then flushes with no timeout: a line queued after the
+            # thread stopped is never taken, and close() waits forever (seen once in a world-4 launch).  So
+            # drain first, bounded; if that fails, stop the thread and give up on the file's last lines.
+            try:
+                lg.flush(timeout=10)
+                lg.close()  # joins its thread: up to 1 s (queue.get(timeout=1))
+            except TimeoutError:
+                lg._stop_event.set()
+                self.logger_stuck = True
             tr.config.async_logger = None
         self.tracer = None
 
@@ -644,6 +654,7 @@ def main(argv=None):
             "all_checks_ok": all(c.get("ok") for c in checks) if checks else None,
             "ctrace_remove_hooks_left_wrapped": dict((c.name, c.not_restored) for c in configs
                                                      if isinstance(c, _CTrace)),
+            "ctrace_logger_not_drained": dict((c.name, c.logger_stuck) for c in configs if isinstance(c, _CTrace)),
             "on_off_ms": dict((c, {"on_median": statistics.median(v["on"]), "off_median": statistics.median(v["off"]),
                                    "on_first": v["on"][0]}) for c, v in on_off_ms.items() if v["on"]),
             "per_rank_median_us": [{"rank": g["rank"], "median_us": g["median_us"]} for g in gathered],
