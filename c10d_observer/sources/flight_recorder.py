@@ -63,6 +63,7 @@ class FlightRecorderSource(object):
         self.pgs = {}  # pg_id (str) -> _Pg
         self.ignored = set()  # pg_ids of groups another source covers
         self._baseline = {}
+        self._unnamed = {}  # pg_id -> when the entries were last read for it and held none (monotonic ns)
         self._stop = threading.Event()
         self._thread = None
         self._pid = os.getpid()
@@ -94,7 +95,11 @@ class FlightRecorderSource(object):
         for pg_id, (enq, comp) in status.items():
             p = self.pgs.get(pg_id)
             if p is None:
-                lookup = lookup or (pg_id not in self.ignored and enq > self._baseline.get(pg_id, 0))
+                # a new group is named from its entries; one whose entries hold nothing yet (its ops are not
+                # recorded, or not yet) is looked for again at most every quarter timeout: a read of the
+                # entries takes tens of ms of the rank's GIL
+                lookup = lookup or (pg_id not in self.ignored and enq > self._baseline.get(pg_id, 0) and
+                                    now - self._unnamed.get(pg_id, now - self.lookup_after_ns) >= self.lookup_after_ns)
                 continue
             self._advance(p, enq, comp, now)
             lookup = lookup or any(now - p.looked.get(k, t) >= self.lookup_after_ns
@@ -128,11 +133,14 @@ class FlightRecorderSource(object):
         for e in entries:
             by_pg.setdefault(str(e.get("pg_id")), []).append(e)
         for pg_id, (enq, comp) in status.items():
-            if pg_id in self.pgs or pg_id in self.ignored or pg_id not in by_pg:
+            if pg_id in self.pgs or pg_id in self.ignored:
                 continue
-            name = (by_pg[pg_id][0].get("process_group") or [None])[0]
+            name = (by_pg[pg_id][0].get("process_group") or [None])[0] if pg_id in by_pg else None
             if name is not None and self._add_pg(pg_id, str(name)):
+                self._unnamed.pop(pg_id, None)
                 self._advance(self.pgs[pg_id], enq, comp, now)
+            else:
+                self._unnamed[pg_id] = now
         keep = {}
         for pg_id, p in self.pgs.items():
             if not p.inflight:

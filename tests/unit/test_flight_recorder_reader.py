@@ -148,3 +148,20 @@ def test_a_call_in_flight_is_looked_at_again_each_quarter_and_ends_when_retired(
     clock.now_ns += QUARTER_NS
     src.poll_once()
     assert in_flight(reader) == (2, 2, None)
+
+
+def test_a_group_whose_ops_have_no_entries_is_looked_for_once_a_quarter_not_every_poll(rig, monkeypatch):
+    # pg_status counts ops the recorder keeps no entry for (gloo's p2p and monitored_barrier): a group that
+    # issues only those was read for on every poll, and one read of a full buffer holds the rank's GIL for
+    # 60-170 ms (2.13, 2,000 entries)
+    src, rec, clock, reader = rig
+    monkeypatch.setattr(compat, "fr_status", lambda: dict(rec.status(), **{"7": (3, 3)}))
+    src.poll_once()
+    assert rec.entry_reads == 1  # a new group is looked for at once
+    for _ in range(7):
+        clock.now_ns += QUARTER_NS // 8
+        src.poll_once()
+    assert rec.entry_reads == 1
+    clock.now_ns += QUARTER_NS // 8
+    src.poll_once()
+    assert rec.entry_reads == 2  # and again a quarter timeout later, in case its entries have come
