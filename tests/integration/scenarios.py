@@ -503,39 +503,47 @@ def torch_timeouts(ctx):
 def fr_dump(ctx):
     """No observer: rank 1 skips the second all_reduce; each rank saves torch's own flight-recorder dump
     (JSON) where it is, for `report` to read."""
+    import json
     from torch._C import _distributed_c10d as C
+
+    def read():
+        data = C._dump_fr_trace_json()  # bytes or str, by release
+        data = data if isinstance(data, bytes) else data.encode("utf-8")
+        d = json.loads(data.decode("utf-8"))
+        st = (d.get("pg_status") or {}).get("0")
+        counts = (int(st["last_enqueued_collective"]), int(st["last_completed_collective"])) if st else (0, 0)
+        return data, d, counts
+
+    base = read()[2][0]  # the group's op counter before this scenario's calls
     t = torch.ones(4)
     dist.all_reduce(t)
     path = os.path.join(ctx.args["dump_dir"], "torch_fr_rank_%d" % ctx.rank)  # torch's own naming style
 
-    def dump(in_flight=False):
-        import json
+    def dump(calls):
         deadline = time.monotonic() + 30
         while True:
-            data = C._dump_fr_trace_json()  # bytes or str, by release
-            data = data if isinstance(data, bytes) else data.encode("utf-8")
-            d = json.loads(data.decode("utf-8"))
-            st = d["pg_status"]["0"]
-            enq, comp = int(st["last_enqueued_collective"]), int(st["last_completed_collective"])
+            data, d, (enq, comp) = read()
             # the recorder may list a call, its entry and its completion a moment after torch returned:
-            # dump once it shows this rank as it is (rank 1: nothing in flight; rank 0: the async call)
-            if enq == comp + (1 if in_flight else 0) and (
-                    not in_flight or any(int(e.get("op_id", -1)) == enq for e in d["entries"])):
+            # dump once it shows this rank as it is (rank 1: its one call done; rank 0: the first done, the
+            # second, async, in flight with its entry).  Counting from `base`: an older state (the first call
+            # enqueued, its completion not yet written) also has one call in flight.
+            if enq == base + calls and comp == base + 1 and (
+                    calls == 1 or any(int(e.get("op_id", -1)) == enq for e in d["entries"])):
                 break
             if time.monotonic() > deadline:
-                raise AssertionError("the recorder never settled: %r" % (st,))
+                raise AssertionError("the recorder never settled: %r" % ((base, enq, comp),))
             time.sleep(0.01)
         with open(path, "wb") as f:
             f.write(data)
 
     if ctx.rank == 1:
-        dump()
+        dump(1)
         ctx.record(dumped=True)
         ctx.stall_until_released()
         dist.all_reduce(t)
     else:
         work = dist.all_reduce(t, async_op=True)
-        dump(in_flight=True)
+        dump(2)
         ctx.record(dumped=True)
         work.wait()
     dist.barrier()
