@@ -144,7 +144,8 @@ def _self_costs(path):
 def run_config(config, calls, timeout):
     work_dir = tempfile.mkdtemp(prefix="c10d_observer-cg-")
     try:
-        env = dict(os.environ, OMP_NUM_THREADS="1", TORCH_FR_BUFFER_SIZE=os.environ.get("TORCH_FR_BUFFER_SIZE", "2000"),
+        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONHASHSEED="0",
+                   TORCH_FR_BUFFER_SIZE=os.environ.get("TORCH_FR_BUFFER_SIZE", "2000"),
                    PYTHONPATH=os.pathsep.join([os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]))
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
                "--callgrind-out-file=" + os.path.join(work_dir, "cg.%p"), sys.executable, os.path.abspath(__file__),
@@ -153,10 +154,12 @@ def run_config(config, calls, timeout):
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
             try:
                 _wait_for(os.path.join(work_dir, "ready"), proc, timeout)
-                subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], stdout=subprocess.DEVNULL, check=True)
+                subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, check=True)
                 open(os.path.join(work_dir, "ready.ack"), "w").close()
                 _wait_for(os.path.join(work_dir, "done"), proc, timeout)
-                subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], stdout=subprocess.DEVNULL, check=True)
+                subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, check=True)
                 open(os.path.join(work_dir, "done.ack"), "w").close()
                 proc.wait(timeout=timeout)
             finally:

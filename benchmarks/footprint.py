@@ -361,8 +361,16 @@ def run_config(label, kwargs, args, busy, dump_dir):
         if wd is not None:
             res["memory_after_busy"] = watchdog_memory(wd)
             try:
-                tr = c10d_observer.observer.active().tracker
-                res["recorded_calls"] = sum(g.coll.seq for g in list(tr.groups.values()))
+                obs = c10d_observer.observer.active()
+                tr = obs.tracker
+                want = sum(p["calls"] for p in res["phases"])
+                # the flight-recorder source numbers calls when its reader next looks (every half poll)
+                deadline = time.monotonic() + obs.config.poll_interval + 1.0
+                while True:
+                    res["recorded_calls"] = sum(g.coll.seq for g in list(tr.groups.values()))
+                    if res["recorded_calls"] >= want or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.05)
             except Exception:  # noqa: BLE001  (tracker internals changed)
                 res["recorded_calls"] = None
         dist.barrier()
