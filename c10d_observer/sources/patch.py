@@ -78,22 +78,26 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None, gap=False):
     """The wrapper of one ProcessGroup method.  ``p2p``: None for a collective (the group's collective
     stream), else (index of the peer argument or None for any source, its keyword name, is_send).
     ``side``: put the calls on the group's side stream of that name (an op a native source never sees).
-    ``gap``: pass calls through on groups a native source covers (``_Group.native``)."""
-    if p2p is None and side is None and not gap:
-        return _make_plain_coll_wrapper(tracker, orig, op)
+    ``gap``: pass calls through on groups a native source covers (``_Group.native``).  The common case, a
+    plain collective on the group's own stream, takes one test to skip the rest (benchmarks/README.md,
+    where the time goes)."""
     groups = tracker.groups
     get_group = tracker.group
-    if p2p is not None:
-        peer_index, peer_kw, is_send = p2p
+    plain = p2p is None and side is None and not gap
+    peer_index, peer_kw, is_send = p2p if p2p is not None else (None, None, False)
     size_arg = compat.SIZE_TENSOR.get(_ch.OPS[op], (None, None))[1]
+    if size_arg is None:
+        size_arg = 1 << 30  # no size signature for this op: len(args) is never above it
     dtype_codes = tracker.dtype_codes
 
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
         g = groups.get(self) or get_group(self)
-        if gap and g.native:
+        if plain:
+            st = g.coll
+        elif gap and g.native:
             return orig(self, *args, **kwargs)
-        if side is not None:
+        elif side is not None:
             st = g.sides.get(side) or g.side(side)
         elif p2p is None:
             st = g.coll
@@ -106,47 +110,7 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None, gap=False):
                 peer = kwargs.get(peer_kw)
             st = (g.sends if is_send else g.recvs).get(peer) or g.p2p_stream(peer, is_send)
         word = op | tracker.api << 16
-        # the size signature, one tensor's dtype and numel: channel.encode_sig inlined (the call path)
-        if size_arg is not None and len(args) > size_arg:
-            x = args[size_arg]
-            while x.__class__ is list:
-                x = x[0] if x else None
-            code = dtype_codes.get(getattr(x, "dtype", None), 0)
-            if code:
-                word |= (code << 24 | (x.numel() & 0xFFFFFF)) << 32
-        seq = st.start(word)
-        try:
-            work = orig(self, *args, **kwargs)
-        except BaseException:
-            st.done(seq)
-            raise
-        if g.batch is not None:
-            g.batch.calls.append((st, seq))
-        elif work is None:
-            st.done(seq)
-        else:
-            g.sink[work] = (st, seq)
-        return work
-
-    return wrapper
-
-
-def _make_plain_coll_wrapper(tracker, orig, op):
-    """``_make_call_wrapper`` for the common case, a collective on the group's own stream, with nothing
-    more than it needs: it runs on every collective (benchmarks/README.md, where the time goes)."""
-    groups = tracker.groups
-    get_group = tracker.group
-    size_arg = compat.SIZE_TENSOR.get(_ch.OPS[op], (None, None))[1]
-    if size_arg is None:
-        size_arg = 1 << 30  # no size signature for this op: len(args) is never above it
-    dtype_codes = tracker.dtype_codes
-
-    @functools.wraps(orig)
-    def wrapper(self, *args, **kwargs):
-        g = groups.get(self) or get_group(self)
-        st = g.coll
-        word = op | tracker.api << 16
-        if len(args) > size_arg:  # the size signature: channel.encode_sig inlined
+        if len(args) > size_arg:  # the size signature, one tensor's dtype and numel: channel.encode_sig inlined
             x = args[size_arg]
             while x.__class__ is list:
                 x = x[0] if x else None
