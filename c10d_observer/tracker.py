@@ -6,15 +6,19 @@ one stream for collectives and one per direction for point-to-point calls, so th
 a call is the same on every rank that takes part.
 
 A call ends when its work completes.  A source puts the work in ``waiting`` (CPU backends: the work's
-``wait()`` returning ends it) or ``polling`` (GPU backends, where ``wait()`` returns before the GPU has
-finished); the completion poller ends any of them that ``Work.is_completed()`` says are done, which also
-covers async works nobody waits on.
+``wait()`` returning ends it, or the completion poller when ``Work.is_completed()`` says so, which also
+covers async works nobody waits on) or hands it to the group's ``gpu`` (GPU backends, where ``wait()``
+returns before the GPU has finished: gpu.GpuCompletion, which also follows calls that return no work).
+
+Which source makes a group's collective events is the plan's decision, asked once per group
+(``native_for``): ``_Group.native`` names the recorder or hook that does, None where the patch source does.
 """
 import logging
 import threading
 import warnings
 
 from . import compat
+from . import gpu as _gpu
 
 log = logging.getLogger("c10d_observer")
 
@@ -43,22 +47,24 @@ class _Group(object):
     recv on B from A carry the same sequence number on stream ``<group>:p2p:A->B``.
     """
 
-    __slots__ = ("desc", "coll", "sends", "recvs", "sides", "ranks", "wait_done", "sink", "tracker", "batch",
-                 "native")
+    __slots__ = ("desc", "coll", "sends", "recvs", "sides", "ranks", "wait_done", "sink", "gpu", "tracker",
+                 "batch", "native")
 
-    def __init__(self, tracker, desc):
+    def __init__(self, tracker, desc, pg=None):
         self.tracker = tracker
         self.desc = desc
         self.ranks = desc.get("ranks")
         self.wait_done = desc.get("backend") in _WAIT_MEANS_DONE
-        self.sink = tracker.waiting if self.wait_done else tracker.polling  # where its calls' works go
+        self.sink = tracker.waiting  # where a CPU backend's works go
+        self.gpu = None if self.wait_done else tracker.gpu  # follows a GPU backend's calls
+        # the recorder or hook that makes this group's collective events (the patch source's wrappers pass
+        # its calls through), or None: the patch source does
+        self.native = tracker.native_for(pg, desc)
         self.coll = tracker._stream(dict(desc, kind="collective", stream=desc["group"]))
         self.sends = {}
         self.recvs = {}
         self.batch = None  # the calls of an open coalescing block (sources.patch._Batch)
         self.sides = {}
-        # a native source makes this group's collective events: the patch source's gap wrappers pass through
-        self.native = desc.get("backend") in tracker.native_backends
 
     def side(self, op_name):
         """A stream of its own for one op a native source does not see (``<group>:monitored_barrier``),
@@ -97,8 +103,9 @@ class Tracker(object):
         self.channel = writer
         self.groups = {}
         self.waiting = {}  # work -> (stream, seq): CPU backends, done when wait() returns or polled done
-        self.polling = {}  # work -> (stream, seq): GPU backends, done when the work says so
-        self.native_backends = frozenset()  # backends whose collectives a native source reports
+        self.gpu = _gpu.GpuCompletion()  # GPU backends: done when the GPU has finished
+        self.polling = self.gpu.works
+        self.native_for = lambda pg, desc: None  # set by the plan (sources.Dispatch)
         self.api = 0  # API code of the composite call now running (see channel.APIS), 0 for none
         self.rank = -1
         try:
@@ -114,7 +121,7 @@ class Tracker(object):
 
     # -- registration (once per group / peer) --------------------------------------------------------
     def group(self, pg):
-        return self.groups.get(pg) or self._register(pg, lambda: compat.describe_group(pg))
+        return self.groups.get(pg) or self._register(pg, lambda: compat.describe_group(pg), pg)
 
     def group_by_name(self, name, backend="unknown"):
         """A group known only by the name torch gave it (a native source reports names, not objects)."""
@@ -125,7 +132,7 @@ class Tracker(object):
         return self.groups.get(key) or self._register(
             key, lambda: {"group": str(name), "name": str(name), "ranks": None, "backend": backend})
 
-    def _register(self, key, describe):
+    def _register(self, key, describe, pg=None):
         with self._lock:
             g = self.groups.get(key)
             if g is None:
@@ -135,7 +142,7 @@ class Tracker(object):
                 except Exception:  # an odd group must not break the collective
                     log.debug("c10d_observer: cannot describe %r", key, exc_info=True)
                     desc = {"group": "unknown-%d" % len(self.groups), "ranks": None, "backend": "unknown"}
-                g = self.groups[key] = _Group(self, desc)
+                g = self.groups[key] = _Group(self, desc, pg)
                 self.check_torch_timeout(desc)
         return g
 
@@ -173,7 +180,7 @@ class Tracker(object):
         self.channel.heartbeat()
         # Half the watchdog's poll while works are pending (a completion is then seen well within one
         # poll), the whole poll while nothing is: with gloo, wait() ends almost every call itself.
-        while not self._stop.wait(self._period / 2.0 if self.waiting or self.polling else self._period):
+        while not self._stop.wait(self._period / 2.0 if self.waiting or self.gpu.pending() else self._period):
             self.channel.heartbeat()  # the watchdog tells a rank whose Python cannot run by this
             try:
                 self.poll_once()
@@ -181,18 +188,19 @@ class Tracker(object):
                 log.debug("c10d_observer: completion poll failed", exc_info=True)
 
     def poll_once(self):
-        for table in (self.waiting, self.polling):
-            for work, entry in list(table.items()):
-                try:
-                    completed = work.is_completed()
-                except Exception:
-                    completed = True  # a work that cannot say is a failed one: no longer in flight
-                if completed and table.pop(work, None) is not None:
-                    entry[0].done(entry[1])
+        table = self.waiting
+        for work, entry in list(table.items()):
+            try:
+                completed = work.is_completed()
+            except Exception:
+                completed = True  # a work that cannot say is a failed one: no longer in flight
+            if completed and table.pop(work, None) is not None:
+                entry[0].done(entry[1])
+        self.gpu.poll()
 
     def stop(self):
         self._stop.set()
         if self._poller is not None and self._poller is not threading.current_thread():
             self._poller.join(timeout=5)
         self.waiting.clear()
-        self.polling.clear()
+        self.gpu.clear()

@@ -15,9 +15,11 @@ log = logging.getLogger("c10d_observer")
 
 
 class GroupWatch(object):
+    """Calls each of ``on_group`` (a list of callables) once for every group this rank is a member of."""
+
     def __init__(self, registry, on_group):
         self.registry = registry
-        self.on_group = on_group
+        self.on_group = list(on_group)
         self.known = set()
 
     def install(self):
@@ -52,7 +54,8 @@ class GroupWatch(object):
         except Exception:
             return
         self.known.add(id(pg))
-        try:
-            self.on_group(pg)
-        except Exception:  # a group we cannot hook is watched less, never broken
-            log.warning("c10d_observer: cannot watch process group %r", pg, exc_info=True)
+        for fn in self.on_group:
+            try:
+                fn(pg)
+            except Exception:  # a group we cannot hook is watched less, never broken
+                log.warning("c10d_observer: cannot watch process group %r", pg, exc_info=True)

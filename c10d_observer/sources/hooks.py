@@ -50,7 +50,6 @@ class HooksSource(object):
         if op in _P2P:
             return
         g = self.tracker.group_by_name(status.pg_name, str(status.backend).lower())
-        g.native = True
         st = g.coll
         self.pending[(status.pg_name, status.sequence_number)] = (st, st.start(_ch.OP_CODES.get(op, 0)))
         if getattr(status, "drop_count", 0):

@@ -70,20 +70,21 @@ class PatchRegistry(object):
 
 
 # The wrappers below are the call path: each binds what it needs as locals and calls no more than the
-# stream's start/done.  A call ends at once (it raised, or returned no work), joins its group's
-# coalescing batch, or is left in tracker.waiting (CPU backends: done when wait() returns or the poller
-# sees it complete) or tracker.polling (GPU backends: done when the work says so).
+# stream's start/done.  A call ends at once (it raised, or a CPU backend returned no work), joins its
+# group's coalescing batch, is left in tracker.waiting (CPU backends: done when wait() returns or the
+# poller sees it complete), or is handed to the group's ``gpu`` (GPU backends: done when the GPU has
+# finished it, from its work or, where it returned none, from a marker on its stream; gpu.py).
 
-def _make_call_wrapper(tracker, orig, op, p2p=None, side=None, gap=False):
+def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
     """The wrapper of one ProcessGroup method.  ``p2p``: None for a collective (the group's collective
     stream), else (index of the peer argument or None for any source, its keyword name, is_send).
     ``side``: put the calls on the group's side stream of that name (an op a native source never sees).
-    ``gap``: pass calls through on groups a native source covers (``_Group.native``).  The common case, a
-    plain collective on the group's own stream, takes one test to skip the rest (benchmarks/README.md,
-    where the time goes)."""
+    A collective on a group whose collectives a recorder or hook reports (``_Group.native``) passes
+    through.  The common case, a plain collective on the group's own stream, takes one test to skip the
+    rest (benchmarks/README.md, where the time goes)."""
     groups = tracker.groups
     get_group = tracker.group
-    plain = p2p is None and side is None and not gap
+    plain = p2p is None and side is None
     peer_index, peer_kw, is_send = p2p if p2p is not None else (None, None, False)
     size_arg = compat.SIZE_TENSOR.get(_ch.OPS[op], (None, None))[1]
     if size_arg is None:
@@ -94,13 +95,13 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None, gap=False):
     def wrapper(self, *args, **kwargs):
         g = groups.get(self) or get_group(self)
         if plain:
+            if g.native:
+                return orig(self, *args, **kwargs)
             st = g.coll
-        elif gap and g.native:
-            return orig(self, *args, **kwargs)
         elif side is not None:
             st = g.sides.get(side) or g.side(side)
-        elif p2p is None:
-            st = g.coll
+        elif g.native == "pg_hooks":  # its hooks see its p2p calls
+            return orig(self, *args, **kwargs)
         else:
             if peer_index is None:
                 peer = None
@@ -123,10 +124,15 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None, gap=False):
         except BaseException:
             st.done(seq)
             raise
-        if work is not None and g.batch is None:
-            g.sink[work] = (st, seq)
-        elif g.batch is not None:
+        if g.batch is not None:
             g.batch.calls.append((st, seq))
+        elif g.gpu is not None:
+            if work is None:
+                g.gpu.mark(st, seq)  # a synchronous NCCL collective (torch 2.8+): it ran on the current stream
+            else:
+                g.gpu.follow(work, st, seq)
+        elif work is not None:
+            g.sink[work] = (st, seq)
         else:
             st.done(seq)
         return work
@@ -180,7 +186,9 @@ def _make_end_coalescing_wrapper(tracker, orig):
                 batch.done()
             raise
         if batch is not None and batch.calls:
-            if work is None:
+            if g.gpu is not None:  # torch 2.8+ returns no work for a synchronous block: it ran on the current stream
+                (g.gpu.mark(batch, 0) if work is None else g.gpu.follow(work, batch, 0))
+            elif work is None:
                 batch.done()
             else:
                 g.sink[work] = (batch, 0)
@@ -226,8 +234,8 @@ def _make_group_call_wrapper(tracker, orig, op, api_code):
     @functools.wraps(orig)
     def wrapper(pg, *args, **kwargs):
         try:
-            st = tracker.group(pg).coll
-            seq = st.start(op | api_code << 16)
+            g = tracker.group(pg)
+            st, seq = (None, 0) if g.native else (g.coll, g.coll.start(op | api_code << 16))
         except Exception:
             st, seq = None, 0
         try:
@@ -241,26 +249,24 @@ def _make_group_call_wrapper(tracker, orig, op, api_code):
 
 class PatchSource(object):
     """Wraps every ProcessGroup method that issues an op (the ``patch`` source), or, as the gap filler of
-    a native source, only some: ``methods`` (None: all), ``gap_methods`` (wrapped, but passing calls
-    through on groups the native source covers), ``side`` (methods whose calls go on a side stream).
+    a native source, only some: ``methods`` (None: all), ``side`` (methods whose calls go on a side
+    stream).  Collectives on groups a native source covers pass through (``_Group.native``).
     ``wait``: end CPU-backend calls when Work.wait() returns (else the completion poller ends them);
     ``ddp``: register the DDP comm hook that makes DDP's C++ all-reduce visible."""
 
     name = "patch"
 
-    def __init__(self, tracker, methods=None, gap_methods=(), side=(), wait=True, composites=True, ddp=True,
-                 registry=None):
+    def __init__(self, tracker, methods=None, side=(), wait=True, composites=True, ddp=True, registry=None):
         self.tracker = tracker
         self.registry = registry if registry is not None else PatchRegistry()
         self.methods = methods
-        self.gap_methods = frozenset(gap_methods)
         self.side = frozenset(side)
         self.wait = wait
         self.composites = composites
         self.ddp = ddp
 
     def install(self):
-        self.wrap_methods(self.methods, self.gap_methods)
+        self.wrap_methods(self.methods)
         t = self.tracker
         reg = self.registry
         pg_cls = compat.process_group_class()
@@ -291,15 +297,14 @@ class PatchSource(object):
         if ddp is not None and hasattr(ddp, "register_comm_hook"):
             reg.wrap(ddp, "forward", lambda o: _make_ddp_forward(o))
 
-    def wrap_methods(self, methods, gap_methods=()):
-        """Wrap these ProcessGroup methods (None: every one); ``gap_methods`` pass native groups through."""
+    def wrap_methods(self, methods):
+        """Wrap these ProcessGroup methods (None: every one)."""
         t = self.tracker
         pg_cls = compat.process_group_class()
         for method, op_name in compat.PG_METHODS:
             if method not in vars(pg_cls):
                 continue
-            gap = method in gap_methods
-            if methods is not None and method not in methods and not gap:
+            if methods is not None and method not in methods:
                 continue
             op = _ch.OP_CODES[op_name]
             side = op_name if method in self.side else None
@@ -307,8 +312,8 @@ class PatchSource(object):
                 p2p = (compat.P2P_METHODS[method], "dstRank" if method == "send" else "srcRank", method == "send")
             else:
                 p2p = None
-            self.registry.wrap(pg_cls, method, lambda o, op=op, p2p=p2p, side=side, gap=gap:
-                               _make_call_wrapper(t, o, op, p2p, side, gap))
+            self.registry.wrap(pg_cls, method, lambda o, op=op, p2p=p2p, side=side:
+                               _make_call_wrapper(t, o, op, p2p, side))
 
     def uninstall(self):
         self.registry.restore()
@@ -338,6 +343,12 @@ def _make_ddp_forward(orig):
 
 def _register_ddp_hook(model):
     pg = getattr(model, "process_group", None)
+    tracker = _ACTIVE_TRACKER[0]
+    try:
+        if tracker is not None and pg is not None and tracker.group(pg).native:
+            return  # a recorder sees DDP's own C++ all-reduce on this group: no hook needed
+    except Exception:
+        pass
     try:
         model.register_comm_hook(pg, ddp_allreduce_hook)
     except Exception as e:  # the user registered a hook of their own, or this DDP refuses Python hooks
