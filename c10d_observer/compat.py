@@ -80,6 +80,7 @@ def probe():
         caps["sources"] = {s: {"usable": False, "reason": "torch.distributed is not available in this build"}
                            for s in SOURCES}
         caps["auto"] = None
+        caps["nccl"], caps["nccl_plan"] = {}, _nccl_plan({"available": False}, False)
         return caps
     from torch._C import _distributed_c10d as C
     pg = C.ProcessGroup
@@ -118,6 +119,7 @@ def probe():
                      if feats["pg_methods"] else
                      {"usable": False, "reason": "no ProcessGroup collective methods found"})
     caps["auto"] = next((s for s in SOURCES if srcs[s]["usable"]), None)
+    caps["nccl"], caps["nccl_plan"] = nccl_probe(fr_on)
     return caps
 
 
@@ -180,9 +182,13 @@ def _probe_fr_records():
 
 def fr_status():
     """{pg_id: (last_enqueued, last_completed)} from the flight recorder, without entries (cheap)."""
-    import json as _json
     from torch._C import _distributed_c10d as C
-    raw = C._dump_fr_trace_json(includeCollectives=False)
+    return parse_status(C._dump_fr_trace_json(includeCollectives=False))
+
+
+def parse_status(raw):
+    """{pg_id: (last_enqueued, last_completed)} of a recorder dump's ``pg_status`` (JSON bytes or str)."""
+    import json as _json
     st = _json.loads(raw).get("pg_status") or {}
     out = {}
     for k, v in st.items():
@@ -200,6 +206,144 @@ def fr_entries():
     return _json.loads(C._dump_fr_trace_json(includeCollectives=True)).get("entries") or []
 
 
+# -- NCCL -----------------------------------------------------------------------------------------------
+# Read in torch's source (docs/sources.md, "NCCL"): the legacy ProcessGroupNCCL records every work it
+# enqueues in its own flight recorder (a singleton apart from gloo's), readable as JSON from 2.5
+# (``_dump_nccl_trace_json``); its ``pg_status`` is keyed by the backend's ``uid`` (``local_id_``) and
+# numbers collectives by torch's own collective counter (``seqCollective_``, the number torch's NCCL
+# timeout messages give as ``SeqNum``).  Its buffer is 0 (off) by default through 2.10 and 2000 from 2.11;
+# the size is read when the recorder is first used.  ProcessGroupNCCL2 (the default ``nccl`` from 2.15,
+# opt-in from 2.14) is recorded by a FlightRecorderHook that torch attaches to each group, read with
+# ``_dump_fr_trace_json(backend="nccl2")``; its pg_status counts every op (p2p too) with one counter.
+NCCL_TRACE_ENV = "TORCH_NCCL_TRACE_BUFFER_SIZE"  # read by the legacy NCCL recorder on 2.5+ (with TORCH_FR_BUFFER_SIZE, 2.8+)
+NCCL_TRACE_SIZE = 2000  # torch's own default from 2.11: what enable() sets where the recorder is off by default
+
+
+def nccl_probe(fr_recorded):
+    """What this build offers to follow NCCL groups, probed without a GPU (bindings and configuration).
+
+    ``fr_recorded``: the gloo recorder probe's answer (compat.fr_recording).  From 2.8 the
+    NCCL recorder is configured by the same code as gloo's (one templated constructor, the same variables
+    and default), so whether gloo's records by default says whether NCCL's does."""
+    import torch
+    import torch.distributed as dist
+    from torch._C import _distributed_c10d as C
+    nccl_cls = getattr(C, "ProcessGroupNCCL", None)
+    feats = {
+        "available": bool(getattr(dist, "is_nccl_available", lambda: False)()) and nccl_cls is not None,
+        "trace_json": hasattr(C, "_dump_nccl_trace_json"),
+        "uid": nccl_cls is not None and hasattr(nccl_cls, "uid"),
+        "nccl2": hasattr(C, "ProcessGroupNCCL2") or hasattr(dist, "ProcessGroupNCCL2"),
+        "fr_hook": hasattr(C, "FlightRecorderHook"),
+        "fr_backend_arg": "backend" in (getattr(getattr(C, "_dump_fr_trace_json", None), "__doc__", None) or ""),
+        "cuda_graphs": hasattr(getattr(torch.cuda, "graphs", None), "CUDAGraph"),
+    }
+    default_on = bool(fr_recorded) and fr_buffer_env()[0] is None
+    return feats, _nccl_plan(feats, default_on)
+
+
+def _nccl_plan(feats, default_on):
+    """Which way NCCL groups are followed on this build (the record compat/expected holds per line)."""
+    if not feats["available"]:
+        return {"recorder": None, "recorder_on": None, "nccl2_recorder": False, "fallback": None,
+                "why": "no NCCL in this build"}
+    name, value = fr_buffer_env()
+    if not feats["trace_json"]:
+        on, why = None, "no JSON dump of the NCCL recorder before torch 2.5 (_dump_nccl_trace_json)"
+    elif name is not None and value is not None:
+        on = "env" if value > 0 else "off"
+        why = "%s=%s" % (name, value)
+    elif default_on:
+        on, why = "default", "torch records NCCL works by default (its gloo recorder does, same code, probed)"
+    else:
+        on, why = "enable", ("off by default; enable() before the first NCCL group sets %s=%d" %
+                             (NCCL_TRACE_ENV, NCCL_TRACE_SIZE))
+    return {"recorder": "nccl_trace" if feats["trace_json"] else None, "recorder_on": on,
+            "nccl2_recorder": bool(feats["nccl2"] and feats["fr_hook"] and feats["fr_backend_arg"]),
+            "fallback": "patch: Work.is_completed(); a CUDA event marker for a call that returns no Work",
+            "why": why}
+
+
+def nccl_status():
+    """{pg_id: (last_enqueued, last_completed)} of the legacy NCCL recorder (about 8 us on an H100)."""
+    from torch._C import _distributed_c10d as C
+    return parse_status(C._dump_nccl_trace_json(includeCollectives=False))
+
+
+def nccl_active_entries():
+    """The legacy NCCL recorder's entries of works not completed yet (about 1.2 ms at 2,000 entries)."""
+    import json as _json
+    from torch._C import _distributed_c10d as C
+    return _json.loads(C._dump_nccl_trace_json(includeCollectives=True, onlyActive=True)).get("entries") or []
+
+
+def nccl2_status():
+    """pg_status of ProcessGroupNCCL2's recorder hooks (torch 2.14+)."""
+    from torch._C import _distributed_c10d as C
+    return parse_status(C._dump_fr_trace_json(includeCollectives=False, backend="nccl2"))
+
+
+def nccl2_active_entries():
+    import json as _json
+    from torch._C import _distributed_c10d as C
+    return _json.loads(C._dump_fr_trace_json(includeCollectives=True, onlyActive=True,
+                                             backend="nccl2")).get("entries") or []
+
+
+def cuda_backend(pg):
+    """The backend object a group uses for CUDA tensors (its ProcessGroupNCCL), or None."""
+    get = getattr(pg, "_get_backend", None)
+    if get is None:  # torch 1.x: the group object is the backend
+        return pg
+    try:
+        import torch
+        be = get(torch.device("cuda"))
+    except Exception:
+        return None
+    return getattr(be, "wrapped_pg", be)  # TORCH_DISTRIBUTED_DEBUG=DETAIL wraps it
+
+
+def nccl_kind(pg):
+    """"nccl" (the legacy ProcessGroupNCCL), "nccl2" (ProcessGroupNCCL2) or None, for a group."""
+    if "nccl" not in backend_name(pg):
+        return None
+    be = cuda_backend(pg)
+    try:
+        name = str(be.name()).lower() if be is not None else "nccl"
+    except Exception:
+        name = "nccl"
+    return "nccl2" if "nccl2" in name else "nccl"
+
+
+def nccl_uid(pg):
+    """The index the legacy NCCL recorder keys a group by (the backend's ``uid``), or None."""
+    try:
+        return str(int(cuda_backend(pg).uid))
+    except Exception:
+        return None
+
+
+def torch_seq(pg):
+    """torch's own count of the collectives enqueued on a group (legacy NCCL 2.5+: p2p not counted), or None."""
+    for obj in (cuda_backend(pg), pg):
+        fn = getattr(obj, "_get_sequence_number_for_group", None)
+        if fn is not None:
+            try:
+                return int(fn())
+            except Exception:
+                continue
+    return None
+
+
+def fr_hooked(pg):
+    """Whether torch attached its FlightRecorderHook to a group (ProcessGroupNCCL2's recorder, 2.14+)."""
+    hooks = getattr(getattr(_c10d(), "_world", None), "pg_flight_recorder_hooks", None)
+    try:
+        return hooks is not None and pg in hooks
+    except Exception:
+        return False
+
+
 # torch's op names (HookOpName of the pre/post hooks, flight-recorder profiling names, c10d OpType strings)
 # -> the observer's op names (channel.OPS)
 OP_ALIASES = {
@@ -209,15 +353,51 @@ OP_ALIASES = {
     "allreduce_coalesced": "all_reduce_coalesced", "alltoall": "all_to_all", "alltoall_base": "all_to_all_single",
     "reduce_scatter_base": "reduce_scatter_tensor", "_reduce_scatter_base": "reduce_scatter_tensor",
     "recvanysource": "recv_anysource", "_reduce_oop": "reduce", "_broadcast_oop": "broadcast",
+    "_all_gather_base": "all_gather_into_tensor", "all_reduce_barrier": "barrier",
 }
+# ProcessGroupNCCL's name for a coalesced block of one collective kind: "nccl:" + its OpType + "_coalesced"
+_NCCL_COALESCED = {"ALLGATHER": "all_gather_into_tensor_coalesced", "REDUCE_SCATTER": "reduce_scatter_tensor_coalesced",
+                   "ALLREDUCE": "all_reduce_coalesced"}
 
 
 def op_name(torch_name):
-    """Normalise one of torch's op names (``ALLREDUCE``, ``gloo:all_reduce``, ``nccl:_allgather_base``)."""
-    n = str(torch_name).split(".")[-1].lower()
+    """Normalise one of torch's op names (``ALLREDUCE``, ``gloo:all_reduce``, ``nccl:_allgather_base``,
+    ``nccl:send 0->1``, ``nccl:ALLGATHER_coalesced``) to the name users write."""
+    n = str(torch_name)
     if ":" in n:
-        n = n.split(":", 1)[1]
+        n = n.split(":", 1)[1].split(" ", 1)[0]  # "send 0->1": the peers are the stream's business
+    else:
+        n = n.split(".")[-1]
+    if n.endswith("_coalesced") and n[:-len("_coalesced")] in _NCCL_COALESCED:
+        return _NCCL_COALESCED[n[:-len("_coalesced")]]
+    n = n.lower()
     return OP_ALIASES.get(n, n)
+
+
+def entry_op(e):
+    """The op of a flight-recorder entry, as users write it (``all_gather_into_tensor``, not
+    ``nccl:_all_gather_base``; ``all_to_all_single`` where NCCL names both all_to_all variants alike)."""
+    op = op_name(e.get("profiling_name", "") or "unknown")
+    if op == "all_to_all" and len(e.get("input_sizes") or ()) == 1 and "nccl" in str(e.get("profiling_name")):
+        op = "all_to_all_single"
+    return op
+
+
+def entry_tensor(e, side="in"):
+    """(numel, dtype name as in channel.DTYPES) of a flight-recorder entry's first input (``side="in"``) or
+    output tensor, or None.  The dtype falls back to the other side's (recorded readings lack
+    ``output_dtypes``; a collective's tensors share one dtype)."""
+    from . import channel as _ch
+    which = "input" if side == "in" else "output"
+    other = "output" if side == "in" else "input"
+    sizes = e.get(which + "_sizes") or []
+    dtypes = e.get(which + "_dtypes") or e.get(other + "_dtypes") or []
+    if not sizes or not isinstance(sizes[0], list) or not dtypes:
+        return None
+    numel = 1
+    for n in sizes[0]:
+        numel *= int(n)
+    return numel, _ch.SCALAR_TYPES.get(str(dtypes[0]), str(dtypes[0]).lower())
 
 
 def find_group(name):

@@ -42,7 +42,7 @@ def capabilities():
         from . import sources as _sources
         caps = compat.probe()
         if caps.get("auto"):
-            caps["auto_plan"] = _sources.plan(caps["auto"], caps)
+            caps["auto_plan"] = _sources.plan(caps["auto"], caps, auto=True)
             caps["auto_rejected"] = _sources.rejected(caps["auto"], caps)
         _caps[0] = caps
     return json.loads(json.dumps(_caps[0]))
@@ -108,8 +108,10 @@ class Observer(object):
         self.config = config
         self.capabilities = caps
         self.source = caps["auto"] if config.source == "auto" else config.source
+        self.auto = config.source == "auto"
         from . import sources as _sources
-        self.plan = _sources.plan(self.source, caps)
+        self.nccl_on = _nccl_recorder_on(caps, self.auto or self.source == "flight_recorder")
+        self.plan = _sources.plan(self.source, caps, self.auto, self.nccl_on)
         self.rejected = _sources.rejected(self.source, caps)
         self.watchdog_pid = None
         self.stack_path = None
@@ -153,7 +155,9 @@ class Observer(object):
                 except Exception:
                     log.debug("c10d_observer: cannot describe a group", exc_info=True)
             from . import sources as _sources
-            src = _sources.build(self.source, tracker, cfg, self.capabilities)
+            if self.nccl_on == "enable":
+                self._undo.append(_turn_nccl_recorder_on())
+            src = _sources.build(self.source, tracker, cfg, self.capabilities, self.auto, bool(self.nccl_on))
             src.install()
             self._undo.append(src.uninstall)
             from .sources import patch as _patch
@@ -260,6 +264,59 @@ class Observer(object):
                 undo()
             except Exception:
                 log.warning("c10d_observer: cleanup step %r failed", undo, exc_info=True)
+
+
+_NCCL_TURNED_ON = [False]  # this process's NCCL recorder was made on by an enable() (it stays so)
+
+
+def _nccl_recorder_on(caps, wanted):
+    """Whether torch's legacy NCCL recorder records this process's NCCL groups: "default" (2.11+), "env"
+    (the user's TORCH_FR_BUFFER_SIZE / TORCH_NCCL_TRACE_BUFFER_SIZE > 0), "enable" (off by default, 2.5-2.10:
+    this enable() turns it on, which it can only do before the first NCCL group), or False.
+
+    Why enable() turns it on where it can (docs/sources.md, "NCCL"): on an H100 with torch 2.11 the recorder
+    costs torch 3-5 us per call and sees every NCCL call (DDP's and functional collectives included), where
+    the patch source costs 7-8 us per call (and a completion marker 2.6 us more) and sees only Python's."""
+    nplan = caps.get("nccl_plan") or {}
+    if not nplan.get("recorder"):
+        return False
+    if _NCCL_TURNED_ON[0]:
+        return "enable"  # an earlier enable() of this process turned it on
+    name, value = compat.fr_buffer_env()
+    if name is not None and value is not None:
+        return "env" if value > 0 else False
+    if nplan.get("recorder_on") == "default":
+        return "default"
+    if nplan.get("recorder_on") != "enable" or not wanted:
+        return False
+    if any("nccl" in compat.backend_name(pg) for pg in compat.all_groups()):
+        log.info("c10d_observer: torch's NCCL flight recorder is off (its default through torch 2.10) and NCCL "
+                 "groups exist already: NCCL calls are watched by the patch source (DDP's C++ all-reduce through "
+                 "its comm hook; functional collectives not seen).  Call enable() before init_process_group, or "
+                 "set %s=%d, to have the recorder", compat.NCCL_TRACE_ENV, compat.NCCL_TRACE_SIZE)
+        return False
+    return "enable"
+
+
+def _turn_nccl_recorder_on():
+    """Set the legacy NCCL recorder's buffer size before the first NCCL group (torch reads it once, when the
+    recorder is first used, so it stays on for the process); the undo removes the variable again."""
+    if not _NCCL_TURNED_ON[0]:
+        os.environ[compat.NCCL_TRACE_ENV] = str(compat.NCCL_TRACE_SIZE)
+        log.info("c10d_observer: set %s=%d: torch's NCCL flight recorder (off by default before torch 2.11) "
+                 "reports NCCL calls at no cost per call to the observer; it also makes torch dump its NCCL "
+                 "trace when its own timeout fires", compat.NCCL_TRACE_ENV, compat.NCCL_TRACE_SIZE)
+        try:
+            compat.nccl_status()  # torch creates the recorder now, with that size
+        except Exception:
+            log.debug("c10d_observer: reading the NCCL recorder failed", exc_info=True)
+        _NCCL_TURNED_ON[0] = True
+
+    def undo():
+        if os.environ.get(compat.NCCL_TRACE_ENV) == str(compat.NCCL_TRACE_SIZE):
+            del os.environ[compat.NCCL_TRACE_ENV]
+
+    return undo
 
 
 def _job_id():

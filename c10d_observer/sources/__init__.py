@@ -1,8 +1,10 @@
 """Event sources and the dispatch between them.
 
-``build(name, ...)`` puts together what a source choice needs: the native source, and the patch source
-for just the ops (or backends) that the native source does not see.  ``plan(name, caps)`` says which
-source covers what; it is shown in the start-up log line, ``capabilities()``, ``obs.plan`` and reports.
+``build(name, ...)`` puts together what a source choice needs: the native source, torch's recorders for
+the groups they record, and the patch source for just the ops (or groups) that those do not see.
+``Dispatch.native_for(pg)`` answers, once per group, which recorder or hook makes its collective events
+(None: the patch source).  ``plan(name, caps)`` says which source covers what; it is shown in the start-up
+log line, ``capabilities()``, ``obs.plan`` and reports.
 """
 from .. import compat
 
@@ -10,7 +12,60 @@ P2P = ("send", "recv", "recv_anysource")
 COLLECTIVE_METHODS = tuple(m for m, _ in compat.PG_METHODS if m not in P2P and m != "monitored_barrier")
 
 
-def plan(name, caps):
+def nccl_events(name, auto):
+    """Whether torch's NCCL recorders make NCCL groups' events under this choice: ``auto`` and
+    ``flight_recorder`` (the recorder adds nothing per call: on an H100 with torch 2.11 its own cost is
+    3-5 us per call, which torch pays anyway from 2.11, against 7-8 us for the patch source and 28k
+    instructions for pg_hooks); an explicitly chosen ``patch``, ``pg_hooks`` or ``hooks`` keeps them."""
+    return auto or name == "flight_recorder"
+
+
+class Dispatch(object):
+    """Which source makes the collective events of each group, for one source choice.
+
+    ``nccl_on``: the legacy NCCL recorder records in this process (compat.nccl_plan, decided at enable())."""
+
+    def __init__(self, name, caps, auto=False, nccl_on=False):
+        self.name = name
+        nplan = caps.get("nccl_plan") or {}
+        self.gloo = name == "flight_recorder"
+        self.nccl = nccl_events(name, auto) and bool(nccl_on)
+        self.nccl2 = nccl_events(name, auto) and bool(nplan.get("nccl2_recorder"))
+        self.everything = name if name in ("pg_hooks", "hooks") else None
+        self.unrecorded = set()  # ids of groups a recorder turned out not to record
+
+    def native_for(self, pg, desc):
+        """The recorder or hook that reports a group's collectives ("gloo", "nccl", "nccl2", "pg_hooks",
+        "hooks"), or None where the patch source does."""
+        backend = (desc or {}).get("backend") or (compat.backend_name(pg) if pg is not None else "unknown")
+        if pg is not None and id(pg) in self.unrecorded:
+            return self.everything
+        if "nccl" in backend:
+            kind = compat.nccl_kind(pg) if pg is not None else backend
+            if kind == "nccl" and self.nccl:
+                return "nccl"
+            if kind == "nccl2" and self.nccl2 and (pg is None or compat.fr_hooked(pg)):
+                return "nccl2"
+        elif backend == "gloo" and self.gloo:
+            return "gloo"
+        return self.everything
+
+    def recorders(self, caps):
+        """The recorders the flight-recorder reader follows: those that make events, and the others where
+        they record, for the flight-recorder entries reports carry."""
+        from . import flight_recorder as fr
+        out = []
+        if caps["sources"]["flight_recorder"]["usable"]:
+            out.append(fr.gloo_recorder(events=self.gloo))
+        nplan = caps.get("nccl_plan") or {}
+        if nplan.get("recorder") and (self.nccl or nplan.get("recorder_on") in ("default", "env")):
+            out.append(fr.nccl_recorder(events=self.nccl))
+        if nplan.get("nccl2_recorder"):
+            out.append(fr.nccl2_recorder(events=self.nccl2))
+        return out
+
+
+def plan(name, caps, auto=False, nccl_on=None):
     """Which source sees which calls, for source ``name`` on this torch."""
     fr_snap = name != "flight_recorder" and caps["sources"]["flight_recorder"]["usable"]
     if name == "pg_hooks":
@@ -26,7 +81,36 @@ def plan(name, caps):
         p = {"collectives": "patch", "p2p": "patch", "monitored_barrier": "patch",
              "ddp_gradients": "patch (comm hook)", "other_backends": "patch"}
     p["report_fr_entries"] = bool(fr_snap or name == "flight_recorder")
+    p["nccl"] = nccl_row(name, caps, auto, nccl_on)
+    nplan = caps.get("nccl_plan") or {}
+    if nplan.get("nccl2_recorder"):
+        p["nccl2"] = ("ProcessGroupNCCL2's flight-recorder hook (pg_status, read every poll/2; nothing per "
+                      "call), where torch attached it to the group; else %s" % (
+                          "pg_hooks" if name == "pg_hooks" or caps["auto"] == "pg_hooks" else "patch")
+                      if nccl_events(name, auto) else
+                      "%s (chosen explicitly; the recorder hook only for reports)" % name)
     return p
+
+
+def nccl_row(name, caps, auto, nccl_on=None):
+    """How legacy NCCL groups (ProcessGroupNCCL) are followed under this choice, with the reason."""
+    nplan = caps.get("nccl_plan") or {}
+    if not nplan.get("fallback"):
+        return "none (%s)" % nplan.get("why", "no NCCL in this build")
+    on = nplan.get("recorder_on") in ("default", "env", "enable") if nccl_on is None else nccl_on
+    if nplan.get("recorder") and on and nccl_events(name, auto):
+        return ("torch's NCCL flight recorder (pg_status, read every poll/2; nothing per call; torch's own "
+                "collective numbers; %s)" % nplan.get("why"))
+    other = "pg_hooks, with a CUDA event marker where the post hook has no Work" if name == "pg_hooks" else (
+        "hooks" if name == "hooks" else nplan["fallback"])
+    if not nplan.get("recorder"):
+        why = nplan.get("why")
+    elif not nccl_events(name, auto):
+        why = "%r chosen explicitly" % name
+    else:
+        why = "the recorder is off: %s" % nplan.get("why")
+    return "%s (%s); DDP's C++ all-reduce through the patch source's comm hook, functional collectives not " \
+           "seen" % (other, why) if name == "patch" else "%s (%s)" % (other, why)
 
 
 def rejected(name, caps):
@@ -64,44 +148,83 @@ class Composite(object):
             p.uninstall()
 
 
-def build(name, tracker, cfg, caps):
+def build(name, tracker, cfg, caps, auto=False, nccl_on=False):
+    from .groups import GroupWatch
     from .patch import PatchRegistry, PatchSource
-    plan_ = plan(name, caps)
+    dispatch = Dispatch(name, caps, auto, nccl_on)
+    tracker.native_for = dispatch.native_for
+    plan_ = plan(name, caps, auto, nccl_on)
     reg = PatchRegistry()
     parts = []
+    on_group = []  # called for every group as it is created (and for those made before enable())
     if name == "patch":
         parts.append(PatchSource(tracker, registry=reg))
-    elif name == "pg_hooks":
-        from .pg_hooks import PgHooksSource
-        # Work.wait too: a waited call ends when wait() returns (some works never say is_completed(),
-        # gloo's reduce_scatter on 2.15 for one)
-        parts.append(PatchSource(tracker, methods={"monitored_barrier"}, side={"monitored_barrier"}, wait=True,
-                                 ddp=False, registry=reg))
-        parts.append(PgHooksSource(tracker, reg))
-    elif name == "flight_recorder":
-        from .flight_recorder import FlightRecorderSource, FR_BACKENDS
-        from .groups import GroupWatch
-        gap = PatchSource(tracker, methods=set(P2P) | {"monitored_barrier"}, side={"monitored_barrier"},
-                          wait=False, ddp=False, registry=reg)
-        parts.append(gap)
-        parts.append(FlightRecorderSource(tracker, cfg.poll_interval / 2.0, cfg.timeout, cfg.dump_dir))
-        covered = []
-        tracker.native_backends = FR_BACKENDS
-
-        def on_group(pg):  # groups of a backend the recorder does not record get the patch source
-            if compat.backend_name(pg) not in FR_BACKENDS and not covered:
-                covered.append(True)
-                gap.wrap_methods((), gap_methods=COLLECTIVE_METHODS)
-
-        parts.append(GroupWatch(reg, on_group))
-    elif name == "hooks":
-        from .hooks import HooksSource
-        parts.append(PatchSource(tracker, methods=set(P2P) | {"monitored_barrier"}, side={"monitored_barrier"},
-                                 wait=False, ddp=False, registry=reg))
-        parts.append(HooksSource(tracker, caps["features"]["hooks_module"]))
     else:
-        raise ValueError("unknown source %r" % (name,))
-    if plan_["report_fr_entries"] and name != "flight_recorder":
+        # p2p and monitored_barrier: no recorder or gloo hook sees them (pg_hooks: p2p is its own, its
+        # groups pass through the p2p wrappers); collectives on groups no native source covers (NCCL with
+        # the recorder off, other backends) get the wrappers when the first such group appears
+        pg_hooks = name == "pg_hooks"
+        gap = PatchSource(tracker, methods=set(P2P) | {"monitored_barrier"}, side={"monitored_barrier"},
+                          wait=pg_hooks, ddp=False, registry=reg)
+        parts.append(gap)
+        wrapped = []
+
+        def gap_collectives(pg):
+            if not wrapped and dispatch.native_for(pg, None) is None:
+                wrapped.append(True)
+                gap.wrap_methods(COLLECTIVE_METHODS)
+
+        on_group.append(gap_collectives)
+        if pg_hooks:
+            from .pg_hooks import PgHooksSource
+            hooks = PgHooksSource(tracker)
+            parts.append(hooks)
+            on_group.append(hooks.hook_group)
+        elif name == "hooks":
+            from .hooks import HooksSource
+            parts.append(HooksSource(tracker, caps["features"]["hooks_module"]))
+        elif name != "flight_recorder":
+            raise ValueError("unknown source %r" % (name,))
+    reader = None
+    recorders = dispatch.recorders(caps)
+    watch = GroupWatch(reg, on_group)
+    if recorders:
         from .flight_recorder import FlightRecorderSource
-        parts.append(FlightRecorderSource(tracker, cfg.poll_interval / 2.0, cfg.timeout, cfg.dump_dir, events=False))
+        reader = FlightRecorderSource(tracker, cfg.poll_interval / 2.0, cfg.timeout, cfg.dump_dir, recorders)
+
+        def announce(pg):  # an NCCL recorder is read once this rank has a group it records
+            kind = compat.nccl_kind(pg)
+            if kind is not None:
+                reader.activate(kind)
+            if kind == "nccl":
+                reader.register_group(pg)
+
+        def not_recorded(pg):  # the recorder does not record it after all: the patch source takes it over
+            dispatch.unrecorded.add(id(pg))
+            g = tracker.groups.get(pg)
+            if g is not None:
+                g.native = dispatch.native_for(pg, None)
+            for fn in on_group:
+                fn(pg)
+
+        reader.on_not_recorded = not_recorded
+        watch.on_group.insert(0, announce)
+    parts.append(_CaptureWatch(tracker.gpu, reg))
+    parts.append(watch)
+    if reader is not None:
+        parts.append(reader)  # last: its thread starts once every group has been announced
     return Composite(name, parts, plan_)
+
+
+class _CaptureWatch(object):
+    """CUDA graph captures counted (gpu.GpuCompletion.watch_captures); restored with the registry."""
+
+    def __init__(self, gpu, registry):
+        self.gpu = gpu
+        self.registry = registry
+
+    def install(self):
+        self.gpu.watch_captures(self.registry)
+
+    def uninstall(self):
+        pass  # the registry is restored by the patch source's uninstall

@@ -76,7 +76,7 @@ def rig(monkeypatch, tmp_path):
     tracker = types.SimpleNamespace(rank=0)  # only its rank is read, to name the entries file
     src = fr.FlightRecorderSource(tracker=tracker, period=0.01, timeout=TIMEOUT_S, dump_dir=str(tmp_path))
     stream = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
-    src.pgs["0"] = fr._Pg("0", stream, 0)  # what _add_pg makes for a gloo group counted from op 0
+    src.pgs[("gloo", "0")] = fr._Pg("0", stream, 0, key_id="0")  # what _add_pg makes for a gloo group counted from op 0
     src.dump_dir = str(tmp_path)
     yield src, rec, clock, reader
     reader.close()

@@ -1,0 +1,296 @@
+"""The NCCL recorder's reading, driven by readings recorded on a GPU.
+
+STAND-IN for the GPU: ``tests/data/nccl/nccl-fr-readings-torch2.11.json`` holds what torch's legacy NCCL
+flight recorder returned on one NVIDIA H100 (torch 2.11.0+cu130, NCCL 2.28.9, world size 1, a
+``torch.cuda._sleep`` kernel keeping the GPU busy): per case, ``pg_status`` and the active entries before
+the call, just after it was issued, 0.5 s later, and after the GPU finished.  ``compat.nccl_status`` and
+``compat.nccl_active_entries`` return those readings in order; the clock is a number we move to each
+reading's time.  The reader, the tracker, the channel (writer and reader) and the watchdog's decision
+(``find_overdue``) are the real ones.  The same reading on a real GPU is tests/gpu/ (not run here).
+"""
+import json
+import os
+import types
+
+import pytest
+
+from c10d_observer import channel as ch
+from c10d_observer import compat
+from c10d_observer import tracker as _tracker
+from c10d_observer.sources import flight_recorder as fr
+from c10d_observer.watchdog import find_overdue
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(HERE, "..", "data", "nccl", "nccl-fr-readings-torch2.11.json")) as _f:
+    DATA = json.load(_f)
+CASES = DATA["cases"]
+
+TIMEOUT_S = 2.0
+POLL_S = 0.2
+PERIOD_S = POLL_S / 2
+T0_NS = 10 ** 12  # the fake monotonic clock at t_ms = 0
+
+
+class Clock(object):
+    def __init__(self):
+        self.now_ns = T0_NS
+        self.wall_minus_mono = 0
+
+    def at_ms(self, t_ms):
+        self.now_ns = T0_NS + int(t_ms * 1e6)
+
+    def monotonic_ns(self):
+        return self.now_ns
+
+    def time_ns(self):
+        return self.now_ns + self.wall_minus_mono
+
+    def time(self):
+        return self.time_ns() / 1e9
+
+
+class Readings(object):
+    """What compat would read from torch: one recorded reading at a time."""
+
+    def __init__(self):
+        self.current = {"pg_status": {}, "active": []}
+        self.entry_reads = 0
+
+    def status(self):
+        return compat.parse_status(json.dumps({"pg_status": self.current["pg_status"]}))
+
+    def entries(self):
+        self.entry_reads += 1
+        return [dict(e) for e in self.current["active"]]
+
+
+class FakePg(object):
+    """A process group as far as the reader asks: its recorder uid and torch's collective counter."""
+
+    def __init__(self, name, uid, seq):
+        self.name, self.uid, self.seq = name, uid, seq
+
+
+@pytest.fixture
+def rig(monkeypatch, tmp_path):
+    writer = ch.ChannelWriter(max_streams=8, ring=64, directory=str(tmp_path))
+    reader = ch.ChannelReader.attach(writer)
+    clock = Clock()
+    readings = Readings()
+    monkeypatch.setattr(compat, "nccl_status", readings.status)
+    monkeypatch.setattr(compat, "nccl_active_entries", readings.entries)
+    monkeypatch.setattr(compat, "describe_group", lambda pg: {"group": pg.name, "name": pg.name, "ranks": [0],
+                                                              "backend": "nccl"})
+    monkeypatch.setattr(compat, "nccl_uid", lambda pg: pg.uid)
+    monkeypatch.setattr(compat, "torch_seq", lambda pg: pg.seq)
+    monkeypatch.setattr(compat, "rank_and_world", lambda: (0, 1))
+    monkeypatch.setattr(fr, "time", clock)
+    tr = _tracker.Tracker(writer, completion_period=1.0)
+    tr.native_for = lambda pg, desc: "nccl"  # the plan: this recorder makes the NCCL groups' events
+    src = fr.FlightRecorderSource(tr, period=PERIOD_S, timeout=TIMEOUT_S, dump_dir=str(tmp_path),
+                                  recorders=[fr.nccl_recorder()])
+    src.activate("nccl")
+    rig = types.SimpleNamespace(src=src, tracker=tr, clock=clock, readings=readings, reader=reader,
+                                tmp=str(tmp_path))
+
+    pgs = {}
+
+    def read(case, i):
+        r = CASES[case][i]
+        readings.current = r
+        for pg_id, st in r["pg_status"].items():  # torch's collective counter moves with the calls
+            if pg_id in pgs:
+                pgs[pg_id].seq = int(st["last_enqueued_collective"])
+        clock.at_ms(r["t_ms"])
+        src.poll_once()
+        return r
+
+    def groups_of(case):
+        """The groups of a case, registered as GroupWatch announces them (uid = pg_id; torch's collective
+        counter as it was before the case's first reading: 0 for a group made during the case)."""
+        pgs.clear()
+        for r in CASES[case]:
+            for pg_id in sorted(r["pg_status"]):
+                if pg_id not in pgs:
+                    before = CASES[case][0]["pg_status"].get(pg_id, {}).get("last_enqueued_collective", 0)
+                    pgs[pg_id] = FakePg("g%s" % pg_id, pg_id, int(before))
+                    src.register_group(pgs[pg_id])
+        for r in CASES[case]:
+            for e in r["active"]:  # line up the wall clock so that entries are dated at their reading
+                clock.wall_minus_mono = e["time_created_ns"] - (T0_NS + int((r["t_ms"] - 1) * 1e6))
+                return
+        return
+
+    def streams():
+        return {st.desc["stream"]: st for st in reader.snapshot()}
+
+    def overdue(after_ms):
+        return find_overdue(reader.snapshot(), clock.now_ns + int(after_ms * 1e6), int(TIMEOUT_S * 1e9))
+
+    rig.read, rig.groups_of, rig.streams, rig.overdue = read, groups_of, streams, overdue
+    yield rig
+    reader.close()
+    writer.close()
+
+
+def _issued(case):
+    """(pg_id, torch's number) of the calls a case's 'issued' reading shows in flight."""
+    r = CASES[case][1]
+    out = []
+    for pg_id, st in r["pg_status"].items():
+        enq, comp = int(st["last_enqueued_collective"]), int(st["last_completed_collective"])
+        out.extend((pg_id, n) for n in range(max(comp, 0) + 1, enq + 1))
+    return out
+
+
+STUCK = ["sync_all_reduce", "async_all_reduce", "coalesced", "subgroup", "ddp_backward"]
+
+
+@pytest.mark.parametrize("case", STUCK)
+def test_a_call_stuck_behind_a_busy_gpu_is_found_named_and_ended_when_the_gpu_finishes(rig, case):
+    rig.groups_of(case)
+    rig.read(case, 0)
+    assert not rig.overdue(0), "nothing was in flight before the call"
+    rig.read(case, 1)
+    stuck = _issued(case)
+    assert stuck, "the recording shows the call in flight"
+    pg_id, first = stuck[0]
+    st = rig.streams()["g%s" % pg_id]
+    assert st.oldest[0] == first  # torch's own number of the call, not a count from enable()
+    rig.read(case, 2)  # 0.5 s later: a quarter of the timeout, the entries name the call
+    entry = [e for e in CASES[case][2]["active"] if e["collective_seq_id"] == first][0]
+    [o] = [o for o in rig.overdue(TIMEOUT_S * 1000) if o.stream.desc["group"] == "g%s" % pg_id]
+    assert o.seq == first
+    assert ch.decode_op(o.op)[0] == compat.entry_op(entry)
+    numel = 1
+    for n in entry["input_sizes"][0]:
+        numel *= n
+    assert ch.decode_sig(o.op) == "%d x %s" % (numel, ch.SCALAR_TYPES[entry["input_dtypes"][0]])
+    # dated by its entry's creation time, not by when the reader first saw it
+    created_mono = entry["time_created_ns"] - rig.clock.wall_minus_mono
+    assert o.start_ns == created_mono
+    rig.read(case, 3)  # the GPU has finished
+    assert all(s.oldest is None for s in rig.reader.snapshot())
+    assert not rig.overdue(10 * TIMEOUT_S * 1000)
+
+
+def test_op_names_are_the_ones_users_write(rig):
+    names = {compat.entry_op(e) for rs in CASES.values() for r in rs for e in r["active"]}
+    assert names == {"all_reduce", "all_reduce_coalesced"}
+    assert compat.entry_op({"profiling_name": "nccl:_all_gather_base"}) == "all_gather_into_tensor"
+    assert compat.entry_op({"profiling_name": "nccl:_reduce_scatter_base"}) == "reduce_scatter_tensor"
+    assert compat.entry_op({"profiling_name": "nccl:all_reduce_barrier"}) == "barrier"
+    assert compat.entry_op({"profiling_name": "nccl:send 0->1"}) == "send"
+    assert compat.entry_op({"profiling_name": "nccl:recv 1<-0"}) == "recv"
+    assert compat.entry_op({"profiling_name": "nccl:ALLGATHER_coalesced"}) == "all_gather_into_tensor_coalesced"
+    assert compat.entry_op({"profiling_name": "nccl:REDUCE_SCATTER_coalesced"}) == "reduce_scatter_tensor_coalesced"
+    assert compat.entry_op({"profiling_name": "nccl:all_to_all", "input_sizes": [[8]]}) == "all_to_all_single"
+    assert compat.entry_op({"profiling_name": "nccl:all_to_all", "input_sizes": [[2], [2]]}) == "all_to_all"
+    assert compat.entry_op({"profiling_name": "nccl:_broadcast_oop"}) == "broadcast"
+
+
+def test_the_coalesced_block_pg_status_calls_completed_early_stays_in_flight_until_its_entry_retires(rig):
+    # recorded: 0.5 s after the block was issued behind a busy GPU, pg_status says op 8 completed while
+    # its entry is still active ("scheduled") and the GPU is still busy
+    case = "coalesced"
+    r2 = CASES[case][2]
+    assert r2["pg_status"]["0"]["last_completed_collective"] == "8" and r2["active"][0]["op_id"] == 8
+    rig.groups_of(case)
+    rig.read(case, 0)
+    rig.read(case, 1)
+    rig.read(case, 2)
+    assert rig.streams()["g0"].oldest[0] == 8
+    assert rig.readings.entry_reads == 1  # one read of the active entries decided it
+    rig.read(case, 3)
+    assert rig.streams()["g0"].oldest is None
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_calls_that_start_and_finish_between_two_reads_are_never_in_flight(rig, case):
+    rig.groups_of(case)
+    rig.read(case, 0)
+    rig.read(case, 3)  # the next read finds them completed
+    for st in rig.reader.snapshot():
+        assert st.oldest is None
+        assert st.last_completed == max(int(s["last_completed_collective"]) for s in
+                                        CASES[case][3]["pg_status"].values() if s is not None) or \
+            st.desc["group"] != "g0"
+    assert not rig.overdue(10 * TIMEOUT_S * 1000)
+    assert rig.readings.entry_reads == 0  # and no entry was read for them
+
+
+def test_a_quick_call_seen_in_flight_once_is_ended_without_a_report(rig):
+    case = "async_all_reduce"
+    rig.groups_of(case)
+    rig.read(case, 0)
+    rig.read(case, 1)
+    assert rig.streams()["g0"].oldest[0] == 3
+    r3 = dict(CASES[case][3], t_ms=CASES[case][1]["t_ms"] + 1000 * PERIOD_S)  # completed by the next read
+    rig.readings.current = r3
+    rig.clock.at_ms(r3["t_ms"])
+    rig.src.poll_once()
+    assert rig.streams()["g0"].oldest is None
+    assert rig.readings.entry_reads == 0  # young calls are ended by pg_status alone
+
+
+@pytest.mark.parametrize("case, last", [("funcol", 9), ("mixed_ops", 7)])
+def test_the_functional_collective_and_the_barrier_are_counted_by_the_recorder(rig, case, last):
+    # recorded: funcol.all_reduce, and broadcast, all_gather_into_tensor, reduce_scatter_tensor and a
+    # barrier (which blocks the CPU until the GPU is done, torch 2.8+): the readings after them show them
+    # enqueued and then completed, counted on the group's stream, none left in flight
+    rig.groups_of(case)
+    rig.read(case, 0)
+    for i in (1, 2, 3):
+        rig.read(case, i)
+    st = rig.streams()["g0"]
+    assert (st.last_started, st.last_completed, st.oldest) == (last, last, None)
+
+
+def test_a_counter_that_drops_is_not_a_completion(rig):
+    case = "sync_all_reduce"
+    rig.groups_of(case)
+    rig.read(case, 0)
+    r1 = rig.read(case, 1)
+    dropped = json.loads(json.dumps(r1))
+    # a p2p work writes its own (lower) number into the same fields: enqueued and completed go back
+    dropped["pg_status"]["0"] = {"last_enqueued_collective": "1", "last_completed_collective": "0"}
+    rig.readings.current = dropped
+    rig.clock.at_ms(r1["t_ms"] + 100)
+    rig.src.poll_once()
+    st = rig.streams()["g0"]
+    assert (st.last_started, st.oldest[0]) == (2, 2)
+
+
+def test_a_group_with_p2p_is_followed_by_its_active_entries(rig):
+    # pg_status mixes p2p numbers with collective ones there: a p2p completing on its own stream must not
+    # complete a stuck collective (p2p number 5 > collective 2 here)
+    case = "sync_all_reduce"
+    rig.groups_of(case)
+    g = rig.tracker.group(rig.src._by_uid[("nccl", "0")][0])
+    g.p2p_stream(1, True)  # what the patch source's send wrapper does at the group's first send
+    rig.read(case, 0)
+    r1 = rig.read(case, 1)
+    assert rig.streams()["g0"].oldest[0] == 2
+    p2p_done = json.loads(json.dumps(r1))
+    p2p_done["pg_status"]["0"] = {"last_enqueued_collective": "5", "last_completed_collective": "5"}
+    rig.readings.current = p2p_done
+    rig.clock.at_ms(r1["t_ms"] + 100)
+    rig.src.poll_once()
+    assert rig.streams()["g0"].oldest[0] == 2  # its entry is still active
+    o = rig.overdue(TIMEOUT_S * 1000)
+    assert [ch.decode_op(x.op)[0] for x in o] == ["all_reduce"]  # named at once from its entry
+    rig.read(case, 3)
+    assert rig.streams()["g0"].oldest is None
+
+
+def test_a_group_the_recorder_never_lists_goes_back_to_the_patch_source(rig):
+    pg = FakePg("g7", "7", 0)
+    gone = []
+    rig.src.on_not_recorded = gone.append
+    rig.src.register_group(pg)
+    rig.readings.current = {"pg_status": {}, "active": []}  # the recorder is off: pg_status is {}
+    rig.src.poll_once()
+    pg.seq = 3  # torch counted three collectives on it
+    rig.clock.now_ns += int(5 * PERIOD_S * 1e9)
+    rig.src.poll_once()
+    assert gone == [pg]
