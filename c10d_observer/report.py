@@ -65,7 +65,7 @@ def format_ranks(ranks):
 
 
 def describe_call(entry):
-    """'all_reduce #5 on group 0 (ranks 0-3)' for one overdue entry."""
+    """'all_reduce #5 on group 0 (ranks 0-3), 1024 x float32' for one overdue entry (size where known)."""
     op = entry.get("op", "?")
     if entry.get("api"):
         op = "%s (in %s)" % (op, entry["api"])
@@ -73,7 +73,8 @@ def describe_call(entry):
     if entry.get("kind") == "p2p":
         peer = entry.get("peer")
         where += ", peer %s" % ("any" if peer is None else peer)
-    return "%s #%s on %s" % (op, entry.get("seq"), where)
+    size = ", %s" % entry["size"] if entry.get("size") else ""
+    return "%s #%s on %s%s" % (op, entry.get("seq"), where, size)
 
 
 # -- reader ------------------------------------------------------------------------------------------

@@ -7,8 +7,14 @@ watchdog's: per group, the last call started and completed and the call in fligh
 time.  Dumps written as pickles (torch's default for its dump-on-timeout files) are named, never read.
 
 The rank is the dump's ``rank`` field, else the number at the end of the file name
-(``nccl_trace_rank_3``, ``fr_rank3.json``).  The verdict calls every call in flight in a dump stuck: a
-dump is taken when something hangs and has no observer timeout to compare with.
+(``nccl_trace_rank_3``, ``fr_rank3.json``), else the one rank of a single-rank job's default group
+(``pg_config``).  The verdict calls every call in flight in a dump stuck: a dump is taken when something
+hangs and has no observer timeout to compare with.
+
+A dump carries no time of its own (no version of torch writes one), and a file's mtime is when it was
+last copied, not when torch wrote it.  The dump's time is therefore the newest time torch wrote into it
+(an entry created, seen started or seen completed): torch took the dump no earlier, so a call's age
+measured from it is a lower bound, and reports say "at least".  The file's mtime is kept beside it.
 """
 import json
 import os
@@ -60,19 +66,40 @@ def load_dir(directory):
     return docs, problems
 
 
+def dump_time(d):
+    """The newest time (s since the epoch) torch wrote into a dump, or None: the dump is no older."""
+    newest = 0
+    for e in d.get("entries") or []:
+        if isinstance(e, dict):
+            for key in ("time_created_ns", "time_discovered_started_ns", "time_discovered_completed_ns"):
+                try:
+                    newest = max(newest, int(e.get(key) or 0))
+                except (TypeError, ValueError):
+                    continue
+    return newest / 1e9 if newest else None
+
+
+def _rank(d, path, config):
+    if isinstance(d.get("rank"), int):
+        return d["rank"]
+    m = re.search(r"(\d+)(?:\.json)?$", os.path.basename(path))
+    if m:
+        return int(m.group(1))
+    world = _ranks((config.get("0") or {}).get("ranks"))
+    if world is not None and len(world) == 1:  # a one-rank job: its default group names the rank
+        return world[0]
+    raise ValueError("%s: a flight-recorder dump with no rank (no 'rank' field, no number at the end of the "
+                     "file name, and more than one rank in its default group): name it <anything>_rank<N>.json"
+                     % path)
+
+
 def to_state(d, path):
-    rank = d.get("rank")
-    if not isinstance(rank, int):
-        m = re.search(r"(\d+)(?:\.json)?$", os.path.basename(path))
-        if not m:
-            raise ValueError("%s: a flight-recorder dump with no rank (neither a 'rank' field nor a number at "
-                             "the end of the file name)" % path)
-        rank = int(m.group(1))
+    config = d.get("pg_config") if isinstance(d.get("pg_config"), dict) else {}
+    rank = _rank(d, path, config)
     by_pg = {}
     for e in d.get("entries") or []:
         if isinstance(e, dict) and not e.get("is_p2p"):
             by_pg.setdefault(str(e.get("pg_id")), []).append(e)
-    config = d.get("pg_config") if isinstance(d.get("pg_config"), dict) else {}
     groups, world = [], None
     for pg_id, st in sorted((d.get("pg_status") or {}).items()):
         try:
@@ -94,12 +121,13 @@ def to_state(d, path):
         g = {"group": name, "stream": name, "kind": "collective", "ranks": ranks,
              "backend": _backend(entries), "peer": None, "src": None, "dst": None,
              "last_started": max(enq, 0), "last_completed": max(comp, 0), "ring_overflow": 0,
-             "recent_ops": [[k, _op(by_op[k])] for k in sorted(by_op)[-8:]]}
+             "recent_ops": [[k, _op(by_op[k]), _size(by_op[k])] for k in sorted(by_op)[-8:]]}
         if comp < enq:
             e = by_op.get(comp + 1) or {}
             g["in_flight_seq"] = comp + 1
             g["in_flight_op"] = _op(e) if e else "unknown"
             g["in_flight_api"] = ""
+            g["in_flight_size"] = _size(e)
             # dated by its entry; a call enqueued before its entry was written is dated by the newest entry
             # (a dump lists what is in flight: no call in it is younger than the dump)
             created = [int(x.get("time_created_ns") or 0) for x in ([e] if e else entries)]
@@ -109,9 +137,12 @@ def to_state(d, path):
         else:
             g["in_flight_seq"] = None
         groups.append(g)
+    mtime = os.path.getmtime(path)
+    taken = dump_time(d)
     return {"format": _report.FORMAT, "version": _report.VERSION, "kind": KIND, "rank": rank,
             "world_size": world, "host": d.get("host"), "pid": d.get("pid"), "job_id": KIND,
-            "written_at": os.path.getmtime(path), "groups": groups, "alive": True, "frozen": False,
+            "written_at": taken if taken is not None else mtime, "ages_at_least": taken is not None,
+            "file_mtime": mtime, "groups": groups, "alive": True, "frozen": False,
             "config": {"timeout": 0}, "source": "torch flight-recorder dump (version %s)" % d.get("version"),
             "_path": path}
 
@@ -126,7 +157,14 @@ def _ranks(value):
 
 
 def _op(e):
-    return compat.op_name(e.get("profiling_name", "unknown"))
+    return compat.entry_op(e)
+
+
+def _size(e):
+    """``"<numel> x <dtype>"`` of an entry's tensor that must agree across ranks (compat.SIZE_TENSOR), or None."""
+    side = compat.SIZE_TENSOR.get(_op(e), (None,))[0]
+    tensor = compat.entry_tensor(e, side) if side is not None else None
+    return "%d x %s" % tensor if tensor else None
 
 
 def _backend(entries):

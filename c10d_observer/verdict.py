@@ -154,7 +154,7 @@ def _in_flight(g, seen_by, detected_at=None):
     """The call a rank has in flight on one stream (a group position), as a stuck-call entry."""
     return {"group": g.get("group"), "stream": g.get("stream"), "group_ranks": g.get("ranks"),
             "kind": g.get("kind"), "peer": g.get("peer"), "seq": g.get("in_flight_seq"),
-            "op": g.get("in_flight_op"), "api": g.get("in_flight_api", ""),
+            "op": g.get("in_flight_op"), "api": g.get("in_flight_api", ""), "size": g.get("in_flight_size"),
             "started_at": g.get("in_flight_since"), "detected_at": detected_at, "_seen_by": set(seen_by)}
 
 
@@ -173,7 +173,8 @@ def _candidates(by_rank):
             if seq is None or since is None:
                 continue
             age = (doc.get("written_at") or since) - since
-            if age > _timeout(doc):
+            # a torch dump's ages are lower bounds (torch_fr.py) and its timeout is 0: every call in it counts
+            if age > _timeout(doc) or doc.get("ages_at_least"):
                 key = (g.get("stream"), seq)
                 found.setdefault(key, _in_flight(g, (), doc.get("written_at")))["_seen_by"].add(r)
     return found
@@ -193,11 +194,13 @@ def _where(doc, now):
                 if k in ("group", "stream", "seq", "op", "group_ranks", "kind", "peer")}
         if g.get("in_flight_since"):
             call["for_s"] = round((doc.get("written_at") or now) - g["in_flight_since"], 1)
+            call["for_at_least"] = bool(doc.get("ages_at_least"))
         out["calls"].append(call)
     if out["calls"]:
         out["state"] = "in_collective"
         out["text"] = "it is in " + "; ".join(
-            "%s%s" % (_report.describe_call(c), " for %g s" % c["for_s"] if "for_s" in c else "")
+            "%s%s" % (_report.describe_call(c), " for %s%g s" % ("at least " if c.get("for_at_least") else "",
+                                                                 c["for_s"]) if "for_s" in c else "")
             for c in out["calls"])
     else:
         out["text"] = "it is in no collective"
@@ -305,7 +308,7 @@ def analyze(by_rank, world_size=None, now=None):
 
 def _evaluate(by_rank, stream, seq, e, now):
     members = _members(dict(e, ranks=e.get("group_ranks"), **_p2p_ends(stream)))
-    waiting, missing, finished, ops, sizes = [], [], [], {}, {}
+    waiting, missing, finished, ops, sizes, raw = [], [], [], {}, {}, {}
     for r in members:
         doc = by_rank.get(r)
         if doc is None or doc.get("alive") is False:
@@ -320,10 +323,11 @@ def _evaluate(by_rank, stream, seq, e, now):
         if op:
             ops[r] = op
             if size:
-                sizes[r] = "%s of %s" % (op, size)
+                sizes[r], raw[r] = "%s of %s" % (op, size), size
     h = {"group": e.get("group"), "stream": stream, "group_ranks": e.get("group_ranks"),
          "kind": e.get("kind"), "peer": e.get("peer"), "seq": seq, "op": e.get("op"),
-         "api": e.get("api") or "", "waiting_ranks": waiting, "missing_ranks": missing,
+         "api": e.get("api") or "", "size": e.get("size") or next((raw[r] for r in sorted(raw)), None),
+         "waiting_ranks": waiting, "missing_ranks": missing,
          "finished_ranks": finished, "started_at": e.get("started_at"), "detected_at": e.get("detected_at"),
          "detected_by": sorted(e["_seen_by"]), "overdue": not e.get("_derived"),
          "timeout": _timeout(by_rank[min(e["_seen_by"])])}
@@ -333,6 +337,8 @@ def _evaluate(by_rank, stream, seq, e, now):
                                  if p.get("torch_timeout_s") is not None), None)
     if h["started_at"] is not None:
         h["stuck_s"] = round(now - h["started_at"], 1)
+        # torch dumps carry no time of their own: ages count from the newest time in them (torch_fr.py)
+        h["stuck_at_least"] = any(by_rank[r].get("ages_at_least") for r in e["_seen_by"])
     if len(set(ops.values())) > 1:
         h["mismatch"] = _mismatch(ops)
     elif len(set(sizes.values())) > 1:  # same op, different dtype or element count: also a desync
@@ -409,7 +415,8 @@ def summary_line(v):
         return "c10d_observer: no stuck collective in the reports of ranks %s" % _report.format_ranks(
             v["ranks_reporting"])
     h = v["hangs"][0]
-    stuck = " stuck %.0f s" % h["stuck_s"] if h.get("stuck_s") is not None else ""
+    stuck = " stuck %s%.0f s" % ("at least " if h.get("stuck_at_least") else "", h["stuck_s"]) \
+        if h.get("stuck_s") is not None else ""
     parts = []
     for r in h["missing_ranks"]:
         m = h["missing"].get(str(r)) or {}
@@ -429,8 +436,9 @@ def format_text(v, problems=()):
     for i, h in enumerate(v["hangs"]):
         tag = "ROOT" if h["root"] else "SYMPTOM (of #%s)" % ",".join(str(j) for j in h["caused_by"])
         lines.append("")
-        lines.append("#%d %s: %s, stuck %s s (timeout %g s; torch's own timeout of the group: %s)" % (
-            i, tag, _report.describe_call(h), h.get("stuck_s", "?"), h.get("timeout") or 0,
+        lines.append("#%d %s: %s, stuck %s%s s (timeout %g s; torch's own timeout of the group: %s)" % (
+            i, tag, _report.describe_call(h), "at least " if h.get("stuck_at_least") else "", h.get("stuck_s", "?"),
+            h.get("timeout") or 0,
             "%g s" % h["torch_timeout_s"] if h.get("torch_timeout_s") is not None else "unknown"))
         lines.append("  waiting in it: %s" % (_report.format_ranks(h["waiting_ranks"]) or "none"))
         if h["finished_ranks"]:
