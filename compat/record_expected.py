@@ -21,7 +21,8 @@ def line_key(version):
     return "torch%d%d" % (rel[0], rel[1])
 
 
-# Features that depend on the build (CUDA or CPU wheel) rather than the release: recorded per build.
+# Features that depend on the build (CUDA or CPU wheel) rather than the release: recorded per build, as
+# are the NCCL probes and plan ("nccl", "nccl_plan").
 BUILD_FEATURES = ("nccl_trace",)
 
 
@@ -36,8 +37,14 @@ def expected_record(caps, previous=None):
         per_build = dict((previous or {}).get("features", {}).get(name) or {})
         per_build[build()] = feats[name]
         feats[name] = per_build
-    return {"torch_version": caps["torch_version"], "features": feats, "auto": caps["auto"],
-            "usable_sources": sorted(s for s, r in caps["sources"].items() if r["usable"])}
+    out = {"torch_version": caps["torch_version"], "features": feats, "auto": caps["auto"],
+           "usable_sources": sorted(s for s, r in caps["sources"].items() if r["usable"])}
+    # how NCCL groups are followed (compat.nccl_probe): a CPU wheel has no NCCL, so per build too
+    for name in ("nccl", "nccl_plan"):
+        per_build = dict((previous or {}).get(name) or {})
+        per_build[build()] = caps[name]
+        out[name] = per_build
+    return out
 
 
 def main():

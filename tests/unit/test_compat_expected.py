@@ -39,3 +39,17 @@ def test_features_match_the_record_of_this_torch_line(expected):
 def test_auto_source_and_usable_sources_match_the_record(expected):
     assert CAPS["auto"] == expected["auto"]
     assert sorted(s for s, r in CAPS["sources"].items() if r["usable"]) == expected["usable_sources"]
+
+
+@pytest.mark.parametrize("key", ["nccl", "nccl_plan"])
+def test_nccl_probes_and_plan_match_the_record_of_this_build(expected, key, monkeypatch):
+    """The NCCL plan of this line (recorder on by default, turned on by enable(), or the patch source with
+    completion markers), recorded per build: CUDA wheels probed on a CPU-only machine (no GPU is needed to
+    probe bindings and configuration)."""
+    for name in compat.FR_ENV:  # the record is of torch's defaults
+        monkeypatch.delenv(name, raising=False)
+    recorded = (expected.get(key) or {}).get(BUILD)
+    if recorded is None:
+        pytest.skip("%s not recorded for %s builds of %s" % (key, BUILD, LINE))
+    caps = compat.probe()
+    assert caps[key] == recorded
