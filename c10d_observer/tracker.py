@@ -39,6 +39,9 @@ class _Untracked(object):
     def done(self, seq):
         pass
 
+    def skip_to(self, seq):
+        pass
+
 
 class _Group(object):
     """One process group: a stream for its collectives and one per direction for its p2p calls.
@@ -61,6 +64,12 @@ class _Group(object):
         # its calls through), or None: the patch source does
         self.native = tracker.native_for(pg, desc)
         self.coll = tracker._stream(dict(desc, kind="collective", stream=desc["group"]))
+        if self.native is None and pg is not None:
+            # number its collectives after torch's own count of those issued so far (NCCL, torch 2.5+),
+            # so that ranks agree also on groups made, and calls issued, before enable()
+            base = tracker.seq_base(pg, desc)
+            if base:
+                self.coll.skip_to(base)
         self.sends = {}
         self.recvs = {}
         self.batch = None  # the calls of an open coalescing block (sources.patch._Batch)
@@ -106,6 +115,7 @@ class Tracker(object):
         self.gpu = _gpu.GpuCompletion()  # GPU backends: done when the GPU has finished
         self.polling = self.gpu.works
         self.native_for = lambda pg, desc: None  # set by the plan (sources.Dispatch)
+        self.seq_base = lambda pg, desc: None  # torch's count of a group's calls before we saw it (Dispatch)
         self.api = 0  # API code of the composite call now running (see channel.APIS), 0 for none
         self.rank = -1
         try:

@@ -33,6 +33,18 @@ class Dispatch(object):
         self.nccl2 = nccl_events(name, auto) and bool(nplan.get("nccl2_recorder"))
         self.everything = name if name in ("pg_hooks", "hooks") else None
         self.unrecorded = set()  # ids of groups a recorder turned out not to record
+        self.counts_collectives = bool((caps.get("nccl") or {}).get("trace_json"))
+
+    def seq_base(self, pg, desc):
+        """torch's count of the collectives a legacy NCCL group issued before the patch source saw it, or
+        None.  From 2.5 (the release that also brought the recorder's JSON) it counts collectives only;
+        before, its counter also counted p2p calls, which differ between ranks: those lines number from
+        enable()."""
+        if not self.counts_collectives or "nccl" not in ((desc or {}).get("backend") or ""):
+            return None
+        if compat.nccl_kind(pg) != "nccl":
+            return None
+        return compat.torch_seq(pg)
 
     def native_for(self, pg, desc):
         """The recorder or hook that reports a group's collectives ("gloo", "nccl", "nccl2", "pg_hooks",
@@ -153,6 +165,7 @@ def build(name, tracker, cfg, caps, auto=False, nccl_on=False):
     from .patch import PatchRegistry, PatchSource
     dispatch = Dispatch(name, caps, auto, nccl_on)
     tracker.native_for = dispatch.native_for
+    tracker.seq_base = dispatch.seq_base
     plan_ = plan(name, caps, auto, nccl_on)
     reg = PatchRegistry()
     parts = []

@@ -30,6 +30,8 @@ def wait_until(predicate, timeout, what):
 
 
 class Job(object):
+    main = RANK_MAIN  # the script each rank runs (tests/gpu runs its own)
+
     def __init__(self, scenario, world_size, tmp_path, env=None, **args):
         self.scenario = scenario
         self.world_size = world_size
@@ -51,7 +53,7 @@ class Job(object):
             self.logs.append(log)
             e = dict(base_env, RANK=str(rank), WORLD_SIZE=str(world_size))
             self.procs.append(subprocess.Popen(
-                [sys.executable, RANK_MAIN, scenario, str(rank), str(world_size), self.work_dir,
+                [sys.executable, self.main, scenario, str(rank), str(world_size), self.work_dir,
                  json.dumps(self.args)], stdout=log, stderr=subprocess.STDOUT, env=e))
 
     # -- files the ranks write ---------------------------------------------------------------------

@@ -214,3 +214,14 @@ def test_a_synchronous_coalesced_block_ends_with_its_marker(rig):
     events[0].passed = True
     tr.poll_once()
     assert in_flight() == {}
+
+
+def test_a_patch_followed_nccl_group_numbers_its_calls_after_torchs_own_count(rig):
+    """STAND-IN: ``seq_base`` stands in for torch's ``_get_sequence_number_for_group`` of a legacy NCCL
+    group (sources.Dispatch.seq_base): 41 collectives issued before the observer first saw the group."""
+    tr, _, _, events, _, in_flight = rig
+    tr.seq_base = lambda pg, desc: 41
+    pg = FakeGroup()
+    tr.groups[pg] = _tracker._Group(tr, {"group": "late", "ranks": [0], "backend": "nccl"}, pg)
+    patch._make_coll_wrapper(tr, FakeGroup.allreduce, OP)(pg, ["t"])
+    assert in_flight() == {"late": 42}
