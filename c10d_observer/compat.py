@@ -215,7 +215,8 @@ def fr_entries():
 # the size is read when the recorder is first used.  ProcessGroupNCCL2 (the default ``nccl`` from 2.15,
 # opt-in from 2.14) is recorded by a FlightRecorderHook that torch attaches to each group, read with
 # ``_dump_fr_trace_json(backend="nccl2")``; its pg_status counts every op (p2p too) with one counter.
-NCCL_TRACE_ENV = "TORCH_NCCL_TRACE_BUFFER_SIZE"  # read by the legacy NCCL recorder on 2.5+ (with TORCH_FR_BUFFER_SIZE, 2.8+)
+# read by the legacy NCCL recorder on 2.5+ (and TORCH_FR_BUFFER_SIZE on 2.8+)
+NCCL_TRACE_ENV = "TORCH_NCCL_TRACE_BUFFER_SIZE"
 NCCL_TRACE_SIZE = 2000  # torch's own default from 2.11: what enable() sets where the recorder is off by default
 
 

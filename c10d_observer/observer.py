@@ -304,8 +304,10 @@ def _turn_nccl_recorder_on():
     if not _NCCL_TURNED_ON[0]:
         os.environ[compat.NCCL_TRACE_ENV] = str(compat.NCCL_TRACE_SIZE)
         log.info("c10d_observer: set %s=%d: torch's NCCL flight recorder (off by default before torch 2.11) "
-                 "reports NCCL calls at no cost per call to the observer; it also makes torch dump its NCCL "
-                 "trace when its own timeout fires", compat.NCCL_TRACE_ENV, compat.NCCL_TRACE_SIZE)
+                 "reports NCCL calls at no cost per call to the observer; torch records every NCCL call in a "
+                 "buffer of that many entries, as it does by default from 2.11 (on 2.8-2.10 gloo's recorder "
+                 "reads the same variable; docs/sources.md, NCCL groups)",
+                 compat.NCCL_TRACE_ENV, compat.NCCL_TRACE_SIZE)
         try:
             compat.nccl_status()  # torch creates the recorder now, with that size
         except Exception:

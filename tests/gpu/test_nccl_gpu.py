@@ -2,7 +2,7 @@
 
 Run on a machine with a CUDA device (README, "NCCL on GPUs"):
 
-    python -m pytest tests/gpu -v
+    PYTHONPATH=. python3 -m pytest tests/gpu tests/integration/test_nccl.py -v
 
 Skipped without CUDA and NCCL, as on the CPU-only CI machines.  World size 1 (NCCL refuses two ranks on one
 GPU): a hang is a ``torch.cuda._sleep`` kernel (about 10 s) queued ahead of the call.  What one GPU cannot
