@@ -5,6 +5,7 @@ import runpy
 import sys
 
 from . import report as _report
+from .config import DEFAULT_DIR
 
 
 def _positive_float(text):
@@ -35,8 +36,11 @@ def build_parser():
     rep = sub.add_parser("report", help="merge the reports in DIR into one verdict: who never arrived",
                          description="Merge every rank's report and state in DIR (one dump_dir, or several "
                                      "nodes' dump_dirs copied together) into one verdict, root cause first, "
-                                     "then each rank's report.  Exit code: 1 if a stuck call was found, 0 if "
-                                     "not, 2 if DIR cannot be read.")
+                                     "then each rank's report.  Where DIR holds none but DIR/c10d_observer does "
+                                     "(the job's folder), that is read.  Exit code: 1 if a stuck call was "
+                                     "found; 3 if none is stuck but calls were overdue and completed later "
+                                     "(resolved); 0 if no call was ever overdue; 2 if DIR cannot be read or "
+                                     "holds no report, state or torch dump.")
     rep.add_argument("dir", help="a dump_dir")
     rep.add_argument("--json", action="store_true",
                      help="print the verdict as one JSON object (version 1: hangs, culprit_ranks, "
@@ -94,8 +98,22 @@ def _print_report(directory, as_json=False):
     try:
         docs, problems = _verdict.load_docs(directory, torch_dumps=True)
         reports, _ = _report.load_dir(directory)
+        inner = os.path.join(directory, DEFAULT_DIR)
+        if not docs and not reports and os.path.isdir(inner):  # the job's folder: its dump_dir is inside
+            sys.stderr.write("c10d-observer report: nothing in %s; reading %s\n" % (directory, inner))
+            directory = inner
+            docs, problems = _verdict.load_docs(directory, torch_dumps=True)
+            reports, _ = _report.load_dir(directory)
     except _report.ReportError as e:
         sys.stderr.write("c10d-observer report: %s\n" % e)
+        return 2
+    if not docs and not reports:
+        # an empty or wrong folder is not a healthy job: a CI check must not read it as "no stuck call"
+        sys.stderr.write(
+            "c10d-observer report: error: %s holds no c10d-observer report or state (report-rank*.json, "
+            "state-rank*.json) and no torch flight-recorder dump in JSON%s.  Pass the job's dump_dir: "
+            "./%s unless enable(dump_dir=...), run --dump-dir or $C10D_OBSERVER_DIR chose another.\n"
+            % (directory, "".join("\n  unreadable: %s" % p for p in problems), DEFAULT_DIR))
         return 2
     v = _verdict.analyze(docs)
     if as_json:
@@ -107,4 +125,4 @@ def _print_report(directory, as_json=False):
         print(_verdict.format_text(v, problems))
         print("\nper-rank reports:")
         print(_report.summarize(reports))
-    return 1 if v["hangs"] else 0
+    return 1 if v["hangs"] else 3 if v.get("resolved") else 0

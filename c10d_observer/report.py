@@ -148,7 +148,8 @@ def summarize(reports, problems=()):
             lines.append("  OVERDUE %s: started %s, detected %s (%.1f s in flight, timeout %g s)%s"
                          % (describe_call(e), _clock(e.get("started_at")), _clock(e.get("detected_at")),
                             e.get("age_s", 0.0), cfg.get("timeout", 0), "" if e.get("in_flight", True)
-                            else "; completed later"))
+                            else "; completed later%s" % (" (resolved after %s s in flight)" % e["resolved_after_s"]
+                                                          if e.get("resolved_after_s") is not None else "")))
         done = ["%s=%s" % (g.get("stream"), g.get("last_completed")) for g in rep.get("groups") or []
                 if isinstance(g, dict)]
         if done:

@@ -212,5 +212,9 @@ class Tracker(object):
         self._stop.set()
         if self._poller is not None and self._poller is not threading.current_thread():
             self._poller.join(timeout=5)
+        try:  # one last look, so that the watchdog's final state (disable()) has every completion
+            self.poll_once()
+        except Exception:
+            log.debug("c10d_observer: the last completion poll failed", exc_info=True)
         self.waiting.clear()
         self.gpu.clear()

@@ -180,6 +180,27 @@ def _candidates(by_rank):
     return found
 
 
+def _resolved(by_rank, stuck):
+    """Calls that were overdue on some rank and completed later (the hang resolved): one entry per
+    (stream, seq) still not stuck, with the longest time it was in flight and the ranks that reported it."""
+    out = collections.OrderedDict()
+    for r, doc in sorted(by_rank.items()):
+        for e in doc.get("overdue") or []:
+            if not isinstance(e, dict) or e.get("in_flight", True) or not e.get("resolved"):
+                continue
+            key = (e.get("stream"), e.get("seq"))
+            if key in stuck:
+                continue
+            item = out.get(key)
+            if item is None:
+                item = out[key] = {k: e.get(k) for k in ("group", "stream", "group_ranks", "kind", "peer", "seq",
+                                                         "op", "api", "size", "started_at")}
+                item.update(resolved=True, resolved_after_s=e.get("resolved_after_s"), reported_by=[])
+            item["resolved_after_s"] = max(item["resolved_after_s"] or 0, e.get("resolved_after_s") or 0)
+            item["reported_by"].append(r)
+    return list(out.values())
+
+
 def _where(doc, now):
     """Where a rank that never entered a stuck call is instead."""
     if doc is None:
@@ -299,7 +320,7 @@ def analyze(by_rank, world_size=None, now=None):
          "ranks_reporting": sorted(by_rank), "ranks_silent": silent,
          "ranks_dead": sorted(r for r, d in by_rank.items() if d.get("alive") is False),
          "frozen_ranks": frozen, "world_size": world_size, "undecided": undecided,
-         "stack_groups": _stack_groups(by_rank),
+         "stack_groups": _stack_groups(by_rank), "resolved": _resolved(by_rank, cands),
          "hosts": {str(r): {"host": d.get("host"), "pid": d.get("pid"), "py_spy_dump": _existing(d.get("py_spy_dump"))}
                    for r, d in sorted(by_rank.items())}}
     v["summary"] = summary_line(v)
@@ -412,8 +433,13 @@ def _who(v, r):
 
 def summary_line(v):
     if not v["hangs"]:
-        return "c10d_observer: no stuck collective in the reports of ranks %s" % _report.format_ranks(
+        line = "c10d_observer: no stuck collective in the reports of ranks %s" % _report.format_ranks(
             v["ranks_reporting"])
+        if v.get("resolved"):
+            r = v["resolved"][0]
+            line += "; %d call(s) were overdue and completed later (resolved), first %s after %s s" % (
+                len(v["resolved"]), _report.describe_call(r), r.get("resolved_after_s"))
+        return line
     h = v["hangs"][0]
     stuck = " stuck %s%.0f s" % ("at least " if h.get("stuck_at_least") else "", h["stuck_s"]) \
         if h.get("stuck_s") is not None else ""
@@ -430,8 +456,9 @@ def summary_line(v):
 
 
 def format_text(v, problems=()):
-    lines = ["c10d_observer verdict: %d stuck call(s); ranks reporting %s of %d; silent: %s; dead: %s" % (
-        len(v["hangs"]), _report.format_ranks(v["ranks_reporting"]) or "none", v["world_size"],
+    lines = ["c10d_observer verdict: %d stuck call(s)%s; ranks reporting %s of %d; silent: %s; dead: %s" % (
+        len(v["hangs"]), ", %d resolved" % len(v["resolved"]) if v.get("resolved") else "",
+        _report.format_ranks(v["ranks_reporting"]) or "none", v["world_size"],
         _report.format_ranks(v["ranks_silent"]) or "none", _report.format_ranks(v["ranks_dead"]) or "none")]
     for i, h in enumerate(v["hangs"]):
         tag = "ROOT" if h["root"] else "SYMPTOM (of #%s)" % ",".join(str(j) for j in h["caused_by"])
@@ -448,6 +475,10 @@ def format_text(v, problems=()):
         if h.get("mismatch"):
             lines.append("  MISMATCH at this seq: %s%s" % (h["mismatch"]["text"], "; odd one(s) out: %s" % (
                 _report.format_ranks(h["mismatch"]["odd_ranks"])) if h["mismatch"]["odd_ranks"] else ""))
+    for r in v.get("resolved") or []:
+        lines.append("")
+        lines.append("RESOLVED: %s was in flight %s s on rank(s) %s, past the timeout, then completed" % (
+            _report.describe_call(r), r.get("resolved_after_s"), _report.format_ranks(r["reported_by"])))
     lines.append("")
     lines.append("culprit ranks: %s" % (_report.format_ranks(v["culprit_ranks"]) or "none found"))
     if v["frozen_ranks"]:

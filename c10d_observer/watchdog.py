@@ -122,7 +122,14 @@ class Watchdog(object):
     def _update_report(self, snap, overdue, wall_now):
         in_flight = {(o.stream.idx, o.seq) for o in overdue}
         for r in self.records:
+            was = r["in_flight"]
             r["in_flight"] = (r["_idx"], r["seq"]) in in_flight
+            if was and not r["in_flight"]:  # an overdue call completed: the hang resolved (seen within a poll)
+                r["resolved"] = True
+                r["completed_at"] = wall_now
+                r["resolved_after_s"] = round(wall_now - r["started_at"], 1)
+                self.log("rank %s: %s completed after %.1f s in flight (it was overdue): resolved"
+                         % (self._rank(), _report.describe_call(r), r["resolved_after_s"]))
         try:
             path = self.write_report(snap, wall_now)
         except Exception as e:
@@ -143,7 +150,17 @@ class Watchdog(object):
                 "backend": desc.get("backend"), "kind": desc.get("kind"), "peer": desc.get("peer"),
                 "seq": o.seq, "op": op, "api": api, "size": _ch.decode_sig(o.op),
                 "started_at": wall_now - age, "detected_at": wall_now,
-                "age_s": round(age, 3), "in_flight": True, "_idx": o.stream.idx}
+                "age_s": round(age, 3), "in_flight": True, "resolved": False, "_idx": o.stream.idx}
+
+    def finish(self):
+        """At disable() (the rank stopped the observer): bring the report up to date (calls that completed
+        since the last poll), and leave this rank's final state, so that ``report`` on a job that ran
+        without a hang finds every rank's state and says so (exit 0) rather than finding nothing."""
+        now_ns, wall_now = self.clock(), self.wall()
+        snap = self.reader.snapshot()
+        if self.records:
+            self._update_report(snap, find_overdue(snap, now_ns, self.timeout_ns), wall_now)
+        self.write_state(wall_now, exit_reason="the observer was disabled")
 
     def _document(self, snap, wall_now, now_ns=None):
         """What a report and a state file share: who, where in every group, and how alive."""
@@ -418,7 +435,12 @@ def main():
     os.close(devnull)
     reason = wd.run(stdin_fd)
     wd.reap_py_spy(force=True)
-    if reason != "stop":  # the rank is gone without disable(): say so to the other ranks' verdicts
+    if reason == "stop":
+        try:
+            wd.finish()
+        except Exception as e:
+            _log("could not write the rank's final state: %r" % (e,))
+    else:  # the rank is gone without disable(): say so to the other ranks' verdicts
         try:
             wd.write_state(time.time(), alive=False, exit_reason="process %d ended without disable() (%s)"
                            % (wd.rank_pid, reason))

@@ -156,6 +156,10 @@ class FlightRecorderSource(object):
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+        try:  # one last read, so that the watchdog's final state (disable()) has every completion
+            self.poll_once()
+        except Exception:
+            log.debug("c10d_observer: the last flight-recorder read failed", exc_info=True)
 
     def _run(self):
         while not self._stop.wait(self.period):

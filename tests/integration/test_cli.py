@@ -66,14 +66,20 @@ def test_run_under_the_launcher_needs_no_code_change(tmp_path):
 
     rep = subprocess.run([sys.executable, "-m", "c10d_observer", "report", str(dump)], env=_env(),
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-    assert rep.returncode == 1  # a hang was found
+    assert rep.returncode == 3, rep.stdout  # a hang was found, and it resolved once the script was released
     assert "OVERDUE all_reduce #2 on group" in rep.stdout and "ranks 0-1" in rep.stdout, rep.stdout
+    assert "RESOLVED: all_reduce #2 on group" in rep.stdout and "completed later" in rep.stdout, rep.stdout
 
 
-def test_report_of_a_directory_without_hangs(tmp_path):
-    rep = subprocess.run([sys.executable, "-m", "c10d_observer", "report", str(tmp_path)], env=_env(),
-                         stdout=subprocess.PIPE, universal_newlines=True)
-    assert rep.returncode == 0 and "no c10d-observer reports found" in rep.stdout
+def test_report_of_a_job_without_hangs(job_factory, tmp_path):
+    """A job that ran without a hang leaves each rank's final state: report says so, exit 0 (an empty
+    folder is an error: tests/unit/test_report_command.py)."""
+    job = job_factory("skip", 2, culprit=1, step=99, timeout=30.0)  # no step 99: nobody stalls
+    assert job.finish() == [0, 0], job.log_text()
+    rep = subprocess.run([sys.executable, "-m", "c10d_observer", "report", job.dump_dir], env=_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    assert rep.returncode == 0, rep.stdout
+    assert "0 stuck call(s); ranks reporting 0-1 of 2" in rep.stdout, rep.stdout
     missing = subprocess.run([sys.executable, "-m", "c10d_observer", "report", str(tmp_path / "nope")],
                              env=_env(), stderr=subprocess.PIPE, universal_newlines=True)
     assert missing.returncode == 2 and "not a directory" in missing.stderr

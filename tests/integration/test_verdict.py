@@ -48,6 +48,9 @@ def test_skipped_collective(job_factory):
     # a later call of the job overdue too, and report reads the newest gather)
     out = subprocess.run([sys.executable, "-m", "c10d_observer", "report", "--json", job.dump_dir],
                          stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    # the state gathered while the hang lasts (disable() leaves a final one in its place)
+    state = [json.load(open(os.path.join(job.dump_dir, n))) for n in os.listdir(job.dump_dir)
+             if n.startswith("state-rank0-")][0]
     job.release()
     assert job.finish() == [0, 0, 0], job.log_text()
     h = _root(v)
@@ -61,8 +64,6 @@ def test_skipped_collective(job_factory):
     assert odd and "stall_until_released" in odd[0]["frames"][0]
     assert "rank 1" in v["summary"] and "never arrived" in v["summary"]
     if job.facts(0)["source"] == "flight_recorder":  # the gathered state carries the recorder's entries
-        state = [json.load(open(os.path.join(job.dump_dir, n))) for n in os.listdir(job.dump_dir)
-                 if n.startswith("state-rank0-")][0]
         entries = [e for g in (state["flight_recorder"] or {}).values() for e in g]
         assert any(e["in_flight"] and e["profiling_name"].endswith("all_reduce") for e in entries), state
     # the JSON contract and the exit code
@@ -75,6 +76,31 @@ def test_skipped_collective(job_factory):
     for key in ("group", "group_ranks", "seq", "op", "waiting_ranks", "missing_ranks", "started_at",
                 "detected_at"):
         assert again["hangs"][0][key] == h[key]
+
+
+def test_a_hang_that_resolves_is_reported_resolved(job_factory):
+    """Rank 1 is late past the timeout, then catches up: the reports, the verdict and the exit code say the
+    hang resolved, and the console says when (issue 13, case 4)."""
+    job = job_factory("skip", 2, culprit=1, step=2, timeout=1.0)
+    v = _verdict(job)
+    assert _root(v)["missing_ranks"] == [1]  # while it lasts: stuck
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    out = subprocess.run([sys.executable, "-m", "c10d_observer", "report", "--json", job.dump_dir],
+                         stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert out.returncode == 3, out.stdout  # none stuck now; overdue calls completed later
+    after = json.loads(out.stdout)
+    assert after["hangs"] == []
+    [r] = [r for r in after["resolved"] if r["seq"] == 3]
+    assert r["op"] == "all_reduce" and r["resolved"] is True and 0 in r["reported_by"]
+    assert r["resolved_after_s"] > 1.0
+    rep = job.reports()[0]
+    [e] = [e for e in rep["overdue"] if e["seq"] == 3]
+    assert e["in_flight"] is False and e["resolved"] is True and e["resolved_after_s"] > 1.0
+    assert "completed after" in job.log_text() and "resolved" in job.log_text()
+    text = subprocess.run([sys.executable, "-m", "c10d_observer", "report", job.dump_dir],
+                          stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert "RESOLVED: all_reduce #3" in text.stdout and "0 stuck call(s), " in text.stdout, text.stdout
 
 
 def test_rank_stalled_in_computation(job_factory):
