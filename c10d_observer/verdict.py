@@ -410,13 +410,23 @@ def _in_cycle(hangs, start):
 
 
 def _stack_groups(by_rank):
+    """Main-thread stacks grouped by their frames (functions and files, not line numbers), each group with
+    its line-number variants and the ranks at each: ranks one line apart stay one group, but each rank's
+    own lines are kept (the difference may be what the user looks for)."""
     groups = collections.OrderedDict()
     for r, doc in sorted(by_rank.items()):
         frames = doc.get("_frames")
-        if frames:
-            groups.setdefault(_signature(frames), {"frames": frames[:8], "ranks": []})["ranks"].append(r)
-    out = sorted(groups.values(), key=lambda g: (len(g["ranks"]), g["ranks"]))
-    return out
+        if not frames:
+            continue
+        g = groups.setdefault(_signature(frames), {"frames": frames[:8], "ranks": [], "variants": []})
+        g["ranks"].append(r)
+        for v in g["variants"]:
+            if v["frames"] == frames[:8]:
+                v["ranks"].append(r)
+                break
+        else:
+            g["variants"].append({"frames": frames[:8], "ranks": [r]})
+    return sorted(groups.values(), key=lambda g: (len(g["ranks"]), g["ranks"]))
 
 
 # -- text ---------------------------------------------------------------------------------------------
@@ -486,8 +496,13 @@ def format_text(v, problems=()):
     if v["stack_groups"]:
         lines.append("main-thread stacks, grouped (innermost frame first; the odd one out is usually the culprit):")
         for g in v["stack_groups"]:
-            lines.append("  rank%s %s: %s" % ("s" if len(g["ranks"]) > 1 else "", _report.format_ranks(g["ranks"]),
-                                                " < ".join(g["frames"][:4])))
+            variants = g.get("variants") or [g]
+            if len(variants) > 1:  # one place, different lines: each rank's own
+                lines.append("  ranks %s, at %d different lines:" % (_report.format_ranks(g["ranks"]), len(variants)))
+            for var in variants:
+                lines.append("%s%s %s: %s" % ("    " if len(variants) > 1 else "  ",
+                                              "ranks" if len(var["ranks"]) > 1 else "rank",
+                                              _report.format_ranks(var["ranks"]), " < ".join(var["frames"][:4])))
     spied = [(r, v["hosts"][str(r)]["py_spy_dump"]) for r in v["culprit_ranks"]
              if (v["hosts"].get(str(r)) or {}).get("py_spy_dump")]
     for r, path in spied:

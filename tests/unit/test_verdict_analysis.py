@@ -66,3 +66,22 @@ def test_main_thread_frames_come_from_the_last_dump(tmp_path):
                  '  File "/x/a.py", line 7 in stall\n  File "/x/a.py", line 3 in main\n')
     assert verdict.main_thread_frames(str(p), 0xab) == ["stall (a.py:7)", "main (a.py:3)"]
     assert verdict.main_thread_frames(str(p), 0xef) is None
+
+
+def test_grouped_stacks_keep_each_ranks_own_line_numbers():
+    """Ranks at line 20 and 21 of the same function are one group, and each keeps its own line (issue 13,
+    case 6: they were shown as one group at line 20)."""
+    docs = {}
+    for r, line in ((0, 20), (1, 21), (2, 20), (3, 99)):
+        frames = ["step (train.py:%d)" % line, "main (train.py:5)"]
+        if r == 3:
+            frames = ["load (data.py:%d)" % line, "main (train.py:5)"]
+        docs[r] = _doc(r, 4, [], _frames=frames)
+    v = verdict.analyze(docs)
+    [same] = [g for g in v["stack_groups"] if g["ranks"] == [0, 1, 2]]
+    assert [(var["ranks"], var["frames"][0]) for var in same["variants"]] == [
+        ([0, 2], "step (train.py:20)"), ([1], "step (train.py:21)")]
+    text = verdict.format_text(v)
+    assert "ranks 0-2, at 2 different lines:" in text
+    assert "ranks 0,2: step (train.py:20)" in text and "rank 1: step (train.py:21)" in text
+    assert "rank 3: load (data.py:99)" in text
