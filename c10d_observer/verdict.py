@@ -162,12 +162,13 @@ def _candidates(by_rank):
     """Every (stream, seq) a rank has had in flight for longer than its timeout."""
     found = collections.OrderedDict()
     for r, doc in sorted(by_rank.items()):
-        if doc.get("alive") is False:
-            continue
+        # a rank that died after its watchdog found a call overdue still counts (on_timeout="abort" ends it)
         for e in doc.get("overdue") or []:
             if isinstance(e, dict) and e.get("in_flight", True):
                 key = (e.get("stream"), e.get("seq"))
                 found.setdefault(key, dict(e, _seen_by={r}))["_seen_by"].add(r)
+        if doc.get("alive") is False:
+            continue
         for g in _positions(doc).values():
             seq, since = g.get("in_flight_seq"), g.get("in_flight_since")
             if seq is None or since is None:
@@ -319,6 +320,7 @@ def analyze(by_rank, world_size=None, now=None):
     v = {"version": VERSION, "hangs": hangs, "culprit_ranks": sorted(culprits),
          "ranks_reporting": sorted(by_rank), "ranks_silent": silent,
          "ranks_dead": sorted(r for r, d in by_rank.items() if d.get("alive") is False),
+         "exits": {str(r): d.get("exit_reason") for r, d in sorted(by_rank.items()) if d.get("alive") is False},
          "frozen_ranks": frozen, "world_size": world_size, "undecided": undecided,
          "stack_groups": _stack_groups(by_rank), "resolved": _resolved(by_rank, cands),
          "hosts": {str(r): {"host": d.get("host"), "pid": d.get("pid"), "py_spy_dump": _existing(d.get("py_spy_dump"))}
@@ -329,15 +331,19 @@ def analyze(by_rank, world_size=None, now=None):
 
 def _evaluate(by_rank, stream, seq, e, now):
     members = _members(dict(e, ranks=e.get("group_ranks"), **_p2p_ends(stream)))
-    waiting, missing, finished, ops, sizes, raw = [], [], [], {}, {}, {}
+    waiting, missing, finished, ops, sizes, raw, died = [], [], [], {}, {}, {}, []
     for r in members:
         doc = by_rank.get(r)
-        if doc is None or doc.get("alive") is False:
+        pos = _positions(doc).get(stream) or {} if doc is not None else {}
+        if doc is None or (pos.get("last_started") or 0) < seq:
             missing.append(r)
             continue
-        pos = _positions(doc).get(stream) or {}
-        if (pos.get("last_started") or 0) < seq:
-            missing.append(r)
+        if doc.get("alive") is False:
+            if (pos.get("last_completed") or 0) < seq:  # it was in the call when it died: not a culprit
+                waiting.append(r)
+                died.append(r)
+            else:
+                missing.append(r)
             continue
         (finished if (pos.get("last_completed") or 0) >= seq else waiting).append(r)
         op, size = _op_at(doc, stream, seq)
@@ -348,7 +354,7 @@ def _evaluate(by_rank, stream, seq, e, now):
     h = {"group": e.get("group"), "stream": stream, "group_ranks": e.get("group_ranks"),
          "kind": e.get("kind"), "peer": e.get("peer"), "seq": seq, "op": e.get("op"),
          "api": e.get("api") or "", "size": e.get("size") or next((raw[r] for r in sorted(raw)), None),
-         "waiting_ranks": waiting, "missing_ranks": missing,
+         "waiting_ranks": waiting, "died_waiting": died, "missing_ranks": missing,
          "finished_ranks": finished, "started_at": e.get("started_at"), "detected_at": e.get("detected_at"),
          "detected_by": sorted(e["_seen_by"]), "overdue": not e.get("_derived"),
          "timeout": _timeout(by_rank[min(e["_seen_by"])])}
@@ -478,6 +484,9 @@ def format_text(v, problems=()):
             h.get("timeout") or 0,
             "%g s" % h["torch_timeout_s"] if h.get("torch_timeout_s") is not None else "unknown"))
         lines.append("  waiting in it: %s" % (_report.format_ranks(h["waiting_ranks"]) or "none"))
+        for r in h.get("died_waiting") or []:
+            lines.append("  ended while waiting in it: %s: %s" % (
+                _who(v, r), (v.get("exits") or {}).get(str(r)) or "its process is gone"))
         if h["finished_ranks"]:
             lines.append("  finished it: %s" % _report.format_ranks(h["finished_ranks"]))
         for r in h["missing_ranks"]:

@@ -116,8 +116,29 @@ class Watchdog(object):
                         "" if sent else " (signal could not be sent)", path, self.cfg["stack_path"]))
         if self.cfg.get("on_timeout") == "abort" and not self.aborting:
             self.aborting = True
+            self.await_verdict()  # the verdict is merged and written before any rank is ended
             self.abort()
         return new
+
+    def await_verdict(self):
+        """Before ending the rank (on_timeout="abort"): let the gather this watchdog asked for or joined be
+        merged into verdict.json (at most the gather window and a second)."""
+        gid = self.gather_answered
+        deadline = time.monotonic() + self.gather_wait + 1.0
+        while time.monotonic() < deadline:
+            if self.gather_owned is not None:
+                try:
+                    self.check_gather(self.clock())
+                except Exception as e:
+                    self.gather_owned = None
+                    self.log("merging the verdict failed: %r" % (e,))
+            if self.gather_owned is None:
+                merged = _report.read_json(os.path.join(self.cfg["dump_dir"], _verdict.VERDICT_JSON))
+                if gid is None or (merged or {}).get("gather_id") == gid:
+                    return True
+            time.sleep(0.05)
+        self.log("on_timeout=abort: no verdict within %.1f s; ending the rank anyway" % (self.gather_wait + 1.0))
+        return False
 
     def _update_report(self, snap, overdue, wall_now):
         in_flight = {(o.stream.idx, o.seq) for o in overdue}

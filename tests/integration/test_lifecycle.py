@@ -1,8 +1,12 @@
 """What enable()/disable() leave behind, and what happens when a rank or a watchdog dies."""
+import json
+import os
 import signal
+import subprocess
+import sys
 import time
 
-from harness import pid_alive, wait_until
+from harness import ROOT, pid_alive, wait_until
 
 
 def test_rank_killed_with_sigkill_takes_its_watchdog_along(job_factory):
@@ -50,14 +54,31 @@ def test_watchdog_death_warns_and_training_goes_on(job_factory):
         assert any("watchdog" in w and "training goes on" in w for w in f["warnings"]), f["warnings"]
 
 
-def test_on_timeout_abort_ends_the_waiting_rank_after_the_dump(job_factory):
+def test_on_timeout_abort_ends_the_waiting_rank_after_the_dump_and_the_verdict(job_factory):
     job = job_factory("skip", 2, culprit=1, step=1, timeout=1.0, on_timeout="abort")
     rep = job.wait_report(0)
     wait_until(lambda: job.procs[0].poll() is not None, 60, "rank 0 to be ended\n" + job.log_text())
     assert job.procs[0].returncode == -signal.SIGTERM
     assert "in all_reduce" in job.stacks(0)  # the dump came first
     assert rep["on_timeout"] == "abort"
+    # the verdict was merged and written before the rank was ended (issue 13, case 3)
+    path = os.path.join(job.dump_dir, "verdict.json")
+    assert os.path.exists(path), job.log_text()
+    with open(path) as f:
+        v = json.load(f)
+    assert v["culprit_ranks"] == [1] and v["hangs"][0]["missing_ranks"] == [1], v
+    # and report DIR afterwards still names it: the ended rank counts, as one that died waiting in the call
+    wait_until(lambda: any(json.load(open(os.path.join(job.dump_dir, n))).get("alive") is False
+                           for n in os.listdir(job.dump_dir) if n.startswith("state-rank0-")),
+               30, "rank 0's last state\n" + job.log_text())
+    out = subprocess.run([sys.executable, "-m", "c10d_observer", "report", "--json", job.dump_dir],
+                         stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
     job.release()
+    assert out.returncode == 1, out.stdout
+    again = json.loads(out.stdout)
+    h = again["hangs"][0]
+    assert (h["op"], h["seq"], h["waiting_ranks"], h["missing_ranks"]) == ("all_reduce", 2, [0], [1]), again
+    assert h["died_waiting"] == [0] and again["culprit_ranks"] == [1] and again["ranks_dead"] == [0]
 
 
 def test_enable_before_init_process_group_covers_groups_created_later(job_factory):
