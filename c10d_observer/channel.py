@@ -5,7 +5,8 @@ This is the only module that both processes import, and it never imports torch.
 Layout (native-endian signed 64-bit words; ``W`` = 8 bytes)::
 
     header        HEADER_WORDS words      magic, layout version, capacities, counters, rank, world size,
-                                          the rank's heartbeat and its main thread's id
+                                          the rank's heartbeat, its main thread's id, and whether the
+                                          observer's signal handler is still the one installed
     descriptors   max_streams * DESC_BYTES  one UTF-8 JSON object per stream (NUL padded), written once
     stream heads  max_streams * HEAD_WORDS  last started seq, done hint, overflow count
     rings         max_streams * ring * SLOT_WORDS   one slot per call: seq_a, op, start_ns, seq_b, done_seq
@@ -44,7 +45,7 @@ DEFAULT_RING = 256  # a power of two
 
 # header word indices
 (H_MAGIC, H_VERSION, H_MAX_STREAMS, H_RING, H_NSTREAMS, H_RANK, H_WORLD, H_PID, H_DROPPED_STREAMS,
- H_HEARTBEAT, H_MAIN_THREAD) = range(11)
+ H_HEARTBEAT, H_MAIN_THREAD, H_HANDLER_REPLACED) = range(12)
 # stream head word indices
 S_LAST_STARTED, S_DONE_HINT, S_OVERFLOW = range(3)
 
@@ -196,6 +197,10 @@ class ChannelWriter(object):
     def heartbeat(self):
         """Written by a helper thread of the rank: it moves only while the rank's Python can run."""
         self._mv[H_HEARTBEAT] = _monotonic_ns()
+
+    def set_handler_replaced(self, replaced):
+        """1 while the observer's signal handler is not the one installed (the watchdog then sends none)."""
+        self._mv[H_HANDLER_REPLACED] = 1 if replaced else 0
 
     def add_stream(self, desc):
         """Publish a stream's description; returns its index, or -1 when the channel is full."""
@@ -367,6 +372,9 @@ class ChannelReader(object):
 
     def main_thread(self):
         return self._mv[H_MAIN_THREAD]
+
+    def handler_replaced(self):
+        return bool(self._mv[H_HANDLER_REPLACED])
 
     def _desc(self, idx):
         off = (self.layout.desc_word + idx * (DESC_BYTES // _W)) * _W

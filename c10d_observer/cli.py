@@ -30,6 +30,9 @@ def build_parser():
     run.add_argument("--dump-dir", help="reports and stack dumps (default $C10D_OBSERVER_DIR, else ./c10d_observer)")
     run.add_argument("--source", help="'auto' or an event source name (see the capabilities command)")
     run.add_argument("--on-timeout", choices=("dump", "abort"), help="what to do once a call is overdue")
+    run.add_argument("--signal", help="the signal that makes a rank dump its stacks (default "
+                                      "$C10D_OBSERVER_SIGNAL, else SIGUSR1; e.g. SIGUSR2 where the job "
+                                      "uses SIGUSR1 itself)")
     run.add_argument("script", help="the training script")
     run.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
 
@@ -80,6 +83,13 @@ def _run(args):
         value = getattr(args, name)
         if value is not None:
             kw[name] = value
+    if args.signal is not None:
+        from .config import parse_signal
+        try:
+            kw["signal"] = parse_signal(args.signal, "--signal")
+        except ValueError as e:
+            sys.stderr.write("c10d-observer run: error: %s\n" % e)
+            return 2
     if not os.path.exists(args.script):
         sys.stderr.write("c10d-observer run: no such script: %s\n" % args.script)
         return 2

@@ -16,6 +16,7 @@ ENV_POLL_INTERVAL = "C10D_OBSERVER_POLL_INTERVAL"
 ENV_DIR = "C10D_OBSERVER_DIR"
 ENV_SOURCE = "C10D_OBSERVER_SOURCE"
 ENV_ON_TIMEOUT = "C10D_OBSERVER_ON_TIMEOUT"
+ENV_SIGNAL = "C10D_OBSERVER_SIGNAL"
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_DIR = "c10d_observer"
@@ -100,6 +101,19 @@ def _check_signal(value):
     return int(value)
 
 
+def parse_signal(raw, name):
+    """A signal given as text ('SIGUSR2', 'USR2' or '12', from a variable or the command line)."""
+    text = str(raw).strip().upper()
+    if text.isdigit():
+        value = int(text)
+    else:
+        value = getattr(_signal, text if text.startswith("SIG") else "SIG" + text, None)
+    if not isinstance(value, int) or int(value) not in ACCEPTED_SIGNALS:
+        raise ValueError("%s must be one of %s or a real-time signal number, got %r"
+                         % (name, ", ".join(n for n in _NAMED_SIGNALS if hasattr(_signal, n)), raw))
+    return int(value)
+
+
 def _check_on_timeout(value, name):
     if not isinstance(value, str) or value not in ON_TIMEOUT_CHOICES:
         raise ValueError("%s must be one of %s, got %r" % (name, ", ".join(map(repr, ON_TIMEOUT_CHOICES)), value))
@@ -138,7 +152,10 @@ def resolve(timeout=UNSET, poll_interval=UNSET, dump_dir=UNSET, signal=UNSET, so
     if name and poll_interval >= timeout:
         raise ValueError("%s must be < timeout (%g s), got %g" % (name, timeout, poll_interval))
 
-    signal = _check_signal(_signal.SIGUSR1 if signal is UNSET else signal)
+    if signal is UNSET:
+        raw = _env_choice(env, ENV_SIGNAL)
+        signal = _signal.SIGUSR1 if raw is UNSET else parse_signal(raw, ENV_SIGNAL)
+    signal = _check_signal(signal)
 
     if source is UNSET:
         source, origin = _env_choice(env, ENV_SOURCE), ENV_SOURCE

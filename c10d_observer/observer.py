@@ -14,6 +14,7 @@ import signal as _signal
 import subprocess
 import sys
 import threading
+import time
 import warnings
 
 from . import channel as _ch
@@ -149,6 +150,8 @@ class Observer(object):
             tracker = _tracker.Tracker(chan, cfg.poll_interval)
             tracker.rank = rank
             tracker.timeout = cfg.timeout
+            tracker.check_handler = _handler_check(handler, chan, os.path.join(
+                cfg.dump_dir, _report.handler_name(rank, pid)), _signal.Signals(cfg.signal).name)
             for pg in compat.all_groups():  # groups made later are checked when first seen
                 try:
                     tracker.check_torch_timeout(compat.describe_group(pg))
@@ -266,6 +269,34 @@ class Observer(object):
                 log.warning("c10d_observer: cleanup step %r failed", undo, exc_info=True)
 
 
+def _handler_check(handler, chan, path, signame):
+    """Run by the rank's helper thread every poll or half poll: is the observer's handler still the one
+    installed?  When code replaces it after enable() (PyTorch Lightning installs its own SIGUSR1 handler
+    for SLURM requeue), the watchdog must not send that signal: it would run their handler.  The rank
+    says so in the channel (the watchdog reads it before each signal) and names the handler in a file."""
+    state = {"by": None}
+
+    def check():
+        by = handler.replaced_by()
+        if by == state["by"]:
+            return
+        state["by"] = by
+        if by is None:
+            chan.set_handler_replaced(False)
+            return
+        try:
+            _report.write_atomic(path, {"signal": signame, "replaced_by": by, "detected_at": time.time()})
+        except OSError:
+            log.debug("c10d_observer: cannot write %s", path, exc_info=True)
+        chan.set_handler_replaced(True)
+        log.warning("c10d_observer: the %s handler was replaced after enable() by %s: the observer sends no %s "
+                    "to this rank (it would run that handler); stacks come from py-spy where it is installed. "
+                    "To keep both, choose another signal: enable(signal=signal.SIGUSR2), "
+                    "C10D_OBSERVER_SIGNAL=SIGUSR2 or run --signal SIGUSR2", signame, by, signame)
+
+    return check
+
+
 _NCCL_TURNED_ON = [False]  # this process's NCCL recorder was made on by an enable() (it stays so)
 
 
@@ -342,7 +373,6 @@ def _py_spy():
 
 
 def _read_line(fd, timeout):
-    import time
     deadline = time.monotonic() + timeout
     data = b""
     while not data.endswith(b"\n"):

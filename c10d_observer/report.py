@@ -31,6 +31,11 @@ def fr_name(rank, pid):
     return "fr-rank%s-pid%d.json" % (rank if rank >= 0 else "unknown", pid)
 
 
+def handler_name(rank, pid):
+    """Written by the rank when the observer's signal handler was replaced: which handler replaced it."""
+    return "signal-rank%s-pid%d.json" % (rank if rank >= 0 else "unknown", pid)
+
+
 def write_atomic(path, obj):
     """Write JSON to a temporary name beside ``path``, then rename it into place."""
     tmp = os.path.join(os.path.dirname(path) or ".", ".tmp-%d-%s" % (os.getpid(), os.path.basename(path)))

@@ -10,11 +10,49 @@ import os
 import signal as _signal
 
 
+_LIBC = []
+
+
+def os_handler(signum):
+    """The address of the handler the kernel runs for ``signum`` (the first field of ``sigaction``'s
+    struct, the handler union, on glibc, musl and macOS), or None where it cannot be read.  This sees what
+    Python's ``signal.getsignal`` cannot: faulthandler's C handler, a handler set from C, and a
+    ``signal.signal(sig, SIG_DFL)`` that puts back the Python-level value but drops faulthandler's."""
+    try:
+        import ctypes
+        if not _LIBC:
+            _LIBC.append(ctypes.CDLL(None, use_errno=True))
+        buf = ctypes.create_string_buffer(512)  # larger than any platform's struct sigaction
+        if _LIBC[0].sigaction(int(signum), None, buf) != 0:
+            return None
+        return ctypes.c_void_p.from_buffer(buf).value or 0
+    except Exception:
+        return None
+
+
+def describe_handler(handler):
+    """What a signal handler is, for a user: 'lightning...._slurm_sigusr_handler_fn (connector.py:42)'."""
+    if handler is _signal.SIG_DFL:
+        return "the default action (SIG_DFL: the process ends)"
+    if handler is _signal.SIG_IGN:
+        return "SIG_IGN (the signal is ignored)"
+    if handler is None:
+        return "a handler installed from C"
+    fn = getattr(handler, "__func__", handler)
+    code = getattr(fn, "__code__", None)
+    name = "%s.%s" % (getattr(fn, "__module__", None) or "?", getattr(fn, "__qualname__", None) or repr(fn))
+    if code is not None:
+        name += " (%s:%d)" % (os.path.basename(code.co_filename), code.co_firstlineno)
+    return name
+
+
 class StackDumpHandler(object):
     def __init__(self, signum, path):
         self.signum = signum
         self.path = path
         self._file = None
+        self.view = None  # what signal.getsignal() says once installed: anything else replaced ours
+        self.os_view = None  # the kernel's handler address once installed (faulthandler's), where readable
 
     def install(self):
         previous = self.previous = _signal.getsignal(self.signum)
@@ -27,6 +65,28 @@ class StackDumpHandler(object):
             self._close()
             raise
         self.chained = chain
+        self.view = _signal.getsignal(self.signum)
+        self.os_view = os_handler(self.signum)
+
+    def replaced_by(self):
+        """None while ours is the handler in place; else what replaced it (signal.signal() after enable(),
+        as PyTorch Lightning does for SLURM requeue, or a handler set from C), described."""
+        if self._file is None:
+            return None
+        current = _signal.getsignal(self.signum)
+        if self.os_view:
+            now = os_handler(self.signum)
+            if now is not None:
+                if now == self.os_view:
+                    return None
+                if now in (0, 1):  # SIG_DFL, SIG_IGN
+                    return describe_handler(_signal.SIG_DFL if now == 0 else _signal.SIG_IGN)
+                if current is self.view or current == self.view:  # Python's view did not change
+                    return "a handler installed outside Python's signal module (from C)"
+                return describe_handler(current)
+        if current is self.view or current == self.view:
+            return None
+        return describe_handler(current)
 
     def uninstall(self):
         if self._file is None:

@@ -25,7 +25,7 @@ from . import report as _report
 
 KIND = "torch_fr_dump"
 MAX_BYTES = 256 * 1024 * 1024
-_OURS = re.compile(r"^(report|state|stacks|pyspy|fr)-rank|^(verdict|gather-request)\.|^\.tmp-")
+_OURS = re.compile(r"^(report|state|stacks|pyspy|fr|signal)-rank|^(verdict|gather-request)\.|^\.tmp-")
 
 
 def load_dir(directory):

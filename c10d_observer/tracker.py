@@ -116,6 +116,7 @@ class Tracker(object):
         self.polling = self.gpu.works
         self.native_for = lambda pg, desc: None  # set by the plan (sources.Dispatch)
         self.seq_base = lambda pg, desc: None  # torch's count of a group's calls before we saw it (Dispatch)
+        self.check_handler = lambda: None  # is the observer's signal handler still in place (observer.py)
         self.api = 0  # API code of the composite call now running (see channel.APIS), 0 for none
         self.rank = -1
         try:
@@ -193,6 +194,7 @@ class Tracker(object):
         while not self._stop.wait(self._period / 2.0 if self.waiting or self.gpu.pending() else self._period):
             self.channel.heartbeat()  # the watchdog tells a rank whose Python cannot run by this
             try:
+                self.check_handler()
                 self.poll_once()
             except Exception:  # never let the poller die of one odd work
                 log.debug("c10d_observer: completion poll failed", exc_info=True)

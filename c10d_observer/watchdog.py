@@ -82,6 +82,7 @@ class Watchdog(object):
         self.py_spy = cfg.get("py_spy")  # its path where installed: native + Python stacks, taken from outside
         self.py_spy_proc = None
         self.py_spy_started = None
+        self.withheld_by = None  # the handler that replaced the observer's, last time a signal was withheld
 
     def tick(self, now_ns):
         """One poll: report and signal what became overdue.  Returns the new Overdue items."""
@@ -113,7 +114,9 @@ class Watchdog(object):
             self.log("rank %s: %s in flight for %.1f s (timeout %g s)%s; report %s; stacks %s"
                      % (self._rank(), _report.describe_call(self._record(o, now_ns, wall_now)),
                         (now_ns - o.start_ns) / 1e9, self.cfg["timeout"],
-                        "" if sent else " (signal could not be sent)", path, self.cfg["stack_path"]))
+                        "" if sent else " (no %s sent: its handler was replaced by %s)" % (
+                            self.cfg.get("signal_name"), self.withheld_by) if self.withheld_by else
+                        " (signal could not be sent)", path, self.cfg["stack_path"]))
         if self.cfg.get("on_timeout") == "abort" and not self.aborting:
             self.aborting = True
             self.await_verdict()  # the verdict is merged and written before any rank is ended
@@ -217,7 +220,13 @@ class Watchdog(object):
                 "main_thread": self.reader.main_thread(), "stack_dump": self.cfg["stack_path"],
                 "py_spy_dump": os.path.join(self.cfg["dump_dir"], _report.py_spy_name(rank, self.rank_pid))
                 if self.py_spy and self.py_spy_started is not None else None,
-                "config": self.cfg.get("public_config")}
+                "config": self.cfg.get("public_config"),
+                "signal_handler": self._handler_state()}
+
+    def _handler_state(self):
+        by = self.replaced_by()
+        return {"signal": self.cfg.get("signal_name"), "ours": by is None, "replaced_by": by,
+                "signal_withheld": self.withheld_by is not None}
 
     def write_state(self, wall_now, gather_id=None, alive=True, exit_reason=None):
         """state-rank<R>-pid<P>.json: this rank's position in every group, for the cross-rank verdict."""
@@ -363,7 +372,26 @@ class Watchdog(object):
             p.wait()
         self.py_spy_proc = None
 
+    def replaced_by(self):
+        """None while the rank says its signal handler is the observer's; else what replaced it."""
+        if not self.reader.handler_replaced():
+            return None
+        doc = _report.read_json(os.path.join(self.cfg["dump_dir"], _report.handler_name(self._rank(), self.rank_pid)))
+        return (doc or {}).get("replaced_by") or "another handler (not named)"
+
     def send_signal(self, py_spy=True):
+        by = self.replaced_by()  # never run a handler that is not ours, nor chained by us
+        if by is not None:
+            if py_spy:
+                self.dump_py_spy()
+            if by != self.withheld_by:  # said once per handler
+                self.withheld_by = by
+                name = self.cfg.get("signal_name")
+                self.log("rank %s: no %s sent: its handler was replaced after enable() by %s (the signal would "
+                         "run it); stacks: %s.  To have both, choose another signal: enable(signal=signal.SIGUSR2),"
+                         " C10D_OBSERVER_SIGNAL=SIGUSR2 or run --signal SIGUSR2"
+                         % (self._rank(), name, by, "py-spy" if self.py_spy else "none (py-spy is not installed)"))
+            return False
         if py_spy:
             self.dump_py_spy()
         try:

@@ -548,3 +548,25 @@ def fr_dump(ctx):
         work.wait()
     dist.barrier()
     dist.destroy_process_group()  # no observer here to outlive: leave no gloo thread to the interpreter's exit
+
+
+def foreign_handler(ctx):
+    """After enable(), each rank installs a SIGUSR1 handler of its own (as PyTorch Lightning does for SLURM
+    requeue: checkpoint and requeue); then rank 1 skips the second all_reduce until released.  The handler
+    records every run in foreign-rank<R>: the observer must never trigger it."""
+    _enable(ctx)
+    marker = os.path.join(ctx.work_dir, "foreign-rank%d" % ctx.rank)
+
+    def _requeue_handler(signum, frame):
+        with open(marker, "a") as f:
+            f.write("ran\n")
+
+    signal.signal(signal.SIGUSR1, _requeue_handler)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    ctx.record(handler_installed=True)
+    if ctx.rank == 1:
+        ctx.stall_until_released()
+    dist.all_reduce(t)
+    ctx.record(result=t[0].item())
+    c10d_observer.disable()

@@ -134,3 +134,26 @@ def test_enable_warns_of_groups_whose_torch_timeout_comes_first(job_factory):
     assert "(4 s)" in warned(f["world"])[0]
     assert len(warned(f["short_sub"])) == 1 and "(3 s)" in warned(f["short_sub"])[0]
     assert warned(f["default_sub"]) == []  # torch's default 30 min: the observer reports first
+
+
+def test_a_signal_handler_installed_after_enable_is_never_triggered(job_factory):
+    """Issue 13, case 2: the job replaces the observer's SIGUSR1 handler after enable(); at the hang the
+    observer sends SIGUSR1 to no rank (neither the waiting one nor, at the gather, the culprit), says which
+    handler replaced it and how to choose another signal, and takes stacks from py-spy where installed."""
+    job = job_factory("foreign_handler", 2, timeout=1.0)
+    rep = job.wait_report(0)
+    v_path = os.path.join(job.dump_dir, "verdict.json")
+    wait_until(lambda: os.path.exists(v_path), 60, "the verdict\n" + job.log_text())
+    log = job.log_text()
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    for r in (0, 1):
+        assert not os.path.exists(os.path.join(job.work_dir, "foreign-rank%d" % r)), "their handler ran on rank %d" % r
+    h = rep["signal_handler"]
+    assert h["ours"] is False and "_requeue_handler" in h["replaced_by"], h
+    assert "no SIGUSR1 sent: its handler was replaced after enable() by" in log, log
+    assert "C10D_OBSERVER_SIGNAL=SIGUSR2" in log and "run --signal SIGUSR2" in log
+    with open(v_path) as f:
+        assert json.load(f)["culprit_ranks"] == [1]  # the verdict needs no signal
+    if rep.get("py_spy_dump"):  # py-spy installed (the tox envs): stacks from outside instead
+        assert os.path.exists(rep["py_spy_dump"])

@@ -15,7 +15,7 @@ from c10d_observer import config, observer
 from c10d_observer.compat import SOURCES
 
 ALL_ENV = (config.ENV_TIMEOUT, config.ENV_POLL_INTERVAL, config.ENV_DIR, config.ENV_SOURCE,
-           config.ENV_ON_TIMEOUT)
+           config.ENV_ON_TIMEOUT, config.ENV_SIGNAL)
 
 
 @pytest.fixture(autouse=True)
@@ -309,3 +309,18 @@ def test_enable_rejects_bad_dump_dir(where, tmp_path, nothing_started):
         c10d_observer.enable(dump_dir=path)
     _check_message(excinfo, ["dump_dir", str(path)])
 
+
+
+@pytest.mark.parametrize("raw", ["SIGUSR2", "usr2", " 12 "])
+def test_signal_from_the_environment(raw):
+    assert config.resolve(env={config.ENV_SIGNAL: raw}).signal == signal.SIGUSR2
+
+
+@pytest.mark.parametrize("raw", ["SIGKILL", "SIGTERM", "soon", "9"])
+def test_a_bad_signal_variable_is_named_with_what_is_accepted(raw):
+    with pytest.raises(ValueError, match="C10D_OBSERVER_SIGNAL must be one of SIGUSR1, SIGUSR2"):
+        config.resolve(env={config.ENV_SIGNAL: raw})
+
+
+def test_the_signal_argument_beats_the_variable():
+    assert config.resolve(signal=signal.SIGUSR1, env={config.ENV_SIGNAL: "SIGUSR2"}).signal == signal.SIGUSR1

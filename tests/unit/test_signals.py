@@ -84,3 +84,28 @@ def test_an_empty_dump_file_is_removed_on_uninstall(handler_path):
     assert os.path.exists(handler_path)
     h.uninstall()
     assert not os.path.exists(handler_path)
+
+
+def test_a_handler_installed_after_ours_is_seen_and_named(handler_path):
+    from c10d_observer.signals import describe_handler
+    signal.signal(SIG, signal.SIG_DFL)
+    h = StackDumpHandler(SIG, handler_path)
+    h.install()
+    try:
+        assert h.replaced_by() is None
+
+        def _slurm_requeue(signum, frame):
+            pass
+
+        signal.signal(SIG, _slurm_requeue)  # as PyTorch Lightning does for SLURM requeue
+        by = h.replaced_by()
+        assert "_slurm_requeue" in by and "test_signals.py" in by
+        # put back the Python-level value it had before enable(): the kernel now runs the default action
+        # (the process would end), not faulthandler's dump
+        signal.signal(SIG, signal.SIG_DFL)
+        assert "SIG_DFL" in h.replaced_by()
+        signal.signal(SIG, signal.SIG_IGN)
+        assert "SIG_IGN" in h.replaced_by()
+    finally:
+        h.uninstall()
+    assert describe_handler(None) == "a handler installed from C"
