@@ -8,7 +8,9 @@ Layout (native-endian signed 64-bit words; ``W`` = 8 bytes)::
                                           the rank's heartbeat, its main thread's id, and whether the
                                           observer's signal handler is still the one installed
     descriptors   max_streams * DESC_BYTES  one UTF-8 JSON object per stream (NUL padded), written once
-    stream heads  max_streams * HEAD_WORDS  last started seq, done hint, overflow count
+    stream heads  max_streams * HEAD_WORDS  last started seq, done hint, overflow count, and the pinned
+                                            oldest call in flight (seq_a, op, start_ns, seq_b) when it fell
+                                            out of the ring
     rings         max_streams * ring * SLOT_WORDS   one slot per call: seq_a, op, start_ns, seq_b, done_seq
 
 A *stream* is what a sequence number counts: the collectives of one process group, or the point-to-point
@@ -26,19 +28,29 @@ slot was not being rewritten in between (stores become visible in program order 
 of the single C call elsewhere; a torn slot is simply read again at the next poll).  ``done_hint`` is an
 optimisation: the rank writes it only when every call up to it is known to be complete, so the reader can
 skip finished slots without reading them.
+
+Bursts: a ring holds the last ``ring`` calls of a stream.  When more calls are in flight than that (1,000
+async calls issued at once while a peer is away), a new call's slot still holds an older call in flight,
+which is then overwritten: the newest calls keep their detail.  But the call that will be overdue first is
+the oldest, so the writer keeps it: the oldest call in flight that left the ring (overwritten, or skipped
+by ``skip_to``) is *pinned* in its stream's head, and the reader takes it as the oldest.  When it
+completes, the next oldest that left the ring is pinned (the writer kept the op and start time of every
+overwritten call still in flight).  The head's overflow count says how many calls lost their slot or were
+never given one (``untracked``): the report shows it as calls not individually tracked.
 """
 import json
 import mmap
 import os
 import struct
+import threading
 import time
 
 MAGIC = 0x43313044_4F425356  # "C10DOBSV"
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 
 HEADER_WORDS = 32
 DESC_BYTES = 1024
-HEAD_WORDS = 4
+HEAD_WORDS = 8
 SLOT_WORDS = 5
 DEFAULT_MAX_STREAMS = 1024
 DEFAULT_RING = 256  # a power of two
@@ -47,7 +59,7 @@ DEFAULT_RING = 256  # a power of two
 (H_MAGIC, H_VERSION, H_MAX_STREAMS, H_RING, H_NSTREAMS, H_RANK, H_WORLD, H_PID, H_DROPPED_STREAMS,
  H_HEARTBEAT, H_MAIN_THREAD, H_HANDLER_REPLACED) = range(12)
 # stream head word indices
-S_LAST_STARTED, S_DONE_HINT, S_OVERFLOW = range(3)
+S_LAST_STARTED, S_DONE_HINT, S_OVERFLOW, S_PIN = range(4)  # S_PIN..S_PIN+3: seq_a, op, start_ns, seq_b
 
 # Op names, by code.  The low 16 bits of a slot's op word hold the op; the next 16 bits the user-facing API
 # that issued it, when that differs (all_gather_object issues two all_gathers, for example).
@@ -249,7 +261,7 @@ class StreamWriter(object):
     """
 
     __slots__ = ("_mm", "_mv", "_offs", "_dones", "_mask", "_size", "_head", "_last", "_hint", "_pack", "seq",
-                 "open")
+                 "open", "_evicted", "_pin", "_pin_off", "_ring_word", "_lock")
 
     def __init__(self, channel, idx):
         lay = channel.layout
@@ -266,13 +278,18 @@ class StreamWriter(object):
         self._pack = _START.pack_into
         self.seq = 0  # last sequence number handed out on this stream
         self.open = set()
+        self._evicted = {}  # seq -> (op, start_ns) of calls in flight whose slot a newer call took
+        self._pin = 0  # the pinned call's seq (0: none)
+        self._pin_off = (self._head + S_PIN) * _W
+        self._ring_word = ring
+        self._lock = threading.Lock()  # the pin: set on the calling thread, moved on the completing one
 
     def start(self, op, t_ns=None):
         """Record the start of the next call (now, unless ``t_ns`` is given); returns its sequence number."""
         seq = self.seq + 1
         open_ = self.open
-        if open_ and seq - self._size in open_:  # its slot's call is still open: overflow
-            self._mv[self._head + S_OVERFLOW] += 1
+        if open_ and seq - self._size in open_:  # its slot's call is still in flight: keep it aside
+            self._evict(seq - self._size)
         open_.add(seq)
         self.seq = seq
         self._pack(self._mm, self._offs[seq & self._mask], seq, op, _monotonic_ns() if t_ns is None else t_ns, seq)
@@ -288,11 +305,57 @@ class StreamWriter(object):
         self._mv[self._last] = seq
         if not self.open:
             self._mv[self._hint] = seq
+        elif not self._pin or self._pin > min(list(self.open)):
+            self._repin()  # a call in flight may have left the reader's window (the last ``ring`` calls)
+
+    def untracked(self, n):
+        """``n`` calls of this stream are not recorded one by one (a source skipped them in a burst)."""
+        if n > 0:
+            self._mv[self._head + S_OVERFLOW] += n
+
+    # -- bursts: the oldest call in flight is never lost (module docstring) ---------------------------
+    def _evict(self, old):
+        mv = self._mv
+        mv[self._head + S_OVERFLOW] += 1
+        base = self._ring_word + (old & self._mask) * SLOT_WORDS
+        if mv[base] == old:
+            with self._lock:
+                self._evicted[old] = (mv[base + 1], mv[base + 2])
+                if not self._pin or old < self._pin:
+                    self._set_pin(old, mv[base + 1], mv[base + 2])
+
+    def _set_pin(self, seq, op, t):
+        self._pin = seq
+        self._pack(self._mm, self._pin_off, seq, op, t, seq)
+
+    def _repin(self):
+        """Pin the oldest call in flight that is out of the reader's window, or clear the pin."""
+        with self._lock:
+            self._repin_locked()
+
+    def _repin_locked(self):
+        below = self.seq - self._size
+        open_ = list(self.open)  # one C call: another thread may add to the set meanwhile
+        cand = [s for s in open_ if s <= below] + [s for s in list(self._evicted) if s in self.open]
+        if not cand:
+            self._pin = 0
+            self._pack(self._mm, self._pin_off, 0, 0, 0, 0)
+            return
+        s = min(cand)
+        detail = self._evicted.get(s)
+        if detail is None:  # skipped over, not overwritten: its slot still holds it
+            base = self._ring_word + (s & self._mask) * SLOT_WORDS
+            detail = (self._mv[base + 1], self._mv[base + 2]) if self._mv[base] == s else (0, 0)
+        self._set_pin(s, detail[0], detail[1])
 
     def amend(self, seq, op, t_ns):
         """Rewrite the op and start time of call ``seq`` (still open) once a source has learnt them."""
         if seq in self.open and seq > self.seq - self._size:
             self._pack(self._mm, self._offs[seq & self._mask], seq, op, t_ns, seq)
+        if seq in self._evicted:
+            self._evicted[seq] = (op, t_ns)
+        if seq == self._pin:
+            self._set_pin(seq, op, t_ns)
 
     def done(self, seq):
         """Record the completion of call ``seq``."""
@@ -301,6 +364,10 @@ class StreamWriter(object):
         mv = self._mv
         if seq > self.seq - self._size:  # else a later call reuses the slot: leave that one alone
             mv[self._dones[seq & self._mask]] = seq
+        if self._evicted:
+            self._evicted.pop(seq, None)
+        if seq == self._pin:  # the pinned call ended: pin the next oldest that left the ring, if any
+            self._repin()
         if not open_:  # nothing older is in flight: the reader may skip up to here
             mv[self._hint] = seq
 
@@ -415,7 +482,14 @@ class ChannelReader(object):
                 oldest = (seq, op, t)
                 break
             self._cursor[idx] = seq
-            out.append(StreamState(idx, self._descs[idx], last, seq - 1, oldest,
+            completed = seq - 1
+            pb = mv[head + S_PIN + 3]  # the pinned oldest call in flight, out of the ring: b first, a last
+            pop, pt = mv[head + S_PIN + 1], mv[head + S_PIN + 2]
+            pa = mv[head + S_PIN]
+            if pa == pb and 0 < pa <= last and (oldest is None or pa < oldest[0]):
+                oldest = (pa, pop, pt)
+                completed = min(completed, pa - 1)
+            out.append(StreamState(idx, self._descs[idx], last, completed, oldest,
                                    mv[head + S_OVERFLOW]))
         return out
 

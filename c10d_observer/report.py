@@ -159,6 +159,11 @@ def summarize(reports, problems=()):
                 if isinstance(g, dict)]
         if done:
             lines.append("  last completed seq: " + ", ".join(done))
+        for g in rep.get("groups") or []:
+            if isinstance(g, dict) and g.get("ring_overflow"):
+                lines.append("  %s: %d call(s) not tracked one by one (a burst of more calls in flight than the "
+                             "channel holds per stream); the oldest call in flight is always kept"
+                             % (g.get("stream"), g["ring_overflow"]))
         if rep.get("stack_dump"):
             lines.append("  stacks: %s" % rep["stack_dump"])
     for p in problems:

@@ -42,6 +42,9 @@ class _Untracked(object):
     def skip_to(self, seq):
         pass
 
+    def untracked(self, n):
+        pass
+
 
 class _Group(object):
     """One process group: a stream for its collectives and one per direction for its p2p calls.

@@ -56,7 +56,8 @@ from .. import report as _report
 log = logging.getLogger("c10d_observer")
 
 NEIGHBOURS = 3  # entries kept either side of a call in flight, per group
-MAX_START = 128  # calls started at once for one group when a read finds more enqueued (a burst)
+MAX_START = 128  # calls started at once for one group when a read finds more enqueued (a burst): the
+# oldest, and the newest MAX_START
 FR_BACKENDS = frozenset(("gloo",))
 
 
@@ -255,9 +256,15 @@ class FlightRecorderSource(object):
             return
         if comp - p.base > st.seq:
             st.skip_to(comp - p.base)  # started and completed between two reads: nothing to watch
-        first = max(st.seq + p.base + 1, enq - MAX_START + 1)
-        if first - 1 - p.base > st.seq:
-            st.skip_to(first - 1 - p.base)
+        first = st.seq + p.base + 1  # the first number not started yet
+        if enq - first + 1 > MAX_START:
+            # a burst: the oldest call is kept (it is the one that will be overdue first), then the newest
+            # MAX_START; the ones between are counted as not tracked one by one (the channel pins the oldest)
+            st.start(_UNKNOWN, now)
+            p.inflight[first] = now
+            st.skip_to(enq - MAX_START - p.base)
+            st.untracked(enq - MAX_START - first)
+            first = enq - MAX_START + 1
         for op_id in range(first, enq + 1):
             st.start(_UNKNOWN, now)
             p.inflight[op_id] = now

@@ -570,3 +570,19 @@ def foreign_handler(ctx):
     dist.all_reduce(t)
     ctx.record(result=t[0].item())
     c10d_observer.disable()
+
+
+def burst(ctx):
+    """Rank 1 is away while rank 0 issues ``calls`` async all_reduces in one burst (more than the channel's
+    ring of 256 per stream): the stuck call is the first of the burst, #2."""
+    _enable(ctx)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if ctx.rank == 1:
+        ctx.stall_until_released()
+    works = [dist.all_reduce(t, async_op=True) for _ in range(ctx.args["calls"])]
+    ctx.record(issued=len(works))
+    for w in works:
+        w.wait()
+    ctx.record(result=t[0].item())
+    c10d_observer.disable()

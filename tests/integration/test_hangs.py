@@ -106,3 +106,22 @@ def test_long_computation_between_collectives_never_fires(job_factory):
     stream = [g for g in rep["groups"] if g["stream"] == e["stream"]][0]
     assert e["seq"] == stream["last_started"]  # it is the last call, not an earlier one
     assert 1 not in job.reports()
+
+
+@pytest.mark.parametrize("source", WITH_HOOKS)
+def test_a_burst_of_10000_async_calls_keeps_the_stuck_one(job_factory, source):
+    """Issue 13, case 1: the first call of a burst is the stuck one; it is the one reported (not a call
+    from the end of the burst), the verdict names the rank that is away, and the report says how many
+    calls were not tracked one by one."""
+    job = job_factory("burst", 2, timeout=2.0, calls=10000, source=source)
+    rep = job.wait_report(0, timeout=120)
+    job.wait_facts(0, "issued", timeout=120)
+    from harness import read_verdict
+    v = read_verdict(job.dump_dir, 60, job.log_text())
+    job.release()
+    assert job.finish(timeout=180) == [0, 0], job.log_text()
+    first = rep["overdue"][0]
+    assert first["seq"] == 2 and first["group_ranks"] == [0, 1], rep["overdue"]
+    assert v["culprit_ranks"] == [1] and v["hangs"][0]["seq"] == 2, v["summary"]
+    world = [g for g in rep["groups"] if g["stream"] == first["stream"]][0]
+    assert world["ring_overflow"] > 0 and world["in_flight_seq"] == 2

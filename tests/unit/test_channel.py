@@ -117,15 +117,88 @@ def test_done_hint_lets_the_reader_skip_slots(writer, open_reader):
     assert st.oldest is None and st.last_completed == 2
 
 
-def test_ring_overflow_is_counted_and_lost_calls_are_skipped(writer, open_reader):
+def test_ring_overflow_keeps_the_oldest_call_in_flight(writer, open_reader):
     idx, sw = _stream(writer)
     reader = open_reader()
-    for t in range(1, RING + 2):  # RING + 1 calls in flight: the last one reuses call 1's slot
+    for t in range(1, RING + 2):  # RING + 1 calls in flight: the last one takes call 1's slot
         sw.start(OP, t * 100)
     st = _state(reader, idx)
     assert st.overflow == 1
     assert st.last_started == RING + 1
-    assert st.oldest == (2, OP, 200)  # call 1 was overwritten: the oldest one still visible
+    assert st.oldest == (1, OP, 100)  # call 1 lost its slot but is the one that will be overdue first
+    assert st.last_completed == 0
+
+
+def test_a_burst_of_10000_calls_in_flight_never_loses_the_oldest(writer, open_reader):
+    """Issue 13, case 1: 10,000 async calls issued at once while a peer is away (a ring of RING slots)."""
+    import random
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    n = 10000
+    for t in range(1, n + 1):
+        sw.start(OP, t)
+    sw.done(1)  # the first call completed; the second is the one stuck
+    st = _state(reader, idx)
+    assert st.oldest == (2, OP, 2) and st.last_completed == 1 and st.overflow == n - RING
+    order = list(range(2, n + 1))
+    random.Random(0).shuffle(order)  # async works complete in any order
+    for i, seq in enumerate(order):
+        sw.done(seq)
+        if i % 997 == 0 or i > n - 10:
+            left = sorted(order[i + 1:])
+            st = _state(reader, idx)
+            if left:  # always the smallest still in flight, with its own start time
+                assert st.oldest == (left[0], OP, left[0]), (i, st.oldest, left[:3])
+                assert st.last_completed < left[0]
+    st = _state(reader, idx)
+    assert st.oldest is None and st.last_completed == n
+
+
+def test_a_call_left_behind_by_skip_to_is_pinned(writer, open_reader):
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    first = sw.start(OP, 100)  # the oldest call in flight (a source that numbers by torch's counter)
+    sw.skip_to(first + 10 * RING)  # calls in between were not recorded one by one
+    sw.untracked(10 * RING)
+    for t in range(RING):
+        sw.start(OP, 1000 + t)
+    st = _state(reader, idx)
+    assert st.oldest == (first, OP, 100) and st.overflow == 10 * RING
+    sw.done(first)
+    assert _state(reader, idx).oldest == (first + 10 * RING + 1, OP, 1000)
+
+
+def test_amend_reaches_a_pinned_call(writer, open_reader):
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    for t in range(1, 2 * RING + 1):
+        sw.start(OP, t)
+    other = ch.encode_op("broadcast")
+    sw.amend(1, other, 7)
+    assert _state(reader, idx).oldest == (1, other, 7)
+
+
+def test_starts_and_completions_on_two_threads_in_a_burst(writer, open_reader):
+    """Calls start on the main thread while another thread completes them (the completion poller)."""
+    import threading
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    started = []
+    stop = threading.Event()
+
+    def complete():
+        while not stop.is_set() or len(started) > 1:
+            if len(started) > 1:
+                sw.done(started.pop(1))  # every call but the very first completes
+    t = threading.Thread(target=complete)
+    t.start()
+    for i in range(1, 5001):
+        started.append(sw.start(OP, i))
+    stop.set()
+    t.join(10)
+    assert started == [1]
+    st = _state(reader, idx)
+    assert st.oldest == (1, OP, 1) and st.last_completed == 0 and st.last_started == 5000
 
 
 def test_ring_reuse_after_completion_is_not_an_overflow(writer, open_reader):
