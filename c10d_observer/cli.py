@@ -8,16 +8,25 @@ from . import report as _report
 from .config import DEFAULT_DIR
 
 
-def _positive_float(text):
+def _duration(text):
+    from .config import parse_duration
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a number of seconds, got %r" % text)
-    return value
+        return parse_duration(text, "the value")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad options: one line naming the option and what is accepted, exit 2 (no usage block per rank)."""
+
+    def error(self, message):
+        self.exit(2, "c10d-observer: error: %s (see %s --help)\n" % (message, self.prog))
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="c10d-observer", description="Find hung collectives in PyTorch jobs.")
+    from ._version import __version__
+    p = _Parser(prog="c10d-observer", description="Find hung collectives in PyTorch jobs.")
+    p.add_argument("--version", action="version", version="c10d-observer %s" % __version__)
     sub = p.add_subparsers(dest="command")
     sub.required = True
 
@@ -25,8 +34,9 @@ def build_parser():
                          description="Run SCRIPT as __main__ with c10d_observer.enable() in effect.  Works "
                                      "under torchrun: torchrun --nproc_per_node=4 -m c10d_observer run "
                                      "--timeout 60 train.py")
-    run.add_argument("--timeout", type=_positive_float, help="seconds (default $C10D_OBSERVER_TIMEOUT, else 300)")
-    run.add_argument("--poll-interval", type=_positive_float, help="seconds between the watchdog's checks")
+    run.add_argument("--timeout", type=_duration,
+                     help="90, 90s, 5m or 1h (default $C10D_OBSERVER_TIMEOUT, else 300 s)")
+    run.add_argument("--poll-interval", type=_duration, help="time between the watchdog's checks (as --timeout)")
     run.add_argument("--dump-dir", help="reports and stack dumps (default $C10D_OBSERVER_DIR, else ./c10d_observer)")
     run.add_argument("--source", help="'auto' or an event source name (see the capabilities command)")
     run.add_argument("--on-timeout", choices=("dump", "abort"), help="what to do once a call is overdue")
@@ -53,7 +63,8 @@ def build_parser():
     demo.add_argument("--ranks", type=int, default=4, help="number of ranks (default 4)")
     demo.add_argument("--culprit", type=int, default=2, help="the rank that skips a collective (default 2)")
     demo.add_argument("--timeout", type=float, default=3.0, help="observer timeout in seconds (default 3)")
-    demo.add_argument("--dump-dir", help="where to keep the reports (default: a temporary directory)")
+    demo.add_argument("--dump-dir", help="where the reports, stacks and verdict go, kept afterwards (default: a "
+                                         "temporary directory, removed when the demo ends)")
 
     sub.add_parser("capabilities", help="print what the installed torch offers, as JSON")
     return p
@@ -88,12 +99,16 @@ def _run(args):
         try:
             kw["signal"] = parse_signal(args.signal, "--signal")
         except ValueError as e:
-            sys.stderr.write("c10d-observer run: error: %s\n" % e)
+            sys.stderr.write("c10d-observer: error: %s\n" % e)
             return 2
     if not os.path.exists(args.script):
-        sys.stderr.write("c10d-observer run: no such script: %s\n" % args.script)
+        sys.stderr.write("c10d-observer: error: no such script: %s\n" % args.script)
         return 2
-    c10d_observer.enable(**kw)
+    try:
+        c10d_observer.enable(**kw)
+    except (ValueError, TypeError) as e:  # a bad option or C10D_OBSERVER_* variable: one line, not a traceback
+        sys.stderr.write("c10d-observer: error: %s\n" % e)
+        return 2
     sys.argv = [args.script] + list(args.args)
     sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
     try:

@@ -62,17 +62,28 @@ def _env_choice(env, var):
     return raw.strip()
 
 
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(raw, name):
+    """Seconds from text: '90', '90s', '1.5m', '1h' (finite and > 0)."""
+    text = str(raw).strip().lower()
+    scale = _UNITS.get(text[-1:], None) if text else None
+    try:
+        value = float(text[:-1] if scale else text) * (scale or 1.0)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError("%s must be a duration, finite and > 0: a number of seconds, or one with a unit s, m or "
+                         "h (90, 90s, 5m, 1h); got %r" % (name, raw))
+    return value
+
+
 def _env_seconds(env, var):
     raw = _env_choice(env, var)
     if raw is UNSET:
         return UNSET
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError("%s must be a number of seconds (finite and > 0), got %r" % (var, raw))
-    return value
+    return parse_duration(raw, var)
 
 
 def _check_dump_dir(path, name):

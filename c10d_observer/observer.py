@@ -173,6 +173,7 @@ class Observer(object):
                 rel.start()
                 self._undo.append(rel.stop)
             self.tracker = tracker
+            _name_threads(handler)
         except BaseException:
             self._rollback()
             raise
@@ -267,6 +268,20 @@ class Observer(object):
                 undo()
             except Exception:
                 log.warning("c10d_observer: cleanup step %r failed", undo, exc_info=True)
+
+
+def _name_threads(handler):
+    """Say in the stacks file which threads are the observer's: faulthandler names threads by id only."""
+    ours = ["0x%016x %s" % (t.ident, t.name) for t in threading.enumerate()
+            if t.name.startswith("c10d_observer") and t.ident]
+    f = getattr(handler, "_file", None)
+    if f is not None and ours:
+        try:
+            f.write("# c10d_observer: the observer's own threads in this process (not the job's): %s\n"
+                    % "; ".join(ours))
+            f.flush()
+        except (OSError, ValueError):
+            pass
 
 
 def _handler_check(handler, chan, path, signame):

@@ -105,7 +105,9 @@ class Watchdog(object):
             self.fired.add((o.stream.idx, o.seq))
             self.records.append(self._record(o, now_ns, wall_now))
         path = self._update_report(snap, overdue, wall_now)
-        sent = self.send_signal()  # even when the report failed: the stack dump matters most
+        sent = self.send_signal(reason="%s in flight for %.1f s (timeout %g s)" % (
+            _report.describe_call(self._record(new[0], now_ns, wall_now)), (now_ns - new[0].start_ns) / 1e9,
+            self.cfg["timeout"]))  # even when the report failed: the stack dump matters most
         try:
             self.request_gather(now_ns, wall_now)
         except Exception as e:
@@ -283,7 +285,8 @@ class Watchdog(object):
                         self.signalled_at is None or now_ns - self.signalled_at > self.gather_wait * 1e9)):
                     # the stacks of every rank, not only the waiting ones; py-spy only of a rank in no
                     # collective (a suspect: where is it?), not of one that waits, to not stop it for nothing
-                    self.send_signal(py_spy=not any(st.oldest for st in self.reader.snapshot()))
+                    self.send_signal(py_spy=not any(st.oldest for st in self.reader.snapshot()),
+                                     reason="the verdict's gather %s, asked by rank %s" % (req["id"], req.get("by_rank")))
                 self.write_state(self.wall(), gather_id=req["id"])
         if self.gather_owned is not None:
             gid, requested_at, asked_ns = self.gather_owned
@@ -379,7 +382,7 @@ class Watchdog(object):
         doc = _report.read_json(os.path.join(self.cfg["dump_dir"], _report.handler_name(self._rank(), self.rank_pid)))
         return (doc or {}).get("replaced_by") or "another handler (not named)"
 
-    def send_signal(self, py_spy=True):
+    def send_signal(self, py_spy=True, reason=""):
         by = self.replaced_by()  # never run a handler that is not ours, nor chained by us
         if by is not None:
             if py_spy:
@@ -394,7 +397,13 @@ class Watchdog(object):
             return False
         if py_spy:
             self.dump_py_spy()
-        try:
+        try:  # a header before the dump the signal makes: when, why, about which call
+            with open(self.cfg["stack_path"], "a") as f:
+                f.write("\n=== c10d_observer: stacks of rank %s (pid %d) at %s: %s ===\n" % (
+                    self._rank(), self.rank_pid, _report._clock(self.wall()), reason or "asked"))
+        except OSError:
+            pass
+        try:  # measured after the header: the dump has arrived once the file grows past this
             self.stacks_size_before = os.path.getsize(self.cfg["stack_path"])
         except OSError:
             self.stacks_size_before = 0

@@ -23,6 +23,10 @@ def test_rank_skips_a_collective(job_factory, source):
     reports = {r: job.wait_report(r) for r in waiting}
     for r in waiting:
         job.wait_stacks(r, "in all_reduce")
+        text = job.stacks(r)
+        # each dump opens with when, why and which call; the observer's own threads are named
+        assert "=== c10d_observer: stacks of rank %d" % r in text and "all_reduce #3" in text, text[:2000]
+        assert "the observer's own threads" in text and "c10d_observer-completion" in text
     job.release()
     assert job.finish() == [0, 0, 0], job.log_text()  # signalled ranks were not killed
     assert 1 not in job.reports(), "the culprit was not waiting in a collective"

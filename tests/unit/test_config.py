@@ -324,3 +324,34 @@ def test_a_bad_signal_variable_is_named_with_what_is_accepted(raw):
 
 def test_the_signal_argument_beats_the_variable():
     assert config.resolve(signal=signal.SIGUSR1, env={config.ENV_SIGNAL: "SIGUSR2"}).signal == signal.SIGUSR1
+
+
+@pytest.mark.parametrize("raw,seconds", [("90", 90.0), ("90s", 90.0), ("5m", 300.0), ("1h", 3600.0),
+                                         (" 1.5M ", 90.0)])
+def test_durations_accept_units(raw, seconds):
+    assert config.resolve(env={config.ENV_TIMEOUT: raw}).timeout == seconds
+
+
+def test_run_options_and_variables_fail_in_one_line(tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "s.py"
+    script.write_text("print('ran')\n")
+    for argv, env, word in (([ "--timeout", "5x"], {}, "--timeout"), (["--signal", "KILL"], {}, "--signal"),
+                            ([], {config.ENV_TIMEOUT: "soon"}, config.ENV_TIMEOUT),
+                            ([], {config.ENV_SIGNAL: "TERM"}, config.ENV_SIGNAL)):
+        out = subprocess.run([sys.executable, "-m", "c10d_observer", "run"] + argv + [str(script)],
+                             env=dict(os.environ, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             universal_newlines=True, timeout=120)
+        assert out.returncode == 2 and "ran" not in out.stdout, (argv, env, out)
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("c10d-observer") and "error:" in lines[0], out.stderr
+        assert word in lines[0], lines
+
+
+def test_version():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "c10d_observer", "--version"], stdout=subprocess.PIPE,
+                         universal_newlines=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "c10d-observer %s" % c10d_observer.__version__
