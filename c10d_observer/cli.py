@@ -43,7 +43,9 @@ def build_parser():
     run.add_argument("--signal", help="the signal that makes a rank dump its stacks (default "
                                       "$C10D_OBSERVER_SIGNAL, else SIGUSR1; e.g. SIGUSR2 where the job "
                                       "uses SIGUSR1 itself)")
-    run.add_argument("script", help="the training script")
+    run.add_argument("-m", dest="module", metavar="MODULE",
+                     help="run a module as __main__ instead of a script (like python -m); its arguments follow")
+    run.add_argument("script", nargs="?", help="the training script")
     run.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
 
     rep = sub.add_parser("report", help="merge the reports in DIR into one verdict: who never arrived",
@@ -70,8 +72,31 @@ def build_parser():
     return p
 
 
+def _split_run(argv):
+    """(run's own part, the script's arguments): everything after the script (or -m MODULE) is the
+    script's, even when it looks like an option (argparse would take '--lr' for one of run's)."""
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "-m":
+            return argv[:i + 2], argv[i + 2:]
+        if a.startswith("-m") and len(a) > 2 and not a.startswith("--"):  # -mpkg.train
+            return argv[:i + 1], argv[i + 1:]
+        if a.startswith("-"):
+            i += 1 if "=" in a or a in ("-h", "--help") else 2
+            continue
+        return argv[:i + 1], argv[i + 1:]
+    return argv, []
+
+
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rest = None
+    if argv[:1] == ["run"]:
+        argv, rest = _split_run(argv)
     args = build_parser().parse_args(argv)
+    if rest is not None:
+        args.args = rest
     if args.command == "run":
         return _run(args)
     if args.command == "report":
@@ -101,21 +126,44 @@ def _run(args):
         except ValueError as e:
             sys.stderr.write("c10d-observer: error: %s\n" % e)
             return 2
-    if not os.path.exists(args.script):
-        sys.stderr.write("c10d-observer: error: no such script: %s\n" % args.script)
-        return 2
+    rest = ([args.script] if args.module and args.script is not None else []) + list(args.args)
+    if rest[:1] == ["--"]:  # what follows goes to the script as it is, run's own option names included
+        rest = rest[1:]
+    else:
+        ours = [a for a in rest if a.split("=", 1)[0] in RUN_OPTIONS]
+        if ours:
+            sys.stderr.write("c10d-observer: error: %s after the script would go to the script, not to run: put "
+                             "it before the script, or pass the script's own after '--' (run train.py -- %s)\n"
+                             % (ours[0], ours[0]))
+            return 2
+    if args.module is None:
+        if args.script is None:
+            sys.stderr.write("c10d-observer: error: run needs a script or -m MODULE (see c10d-observer run --help)\n")
+            return 2
+        if not os.path.exists(args.script):
+            sys.stderr.write("c10d-observer: error: no such script: %s\n" % args.script)
+            return 2
     try:
         c10d_observer.enable(**kw)
     except (ValueError, TypeError) as e:  # a bad option or C10D_OBSERVER_* variable: one line, not a traceback
         sys.stderr.write("c10d-observer: error: %s\n" % e)
         return 2
-    sys.argv = [args.script] + list(args.args)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
     try:
-        runpy.run_path(args.script, run_name="__main__")
+        if args.module is not None:
+            sys.argv = [args.module] + rest  # runpy puts the module's path in argv[0]
+            sys.path.insert(0, os.getcwd())
+            runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = [args.script] + rest
+            sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
+            runpy.run_path(args.script, run_name="__main__")
     finally:
         c10d_observer.disable()
     return 0
+
+
+# run's own options: given after the script they would silently go to the script
+RUN_OPTIONS = ("--timeout", "--poll-interval", "--dump-dir", "--source", "--on-timeout", "--signal")
 
 
 def _print_report(directory, as_json=False):

@@ -190,3 +190,29 @@ def _complete(path):
 def _relayed_ranks(here):
     docs = [json.load(open(os.path.join(here, n))) for n in os.listdir(here) if n.startswith("state-rank")]
     return sorted(d["rank"] for d in docs if d.get("relayed_from"))
+
+
+def test_run_a_module_and_keep_runs_own_options_out_of_the_script(tmp_path):
+    """Issue 13: `run -m package.module args...`; run's own options after the script are refused (they
+    would go to the script), unless after '--'."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "train.py").write_text("import sys\nprint('module args', sys.argv[1:])\n")
+    (tmp_path / "s.py").write_text("import sys\nprint('script args', sys.argv[1:])\n")
+    dump = str(tmp_path / "dumps")
+
+    def run(*argv):
+        return subprocess.run([sys.executable, "-m", "c10d_observer", "run", "--dump-dir", dump] + list(argv),
+                              env=_env(), cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=120)
+
+    out = run("--timeout", "1m", "-m", "pkg.train", "--lr", "3")
+    assert out.returncode == 0 and "module args ['--lr', '3']" in out.stdout, out
+    out = run("s.py", "--timeout", "5")
+    assert out.returncode == 2 and "script args" not in out.stdout, out
+    assert out.stderr.count("\n") == 1 and "--timeout after the script" in out.stderr, out.stderr
+    out = run("s.py", "--", "--timeout", "5")
+    assert out.returncode == 0 and "script args ['--timeout', '5']" in out.stdout, out
+    out = run("s.py", "--epochs", "2")  # the script's own options pass
+    assert out.returncode == 0 and "script args ['--epochs', '2']" in out.stdout, out
