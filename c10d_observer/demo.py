@@ -41,7 +41,7 @@ def main(args):
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "c10d_observer.demo", json.dumps({
                 "rank": rank, "world": args.ranks, "work": work, "dump_dir": dump_dir,
-                "timeout": args.timeout, "culprit": args.culprit})], env=env))
+                "timeout": args.timeout, "culprit": args.culprit})], env=dict(env, LOCAL_RANK=str(rank))))
     waiting = [r for r in range(args.ranks) if r != args.culprit]
     found = {}
     deadline = time.monotonic() + 60

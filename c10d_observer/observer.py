@@ -177,6 +177,12 @@ class Observer(object):
         except BaseException:
             self._rollback()
             raise
+        if os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("C10D_OBSERVER_QUIET", "") in ("", "0"):
+            # one line per node, by default (C10D_OBSERVER_QUIET=1: none); the full plan is in the log below
+            sys.stderr.write("c10d_observer: watching collectives with source %s%s; timeout %g s, poll %g s; "
+                             "reports in %s\n" % (self.source, "" if self.plan.get("nccl", "").startswith("none")
+                                                   else " (NCCL: %s)" % self.plan["nccl"].split(" (")[0],
+                                                   cfg.timeout, cfg.poll_interval, cfg.dump_dir))
         log.info("c10d_observer: enabled on rank %s: source %s (%s; better sources not used: %s); timeout %g s, "
                  "poll %g s, dump_dir %s, watchdog pid %d", rank, self.source,
                  ", ".join("%s by %s" % kv for kv in sorted(self.plan.items()) if kv[0] != "report_fr_entries"),

@@ -209,6 +209,9 @@ def test_run_a_module_and_keep_runs_own_options_out_of_the_script(tmp_path):
 
     out = run("--timeout", "1m", "-m", "pkg.train", "--lr", "3")
     assert out.returncode == 0 and "module args ['--lr', '3']" in out.stdout, out
+    # one start-up line by default (local rank 0): the source, the timeout, where reports go
+    assert out.stderr.count("c10d_observer: watching collectives with source") == 1, out.stderr
+    assert "timeout 60 s" in out.stderr and dump in out.stderr, out.stderr
     out = run("s.py", "--timeout", "5")
     assert out.returncode == 2 and "script args" not in out.stdout, out
     assert out.stderr.count("\n") == 1 and "--timeout after the script" in out.stderr, out.stderr
