@@ -166,7 +166,10 @@ def _candidates(by_rank):
         for e in doc.get("overdue") or []:
             if isinstance(e, dict) and e.get("in_flight", True):
                 key = (e.get("stream"), e.get("seq"))
-                found.setdefault(key, dict(e, _seen_by={r}))["_seen_by"].add(r)
+                c = found.setdefault(key, dict(e, _seen_by={r}))
+                c["_seen_by"].add(r)
+                if e.get("age_s") is not None:  # the first detection's age: the number the console printed
+                    c["age_s"] = min(c.get("age_s") or e["age_s"], e["age_s"])
         if doc.get("alive") is False:
             continue
         for g in _positions(doc).values():
@@ -362,7 +365,12 @@ def _evaluate(by_rank, stream, seq, e, now):
     h["torch_timeout_s"] = next((p["torch_timeout_s"] for p in (_positions(by_rank[r]).get(stream) or {}
                                                                  for r in sorted(e["_seen_by"]))
                                  if p.get("torch_timeout_s") is not None), None)
-    if h["started_at"] is not None:
+    if e.get("age_s") is not None:
+        # one duration per hang everywhere: its age when first found overdue, as the console, the report
+        # and the verdict all say it ("stuck 3.1 s"); a later merge does not make it a different number
+        h["stuck_s"] = round(e["age_s"], 1)
+        h["stuck_at_least"] = False
+    elif h["started_at"] is not None:
         h["stuck_s"] = round(now - h["started_at"], 1)
         # torch dumps carry no time of their own: ages count from the newest time in them (torch_fr.py)
         h["stuck_at_least"] = any(by_rank[r].get("ages_at_least") for r in e["_seen_by"])
@@ -457,7 +465,7 @@ def summary_line(v):
                 len(v["resolved"]), _report.describe_call(r), r.get("resolved_after_s"))
         return line
     h = v["hangs"][0]
-    stuck = " stuck %s%.0f s" % ("at least " if h.get("stuck_at_least") else "", h["stuck_s"]) \
+    stuck = " stuck %s%.1f s" % ("at least " if h.get("stuck_at_least") else "", h["stuck_s"]) \
         if h.get("stuck_s") is not None else ""
     parts = []
     for r in h["missing_ranks"]:

@@ -85,3 +85,19 @@ def test_grouped_stacks_keep_each_ranks_own_line_numbers():
     assert "ranks 0-2, at 2 different lines:" in text
     assert "ranks 0,2: step (train.py:20)" in text and "rank 1: step (train.py:21)" in text
     assert "rank 3: load (data.py:99)" in text
+
+
+def test_one_duration_per_hang_the_age_when_first_found():
+    """Issue 13: the console said 'in flight for 3.1 s' when rank 0 found it; the verdict, merged later,
+    says the same number, not its own age at merge time."""
+    def overdue(age):
+        return [{"group": "0", "stream": "0", "group_ranks": [0, 1, 2], "kind": "collective", "seq": 2,
+                 "op": "all_reduce", "started_at": 90.0, "detected_at": 90.0 + age, "age_s": age,
+                 "in_flight": True}]
+    docs = {0: _doc(0, 3, [_g("0", [0, 1, 2], 2, 1)], written_at=100.0, overdue=overdue(3.14)),
+            1: _doc(1, 3, [_g("0", [0, 1, 2], 1, 1)], written_at=100.0),
+            2: _doc(2, 3, [_g("0", [0, 1, 2], 2, 1)], written_at=100.0, overdue=overdue(3.3))}
+    v = verdict.analyze(docs)
+    h = v["hangs"][0]
+    assert h["stuck_s"] == 3.1 and h["missing_ranks"] == [1]
+    assert "stuck 3.1 s" in v["summary"] and "stuck 3.1 s" in verdict.format_text(v)
