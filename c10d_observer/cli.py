@@ -148,6 +148,7 @@ def _run(args):
     except (ValueError, TypeError) as e:  # a bad option or C10D_OBSERVER_* variable: one line, not a traceback
         sys.stderr.write("c10d-observer: error: %s\n" % e)
         return 2
+    unwarn = _warn_on_spawn()
     try:
         if args.module is not None:
             sys.argv = [args.module] + rest  # runpy puts the module's path in argv[0]
@@ -158,8 +159,40 @@ def _run(args):
             sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
             runpy.run_path(args.script, run_name="__main__")
     finally:
+        unwarn()
         c10d_observer.disable()
     return 0
+
+
+def _warn_on_spawn():
+    """Under run, ranks the script starts itself (torch.multiprocessing.spawn / start_processes) are new
+    processes that never call enable(): say so once, with what to do.  Returns the undo."""
+    try:
+        import torch.multiprocessing as tmp
+    except Exception:
+        return lambda: None
+    saved = {n: getattr(tmp, n) for n in ("spawn", "start_processes") if hasattr(tmp, n)}
+    told = []
+
+    def wrap(orig):
+        def wrapper(*a, **kw):
+            if not told:
+                told.append(True)
+                sys.stderr.write(
+                    "c10d-observer: warning: the ranks this script starts with torch.multiprocessing.%s are not "
+                    "watched (run enables the observer in its own process only): call c10d_observer.enable() "
+                    "at the start of the function each rank runs, or launch the ranks with torchrun "
+                    "-m c10d_observer run\n" % orig.__name__)
+            return orig(*a, **kw)
+        return wrapper
+
+    for n, f in saved.items():
+        setattr(tmp, n, wrap(f))
+
+    def undo():
+        for n, f in saved.items():
+            setattr(tmp, n, f)
+    return undo
 
 
 # run's own options: given after the script they would silently go to the script

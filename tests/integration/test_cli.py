@@ -219,3 +219,19 @@ def test_run_a_module_and_keep_runs_own_options_out_of_the_script(tmp_path):
     assert out.returncode == 0 and "script args ['--timeout', '5']" in out.stdout, out
     out = run("s.py", "--epochs", "2")  # the script's own options pass
     assert out.returncode == 0 and "script args ['--epochs', '2']" in out.stdout, out
+
+
+def test_run_says_ranks_started_with_mp_spawn_are_not_watched(tmp_path):
+    (tmp_path / "spawner.py").write_text(
+        "import torch.multiprocessing as mp\n"
+        "def rank_fn(i):\n"
+        "    pass\n"
+        "if __name__ == '__main__':\n"
+        "    mp.spawn(rank_fn, nprocs=1)\n"
+        "    print('spawned')\n")
+    out = subprocess.run([sys.executable, "-m", "c10d_observer", "run", "--dump-dir", str(tmp_path / "d"),
+                          "spawner.py"], env=_env(), cwd=str(tmp_path), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
+    assert out.returncode == 0 and "spawned" in out.stdout, out
+    assert out.stderr.count("torch.multiprocessing.spawn are not watched") == 1, out.stderr
+    assert "c10d_observer.enable()" in out.stderr
