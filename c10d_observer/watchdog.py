@@ -178,6 +178,15 @@ class Watchdog(object):
                 "started_at": wall_now - age, "detected_at": wall_now,
                 "age_s": round(age, 3), "in_flight": True, "resolved": False, "_idx": o.stream.idx}
 
+    def _in_flight_text(self, snap, now_ns):
+        """'; <call> in flight for N s' for this rank's oldest call in flight, or '' (for a dump's header)."""
+        flying = find_overdue(snap, now_ns, -1)
+        if not flying:
+            return ""
+        o = min(flying, key=lambda o: o.start_ns)
+        return "; %s in flight for %.1f s" % (_report.describe_call(self._record(o, now_ns, self.wall())),
+                                              (now_ns - o.start_ns) / 1e9)
+
     def finish(self):
         """At disable() (the rank stopped the observer): bring the report up to date (calls that completed
         since the last poll), and leave this rank's final state, so that ``report`` on a job that ran
@@ -285,8 +294,10 @@ class Watchdog(object):
                         self.signalled_at is None or now_ns - self.signalled_at > self.gather_wait * 1e9)):
                     # the stacks of every rank, not only the waiting ones; py-spy only of a rank in no
                     # collective (a suspect: where is it?), not of one that waits, to not stop it for nothing
-                    self.send_signal(py_spy=not any(st.oldest for st in self.reader.snapshot()),
-                                     reason="the verdict's gather %s, asked by rank %s" % (req["id"], req.get("by_rank")))
+                    snap = self.reader.snapshot()
+                    self.send_signal(py_spy=not any(st.oldest for st in snap),
+                                     reason="the verdict's gather %s, asked by rank %s%s" % (
+                                         req["id"], req.get("by_rank"), self._in_flight_text(snap, now_ns)))
                 self.write_state(self.wall(), gather_id=req["id"])
         if self.gather_owned is not None:
             gid, requested_at, asked_ns = self.gather_owned

@@ -48,6 +48,7 @@ import logging
 import os
 import threading
 import time
+from time import sleep as _sleep  # kept apart from time, which the unit tests replace by a clock
 
 from .. import channel as _ch
 from .. import compat
@@ -59,6 +60,7 @@ NEIGHBOURS = 3  # entries kept either side of a call in flight, per group
 MAX_START = 128  # calls started at once for one group when a read finds more enqueued (a burst): the
 # oldest, and the newest MAX_START
 FR_BACKENDS = frozenset(("gloo",))
+FINAL_READS, FINAL_READ_GAP_S = 50, 0.005  # at disable(), a call still in flight is read again (uninstall)
 
 
 class Recorder(object):
@@ -157,10 +159,20 @@ class FlightRecorderSource(object):
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
-        try:  # one last read, so that the watchdog's final state (disable()) has every completion
-            self.poll_once()
-        except Exception:
-            log.debug("c10d_observer: the last flight-recorder read failed", exc_info=True)
+        # one last read, so that the watchdog's final state (disable()) has every completion.  gloo writes a
+        # call's completion into the recorder on its own thread, just after wait() has returned (on 2.13, one
+        # read in five right after a synchronous all_reduce still showed it in flight): a call still in flight
+        # is read again for up to a quarter second before it is left so
+        for i in range(FINAL_READS):
+            if i:
+                _sleep(FINAL_READ_GAP_S)
+            try:
+                self.poll_once()
+            except Exception:
+                log.debug("c10d_observer: the last flight-recorder read failed", exc_info=True)
+                return
+            if not any(p.inflight for p in self.pgs.values()):
+                return
 
     def _run(self):
         while not self._stop.wait(self.period):

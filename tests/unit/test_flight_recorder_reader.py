@@ -165,3 +165,33 @@ def test_a_group_whose_ops_have_no_entries_is_looked_for_once_a_quarter_not_ever
     clock.now_ns += QUARTER_NS // 8
     src.poll_once()
     assert rec.entry_reads == 2  # and again a quarter timeout later, in case its entries have come
+
+
+def test_disable_reads_again_a_completion_gloo_writes_just_after_wait_returns(rig, monkeypatch):
+    # gloo writes a call's completion into the recorder on its own thread just after wait() returned
+    # (torch 2.13: 48 and 64 reads in 300, per rank, right after a synchronous all_reduce still showed it in
+    # flight): the last read at disable() must not leave such a call in flight in the rank's final state
+    src, rec, clock, reader = rig
+    rec.call(1)
+    src.poll_once()
+    reads = []
+
+    def lagging_status():
+        reads.append(1)
+        if len(reads) == 3:  # the completion lands between the final reads
+            rec.retire(1, last_completed=1)
+        return {"0": (rec.enq, rec.comp)}
+
+    monkeypatch.setattr(compat, "fr_status", lagging_status)
+    src.uninstall()
+    assert in_flight(reader) == (1, 1, None)
+    assert len(reads) == 3  # read until it completed, not more
+
+
+def test_disable_leaves_a_call_that_never_completes_in_flight_after_a_bounded_wait(rig):
+    src, rec, clock, reader = rig
+    rec.call(1)
+    src.poll_once()
+    src.uninstall()
+    assert in_flight(reader) == (1, 0, 1)
+    assert rec.entry_reads == 0  # young: pg_status alone says it is in flight
