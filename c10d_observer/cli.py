@@ -16,11 +16,35 @@ def _duration(text):
         raise argparse.ArgumentTypeError(str(e))
 
 
+def _first_local():
+    """True in the process that speaks for this node: not under a launcher, or local rank 0 under one
+    (torchrun sets LOCAL_RANK).  Every rank of a node reads the same options and environment, so an error in
+    them is said once per node (once per job on one node) instead of once per rank; the others exit 2 too."""
+    return os.environ.get("LOCAL_RANK", "0").strip() in ("", "0")
+
+
+def _error(text):
+    """``c10d-observer: error: TEXT`` on stderr, on the first local process only; returns the exit code, 2.
+
+    The other local ranks wait a few seconds before they exit: a launcher ends the whole group at its first
+    failed worker, and that must be the one that said why (torchrun then stops the waiting ones)."""
+    if _first_local():
+        sys.stderr.write("c10d-observer: error: %s\n" % text)
+        sys.stderr.flush()
+    else:
+        import time
+        time.sleep(QUIET_RANK_EXIT_DELAY_S)
+    return 2
+
+
+QUIET_RANK_EXIT_DELAY_S = 5.0
+
+
 class _Parser(argparse.ArgumentParser):
     """Bad options: one line naming the option and what is accepted, exit 2 (no usage block per rank)."""
 
     def error(self, message):
-        self.exit(2, "c10d-observer: error: %s (see %s --help)\n" % (message, self.prog))
+        self.exit(_error("%s (see %s --help)" % (message, self.prog)))
 
 
 def build_parser():
@@ -124,30 +148,24 @@ def _run(args):
         try:
             kw["signal"] = parse_signal(args.signal, "--signal")
         except ValueError as e:
-            sys.stderr.write("c10d-observer: error: %s\n" % e)
-            return 2
+            return _error(e)
     rest = ([args.script] if args.module and args.script is not None else []) + list(args.args)
     if rest[:1] == ["--"]:  # what follows goes to the script as it is, run's own option names included
         rest = rest[1:]
     else:
         ours = [a for a in rest if a.split("=", 1)[0] in RUN_OPTIONS]
         if ours:
-            sys.stderr.write("c10d-observer: error: %s after the script would go to the script, not to run: put "
-                             "it before the script, or pass the script's own after '--' (run train.py -- %s)\n"
-                             % (ours[0], ours[0]))
-            return 2
+            return _error("%s after the script would go to the script, not to run: put it before the script, "
+                          "or pass the script's own after '--' (run train.py -- %s)" % (ours[0], ours[0]))
     if args.module is None:
         if args.script is None:
-            sys.stderr.write("c10d-observer: error: run needs a script or -m MODULE (see c10d-observer run --help)\n")
-            return 2
+            return _error("run needs a script or -m MODULE (see c10d-observer run --help)")
         if not os.path.exists(args.script):
-            sys.stderr.write("c10d-observer: error: no such script: %s\n" % args.script)
-            return 2
+            return _error("no such script: %s" % args.script)
     try:
         c10d_observer.enable(**kw)
     except (ValueError, TypeError) as e:  # a bad option or C10D_OBSERVER_* variable: one line, not a traceback
-        sys.stderr.write("c10d-observer: error: %s\n" % e)
-        return 2
+        return _error(e)
     unwarn = _warn_on_spawn()
     try:
         if args.module is not None:

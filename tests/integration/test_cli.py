@@ -71,6 +71,21 @@ def test_run_under_the_launcher_needs_no_code_change(tmp_path):
     assert "RESOLVED: all_reduce #2 on group" in rep.stdout and "completed later" in rep.stdout, rep.stdout
 
 
+def test_a_bad_variable_under_the_launcher_is_said_once_per_node(tmp_path):
+    """Every rank reads the same bad C10D_OBSERVER_TIMEOUT: one error line for the node (local rank 0), not
+    one per rank, and every rank exits 2 before running the script."""
+    ran = tmp_path / "ran"
+    script = tmp_path / "s.py"
+    script.write_text("open(%r, 'a').write('x')\n" % str(ran))
+    cmd = _launcher(2) + ["-m", "c10d_observer", "run", str(script)]
+    out = subprocess.run(cmd, env=_env(C10D_OBSERVER_TIMEOUT="soon"), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+    assert out.returncode != 0 and not ran.exists(), out.stdout
+    lines = [ln for ln in out.stdout.splitlines() if "c10d-observer: error:" in ln]
+    assert len(lines) == 1 and "C10D_OBSERVER_TIMEOUT" in lines[0], out.stdout
+    assert "Traceback" not in out.stdout.split("c10d-observer: error:")[0], out.stdout
+
+
 def test_report_of_a_job_without_hangs(job_factory, tmp_path):
     """A job that ran without a hang leaves each rank's final state: report says so, exit 0 (an empty
     folder is an error: tests/unit/test_report_command.py)."""
