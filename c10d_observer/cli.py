@@ -220,26 +220,14 @@ RUN_OPTIONS = ("--timeout", "--poll-interval", "--dump-dir", "--source", "--on-t
 def _print_report(directory, as_json=False):
     from . import verdict as _verdict
     try:
-        docs, problems = _verdict.load_docs(directory, torch_dumps=True)
-        reports, _ = _report.load_dir(directory)
-        inner = os.path.join(directory, DEFAULT_DIR)
-        if not docs and not reports and os.path.isdir(inner):  # the job's folder: its dump_dir is inside
-            sys.stderr.write("c10d-observer report: nothing in %s; reading %s\n" % (directory, inner))
-            directory = inner
-            docs, problems = _verdict.load_docs(directory, torch_dumps=True)
-            reports, _ = _report.load_dir(directory)
+        v, problems, read = _verdict.load(directory, DEFAULT_DIR)
+        if read != directory:  # the job's folder: its dump_dir is inside
+            sys.stderr.write("c10d-observer report: nothing in %s; reading %s\n" % (directory, read))
+        reports, _ = _report.load_dir(read)
     except _report.ReportError as e:
-        sys.stderr.write("c10d-observer report: %s\n" % e)
-        return 2
-    if not docs and not reports:
         # an empty or wrong folder is not a healthy job: a CI check must not read it as "no stuck call"
-        sys.stderr.write(
-            "c10d-observer report: error: %s holds no c10d-observer report or state (report-rank*.json, "
-            "state-rank*.json) and no torch flight-recorder dump in JSON%s.  Pass the job's dump_dir: "
-            "./%s unless enable(dump_dir=...), run --dump-dir or $C10D_OBSERVER_DIR chose another.\n"
-            % (directory, "".join("\n  unreadable: %s" % p for p in problems), DEFAULT_DIR))
+        sys.stderr.write("c10d-observer report: error: %s\n" % e)
         return 2
-    v = _verdict.analyze(docs)
     if as_json:
         import json
         out = _verdict.public(v)

@@ -68,17 +68,20 @@ def _check_source(name, origin):
 
 
 def enable(timeout=_config.UNSET, poll_interval=_config.UNSET, dump_dir=_config.UNSET,
-           signal=_config.UNSET, source=_config.UNSET, on_timeout=_config.UNSET):
+           signal=_config.UNSET, source=_config.UNSET, on_timeout=_config.UNSET, on_hang=None):
+    from . import on_hang as _on_hang
+    _on_hang.check_callback(on_hang)
     cfg = _config.resolve(timeout, poll_interval, dump_dir, signal, source, on_timeout,
                           check_source=_check_source)
     with _state_lock:
         obs = _active[0]
         if obs is not None:
-            if obs.config == cfg:
+            if obs.config == cfg and obs.on_hang is on_hang:
                 return obs
-            raise RuntimeError("c10d_observer is already enabled with %s; call c10d_observer.disable() "
-                               "before enabling it with %s" % (_fmt(obs.config), _fmt(cfg)))
-        obs = Observer(cfg, capabilities())
+            raise RuntimeError("c10d_observer is already enabled with %s, on_hang=%r; call "
+                               "c10d_observer.disable() before enabling it with %s, on_hang=%r"
+                               % (_fmt(obs.config), obs.on_hang, _fmt(cfg), on_hang))
+        obs = Observer(cfg, capabilities(), on_hang)
         obs.start()
         _active[0] = obs
         if not _atexit_registered[0]:
@@ -105,8 +108,9 @@ def _fmt(cfg):
 class Observer(object):
     """One enabled observer: the handle enable() returns."""
 
-    def __init__(self, config, caps):
+    def __init__(self, config, caps, on_hang=None):
         self.config = config
+        self.on_hang = on_hang
         self.capabilities = caps
         self.source = caps["auto"] if config.source == "auto" else config.source
         self.auto = config.source == "auto"
@@ -172,6 +176,15 @@ class Observer(object):
                 rel = _relay.StoreRelay(cfg.dump_dir, rank, _job_id(), cfg.poll_interval, self._gather_wait + 1.0)
                 rel.start()
                 self._undo.append(rel.stop)
+            if self.on_hang is not None:
+                from .on_hang import HangCallback
+                poll = cfg.poll_interval
+                # the gather window the watchdog uses (its default where one node meets in dump_dir), and
+                # two polls for the merge to be written
+                window = self._gather_wait or max(2.0, 2.5 * poll + 0.5)
+                cb = HangCallback(self.on_hang, cfg.dump_dir, poll, window + 2 * poll)
+                cb.start()
+                self._undo.append(cb.stop)
             self.tracker = tracker
             _name_threads(handler)
         except BaseException:

@@ -77,6 +77,27 @@ def load_docs(directory, torch_dumps=False):
     return latest_per_rank(docs), problems
 
 
+def load(directory, default_dir=None):
+    """(verdict, problems, directory read) for ``report DIR`` and ``load_verdict``.
+
+    Where DIR holds no document but DIR/<default_dir> does (the job's folder), that is read.  A folder with
+    none is an error (ReportError), never an empty verdict: a check must not read it as a healthy job."""
+    docs, problems = load_docs(directory, torch_dumps=True)
+    reports, _ = _report.load_dir(directory)
+    inner = os.path.join(directory, default_dir) if default_dir else None
+    if not docs and not reports and inner and os.path.isdir(inner):
+        directory = inner
+        docs, problems = load_docs(directory, torch_dumps=True)
+        reports, _ = _report.load_dir(directory)
+    if not docs and not reports:
+        raise _report.ReportError(
+            "%s holds no c10d-observer report or state (report-rank*.json, state-rank*.json) and no torch "
+            "flight-recorder dump in JSON%s.  Pass the job's dump_dir: ./%s unless enable(dump_dir=...), "
+            "run --dump-dir or $C10D_OBSERVER_DIR chose another."
+            % (directory, "".join("\n  unreadable: %s" % p for p in problems), default_dir or "c10d_observer"))
+    return analyze(docs), problems, directory
+
+
 def latest_per_rank(docs):
     docs = [d for d in docs if isinstance(d.get("rank"), int) and d["rank"] >= 0]
     if not docs:

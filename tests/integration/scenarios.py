@@ -586,3 +586,29 @@ def burst(ctx):
         w.wait()
     ctx.record(result=t[0].item())
     c10d_observer.disable()
+
+
+def on_hang(ctx):
+    """enable(on_hang=...): rank 1 skips the second all_reduce until released.  The callback records what
+    it was handed and where it ran; with ``raise_in_callback`` it then raises (the job must go on)."""
+    import threading
+    calls = []
+
+    def callback(v):
+        calls.append(v)
+        ctx.record(on_hang=dict(culprit_ranks=v.culprit_ranks, missing=v.hangs[0].missing_ranks,
+                                waiting=v.hangs[0].waiting_ranks, call=v.hangs[0].call, exit_code=v.exit_code,
+                                thread=threading.current_thread().name,
+                                main_thread=threading.current_thread() is threading.main_thread(),
+                                calls=len(calls)))
+        if ctx.args.get("raise_in_callback"):
+            raise RuntimeError("the user's callback failed")
+
+    _enable(ctx, on_hang=callback)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if ctx.rank == 1:
+        ctx.stall_until_released()
+    dist.all_reduce(t)
+    ctx.record(result=t[0].item(), callback_calls=len(calls))
+    c10d_observer.disable()
