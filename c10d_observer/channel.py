@@ -77,7 +77,7 @@ APIS = (
     "",
     "all_gather_object", "gather_object", "broadcast_object_list", "scatter_object_list",
     "send_object_list", "recv_object_list", "batch_isend_irecv", "ddp_gradient_allreduce",
-    "ddp_sync_module_states", "isend", "irecv",
+    "ddp_sync_module_states", "isend", "irecv", "funcol",
 )
 # The op word's bits 32-62 hold the call's size signature, where the source knows it: the dtype (by code,
 # bits 56-62) and the element count modulo 2**24 (bits 32-55) of the tensor that must agree across the

@@ -120,6 +120,7 @@ def probe():
                      {"usable": False, "reason": "no ProcessGroup collective methods found"})
     caps["auto"] = next((s for s in SOURCES if srcs[s]["usable"]), None)
     caps["nccl"], caps["nccl_plan"] = nccl_probe(fr_on)
+    caps["funcol"] = funcol_kind()
     return caps
 
 
@@ -559,3 +560,77 @@ def rank_and_world():
 
 def hostname():
     return socket.gethostname()
+
+
+# The functional collectives' ops (torch 2.3+ runs them in C++): op name -> (the op as the channel names
+# it, the index of the tensor whose dtype and size must agree across ranks, or None)
+FUNCOL_OPS = (
+    ("_c10d_functional", "all_reduce", "all_reduce", 0),
+    ("_c10d_functional", "all_reduce_", "all_reduce", 0),
+    ("_c10d_functional", "all_reduce_coalesced", "all_reduce_coalesced", None),
+    ("_c10d_functional", "all_reduce_coalesced_", "all_reduce_coalesced", None),
+    ("_c10d_functional", "all_gather_into_tensor", "all_gather_into_tensor", 0),
+    ("_c10d_functional", "all_gather_into_tensor_out", "all_gather_into_tensor", 0),
+    ("_c10d_functional", "all_gather_into_tensor_coalesced", "all_gather_into_tensor_coalesced", None),
+    ("_c10d_functional", "reduce_scatter_tensor", "reduce_scatter_tensor", None),
+    ("_c10d_functional", "reduce_scatter_tensor_coalesced", "reduce_scatter_tensor_coalesced", None),
+    ("_c10d_functional", "all_to_all_single", "all_to_all_single", None),
+    ("_c10d_functional", "broadcast", "broadcast", 0),
+    ("_c10d_functional", "broadcast_", "broadcast", 0),
+    ("_c10d_functional_autograd", "all_gather_into_tensor", "all_gather_into_tensor", 0),
+    ("_c10d_functional_autograd", "reduce_scatter_tensor", "reduce_scatter_tensor", None),
+    ("_c10d_functional_autograd", "all_to_all_single", "all_to_all_single", None),
+)
+
+
+def _op_packet(ns_name, name):
+    import torch
+    try:
+        ns = getattr(torch.ops, ns_name)
+        packet = getattr(ns, name)
+        args = [a.name for a in packet.default._schema.arguments]
+    except Exception:  # the op or its namespace does not exist in this release
+        return None
+    return ns, args
+
+
+def funcol_ops():
+    """The native functional collectives of this torch, probed (never by version): ``(wait namespace,
+    [(namespace, op, channel op, group_name index, size index)], is_compiling)``, or None where there are
+    none (before 2.3, or where ``wait_tensor`` is missing)."""
+    wait = _op_packet("_c10d_functional", "wait_tensor")
+    if wait is None:
+        return None
+    ops = []
+    for ns_name, name, op_name, size_index in FUNCOL_OPS:
+        found = _op_packet(ns_name, name)
+        if found is None or "group_name" not in found[1]:
+            continue
+        ops.append((found[0], name, op_name, found[1].index("group_name"), size_index))
+    return (wait[0], ops, _is_compiling()) if ops else None
+
+
+def funcol_kind():
+    """How this torch runs the functional collectives: "native" (C++ ops, 2.3+), "python" (through
+    torch.distributed, 2.1-2.2's default), or None (none)."""
+    if funcol_ops() is not None:
+        return "native"
+    try:
+        import torch.distributed._functional_collectives  # noqa: F401
+    except Exception:
+        return None
+    return "python"
+
+
+def _is_compiling():
+    """torch.compiler.is_compiling (2.3+), else the older private names; a function returning False where
+    none exists."""
+    import torch
+    for owner, name in (("compiler", "is_compiling"), ("_dynamo", "is_compiling"), ("_utils", "is_compiling")):
+        try:
+            fn = getattr(getattr(torch, owner), name)
+        except Exception:
+            continue
+        if callable(fn):
+            return fn
+    return lambda: False

@@ -120,6 +120,7 @@ class Tracker(object):
         self.native_for = lambda pg, desc: None  # set by the plan (sources.Dispatch)
         self.seq_base = lambda pg, desc: None  # torch's count of a group's calls before we saw it (Dispatch)
         self.check_handler = lambda: None  # is the observer's signal handler still in place (observer.py)
+        self.pollers = []  # more completion checks run by the poller (sources.funcol)
         self.api = 0  # API code of the composite call now running (see channel.APIS), 0 for none
         self.rank = -1
         try:
@@ -212,6 +213,8 @@ class Tracker(object):
             if completed and table.pop(work, None) is not None:
                 entry[0].done(entry[1])
         self.gpu.poll()
+        for poll in self.pollers:
+            poll()
 
     def stop(self):
         self._stop.set()

@@ -93,6 +93,7 @@ def plan(name, caps, auto=False, nccl_on=None):
         p = {"collectives": "patch", "p2p": "patch", "monitored_barrier": "patch",
              "ddp_gradients": "patch (comm hook)", "other_backends": "patch"}
     p["report_fr_entries"] = bool(fr_snap or name == "flight_recorder")
+    p["functional"] = functional_row(name, caps)
     p["nccl"] = nccl_row(name, caps, auto, nccl_on)
     nplan = caps.get("nccl_plan") or {}
     if nplan.get("nccl2_recorder"):
@@ -103,6 +104,22 @@ def plan(name, caps, auto=False, nccl_on=None):
                       if nccl_events(name, auto) else
                       "%s (chosen explicitly; the recorder hook only for reports)" % name)
     return p
+
+
+def functional_row(name, caps):
+    """Who sees the functional collectives (funcol, DTensor) under this choice."""
+    kind = caps.get("funcol")
+    if kind is None:
+        return "none (this torch has no functional collectives)"
+    if kind == "python":
+        return "the ProcessGroup wrappers or %s (this torch issues them through torch.distributed)" % name
+    via = ("funcol wrappers on torch.ops._c10d_functional: a call ends when its result is waited "
+           "(sources/funcol.py)")
+    if name == "pg_hooks":
+        return "pg_hooks (its hooks fire for them)"
+    if name == "flight_recorder":
+        return "flight_recorder on the groups it records (gloo); %s on the others" % via
+    return via
 
 
 def nccl_row(name, caps, auto, nccl_on=None):
@@ -201,6 +218,9 @@ def build(name, tracker, cfg, caps, auto=False, nccl_on=False):
             parts.append(HooksSource(tracker, caps["features"]["hooks_module"]))
         elif name != "flight_recorder":
             raise ValueError("unknown source %r" % (name,))
+    # functional collectives (2.3+ issues them from C++): on groups no native source records
+    from .funcol import FuncolSource
+    parts.append(FuncolSource(tracker, reg))
     reader = None
     recorders = dispatch.recorders(caps)
     watch = GroupWatch(reg, on_group)

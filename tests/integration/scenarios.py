@@ -612,3 +612,42 @@ def on_hang(ctx):
     dist.all_reduce(t)
     ctx.record(result=t[0].item(), callback_calls=len(calls))
     c10d_observer.disable()
+
+
+def _funcol():
+    import torch.distributed._functional_collectives as funcol
+    return funcol
+
+
+def funcol_skip(ctx):
+    """Rank 1 is away before a functional all_reduce (what DTensor and tensor parallelism issue; from
+    torch 2.3 it runs in C++, past every ProcessGroup wrapper); rank 0 waits on its result."""
+    funcol = _funcol()
+    t = torch.ones(4)
+    funcol.all_reduce(t, "sum", dist.group.WORLD).wait()  # torch's first call takes seconds: before enable()
+    _enable(ctx)
+    for _ in range(3):
+        t = funcol.all_reduce(t, "sum", dist.group.WORLD).wait()  # healthy calls, waited
+    if ctx.rank == 1:
+        ctx.stall_until_released()
+    out = funcol.all_reduce(t, "sum", dist.group.WORLD)
+    ctx.record(issued=True)
+    ctx.record(result=out.wait()[0].item())
+    c10d_observer.disable()
+
+
+def dtensor_skip(ctx):
+    """A DTensor redistribution (Shard -> Replicate: a functional all_gather) with rank 1 late."""
+    try:
+        from torch.distributed.tensor import DeviceMesh, Replicate, Shard, distribute_tensor
+    except ImportError:  # before 2.4
+        from torch.distributed._tensor import DeviceMesh, Replicate, Shard, distribute_tensor
+    mesh = DeviceMesh("cpu", list(range(ctx.world)))
+    x = distribute_tensor(torch.arange(16.0).reshape(4, 4), mesh, [Shard(0)])
+    x.redistribute(mesh, [Replicate()]).to_local()  # torch's first call takes seconds: before enable()
+    _enable(ctx)
+    if ctx.rank == 1:
+        ctx.stall_until_released()
+    full = x.redistribute(mesh, [Replicate()]).to_local()
+    ctx.record(result=full.sum().item())
+    c10d_observer.disable()

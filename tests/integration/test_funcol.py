@@ -1,0 +1,53 @@
+"""Functional collectives and DTensor (torch 2.3+ issues them from C++, past the ProcessGroup wrappers):
+a hang in one is reported, with the rank that never arrived, on every source this torch offers."""
+import pytest
+
+import c10d_observer
+from harness import read_verdict
+
+
+def _usable():
+    return [s for s, r in c10d_observer.capabilities()["sources"].items() if r["usable"]]
+
+
+def _has(module):
+    try:
+        __import__(module)
+        return True
+    except Exception:
+        return False
+
+
+HAS_FUNCOL = _has("torch.distributed._functional_collectives")
+HAS_DTENSOR = _has("torch.distributed.tensor") and _has("torch.distributed.tensor.placement_types") or \
+    _has("torch.distributed._tensor")
+
+
+@pytest.mark.skipif(not HAS_FUNCOL, reason="this torch has no functional collectives")
+@pytest.mark.parametrize("source", _usable())
+def test_a_functional_all_reduce_hang_names_the_late_rank(job_factory, source):
+    job = job_factory("funcol_skip", 2, timeout=1.0, source=source)
+    rep = job.wait_report(0, timeout=90)
+    v = read_verdict(job.dump_dir, 60, job.log_text())
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    assert job.facts(0)["result"] == job.facts(1)["result"] == 2.0 ** 4  # ones, doubled by each of the four all_reduces after the first
+    first = rep["overdue"][0]
+    assert first["op"] == "all_reduce" and first["group_ranks"] == [0, 1], rep["overdue"]
+    assert v["culprit_ranks"] == [1] and v["hangs"][0]["missing_ranks"] == [1], v["summary"]
+    assert v["hangs"][0]["waiting_ranks"] == [0]
+    if source == "patch":  # its own numbering: the three healthy calls after enable(), then the stuck one
+        assert first["seq"] == 4 and first["api"] == "funcol", first
+
+
+@pytest.mark.skipif(not HAS_DTENSOR, reason="this torch has no DTensor")
+@pytest.mark.parametrize("source", _usable())
+def test_a_dtensor_redistribution_hang_names_the_late_rank(job_factory, source):
+    job = job_factory("dtensor_skip", 2, timeout=1.0, source=source)
+    rep = job.wait_report(0, timeout=90)
+    v = read_verdict(job.dump_dir, 60, job.log_text())
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    assert job.facts(0)["result"] == job.facts(1)["result"] == sum(range(16))
+    assert "all_gather" in rep["overdue"][0]["op"], rep["overdue"]
+    assert v["culprit_ranks"] == [1] and v["hangs"][0]["missing_ranks"] == [1], v["summary"]
