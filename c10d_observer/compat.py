@@ -584,20 +584,24 @@ FUNCOL_OPS = (
 
 
 def _op_packet(ns_name, name):
+    """(the op's OpOverloadPacket, its argument names), or None.  A packet's ``__call__`` calls its
+    ``_op`` attribute (torch/_ops.py, 2.3 to 2.15), which is what the observer wraps: the packet itself,
+    which compiled graphs and torch's own code refer to, stays as it is."""
     import torch
     try:
-        ns = getattr(torch.ops, ns_name)
-        packet = getattr(ns, name)
+        packet = getattr(getattr(torch.ops, ns_name), name)
         args = [a.name for a in packet.default._schema.arguments]
+        if not callable(vars(packet).get("_op")):
+            return None
     except Exception:  # the op or its namespace does not exist in this release
         return None
-    return ns, args
+    return packet, args
 
 
 def funcol_ops():
-    """The native functional collectives of this torch, probed (never by version): ``(wait namespace,
-    [(namespace, op, channel op, group_name index, size index)], is_compiling)``, or None where there are
-    none (before 2.3, or where ``wait_tensor`` is missing)."""
+    """The native functional collectives of this torch, probed (never by version): ``(wait_tensor's
+    packet, [(packet, op, channel op, group_name index, size index)], is_compiling)``, or None where there
+    are none (before 2.3, or where ``wait_tensor`` is missing)."""
     wait = _op_packet("_c10d_functional", "wait_tensor")
     if wait is None:
         return None
@@ -606,7 +610,7 @@ def funcol_ops():
         found = _op_packet(ns_name, name)
         if found is None or "group_name" not in found[1]:
             continue
-        ops.append((found[0], name, op_name, found[1].index("group_name"), size_index))
+        ops.append((found[0], "%s.%s" % (ns_name, name), op_name, found[1].index("group_name"), size_index))
     return (wait[0], ops, _is_compiling()) if ops else None
 
 

@@ -6,8 +6,10 @@ From torch 2.3 the functional collectives run in C++: ``funcol.all_reduce`` call
 no ProcessGroup wrapper sees it (../shared/gpu-facts.md; torch's ``Functional.cpp``).  The op returns its
 output at once and keeps the work in a registry; ``wait_tensor(output)`` waits on it (an
 ``AsyncCollectiveTensor`` does so at its first use).  Every Python caller (the funcol module, DTensor's
-redistributions, user code) looks the op up on the ``torch.ops._c10d_functional`` namespace at each
-call, so a wrapper set there sees them all, and one on ``wait_tensor`` sees the waits.
+redistributions, user code) calls the op's packet, ``torch.ops._c10d_functional.all_reduce(...)``, whose
+``__call__`` calls the packet's ``_op``: a wrapper set there sees them all, and one on ``wait_tensor``'s
+sees the waits.  The packets themselves stay as they are (compiled graphs and torch's own code refer to
+them and to their overloads, ``.default``, which are not wrapped).
 
 A call starts when it is issued, on its group's collective stream (numbered with the group's other
 collectives), and ends when one of its outputs is waited, or when all of its outputs have been freed
@@ -19,7 +21,6 @@ seen; while dynamo traces, the wrappers only call through.  Before 2.3 (and for 
 implementation) the functional collectives go through ``torch.distributed`` and the ProcessGroup
 wrappers see them: nothing is installed there.
 """
-import functools
 import logging
 import weakref
 
@@ -46,7 +47,8 @@ class _Call(object):
 
 
 class FuncolSource(object):
-    """Wrappers on the ``torch.ops._c10d_functional`` ops and ``wait_tensor`` (compat.funcol_ops)."""
+    """Wrappers on the ``_op`` of the functional collectives' packets and of ``wait_tensor``'s
+    (compat.funcol_ops)."""
 
     name = "funcol"
 
@@ -61,14 +63,14 @@ class FuncolSource(object):
         found = compat.funcol_ops()
         if found is None:
             return
-        wait_ns, ops, is_compiling = found
-        for ns, name, op_name, group_index, size_index in ops:
+        wait_packet, ops, is_compiling = found
+        for packet, name, op_name, group_index, size_index in ops:
             code = _ch.OP_CODES[op_name] | _ch.API_CODES["funcol"] << 16
-            if self.registry.wrap(ns, name, lambda o, code=code, gi=group_index, si=size_index:
+            if self.registry.wrap(packet, "_op", lambda o, code=code, gi=group_index, si=size_index:
                                   self._make_op_wrapper(o, code, gi, si, is_compiling)):
                 self.installed.append(name)
         if self.installed:
-            self.registry.wrap(wait_ns, "wait_tensor", lambda o: self._make_wait_wrapper(o, is_compiling))
+            self.registry.wrap(wait_packet, "_op", lambda o: self._make_wait_wrapper(o, is_compiling))
             self.tracker.pollers.append(self.poll)
 
     def uninstall(self):
@@ -125,7 +127,7 @@ class FuncolSource(object):
                 st.done(seq)
             return out
 
-        return functools.wraps(orig)(wrapper)  # keeps the packet's attributes (``.default``) reachable
+        return wrapper
 
     def _make_wait_wrapper(self, orig, is_compiling):
         pending = self.pending
@@ -142,7 +144,7 @@ class FuncolSource(object):
                     call.end(True)
             return result
 
-        return functools.wraps(orig)(wait_tensor)
+        return wait_tensor
 
     # -- the tracker's poller ------------------------------------------------------------------------
     def poll(self):

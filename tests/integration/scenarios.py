@@ -625,7 +625,10 @@ def funcol_skip(ctx):
     funcol = _funcol()
     t = torch.ones(4)
     funcol.all_reduce(t, "sum", dist.group.WORLD).wait()  # torch's first call takes seconds: before enable()
+    packet = getattr(getattr(torch.ops, "_c10d_functional", None), "all_reduce", None)
+    before = vars(packet).get("_op") if packet is not None else None
     _enable(ctx)
+    ctx.record(wrapped=packet is not None and vars(packet).get("_op") is not before)
     for _ in range(3):
         t = funcol.all_reduce(t, "sum", dist.group.WORLD).wait()  # healthy calls, waited
     if ctx.rank == 1:
@@ -634,6 +637,7 @@ def funcol_skip(ctx):
     ctx.record(issued=True)
     ctx.record(result=out.wait()[0].item())
     c10d_observer.disable()
+    ctx.record(restored=packet is None or vars(packet).get("_op") is before)
 
 
 def dtensor_skip(ctx):

@@ -38,6 +38,9 @@ def test_a_functional_all_reduce_hang_names_the_late_rank(job_factory, source):
     assert v["hangs"][0]["waiting_ranks"] == [0]
     if source == "patch":  # its own numbering: the three healthy calls after enable(), then the stuck one
         assert first["seq"] == 4 and first["api"] == "funcol", first
+    native = c10d_observer.capabilities()["funcol"] == "native"
+    assert job.facts(0)["wrapped"] is native  # the op's packet calls our wrapper (2.3+) ...
+    assert job.facts(0)["restored"] is True  # ... until disable() puts torch's back
 
 
 @pytest.mark.skipif(not HAS_DTENSOR, reason="this torch has no DTensor")
