@@ -288,8 +288,10 @@ class StreamWriter(object):
         """Record the start of the next call (now, unless ``t_ns`` is given); returns its sequence number."""
         seq = self.seq + 1
         open_ = self.open
-        if open_ and seq - self._size in open_:  # its slot's call is still in flight: keep it aside
-            self._evict(seq - self._size)
+        if open_:  # the call its slot holds (any older seq: skip_to jumps) still in flight: keep it aside
+            old = self._mv[self._dones[seq & self._mask] - 4]
+            if old in open_:
+                self._evict(old)
         open_.add(seq)
         self.seq = seq
         self._pack(self._mm, self._offs[seq & self._mask], seq, op, _monotonic_ns() if t_ns is None else t_ns, seq)
@@ -323,6 +325,8 @@ class StreamWriter(object):
                 self._evicted[old] = (mv[base + 1], mv[base + 2])
                 if not self._pin or old < self._pin:
                     self._set_pin(old, mv[base + 1], mv[base + 2])
+                    if old not in self.open:  # completed on another thread meanwhile: its done() may
+                        self._repin_locked()  # have looked at the pin before it was set
 
     def _set_pin(self, seq, op, t):
         self._pin = seq
@@ -334,19 +338,31 @@ class StreamWriter(object):
             self._repin_locked()
 
     def _repin_locked(self):
-        below = self.seq - self._size
-        open_ = list(self.open)  # one C call: another thread may add to the set meanwhile
-        cand = [s for s in open_ if s <= below] + [s for s in list(self._evicted) if s in self.open]
-        if not cand:
-            self._pin = 0
-            self._pack(self._mm, self._pin_off, 0, 0, 0, 0)
-            return
-        s = min(cand)
-        detail = self._evicted.get(s)
-        if detail is None:  # skipped over, not overwritten: its slot still holds it
-            base = self._ring_word + (s & self._mask) * SLOT_WORDS
-            detail = (self._mv[base + 1], self._mv[base + 2]) if self._mv[base] == s else (0, 0)
-        self._set_pin(s, detail[0], detail[1])
+        # A call may complete on another thread while this runs: its done() discards it from ``open``, then
+        # looks at the pin.  So the pin is checked against ``open`` after it is set, and chosen again if
+        # its call completed meanwhile (else a completed call stayed pinned, read as in flight for good).
+        lost = set()  # open, yet neither in its slot nor kept aside: never pinned with a made-up start
+        while True:
+            below = self.seq - self._size
+            open_ = list(self.open)  # one C call: another thread may add to the set meanwhile
+            cand = [s for s in open_ if s <= below and s not in lost] + [
+                s for s in list(self._evicted) if s in self.open and s not in lost]
+            if not cand:
+                self._pin = 0
+                self._pack(self._mm, self._pin_off, 0, 0, 0, 0)
+                return
+            s = min(cand)
+            detail = self._evicted.get(s)
+            if detail is None:  # skipped over, not overwritten: its slot still holds it
+                base = self._ring_word + (s & self._mask) * SLOT_WORDS
+                detail = (self._mv[base + 1], self._mv[base + 2]) if self._mv[base] == s else None
+            if detail is not None:
+                self._set_pin(s, detail[0], detail[1])
+                if s in self.open:
+                    return
+            elif s in self.open:
+                lost.add(s)
+            # completed meanwhile (its slot and its evicted copy gone), or lost: choose again
 
     def amend(self, seq, op, t_ns):
         """Rewrite the op and start time of call ``seq`` (still open) once a source has learnt them."""
@@ -367,7 +383,7 @@ class StreamWriter(object):
         if self._evicted:
             self._evicted.pop(seq, None)
         if seq == self._pin:  # the pinned call ended: pin the next oldest that left the ring, if any
-            self._repin()
+            self._repin()  # (one pinned at this moment by start() on another thread is checked there)
         if not open_:  # nothing older is in flight: the reader may skip up to here
             mv[self._hint] = seq
 

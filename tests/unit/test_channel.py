@@ -163,7 +163,8 @@ def test_a_call_left_behind_by_skip_to_is_pinned(writer, open_reader):
     for t in range(RING):
         sw.start(OP, 1000 + t)
     st = _state(reader, idx)
-    assert st.oldest == (first, OP, 100) and st.overflow == 10 * RING
+    # 10 * RING skipped, and the first call's slot taken by a newer one (it is kept aside, and pinned)
+    assert st.oldest == (first, OP, 100) and st.overflow == 10 * RING + 1
     sw.done(first)
     assert _state(reader, idx).oldest == (first + 10 * RING + 1, OP, 1000)
 
@@ -380,3 +381,20 @@ def test_size_signature_rides_in_the_op_word_and_leaves_the_op_alone():
     assert ch.decode_sig(ch.encode_op("barrier")) is None
     assert ch.encode_sig(0, 10) == 0  # an unknown dtype: no signature
     assert word < 2 ** 63  # fits the slot's signed word
+
+
+def test_two_calls_left_behind_by_skip_to_keep_their_start_times(writer, open_reader):
+    """A source that skips past a burst (the flight-recorder reader) leaves two calls in flight; newer calls
+    then take their slots.  When the first completes, the second is the oldest: with its own start time
+    (a lost slot once read as 0, which reported calls hours old, measured from boot)."""
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    a, b = sw.start(OP, 100), sw.start(OP, 200)
+    sw.skip_to(b + 10 * RING)
+    for t in range(RING + 2):  # every slot taken by a newer call, those of a and b included
+        sw.start(OP, 1000 + t)
+    assert _state(reader, idx).oldest == (a, OP, 100)
+    sw.done(a)
+    assert _state(reader, idx).oldest == (b, OP, 200)
+    sw.done(b)
+    assert _state(reader, idx).oldest[2] >= 1000
