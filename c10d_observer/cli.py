@@ -163,10 +163,15 @@ def _run(args):
         if not os.path.exists(args.script):
             return _error("no such script: %s" % args.script)
     try:
-        c10d_observer.enable(**kw)
+        obs = c10d_observer.enable(**kw)
     except (ValueError, TypeError) as e:  # a bad option or C10D_OBSERVER_* variable: one line, not a traceback
         return _error(e)
-    unwarn = _warn_on_spawn()
+    from . import _autostart
+    if _autostart.pth_installed():  # ranks the script starts itself (mp.spawn) are observed as this one
+        _autostart.export(obs.config)
+        unwarn = lambda: None  # noqa: E731
+    else:
+        unwarn = _warn_on_spawn()
     try:
         if args.module is not None:
             sys.argv = [args.module] + rest  # runpy puts the module's path in argv[0]

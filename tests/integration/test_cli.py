@@ -236,17 +236,30 @@ def test_run_a_module_and_keep_runs_own_options_out_of_the_script(tmp_path):
     assert out.returncode == 0 and "script args ['--epochs', '2']" in out.stdout, out
 
 
-def test_run_says_ranks_started_with_mp_spawn_are_not_watched(tmp_path):
+def test_run_and_ranks_started_with_mp_spawn(tmp_path):
+    """Where the package is installed with its .pth (the tox envs), run hands its settings to the ranks the
+    script starts with mp.spawn, which are then observed; else it says once that they are not."""
+    from c10d_observer import _autostart
     (tmp_path / "spawner.py").write_text(
-        "import torch.multiprocessing as mp\n"
-        "def rank_fn(i):\n"
-        "    pass\n"
+        "import os, sys, torch.distributed as dist, torch.multiprocessing as mp\n"
+        "def rank_fn(i, store):\n"
+        "    dist.init_process_group('gloo', init_method='file://' + store, rank=0, world_size=1)\n"
+        "    obs = sys.modules.get('c10d_observer.observer')\n"
+        "    print('observed' if obs is not None and obs.active() is not None else 'not observed', flush=True)\n"
+        "    print('dir', obs.active().config.dump_dir if obs and obs.active() else None, flush=True)\n"
+        "    dist.destroy_process_group()\n"
         "if __name__ == '__main__':\n"
-        "    mp.spawn(rank_fn, nprocs=1)\n"
+        "    mp.spawn(rank_fn, args=(sys.argv[1],), nprocs=1)\n"
         "    print('spawned')\n")
     out = subprocess.run([sys.executable, "-m", "c10d_observer", "run", "--dump-dir", str(tmp_path / "d"),
-                          "spawner.py"], env=_env(), cwd=str(tmp_path), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
+                          "--timeout", "45", "spawner.py", str(tmp_path / "store")], env=_env(), cwd=str(tmp_path),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
     assert out.returncode == 0 and "spawned" in out.stdout, out
-    assert out.stderr.count("torch.multiprocessing.spawn are not watched") == 1, out.stderr
-    assert "c10d_observer.enable()" in out.stderr
+    if _autostart.pth_installed():
+        assert "\nobserved\n" in "\n" + out.stdout, out
+        assert "dir %s" % (tmp_path / "d") in out.stdout, out  # run's settings, not the defaults
+        assert "are not watched" not in out.stderr, out.stderr
+    else:
+        assert "not observed" in out.stdout, out
+        assert out.stderr.count("torch.multiprocessing.spawn are not watched") == 1, out.stderr
+        assert "c10d_observer.enable()" in out.stderr

@@ -1,0 +1,33 @@
+"""A job that knows nothing of c10d_observer: two ranks started with torch.multiprocessing.spawn.
+
+argv: store file, work dir.  Rank 1 skips the second all_reduce until WORK/release exists.  Each rank
+writes WORK/rank<R>.json: whether an observer was active in it, and its pid."""
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def rank_main(rank, store, work):
+    dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2)
+    obs = sys.modules.get("c10d_observer.observer")
+    active = obs is not None and obs.active() is not None
+    with open(os.path.join(work, "rank%d.json" % rank), "w") as f:
+        json.dump({"pid": os.getpid(), "observed": active}, f)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if rank == 1:
+        while not os.path.exists(os.path.join(work, "release")):
+            time.sleep(0.02)
+    dist.all_reduce(t)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    with open(os.path.join(sys.argv[2], "parent.json"), "w") as f:
+        json.dump({"pid": os.getpid(), "imported": "c10d_observer.observer" in sys.modules}, f)
+    mp.spawn(rank_main, args=(sys.argv[1], sys.argv[2]), nprocs=2)

@@ -1,0 +1,85 @@
+"""On by environment alone (C10D_OBSERVER=1): the .pth the package installs arms every process, and the
+observer starts where a process group is made, in ranks started by torch.multiprocessing.spawn too.
+
+Needs the package installed from its wheel (the tox envs): a source checkout on PYTHONPATH or an
+editable install has no c10d_observer.pth, and the tests say so and skip."""
+import glob
+import json
+import os
+import site
+import subprocess
+import sys
+
+import pytest
+
+from harness import ROOT, read_verdict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _pth():
+    dirs = list(site.getsitepackages()) + [site.getusersitepackages()]
+    return [p for d in dirs for p in glob.glob(os.path.join(d, "c10d_observer.pth"))]
+
+
+pytestmark = pytest.mark.skipif(not _pth(), reason="c10d_observer.pth is not installed (install the package "
+                                                   "from its wheel, as the tox envs do)")
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("C10D_OBSERVER")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    env.update(extra)
+    return env
+
+
+def test_c10d_observer_1_watches_ranks_started_by_mp_spawn(tmp_path):
+    work, dump = tmp_path / "work", tmp_path / "dumps"
+    work.mkdir()
+    env = _env(C10D_OBSERVER="1", C10D_OBSERVER_TIMEOUT="1", C10D_OBSERVER_DIR=str(dump))
+    log = open(str(tmp_path / "job.log"), "w+")
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "autostart_job.py"), str(tmp_path / "store"),
+                             str(work)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        v = read_verdict(str(dump), 90, "")
+        (work / "release").touch()
+        assert proc.wait(timeout=90) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.seek(0)
+        out = log.read()
+        log.close()
+    assert v["culprit_ranks"] == [1] and v["hangs"][0]["waiting_ranks"] == [0], (v["summary"], out)
+    ranks = [json.load(open(str(work / ("rank%d.json" % r)))) for r in (0, 1)]
+    parent = json.load(open(str(work / "parent.json")))
+    assert all(r["observed"] for r in ranks), ranks
+    assert parent["imported"] is False  # the launching process never made a group: untouched
+    pids = {json.load(open(p))["pid"] for p in glob.glob(str(dump / "report-rank*.json"))}
+    assert pids and parent["pid"] not in pids and pids <= {r["pid"] for r in ranks}
+
+
+def test_unset_or_no_group_means_nothing_happens():
+    probe = ("import sys, torch.distributed; print(sorted(m for m in sys.modules if m.startswith('c10d_observer')), "
+             "[type(f).__name__ for f in sys.meta_path if 'c10d' in type(f).__module__])")
+    for value, imported in (("", []), ("0", []), ("1", ["c10d_observer", "c10d_observer._autostart",
+                                                          "c10d_observer._unset", "c10d_observer._version"])):
+        out = subprocess.run([sys.executable, "-c", probe], env=_env(C10D_OBSERVER=value),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+        assert out.returncode == 0, out.stdout
+        # set: the package's top and the autostart module only, no observer, no finder left once armed
+        assert out.stdout.strip().splitlines()[-1] == "%r []" % (imported,), (value, out.stdout)
+
+
+def test_a_bad_setting_is_one_line_and_the_job_goes_on(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "release").touch()  # nobody waits: the job just runs
+    out = subprocess.run([sys.executable, os.path.join(HERE, "autostart_job.py"), str(tmp_path / "store"), str(work)],
+                         env=_env(C10D_OBSERVER="1", C10D_OBSERVER_TIMEOUT="soon"), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+    assert out.returncode == 0, out.stdout
+    lines = [ln for ln in out.stdout.splitlines() if "not enabled" in ln]
+    assert len(lines) == 2 and all("C10D_OBSERVER_TIMEOUT" in ln for ln in lines), out.stdout  # one per rank
+    assert "Traceback" not in out.stdout

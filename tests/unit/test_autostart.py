@@ -1,0 +1,35 @@
+"""The .pth line and the settings run hands to the processes it starts (no process group needed)."""
+import os
+import signal
+import subprocess
+import sys
+
+from c10d_observer import _autostart, config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_exported_settings_resolve_to_the_same_config(tmp_path):
+    cfg = config.resolve(timeout=42.5, poll_interval=0.7, dump_dir=str(tmp_path), signal=signal.SIGUSR2,
+                         source="patch", on_timeout="abort", env={}, check_source=lambda *a: None)
+    env = {}
+    _autostart.export(cfg, env)
+    assert env[_autostart.ENV] == "1" and _autostart.wanted(env)
+    assert config.resolve(env=env, check_source=lambda *a: None) == cfg
+
+
+def test_the_pth_line_does_nothing_unless_asked(tmp_path):
+    code = ("import sys\nline = open(sys.argv[1]).read()\nexec(line)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('c10d_observer')),"
+            " [type(f).__name__ for f in sys.meta_path if type(f).__module__.startswith('c10d_observer')])")
+    path = str(tmp_path / "c10d_observer.pth")
+    with open(path, "w") as f:
+        f.write(_autostart.PTH_LINE)
+    for value, want in (("", "[] []"), ("off", "[] []"),
+                        ("1", "['c10d_observer', 'c10d_observer._autostart', 'c10d_observer._unset', "
+                              "'c10d_observer._version'] ['_Finder']")):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("C10D_OBSERVER")}
+        env.update(C10D_OBSERVER=value, PYTHONPATH=ROOT)
+        out = subprocess.run([sys.executable, "-S", "-c", code, path], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, universal_newlines=True, timeout=60)
+        assert out.returncode == 0 and out.stdout.strip() == want, (value, out.stdout)
