@@ -81,6 +81,9 @@ def build_parser():
                                      "(resolved); 0 if no call was ever overdue; 2 if DIR cannot be read or "
                                      "holds no report, state or torch dump.")
     rep.add_argument("dir", help="a dump_dir")
+    rep.add_argument("--html", metavar="OUT.html",
+                     help="also write one self-contained page: where every rank is in every group (the stuck "
+                          "call and the culprits marked), the calls in flight on a timeline, the verdict")
     rep.add_argument("--json", action="store_true",
                      help="print the verdict as one JSON object (version 1: hangs, culprit_ranks, "
                           "ranks_reporting, ranks_silent, ...)")
@@ -124,7 +127,7 @@ def main(argv=None):
     if args.command == "run":
         return _run(args)
     if args.command == "report":
-        return _print_report(args.dir, args.json)
+        return _print_report(args.dir, args.json, args.html)
     if args.command == "demo":
         from . import demo
         return demo.main(args)
@@ -222,7 +225,7 @@ def _warn_on_spawn():
 RUN_OPTIONS = ("--timeout", "--poll-interval", "--dump-dir", "--source", "--on-timeout", "--signal")
 
 
-def _print_report(directory, as_json=False):
+def _print_report(directory, as_json=False, html_path=None):
     from . import verdict as _verdict
     try:
         v, problems, read = _verdict.load(directory, DEFAULT_DIR)
@@ -233,6 +236,15 @@ def _print_report(directory, as_json=False):
         # an empty or wrong folder is not a healthy job: a CI check must not read it as "no stuck call"
         sys.stderr.write("c10d-observer report: error: %s\n" % e)
         return 2
+    if html_path:
+        from . import page
+        try:
+            docs, _ = _verdict.load_docs(read, torch_dumps=True)
+            page.write(html_path, docs, v, read)
+        except OSError as e:
+            sys.stderr.write("c10d-observer report: error: --html %s: %s\n" % (html_path, e))
+            return 2
+        sys.stderr.write("c10d-observer report: page written to %s\n" % html_path)
     if as_json:
         import json
         out = _verdict.public(v)

@@ -1,0 +1,162 @@
+"""``report DIR --html OUT.html``: one self-contained page that shows where every rank is.
+
+A rank x group grid (each cell: the group's last completed call on that rank and the call it has in flight;
+the stuck call's cells and the culprits marked), a timeline of the calls each rank has in flight (start to
+the time its state was written, the detection marked), and the verdict's text.  No network, no external
+file: inline CSS and one small inline script (a filter that keeps the ranks that matter at 1,024 ranks).
+No torch: the page is made from the documents the watchdogs wrote.
+"""
+import html
+
+from . import report as _report
+from . import verdict as _verdict
+
+_CSS = """
+body{font:13px/1.35 system-ui,sans-serif;margin:16px;color:#222}
+h1{font-size:18px;margin:0 0 4px} h2{font-size:15px;margin:18px 0 6px}
+.summary{font-weight:600;margin:4px 0 10px}
+table.grid{border-collapse:collapse;font:11px/1.2 ui-monospace,monospace}
+table.grid th,table.grid td{border:1px solid #ddd;padding:1px 4px;text-align:right;white-space:nowrap}
+table.grid thead th{position:sticky;top:0;background:#f4f4f4}
+td.ok{background:#fff} td.fly{background:#fff6d6} td.stuck{background:#ffd0d0;font-weight:700}
+td.missing{background:#ffb060;font-weight:700} tr.culprit th{background:#ff9a3c;color:#000}
+tr.dead th{text-decoration:line-through} td.none{color:#bbb}
+.legend span{display:inline-block;padding:1px 6px;margin-right:6px;border:1px solid #ddd}
+.tl{position:relative;height:14px;background:#fafafa;border-bottom:1px solid #eee}
+.tl .bar{position:absolute;top:2px;height:10px;background:#f0a0a0}
+.tl .det{position:absolute;top:0;width:2px;height:14px;background:#900}
+.tlrow{display:flex;align-items:center;font:11px ui-monospace,monospace}
+.tlrow .who{width:150px;flex:none}.tlrow .tl{flex:1}
+pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}
+"""
+
+_SCRIPT = """
+(function(){
+  var box=document.getElementById('only');
+  function apply(){
+    var rows=document.querySelectorAll('tr.rank,div.tlrow');
+    for(var i=0;i<rows.length;i++){
+      var r=rows[i]; r.style.display=(box.checked && !r.classList.contains('key'))?'none':'';
+    }
+  }
+  box.addEventListener('change',apply); apply();
+  document.getElementById('loaded').textContent='yes';
+})();
+"""
+
+
+def _e(x):
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _streams(by_rank, v):
+    """The columns: every collective stream any rank knows, then the p2p streams of stuck calls."""
+    stuck = {h.get("stream") for h in v.get("hangs") or []}
+    cols = {}
+    for doc in by_rank.values():
+        for g in doc.get("groups") or []:
+            s = g.get("stream")
+            if s is None or s in cols:
+                continue
+            if g.get("kind") == "p2p" and s not in stuck:
+                continue
+            cols[s] = g
+    return sorted(cols, key=lambda s: (cols[s].get("kind") == "p2p", str(s)))
+
+
+def render(by_rank, v, directory=""):
+    """The page, as a string, for the documents ``by_rank`` (verdict.load_docs) and their verdict ``v``."""
+    culprits = set(v.get("culprit_ranks") or [])
+    dead = set(v.get("ranks_dead") or [])
+    stuck = {}  # stream -> hang
+    for h in v.get("hangs") or []:
+        stuck.setdefault(h.get("stream"), h)
+    cols = _streams(by_rank, v)
+    world = v.get("world_size") or (max(by_rank) + 1 if by_rank else 0)
+    ranks = sorted(set(range(world)) | set(by_rank))
+    out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>c10d-observer: %s</title><style>%s</style>"
+           "</head><body>" % (_e(v.get("summary")), _CSS)]
+    out.append("<h1>c10d-observer</h1><div class='summary' id='summary'>%s</div>" % _e(v.get("summary")))
+    out.append("<div>%s ranks reporting of %s; culprits: <b id='culprits'>%s</b>; silent: %s; dead: %s. "
+               "Files: %s. Page loaded: <span id='loaded'>no</span></div>" % (
+                   len(by_rank), _e(world), _e(_report.format_ranks(sorted(culprits)) or "none"),
+                   _e(_report.format_ranks(v.get("ranks_silent") or []) or "none"),
+                   _e(_report.format_ranks(sorted(dead)) or "none"), _e(directory)))
+    out.append("<h2>Where every rank is</h2><div class='legend'><span class='ok'>n: last completed</span>"
+               "<span style='background:#fff6d6'>n | in k: in flight</span><span style='background:#ffd0d0'>"
+               "waiting in the stuck call</span><span style='background:#ffb060'>never arrived</span> "
+               "<label><input type='checkbox' id='only' %s> only the ranks of stuck calls and the culprits</label>"
+               "</div>" % ("checked" if len(ranks) > 64 else ""))
+    out.append("<table class='grid' id='grid'><thead><tr><th>rank</th>%s</tr></thead><tbody>" % "".join(
+        "<th title='%s'>%s%s</th>" % (_e(s), _e(s), " (stuck #%s)" % _e(stuck[s].get("seq")) if s in stuck else "")
+        for s in cols))
+    for r in ranks:
+        doc = by_rank.get(r)
+        pos = {g.get("stream"): g for g in (doc or {}).get("groups") or []}
+        key = r in culprits or any(r in (h.get("waiting_ranks") or []) or r in (h.get("missing_ranks") or [])
+                                   for h in stuck.values())
+        cls = ["rank"] + (["culprit"] if r in culprits else []) + (["dead"] if r in dead else []) + \
+            (["key"] if key else [])
+        cells = []
+        for s in cols:
+            g = pos.get(s)
+            h = stuck.get(s)
+            if g is None:
+                cells.append("<td class='none'>%s</td>" % ("?" if doc is None else "-"))
+                continue
+            done, fly = g.get("last_completed"), g.get("in_flight_seq")
+            text = "%s" % (done if done is not None else 0)
+            c = "ok"
+            if fly is not None:
+                text += " | in %s" % fly
+                c = "fly"
+            if h is not None and r in (h.get("waiting_ranks") or []):
+                c = "stuck"
+            elif h is not None and r in (h.get("missing_ranks") or []):
+                c = "missing"
+            cells.append("<td class='%s' data-rank='%d' data-stream='%s'>%s</td>" % (c, r, _e(s), _e(text)))
+        who = "%d%s" % (r, " culprit" if r in culprits else "") if doc is not None else "%d (silent)" % r
+        out.append("<tr class='%s'><th>%s</th>%s</tr>" % (" ".join(cls), _e(who), "".join(cells)))
+    out.append("</tbody></table>")
+    out.append(_timeline(by_rank, v, ranks, culprits, stuck))
+    out.append("<h2>Verdict</h2><pre id='verdict'>%s</pre>" % _e(_verdict.format_text(v)))
+    out.append("<script>%s</script></body></html>" % _SCRIPT)
+    return "".join(out)
+
+
+def _timeline(by_rank, v, ranks, culprits, stuck):
+    """Each rank's calls in flight, from their start to when its state was written."""
+    spans = []
+    for r in ranks:
+        doc = by_rank.get(r) or {}
+        end = doc.get("written_at")
+        for g in doc.get("groups") or []:
+            t0 = g.get("in_flight_since")
+            if t0 is not None and end is not None:
+                spans.append((r, g.get("stream"), g.get("in_flight_seq"), g.get("in_flight_op"), t0, end))
+    if not spans:
+        return "<h2>Calls in flight</h2><div>none</div>"
+    lo, hi = min(s[4] for s in spans), max(s[5] for s in spans)
+    width = max(hi - lo, 1e-3)
+    det = [h.get("detected_at") for h in stuck.values() if h.get("detected_at")]
+    out = ["<h2>Calls in flight (%.1f s, from %s)</h2>" % (width, _e(_report._clock(lo)))]
+    keys = set(culprits)
+    for h in stuck.values():
+        keys.update(h.get("waiting_ranks") or [])
+        keys.update(h.get("missing_ranks") or [])
+    for r, stream, seq, op, t0, t1 in spans:
+        bar = "<div class='bar' style='left:%.2f%%;width:%.2f%%' title='%s'></div>" % (
+            100.0 * (t0 - lo) / width, max(0.3, 100.0 * (t1 - t0) / width),
+            _e("rank %d: %s #%s on %s, %.1f s" % (r, op, seq, stream, t1 - t0)))
+        marks = "".join("<div class='det' style='left:%.2f%%'></div>" % (100.0 * (d - lo) / width)
+                        for d in det if lo <= d <= hi)
+        out.append("<div class='tlrow%s'><div class='who'>%s</div><div class='tl'>%s%s</div></div>" % (
+            " key" if r in keys else "", _e("rank %d %s" % (r, op or "")), bar, marks))
+    return "".join(out)
+
+
+def write(path, by_rank, v, directory=""):
+    text = render(by_rank, v, directory)
+    with open(path, "w") as f:
+        f.write(text)
+    return len(text)
