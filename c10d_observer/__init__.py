@@ -18,8 +18,9 @@ def enable(timeout=_UNSET, *, poll_interval=_UNSET, dump_dir=_UNSET, signal=_UNS
     poll_interval: seconds between the watchdog's checks, < timeout.  Default
         $C10D_OBSERVER_POLL_INTERVAL, else min(1.0, timeout / 10).
     dump_dir: where reports and stack dumps go.  Default $C10D_OBSERVER_DIR, else ./c10d_observer.
-    signal: sent to this rank when one of its collectives is overdue (default SIGUSR1).  The rank then
-        writes every thread's stack to dump_dir; a handler installed earlier is still called.
+    signal: the fallback for stack dumps (default SIGUSR1): the rank's helper thread writes every thread's
+        stack to dump_dir when asked; the signal (faulthandler's dump) is sent only where it cannot answer
+        (a thread holds the GIL).  A handler installed earlier is still called after that dump.
     source: "auto" (default; $C10D_OBSERVER_SOURCE) or the name of an event source, see capabilities().
     on_timeout: "dump" (report and stacks; training goes on; default, $C10D_OBSERVER_ON_TIMEOUT) or
         "abort" (then SIGTERM, and SIGKILL 10 s later, so that the launcher can restart the rank).

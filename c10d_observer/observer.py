@@ -154,8 +154,10 @@ class Observer(object):
             tracker = _tracker.Tracker(chan, cfg.poll_interval)
             tracker.rank = rank
             tracker.timeout = cfg.timeout
-            tracker.check_handler = _handler_check(handler, chan, os.path.join(
-                cfg.dump_dir, _report.handler_name(rank, pid)), _signal.Signals(cfg.signal).name)
+            tracker.check_handler = _helper_checks(
+                _handler_check(handler, chan, os.path.join(cfg.dump_dir, _report.handler_name(rank, pid)),
+                               _signal.Signals(cfg.signal).name),
+                _stack_requests(os.path.join(cfg.dump_dir, _report.stack_request_name(pid)), self.stack_path))
             for pg in compat.all_groups():  # groups made later are checked when first seen
                 try:
                     tracker.check_torch_timeout(compat.describe_group(pg))
@@ -301,6 +303,33 @@ def _name_threads(handler):
             f.flush()
         except (OSError, ValueError):
             pass
+
+
+def _helper_checks(*checks):
+    def check():
+        for c in checks:
+            c()
+    return check
+
+
+def _stack_requests(request, stack_path):
+    """Run by the rank's helper thread every poll or half poll: the watchdog asks for this rank's stacks by
+    a file, and the helper writes them with the GIL held (signals.dump_threads), which is safe while other
+    threads run; the signal and faulthandler's dump remain for a rank whose helper cannot run (a thread
+    holds the GIL), when the watchdog gets no answer."""
+    def check():
+        if not os.path.exists(request):
+            return
+        doc = _report.read_json(request) or {}
+        try:
+            os.remove(request)
+        except OSError:
+            pass
+        try:
+            _signals.dump_threads(stack_path, doc.get("header") or "stacks asked by the watchdog")
+        except Exception:
+            log.debug("c10d_observer: could not write the stacks", exc_info=True)
+    return check
 
 
 def _handler_check(handler, chan, path, signame):

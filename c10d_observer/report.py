@@ -31,6 +31,11 @@ def fr_name(rank, pid):
     return "fr-rank%s-pid%d.json" % (rank if rank >= 0 else "unknown", pid)
 
 
+def stack_request_name(pid):
+    """The watchdog's request that the rank's helper thread write its stacks (no signal needed)."""
+    return "stackreq-pid%d.json" % pid
+
+
 def handler_name(rank, pid):
     """Written by the rank when the observer's signal handler was replaced: which handler replaced it."""
     return "signal-rank%s-pid%d.json" % (rank if rank >= 0 else "unknown", pid)

@@ -74,6 +74,8 @@ class Watchdog(object):
         # every watchdog on one node answers within one poll; across nodes the observer sets a longer one
         self.gather_wait = cfg.get("gather_wait") or max(2.0, 2.5 * poll + 0.5)
         self.frozen_after_ns = int((3 * poll + 1.0) * 1e9)  # the rank's helper beats once a poll
+        self.answer_wait_ns = int((2 * poll + 0.5) * 1e9)  # for the helper to answer a stacks request
+        self.pending_request = None  # (asked_ns, stacks size before, reason) of an unanswered request
         self.gather_seen = None  # (mtime_ns, size) of the request file last looked at
         self.gather_answered = None  # id of the last request answered
         self.gather_owned = None  # (id, requested_at) of the request this watchdog made and will merge
@@ -87,6 +89,10 @@ class Watchdog(object):
     def tick(self, now_ns):
         """One poll: report and signal what became overdue.  Returns the new Overdue items."""
         self.reap_py_spy()
+        try:
+            self.check_request(now_ns)
+        except Exception as e:
+            self.log("stacks request check failed: %r" % (e,))
         try:
             self.check_gather(now_ns)
         except Exception as e:  # the gather is a bonus: never let it stop detection
@@ -290,7 +296,7 @@ class Watchdog(object):
             if (req and req.get("id") != self.gather_answered and req.get("job_id") == self.cfg.get("job_id", "")
                     and (req.get("requested_at") or 0) >= self.started_at - self.gather_wait):
                 self.gather_answered = req["id"]
-                if (not self.cfg.get("signal_chains_user_handler") and (
+                if ((self.helper_alive(now_ns) or not self.cfg.get("signal_chains_user_handler")) and (
                         self.signalled_at is None or now_ns - self.signalled_at > self.gather_wait * 1e9)):
                     # the stacks of every rank, not only the waiting ones; py-spy only of a rank in no
                     # collective (a suspect: where is it?), not of one that waits, to not stop it for nothing
@@ -393,7 +399,71 @@ class Watchdog(object):
         doc = _report.read_json(os.path.join(self.cfg["dump_dir"], _report.handler_name(self._rank(), self.rank_pid)))
         return (doc or {}).get("replaced_by") or "another handler (not named)"
 
+    def helper_alive(self, now_ns=None):
+        """The rank's helper thread beat within two polls: it can write the stacks itself, asked by a file."""
+        beat = self.reader.heartbeat_ns()
+        now_ns = self.clock() if now_ns is None else now_ns
+        return bool(beat) and now_ns - beat < self.answer_wait_ns
+
     def send_signal(self, py_spy=True, reason=""):
+        """Have the rank's stacks written: by its helper thread where it runs (a request file; it holds the
+        GIL, so the dump is consistent and cannot crash the rank), else by the signal (faulthandler, from
+        the signal handler: it works while a thread holds the GIL)."""
+        if not self.helper_alive():
+            return self._signal(py_spy, reason)
+        path = self.cfg["stack_path"]
+        try:
+            before = os.path.getsize(path)
+        except OSError:
+            before = 0
+        header = "stacks of rank %s (pid %d) at %s: %s" % (self._rank(), self.rank_pid,
+                                                           _report._clock(self.wall()), reason or "asked")
+        try:
+            _report.write_atomic(os.path.join(self.cfg["dump_dir"], _report.stack_request_name(self.rank_pid)),
+                                 {"header": header})
+        except OSError as e:
+            self.log("could not ask rank pid %d for its stacks (%s); signalling it" % (self.rank_pid, e))
+            return self._signal(py_spy, reason)
+        if py_spy:
+            self.dump_py_spy()
+        self._say_withheld()
+        self.stacks_size_before = before
+        self.signalled_at = self.clock()
+        self.pending_request = (self.signalled_at, before, reason)
+        return True
+
+    def check_request(self, now_ns):
+        """A request the helper did not answer within two polls: the signal instead (a thread holds the GIL)."""
+        p = self.pending_request
+        if p is None:
+            return
+        asked, before, reason = p
+        try:
+            grown = os.path.getsize(self.cfg["stack_path"]) > before
+        except OSError:
+            grown = False
+        if grown:
+            self.pending_request = None
+        elif now_ns - asked > self.answer_wait_ns:
+            self.pending_request = None
+            try:
+                os.remove(os.path.join(self.cfg["dump_dir"], _report.stack_request_name(self.rank_pid)))
+            except OSError:
+                pass
+            self._signal(False, "%s (its helper thread did not answer within %.1f s)" % (
+                reason or "asked", self.answer_wait_ns / 1e9))
+
+    def _say_withheld(self):
+        by = self.replaced_by()
+        if by is not None and by != self.withheld_by:  # said once per handler
+            self.withheld_by = by
+            name = self.cfg.get("signal_name")
+            self.log("rank %s: no %s sent: its handler was replaced after enable() by %s (the signal would "
+                     "run it); stacks: from the rank's helper thread%s.  To have both, choose another signal: "
+                     "enable(signal=signal.SIGUSR2), C10D_OBSERVER_SIGNAL=SIGUSR2 or run --signal SIGUSR2"
+                     % (self._rank(), name, by, ", py-spy" if self.py_spy else ""))
+
+    def _signal(self, py_spy=True, reason=""):
         by = self.replaced_by()  # never run a handler that is not ours, nor chained by us
         if by is not None:
             if py_spy:
@@ -429,6 +499,12 @@ class Watchdog(object):
     def abort(self):
         """on_timeout="abort": let the stack dump finish, then end the rank so the launcher restarts it."""
         path = self.cfg["stack_path"]
+        deadline = time.monotonic() + self.answer_wait_ns / 1e9 + 0.5
+        while self.pending_request is not None and time.monotonic() < deadline:  # the helper's answer first
+            time.sleep(0.05)
+            self.check_request(self.clock())
+        if self.pending_request is not None:
+            self.check_request(self.clock() + self.answer_wait_ns + 1)  # no answer: the signal now
         deadline = time.monotonic() + 5.0
         size = -1
         while time.monotonic() < deadline:  # the dump is done when the file stops growing

@@ -43,7 +43,8 @@ def skip(ctx):
             ctx.stall_until_released()
         dist.all_reduce(t)
     ctx.record(result=t[0].item())
-    c10d_observer.disable()
+    if not ctx.args.get("keep_enabled"):
+        c10d_observer.disable()
 
 
 def async_never(ctx):
@@ -196,7 +197,9 @@ def _children():
 
 
 def user_handler(ctx):
-    """A SIGUSR1 handler the user installed before enable() still runs; the rank is not killed."""
+    """A SIGUSR1 handler the user installed before enable(): the observer never runs it (its helper thread
+    writes the stacks, no signal is sent), and it still runs, after faulthandler's dump, when SIGUSR1 comes
+    from elsewhere while the observer is on; the rank is not killed."""
     marker = os.path.join(ctx.work_dir, "user_handler_rank%d" % ctx.rank)
 
     def handler(signum, frame):
@@ -204,8 +207,15 @@ def user_handler(ctx):
             f.write("called\n")
 
     signal.signal(signal.SIGUSR1, handler)
+    ctx.args["keep_enabled"] = True
     skip(ctx)
     ctx.record(user_handler_called=os.path.exists(marker))
+    os.kill(os.getpid(), signal.SIGUSR1)  # a signal of the job's own (a scheduler's), observer still on
+    deadline = time.monotonic() + 10
+    while not os.path.exists(marker) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    ctx.record(user_handler_called_by_others=os.path.exists(marker))
+    c10d_observer.disable()
 
 
 def watchdog_dies(ctx):

@@ -297,3 +297,39 @@ def test_a_report_that_could_not_be_written_is_retried_next_tick(rig):
     assert rig.tick(T0 + TIMEOUT_NS + 1 + POLL_NS) == []  # nothing new ...
     assert rig.report()["overdue"][0]["seq"] == 1  # ... but the report is written now
     assert rig.kills == [(RANK_PID, signal.SIGUSR1)]  # and the rank is not signalled twice
+
+# -- stacks: asked of the rank's helper thread, the signal only where it does not answer -----------------
+
+def _request(rig):
+    return os.path.join(str(rig.dump_dir), report.stack_request_name(RANK_PID))
+
+
+def test_a_rank_whose_helper_beats_is_asked_for_its_stacks_by_file_not_by_signal(rig):
+    rig.reader.heartbeat_ns = lambda: rig.clock.now_ns  # the helper thread beats
+    rig.streams[0].start(ALL_REDUCE, T0)
+    rig.tick(T0 + int(TIMEOUT_S * 1e9) + 1)
+    assert rig.kills == []  # no signal: nothing of the job's (a chained handler) can run
+    with open(_request(rig)) as f:
+        assert "all_reduce #1" in json.load(f)["header"]
+    with open(rig.stack_path, "a") as f:  # the helper answers (observer._stack_requests)
+        f.write("Thread 0x1 (most recent call first):\n")
+    rig.tick(T0 + int(TIMEOUT_S * 1e9) + 2 * POLL_NS)
+    rig.tick(T0 + int(TIMEOUT_S * 1e9) + 10 * POLL_NS)
+    assert rig.kills == [] and rig.wd.pending_request is None
+
+
+def test_a_helper_that_does_not_answer_gets_the_signal_once(rig):
+    beat = T0 + int(TIMEOUT_S * 1e9)  # beat once, then never again (a thread holds the GIL)
+    rig.reader.heartbeat_ns = lambda: beat
+    rig.streams[0].start(ALL_REDUCE, T0)
+    detected = T0 + int(TIMEOUT_S * 1e9) + 1
+    rig.tick(detected)
+    assert rig.kills == [] and os.path.exists(_request(rig))
+    rig.tick(detected + rig.wd.answer_wait_ns - 1)
+    assert rig.kills == []
+    rig.tick(detected + rig.wd.answer_wait_ns + 1)
+    assert rig.kills == [(RANK_PID, signal.SIGUSR1)] and not os.path.exists(_request(rig))
+    with open(rig.stack_path) as f:
+        assert "its helper thread did not answer" in f.read()
+    rig.tick(detected + 3 * rig.wd.answer_wait_ns)
+    assert len(rig.kills) == 1
