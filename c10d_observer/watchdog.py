@@ -426,7 +426,7 @@ class Watchdog(object):
             return self._signal(py_spy, reason)
         if py_spy:
             self.dump_py_spy()
-        self._say_withheld()
+        self._say_withheld("from the rank's helper thread%s" % (", py-spy" if self.py_spy else ""))
         self.stacks_size_before = before
         self.signalled_at = self.clock()
         self.pending_request = (self.signalled_at, before, reason)
@@ -453,28 +453,23 @@ class Watchdog(object):
             self._signal(False, "%s (its helper thread did not answer within %.1f s)" % (
                 reason or "asked", self.answer_wait_ns / 1e9))
 
-    def _say_withheld(self):
+    def _say_withheld(self, stacks):
+        """Once per handler: the job replaced the observer's signal handler after enable(), so the signal
+        is never sent (it would run theirs); where the stacks come from instead, and how to have both."""
         by = self.replaced_by()
-        if by is not None and by != self.withheld_by:  # said once per handler
+        if by is not None and by != self.withheld_by:
             self.withheld_by = by
-            name = self.cfg.get("signal_name")
             self.log("rank %s: no %s sent: its handler was replaced after enable() by %s (the signal would "
-                     "run it); stacks: from the rank's helper thread%s.  To have both, choose another signal: "
-                     "enable(signal=signal.SIGUSR2), C10D_OBSERVER_SIGNAL=SIGUSR2 or run --signal SIGUSR2"
-                     % (self._rank(), name, by, ", py-spy" if self.py_spy else ""))
+                     "run it); stacks: %s.  To have both, choose another signal: enable(signal=signal.SIGUSR2), "
+                     "C10D_OBSERVER_SIGNAL=SIGUSR2 or run --signal SIGUSR2"
+                     % (self._rank(), self.cfg.get("signal_name"), by, stacks))
+        return by
 
     def _signal(self, py_spy=True, reason=""):
-        by = self.replaced_by()  # never run a handler that is not ours, nor chained by us
-        if by is not None:
+        # never run a handler that is not ours, nor chained by us
+        if self._say_withheld("py-spy" if self.py_spy else "none (py-spy is not installed)") is not None:
             if py_spy:
                 self.dump_py_spy()
-            if by != self.withheld_by:  # said once per handler
-                self.withheld_by = by
-                name = self.cfg.get("signal_name")
-                self.log("rank %s: no %s sent: its handler was replaced after enable() by %s (the signal would "
-                         "run it); stacks: %s.  To have both, choose another signal: enable(signal=signal.SIGUSR2),"
-                         " C10D_OBSERVER_SIGNAL=SIGUSR2 or run --signal SIGUSR2"
-                         % (self._rank(), name, by, "py-spy" if self.py_spy else "none (py-spy is not installed)"))
             return False
         if py_spy:
             self.dump_py_spy()
