@@ -1,6 +1,7 @@
-"""A job that knows nothing of c10d_observer: two ranks started with torch.multiprocessing.spawn.
+"""A job that knows nothing of c10d_observer: two ranks started with torch.multiprocessing.spawn, or by
+torchrun (argv[1] "env": rank, world and store from the launcher's environment).
 
-argv: store file, work dir.  Rank 1 skips the second all_reduce until WORK/release exists.  Each rank
+argv: store file (or "env"), work dir.  Rank 1 skips the second all_reduce until WORK/release exists.  Each rank
 writes WORK/rank<R>.json: whether an observer was active in it, and its pid."""
 import json
 import os
@@ -13,7 +14,10 @@ import torch.multiprocessing as mp
 
 
 def rank_main(rank, store, work):
-    dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2)
+    if store == "env":
+        dist.init_process_group("gloo")
+    else:
+        dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2)
     obs = sys.modules.get("c10d_observer.observer")
     active = obs is not None and obs.active() is not None
     with open(os.path.join(work, "rank%d.json" % rank), "w") as f:
@@ -28,6 +32,9 @@ def rank_main(rank, store, work):
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "env":  # a worker of torchrun
+        rank_main(int(os.environ["RANK"]), "env", sys.argv[2])
+        sys.exit(0)
     with open(os.path.join(sys.argv[2], "parent.json"), "w") as f:
         json.dump({"pid": os.getpid(), "imported": "c10d_observer.observer" in sys.modules}, f)
     mp.spawn(rank_main, args=(sys.argv[1], sys.argv[2]), nprocs=2)

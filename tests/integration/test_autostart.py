@@ -60,6 +60,32 @@ def test_c10d_observer_1_watches_ranks_started_by_mp_spawn(tmp_path):
     assert pids and parent["pid"] not in pids and pids <= {r["pid"] for r in ranks}
 
 
+def test_c10d_observer_1_watches_torchrun_workers_and_leaves_the_launcher_alone(tmp_path):
+    from test_cli import _launcher
+    work, dump = tmp_path / "work", tmp_path / "dumps"
+    work.mkdir()
+    env = _env(C10D_OBSERVER="1", C10D_OBSERVER_TIMEOUT="1", C10D_OBSERVER_DIR=str(dump))
+    log = open(str(tmp_path / "job.log"), "w+")
+    proc = subprocess.Popen(_launcher(2) + [os.path.join(HERE, "autostart_job.py"), "env", str(work)],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        v = read_verdict(str(dump), 90, "")
+        (work / "release").touch()
+        assert proc.wait(timeout=90) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.seek(0)
+        out = log.read()
+        log.close()
+    assert v["culprit_ranks"] == [1] and v["hangs"][0]["waiting_ranks"] == [0], (v["summary"], out)
+    ranks = [json.load(open(str(work / ("rank%d.json" % r)))) for r in (0, 1)]
+    assert all(r["observed"] for r in ranks), ranks
+    pids = {json.load(open(p))["pid"] for p in glob.glob(str(dump / "*-rank*.json"))}
+    assert pids == {r["pid"] for r in ranks}, (pids, ranks)  # the ranks, not the launcher
+
+
 def test_unset_or_no_group_means_nothing_happens():
     probe = ("import sys, torch.distributed; print(sorted(m for m in sys.modules if m.startswith('c10d_observer')), "
              "[type(f).__name__ for f in sys.meta_path if 'c10d' in type(f).__module__])")
