@@ -231,17 +231,39 @@ class ChannelWriter(object):
         return StreamWriter(self, idx)
 
 
+def rank_runs(ranks):
+    """A list of global ranks as runs [first, count, step]: a group of 1,024 ranks in a few bytes."""
+    runs, i, n = [], 0, len(ranks)
+    while i < n:
+        step = ranks[i + 1] - ranks[i] if i + 1 < n else 1
+        j = i + 1
+        while j < n and ranks[j] - ranks[j - 1] == step and step > 0:
+            j += 1
+        if step <= 0:  # not ascending: one rank per run, as given
+            j = i + 1
+        runs.append([ranks[i], j - i, step if j - i > 1 else 1])
+        i = j
+    return runs
+
+
+def expand_runs(runs):
+    return [first + k * step for first, count, step in runs for k in range(count)]
+
+
 def _encode_desc(desc):
-    """JSON of at most DESC_BYTES - 1 bytes: drop the ranks list first, then shorten every string."""
+    """JSON of at most DESC_BYTES - 1 bytes: the ranks as runs (rank_runs), dropped if still too long,
+    then every string shortened."""
+    if isinstance(desc.get("ranks"), list) and desc["ranks"] and all(isinstance(r, int) for r in desc["ranks"]):
+        desc = dict(desc, ranks=None, ranks_runs=rank_runs(desc["ranks"]))
     data = json.dumps(desc, separators=(",", ":"), sort_keys=True).encode("utf-8")
     if len(data) < DESC_BYTES:
         return data
-    short = dict(desc, ranks=None, ranks_truncated=True)
+    short = dict(desc, ranks=None, ranks_runs=None, ranks_truncated=True)
     data = json.dumps(short, separators=(",", ":"), sort_keys=True).encode("utf-8")
     limit = 256
     while len(data) >= DESC_BYTES:
         short = {k: (v[:limit] + "..." if isinstance(v, str) and len(v) > limit else v) for k, v in short.items()
-                 if k != "ranks" or v is None}
+                 if k not in ("ranks", "ranks_runs") or v is None}
         data = json.dumps(short, separators=(",", ":"), sort_keys=True).encode("utf-8")
         limit //= 2
         if limit < 8:
@@ -463,9 +485,13 @@ class ChannelReader(object):
         off = (self.layout.desc_word + idx * (DESC_BYTES // _W)) * _W
         raw = bytes(self._mm[off:off + DESC_BYTES]).split(b"\0", 1)[0]
         try:
-            return json.loads(raw.decode("utf-8"))
+            desc = json.loads(raw.decode("utf-8"))
         except ValueError:
             return {"group": "?", "corrupt_descriptor": True}
+        runs = desc.pop("ranks_runs", None)
+        if runs:
+            desc["ranks"] = expand_runs(runs)
+        return desc
 
     def snapshot(self):
         """One consistent-per-stream view: a list of StreamState, one per published stream."""

@@ -257,9 +257,20 @@ def test_descriptor_round_trip(writer, open_reader):
     assert _state(open_reader(), idx).desc == desc
 
 
+@pytest.mark.parametrize("ranks", [list(range(16384)), list(range(3, 16384, 8)),  # world, a data-parallel group
+                                   [0, 1, 2, 3, 8, 9, 10, 11], [5, 2, 7, 7, 1], [4]])
+def test_the_ranks_of_a_large_group_reach_the_watchdog_whole(writer, open_reader, ranks):
+    # a 1,024-rank group's list is 5 KB of JSON, over the descriptor's 1 KB: without runs, the verdict
+    # would not know who the members are and could name no culprit
+    desc = {"group": "big", "stream": "big", "ranks": ranks, "backend": "nccl", "kind": "collective"}
+    idx = writer.add_stream(desc)
+    assert _state(open_reader(), idx).desc == desc
+    assert ch.expand_runs(ch.rank_runs(ranks)) == ranks
+
+
 def test_too_long_descriptor_drops_ranks_but_stays_valid(writer, open_reader):
-    desc = {"group": "big", "stream": "big", "ranks": list(range(10000)), "backend": "gloo",
-            "kind": "collective"}
+    ranks = list(range(0, 40000, 2))[::-1][:3000]  # descending: one run per rank, too long even so
+    desc = {"group": "big", "stream": "big", "ranks": ranks, "backend": "gloo", "kind": "collective"}
     idx = writer.add_stream(desc)
     got = _state(open_reader(), idx).desc
     assert "corrupt_descriptor" not in got
