@@ -1,36 +1,45 @@
-"""Rank side: carries the cross-rank gather between nodes through the job's c10d store.
+"""Rank side: carries the cross-rank gather between nodes through the job's c10d store, one relay per node.
 
 On one node the watchdogs meet in ``dump_dir`` (watchdog.py).  Nodes share no filesystem, and the
-watchdog has no torch, so a helper thread of each rank relays between its node's ``dump_dir`` and the
-store every ``period``:
+watchdog has no torch, so a helper thread of each rank runs a relay; of a node's relays only one acts, the
+*leader*: the lowest rank whose relay beat (``relay-rank<R>.beat`` in dump_dir, touched every period)
+within three periods, so a node whose leader died or froze gets another within seconds.  Others open no
+store connection and do nothing but beat.  The leader, every ``period``:
 
+- idle: one store operation (``add(<P>requests, 0)``): no per-rank store traffic while nothing is overdue;
 - a gather request made on this node is published under a number of its own (``n = <P>requests += 1``,
-  ``<P>request/<n>``, then ``<P>request_ready/<n>`` = 1), so two nodes' requests never overwrite each
-  other; requests numbered before a relay started are history;
-- a request published by another node is written into this node's ``dump_dir`` (``"relayed": true``,
-  dated by this node's clock: nodes' clocks may disagree), where the local watchdogs answer it as their
-  own, unless this node has a fresh request of its own (two nodes that detect at once each merge their
-  own gather, each hearing of the other's);
-- while a gather is on, every local state written for it (also a dead or frozen rank's, which cannot
-  relay itself) is published with the text of its last stack dump (``<P>state/<rank>``, then
-  ``<P>ready/<rank>`` += 1);
-- the rank whose watchdog made a request fetches the other nodes' states that answered any request of
-  the gather's window into its ``dump_dir``, counted as answers to its request, where its watchdog merges
-  them with the local ones.  No clock is compared across nodes.
+  ``<P>request/<n>``, then ``<P>request_ready/<n>`` = 1).  Requests numbered before the node's relay
+  started are history;
+- *one merge per job*: of the requests seen within the gather window, the lowest-numbered wins.  Every
+  node writes the winner into its ``dump_dir`` (``"relayed": true``, dated by this node's clock), where
+  the local watchdogs answer it as their own; a node whose own request lost writes the winner with
+  ``"supersedes": <its own id>`` and its watchdog leaves the merge to the winner's node.  Answers to any
+  request of the window count for the winner;
+- while a gather is on, the node's states (also a dead or frozen rank's, which cannot relay itself) go out
+  as one bundle per node (zlib + base64 JSON; ``<P>node/<slot>``, then ``<P>node_ready/<slot>`` += 1 and
+  ``<P>ready_all`` += 1), each with a summary of its stacks: the main thread of the last dump (what the
+  verdict reads), not the whole file, which stays on its node (``stacks_remote`` names host and path);
+- the winner's node reads ``<P>ready_all`` each period and only when it moved, the nodes' counters and
+  the bundles that changed, into its ``dump_dir``, where its watchdog merges them with the local ones;
+- the merged verdict goes back out (``<P>verdict/<n>``), and every other node writes it into its
+  ``dump_dir`` (``"relayed_from"``), so ``on_hang`` callbacks and ``report DIR`` see it on every node.
 
-Only ``set``, ``get`` and ``add`` are used (``get`` only of keys known to exist): they exist on every
-store of every torch in the matrix and never block on a missing key.  Idle, a relay costs one ``add(k, 0)``
-a period.  It runs only when the job spans several nodes (``LOCAL_WORLD_SIZE < WORLD_SIZE``, as torchrun
-sets them); on one node ``dump_dir`` is enough.  A store that fails is retried later; the relay never
-raises into training.
+No clock is compared across nodes.  Only ``set``, ``get`` and ``add`` are used (``get`` only of keys known
+to exist): they exist on every store of every torch in the matrix and never block on a missing key.  It
+runs only when the job spans several nodes (``LOCAL_WORLD_SIZE < WORLD_SIZE``, as torchrun sets them); on
+one node ``dump_dir`` is enough.  A store that fails is retried later; the relay never raises into
+training.  Costs at 64 to 4,096 ranks: benchmarks/scale.py, docs/scale.md.
 """
+import base64
 import datetime
 import glob
 import json
 import logging
 import os
+import re
 import threading
 import time
+import zlib
 
 from . import compat
 from . import report as _report
@@ -40,6 +49,7 @@ log = logging.getLogger("c10d_observer")
 
 PREFIX = "c10d_observer/"
 STACKS_TAIL = 256 * 1024  # bytes of a stacks file sent: its last dump is at the end
+SUMMARY_BYTES = 16 * 1024  # at most this much of a rank's stacks goes to another node
 STACKS_WAIT_S = 1.0  # how long a state's asked-for stack dump is waited for before it is sent without
 
 
@@ -79,6 +89,15 @@ def open_store(timeout_s=10.0):
     return store
 
 
+def node_relays(dump_dir, ranks, job_id, period, window_s, store_factory=open_store):
+    """The relays of one node's (rank, local rank) pairs, as its ranks start them: one each, one acts."""
+    return [StoreRelay(dump_dir, r, job_id, period, window_s, store_factory) for r, _ in ranks]
+
+
+def beat_name(rank):
+    return "relay-rank%d.beat" % rank
+
+
 class StoreRelay(object):
     def __init__(self, dump_dir, rank, job_id, period, window_s, store_factory=open_store):
         self.dump_dir = dump_dir
@@ -91,10 +110,17 @@ class StoreRelay(object):
         self.started_at = time.time()
         self._requests_seen = None  # the store's request counter last seen
         self._local_key = None  # (mtime_ns, size) of the request file last read
-        self._published = {}  # state file -> (mtime_ns, size) last sent from this node
-        self._fetched = {}  # rank -> its ready counter last fetched
-        self._local_ranks = {rank}  # ranks whose states this node's watchdogs write
-        self._active = {}  # gather id -> (deadline, collect?, world size), for the gather window
+        self._seen_files = {}  # state file -> (mtime_ns, size) last looked at
+        self._node_docs = {}  # rank -> this node's state last bundled
+        self._slot = None  # this node's bundle number in the store
+        self._ready_all = 0  # the store's bundle counter last seen (collecting)
+        self._fetched = {}  # slot -> its counter last fetched
+        self._active = {}  # gather id -> deadline: the requests of the gather window
+        self._winner = None  # (number, request) of the window's lowest-numbered request
+        self._own = None  # (number, id) of this node's own request in the window
+        self._verdict_sent = None  # gather id whose verdict this node sent
+        self._verdict_taken = None  # request number whose verdict this node took
+        self.leader = False
         self._stop = threading.Event()
         self._thread = None
 
@@ -106,6 +132,13 @@ class StoreRelay(object):
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+        try:
+            os.remove(os.path.join(self.dump_dir, beat_name(self.rank)))
+        except OSError:
+            pass
+
+    def active(self):
+        return bool(self._active)
 
     def _run(self):
         failures = 0
@@ -118,30 +151,67 @@ class StoreRelay(object):
                 self.store = None  # reconnect next time
                 log.debug("c10d_observer: store relay step failed", exc_info=True)
 
+    # -- which relay of the node acts ----------------------------------------------------------------------
+    def _beat_and_lead(self):
+        """Touch this relay's beat file; True when this is the lowest rank of the node with a fresh beat."""
+        if self.rank < 0:
+            return False
+        mine = os.path.join(self.dump_dir, beat_name(self.rank))
+        try:
+            os.utime(mine, None)
+        except OSError:
+            with open(mine, "w"):
+                pass
+        fresh_after = time.time() - (3 * self.period + 1.0)
+        for path in glob.glob(os.path.join(self.dump_dir, "relay-rank*.beat")):
+            try:
+                r = int(os.path.basename(path)[len("relay-rank"):-len(".beat")])
+                if r < self.rank and os.stat(path).st_mtime > fresh_after:
+                    return False
+            except (ValueError, OSError):
+                continue
+        return True
+
     # -- one period --------------------------------------------------------------------------------------
     def step(self):
+        if self.rank < 0:
+            self.rank = compat.rank_and_world()[0]
+        lead = self._beat_and_lead()
+        if not lead:
+            if self.leader:  # a lower rank came back: it acts from here
+                self.leader, self.store = False, None
+            return
         if self.store is None:
             self.store = self._store_factory()
             if self.store is None:
                 return
-            if self.rank < 0:
-                self.rank = compat.rank_and_world()[0]
-                self._local_ranks.add(self.rank)
-            if self._requests_seen is None:  # requests published before this relay ran are history
-                self._requests_seen = int(self.store.add(self._key("requests"), 0))
+            if self._requests_seen is None:  # requests published before this node's relay ran are history
+                seen = _report.read_json(os.path.join(self.dump_dir, "relay-seen.json"))
+                n = int(self.store.add(self._key("requests"), 0))
+                self._requests_seen = min(n, int(seen.get("n"))) if isinstance(seen, dict) and seen.get(
+                    "job_id") == self.job_id and isinstance(seen.get("n"), int) else n
+        self.leader = True
         now = time.time()
         self._publish_local_request(now)
-        self._take_remote_request(now)
+        self._take_remote_requests(now)
         if self._active:
             self._publish_states()
-        for gid, (deadline, collect, world) in list(self._active.items()):
-            if collect:
-                self._fetch_states(gid, world)
+            if self._collecting():
+                self._fetch_states()
+                self._send_verdict()
+            else:
+                self._take_verdict()
+        for gid, deadline in list(self._active.items()):
             if now > deadline:
                 del self._active[gid]
+        if not self._active:
+            self._winner = self._own = None
 
     def _key(self, *parts):
         return PREFIX + "/".join(str(p) for p in parts)
+
+    def _collecting(self):
+        return self._winner is not None and self._own is not None and self._own[0] == self._winner[0]
 
     def _publish_local_request(self, now):
         path = os.path.join(self.dump_dir, _verdict.GATHER_NAME)
@@ -154,36 +224,51 @@ class StoreRelay(object):
             return
         self._local_key = key
         req = _report.read_json(path)
-        if not self._fresh(req, now) or req["id"] in self._active:
+        if not self._fresh(req, now) or req["id"] in self._active or req.get("relayed"):
             return
-        collect = req.get("by_rank") == self.rank and not req.get("relayed")
-        self._active[req["id"]] = (now + self.window_s, collect, int(req.get("world_size") or 0))
-        if not req.get("relayed"):  # numbered, so that two nodes' requests never overwrite each other
-            n = int(self.store.add(self._key("requests"), 1))
-            self.store.set(self._key("request", n), json.dumps(req))
-            self.store.add(self._key("request_ready", n), 1)
+        self._active[req["id"]] = now + self.window_s
+        n = int(self.store.add(self._key("requests"), 1))  # numbered: no node's request overwrites another's
+        self.store.set(self._key("request", n), json.dumps(req))
+        self.store.add(self._key("request_ready", n), 1)
+        self._own = (n, req["id"])
+        if self._winner is None or n < self._winner[0]:
+            self._winner = (n, req)
+        else:  # another node's request came first (written here before this one): it stays the merge
+            self._relay_winner()
 
-    def _take_remote_request(self, now):
+    def _take_remote_requests(self, now):
         n = int(self.store.add(self._key("requests"), 0))
+        changed = False
         while self._requests_seen < n:
             k = self._requests_seen + 1
             if int(self.store.add(self._key("request_ready", k), 0)) <= 0:
-                return  # numbered but not written yet: next period
+                break  # numbered but not written yet: next period
             self._requests_seen = k
-            self._take(json.loads(_text(self.store.get(self._key("request", k)))), now)
+            changed = True
+            req = json.loads(_text(self.store.get(self._key("request", k))))
+            if not isinstance(req, dict) or req.get("job_id") != self.job_id or req.get("id") in self._active:
+                continue
+            # new by the counter; dated by this node's clock from here on (nodes' clocks may disagree)
+            req["requested_at_origin"], req["requested_at"] = req.get("requested_at"), now
+            self._active[req["id"]] = now + self.window_s
+            if self._winner is None or k < self._winner[0]:
+                self._winner = (k, req)
+                self._relay_winner()
+        if changed:
+            _report.write_atomic(os.path.join(self.dump_dir, "relay-seen.json"),
+                                 {"job_id": self.job_id, "n": self._requests_seen})
 
-    def _take(self, req, now):
-        if not isinstance(req, dict) or req.get("job_id") != self.job_id or req.get("id") in self._active:
-            return
-        # new by the counter; dated by this node's clock from here on (nodes' clocks may disagree)
-        req["requested_at_origin"], req["requested_at"] = req.get("requested_at"), now
-        self._active[req["id"]] = (now + self.window_s, False, 0)
-        path = os.path.join(self.dump_dir, _verdict.GATHER_NAME)
-        mine = _report.read_json(path)
-        if self._fresh(mine, now) and not mine.get("relayed"):
-            return  # this node is gathering already: its states go to the store for both requests
-        req["relayed"] = True
-        _report.write_atomic(path, req)
+    def _relay_winner(self):
+        """Write the window's winning request (another node's) into dump_dir, for the local watchdogs."""
+        req = dict(self._winner[1], relayed=True)
+        if self._own is not None and self._own[0] != self._winner[0]:
+            req["supersedes"] = self._own[1]  # this node's watchdog leaves the merge to the winner's node
+        _report.write_atomic(os.path.join(self.dump_dir, _verdict.GATHER_NAME), req)
+        try:
+            st = os.stat(os.path.join(self.dump_dir, _verdict.GATHER_NAME))
+            self._local_key = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            pass
 
     def _fresh(self, req, now):
         return (isinstance(req, dict) and req.get("id") and req.get("job_id") == self.job_id
@@ -191,52 +276,130 @@ class StoreRelay(object):
                 and (req.get("requested_at") or 0) >= self.started_at - self.window_s)
 
     def _publish_states(self):
+        """This node's states that answer a request of the window (or a dead rank's): one bundle."""
+        changed = False
         for path in glob.glob(os.path.join(self.dump_dir, _verdict.STATE_GLOB)):
             try:
                 st = os.stat(path)
             except OSError:
                 continue
             key = (st.st_mtime_ns, st.st_size)
-            if self._published.get(path) == key:
+            if self._seen_files.get(path) == key:
                 continue
             doc = _report.read_json(path)
             if not isinstance(doc, dict) or doc.get("relayed_from"):
+                self._seen_files[path] = key  # another node's, fetched here: never sent back
                 continue
-            self._local_ranks.add(doc.get("rank"))
             dead = (doc.get("alive") is False and doc.get("job_id") == self.job_id
                     and (doc.get("written_at") or 0) >= self.started_at)
             if not (doc.get("gather_id") in self._active or dead):
                 continue
             if not _verdict.stacks_arrived(doc) and time.time() - (doc.get("written_at") or 0) < STACKS_WAIT_S:
                 continue  # its rank is still writing the stack dump its watchdog asked for
-            doc["stacks_text"] = _tail(doc.get("stack_dump"))
-            r = doc.get("rank")
-            self.store.set(self._key("state", r), json.dumps(doc))
-            self.store.add(self._key("ready", r), 1)
-            self._published[path] = key
+            self._seen_files[path] = key
+            doc.pop("_path", None)
+            doc["stacks_text"] = stacks_summary(doc.get("stack_dump"), doc.get("main_thread"))
+            doc["stacks_remote"] = "%s:%s" % (doc.get("host"), doc.get("stack_dump"))
+            self._node_docs[doc.get("rank")] = doc
+            changed = True
+        if not changed:
+            return
+        if self._slot is None:
+            self._slot = int(self.store.add(self._key("nodes"), 1))
+        self.store.set(self._key("node", self._slot), pack(list(self._node_docs.values())))
+        self.store.add(self._key("node_ready", self._slot), 1)
+        self.store.add(self._key("ready_all"), 1)
 
-    def _fetch_states(self, gid, world):
-        for r in range(world):
-            n = int(self.store.add(self._key("ready", r), 0))
-            if n <= self._fetched.get(r, 0):
+    def _fetch_states(self):
+        total = int(self.store.add(self._key("ready_all"), 0))
+        if total == self._ready_all:
+            return
+        self._ready_all = total
+        for slot in range(1, int(self.store.add(self._key("nodes"), 0)) + 1):
+            if slot == self._slot:
                 continue
-            doc = json.loads(_text(self.store.get(self._key("state", r))))
-            self._fetched[r] = n
-            if r in self._local_ranks or (doc.get("gather_id") not in self._active and doc.get("alive") is not False):
-                continue  # a state of this node, or one that answered no request of this gather's time
-            pid = doc.get("pid")
-            text = doc.pop("stacks_text", None)
-            if text:
-                stacks = os.path.join(self.dump_dir, _report.stacks_name(r, pid))
-                with open(stacks + ".tmp", "w") as f:
-                    f.write(text)
-                os.replace(stacks + ".tmp", stacks)
-                doc["stack_dump"] = stacks
-            doc["relayed_from"] = doc.get("host")
-            doc["answered_gather_id"] = doc.get("gather_id")
-            doc["gather_id"] = gid  # answered within this gather's window: the merge counts it
-            doc["stacks_size_before"] = None  # its node waited for the dump already
-            _report.write_atomic(os.path.join(self.dump_dir, _verdict.state_name(r, pid)), doc)
+            n = int(self.store.add(self._key("node_ready", slot), 0))
+            if n <= self._fetched.get(slot, 0):
+                continue
+            docs = unpack(self.store.get(self._key("node", slot)))
+            self._fetched[slot] = n
+            for doc in docs:
+                self._write_remote(doc)
+
+    def _write_remote(self, doc):
+        gid = self._own[1]
+        if doc.get("gather_id") not in self._active and doc.get("alive") is not False:
+            return  # it answered no request of this gather's time
+        r, pid = doc.get("rank"), doc.get("pid")
+        text = doc.pop("stacks_text", None)
+        if text:
+            stacks = os.path.join(self.dump_dir, _report.stacks_name(r, pid))
+            with open(stacks + ".tmp", "w") as f:
+                f.write(text)
+            os.replace(stacks + ".tmp", stacks)
+            doc["stack_dump"] = stacks
+        doc["relayed_from"] = doc.get("host")
+        doc["answered_gather_id"] = doc.get("gather_id")
+        doc["gather_id"] = gid  # answered within this gather's window: the merge counts it
+        doc["stacks_size_before"] = None  # its node waited for the dump already
+        path = os.path.join(self.dump_dir, _verdict.state_name(r, pid))
+        _report.write_atomic(path, doc)
+
+    def _send_verdict(self):
+        gid = self._own[1]
+        if self._verdict_sent == gid:
+            return
+        v = _report.read_json(os.path.join(self.dump_dir, _verdict.VERDICT_JSON))
+        if isinstance(v, dict) and v.get("gather_id") == gid:
+            try:
+                with open(os.path.join(self.dump_dir, _verdict.VERDICT_TEXT)) as f:
+                    text = f.read()
+            except OSError:
+                return
+            self.store.set(self._key("verdict", self._own[0]), pack({"json": v, "text": text}))
+            self.store.add(self._key("verdict_ready", self._own[0]), 1)
+            self._verdict_sent = gid
+
+    def _take_verdict(self):
+        n = self._winner[0] if self._winner is not None else None
+        if n is None or self._verdict_taken == n or int(self.store.add(self._key("verdict_ready", n), 0)) <= 0:
+            return
+        self._verdict_taken = n
+        got = unpack(self.store.get(self._key("verdict", n)))
+        v = dict(got["json"], relayed_from="the node of rank %s" % self._winner[1].get("by_rank"))
+        _report.write_atomic(os.path.join(self.dump_dir, _verdict.VERDICT_JSON), v)
+        tmp = os.path.join(self.dump_dir, ".tmp-relay-" + _verdict.VERDICT_TEXT)
+        with open(tmp, "w") as f:
+            f.write(got["text"])
+        os.replace(tmp, os.path.join(self.dump_dir, _verdict.VERDICT_TEXT))
+
+
+def pack(obj):
+    return base64.b64encode(zlib.compress(json.dumps(obj, separators=(",", ":")).encode("utf-8"), 6)).decode("ascii")
+
+
+def unpack(value):
+    return json.loads(zlib.decompress(base64.b64decode(_text(value))).decode("utf-8"))
+
+
+_HEADER = re.compile(r"^(Current thread|Thread) 0x0*([0-9a-f]+) \(most recent call first\):$", re.M)
+
+
+def stacks_summary(path, main_thread, limit=SUMMARY_BYTES):
+    """What the verdict reads of a stacks file, for another node: the last dump's main thread (its header
+    line and frames), else the file's last ``limit`` bytes.  The whole file stays on its node."""
+    text = _tail(path)
+    if not text:
+        return text
+    marks = [m.start() for m in re.finditer(r"^=== c10d_observer: .*===$", text, re.M)]
+    last = text[marks[-1]:] if marks else text
+    if main_thread:
+        for m in _HEADER.finditer(last):
+            if int(m.group(2), 16) == main_thread:
+                end = last.find("\n\n", m.end())
+                head = last.split("\n", 1)[0] + "\n" if marks else ""
+                return (head + last[m.start():end if end >= 0 else len(last)] + "\n")[:limit]
+    return text[-limit:]
 
 
 def _tail(path):

@@ -293,6 +293,8 @@ class Watchdog(object):
         if key is not None and (key != self.gather_seen or force):
             self.gather_seen = key
             req = _report.read_json(path)
+            if req and self.gather_owned is not None and req.get("supersedes") == self.gather_owned[0]:
+                self.gather_owned = None  # another node's request came first: its node merges (relay.py)
             if (req and req.get("id") != self.gather_answered and req.get("job_id") == self.cfg.get("job_id", "")
                     and (req.get("requested_at") or 0) >= self.started_at - self.gather_wait):
                 self.gather_answered = req["id"]

@@ -162,9 +162,11 @@ def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
         return "\n----\n".join(out)
 
     try:
-        wait_until(verdicts, 120, "a verdict on either node\n" + text())
+        # one node merges (both may have detected at once: the request numbered first wins), and its
+        # verdict goes back to the other node through the store
+        wait_until(lambda: len(verdicts()) == 2, 120, "the verdict on both nodes\n" + text())
         found = {}
-        for path in verdicts():  # both nodes may have detected at once: each merges its own gather
+        for path in verdicts():
             found[path] = wait_until(lambda: _complete(path), 30, "the verdict in %s to hear from all 4 ranks"
                                      % os.path.dirname(path))
         # read before the release: on a busy machine a later call may be overdue too and gathered again
@@ -186,6 +188,13 @@ def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
         h = [h for h in v["hangs"] if h["root"]][0]
         assert h["missing_ranks"] == [3] and h["waiting_ranks"] == [0, 1, 2]
         assert h["missing"]["3"]["state"] == "no_collective", h["missing"]
+    merged = [p for p, v in found.items() if not v.get("relayed_from")]
+    assert len(merged) == 1, found  # one merge for the job, not one per node
+    for path, v in found.items():
+        if path not in merged:
+            assert v["relayed_from"].startswith("the node of rank") and relayed[path] == [], (path, relayed)
+            assert v["summary"] == found[merged[0]]["summary"]
+            continue
         # the other node's states came through the store (the nodes share no dump_dir)
         assert len(relayed[path]) == 2, relayed
         if 3 in relayed[path]:  # the culprit's stack came along with its state

@@ -73,7 +73,7 @@ def test_a_request_reaches_the_other_node_and_its_states_come_back(nodes):
     assert "relayed_from" not in got[0]  # node0's own states are left alone
 
 
-def test_two_nodes_that_request_at_once_each_get_the_others_states(nodes):
+def test_two_nodes_that_request_at_once_make_one_verdict_which_both_get(nodes):
     store, (d0, d1), (r0, r1) = nodes
     for r in (r0, r1):
         r.step()
@@ -86,12 +86,73 @@ def test_two_nodes_that_request_at_once_each_get_the_others_states(nodes):
     for _ in range(3):
         r0.step()
         r1.step()
-    # neither request was overwritten by the other's: each node kept its own and got the other's states
+    # gA was numbered first: node0 merges; node1's watchdog is told its own request is superseded
     assert _report.read_json(os.path.join(d0, _verdict.GATHER_NAME))["id"] == "gA"
-    assert _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))["id"] == "gB"
-    assert sorted(states_in(d0)) == [0, 1, 2, 3] and states_in(d0)[2]["gather_id"] == "gA"
-    assert sorted(states_in(d1)) == [0, 1, 2, 3] and states_in(d1)[0]["gather_id"] == "gB"
+    relayed = _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))
+    assert relayed["id"] == "gA" and relayed["supersedes"] == "gB" and relayed["relayed"] is True
+    got = states_in(d0)
+    assert sorted(got) == [0, 1, 2, 3] and got[2]["gather_id"] == "gA" and got[2]["answered_gather_id"] == "gB"
+    assert sorted(states_in(d1)) == [2, 3]  # node1 fetches nothing: one merge, not one per node
+    # node0's watchdog merges; the verdict goes back to node1
+    _report.write_atomic(os.path.join(d0, _verdict.VERDICT_JSON),
+                         {"summary": "c10d_observer: the verdict", "gather_id": "gA", "hangs": []})
+    with open(os.path.join(d0, _verdict.VERDICT_TEXT), "w") as f:
+        f.write("c10d_observer verdict: ...\n")
+    r0.step()
+    r1.step()
+    v = _report.read_json(os.path.join(d1, _verdict.VERDICT_JSON))
+    assert v["summary"] == "c10d_observer: the verdict" and v["relayed_from"] == "the node of rank 0"
+    assert open(os.path.join(d1, _verdict.VERDICT_TEXT)).read() == open(os.path.join(d0, _verdict.VERDICT_TEXT)).read()
 
+
+class CountingStore(object):
+    def __init__(self, store):
+        self.store, self.ops = store, 0
+
+    def __getattr__(self, name):
+        self.ops += 1
+        return getattr(self.store, name)
+
+
+def test_one_relay_per_node_acts_and_another_takes_over_when_it_stops(tmp_path):
+    from torch import distributed as dist
+    store = dist.HashStore()
+    d = str(tmp_path / "node0")
+    os.makedirs(d)
+    counting = [CountingStore(store) for _ in range(3)]
+    relays = [_relay.StoreRelay(d, rank, JOB, 0.1, 5.0, store_factory=lambda c=c: c)
+              for rank, c in zip((4, 5, 6), counting)]
+    for _ in range(5):  # idle: one store operation a period for the node, by its lowest rank
+        for r in relays:
+            r.step()
+    assert [r.leader for r in relays] == [True, False, False]
+    assert [c.ops for c in counting] == [1 + 5, 0, 0]  # the counter read at start, then one add a period
+    os.utime(os.path.join(d, _relay.beat_name(4)), (0, 0))  # rank 4's relay stopped beating (died, frozen)
+    relays[1].step()
+    relays[2].step()
+    assert relays[1].leader and not relays[2].leader and counting[1].ops == 2
+
+
+def test_another_node_gets_the_main_thread_of_the_last_dump_not_the_whole_file(tmp_path):
+    path = str(tmp_path / "stacks.txt")
+    main, other = 0x7f00aa, 0x7f00bb
+
+    def dump(header, func):
+        out = "\n=== c10d_observer: %s ===\n" % header
+        for ident, f in ((other, "wait"), (main, func)):
+            out += "Thread 0x%016x (most recent call first):\n" % ident
+            out += "".join('  File "/x/%s.py", line %d in %s\n' % (f, i, f) for i in range(200))
+            out += "\n"
+        return out
+
+    with open(path, "w") as f:
+        f.write(dump("first", "old_place") + dump("second", "train_step"))
+    text = _relay.stacks_summary(path, main)
+    assert len(text) < os.path.getsize(path) / 3
+    assert "second" in text and "train_step" in text and "old_place" not in text and "wait" not in text
+    with open(str(tmp_path / "copy.txt"), "w") as f:
+        f.write(text)
+    assert _verdict.main_thread_frames(str(tmp_path / "copy.txt"), main)[0] == "train_step (train_step.py:0)"
 
 def test_requests_published_before_a_relay_started_are_history(nodes):
     store, (d0, d1), (r0, r1) = nodes

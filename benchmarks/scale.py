@@ -1,0 +1,358 @@
+"""Scale: the cross-node gather through the job's c10d store, at 64 to 4,096 simulated ranks.
+
+A real ``TCPStore`` server in a process of its own (as torchrun's agent holds it) and simulated ranks in
+this process: each rank has a real shared-memory channel with its groups and calls (the world group, its
+node's group of 8, its data-parallel group across nodes), a real ``Watchdog`` reading it, and stands in
+only for the rank's helper thread (the heartbeat, and its stacks written in faulthandler's format when the
+watchdog asks by a file).  Each node has its own ``dump_dir`` and the relays the observer starts on a node
+(``relay.node_relays``), talking to the server over TCP.  One thread runs every node in turn, each part at
+its own period (watchdog: poll; relay: as ``StoreRelay._run``), so a node's work waits for the other
+nodes': the times are pessimistic for a job whose nodes run in parallel.
+
+Scenarios (each checks its verdict: the culprit named exactly, the silent ranks listed):
+  culprit  - one rank never enters an all_reduce of the world group; every other rank waits in it and
+             every node detects within one poll (the usual case: all waiting ranks time out together)
+  cascade  - one rank never enters its data-parallel group's call; its DP peers (one per node) wait there,
+             every other rank waits in a world-group call the DP peers never reached
+  silent   - culprit, with 5 % of the ranks silent (no watchdog, no state)
+
+    python benchmarks/scale.py                        # 64 and 256 ranks, every scenario (a few minutes)
+    python benchmarks/scale.py --full                 # 64, 256, 1,024 and 4,096 ranks
+    python benchmarks/scale.py --ranks 1024 --scenario culprit
+
+Measured per run: seconds from the first detection to the merged verdict, store operations and bytes
+from the first detection until every verdict is written, store operations per minute while idle (all
+relays' periods, nothing overdue), the store server's connections and CPU, and this process's resident
+memory per simulated rank (the rank side: channel reader, watchdog, relay).
+"""
+import argparse
+import datetime
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import _results  # noqa: E402
+from c10d_observer import channel as ch  # noqa: E402
+from c10d_observer import relay as _relay  # noqa: E402
+from c10d_observer import report as _report  # noqa: E402
+from c10d_observer import verdict as _verdict  # noqa: E402
+from c10d_observer import watchdog as _wd  # noqa: E402
+
+SERVER = ("import sys, datetime, torch.distributed as d\n"
+          "s = d.TCPStore('127.0.0.1', 0, 1, True, datetime.timedelta(seconds=300), wait_for_workers=False)\n"
+          "print(s.port, flush=True)\nsys.stdin.read()\n")
+PID_BASE = 4000000  # simulated pids: above pid_max's default, so no real process is ever named
+JOB = "scale-bench"
+STUCK_OP = ch.encode_op("all_reduce") | ch.encode_sig(ch.DTYPE_CODES.get("float32", 1), 1 << 20)
+
+
+class Counter(object):
+    def __init__(self):
+        self.ops = self.bytes = 0
+
+
+class CountingStore(object):
+    """A TCPStore client that counts what goes through it (operations, key and value bytes)."""
+
+    def __init__(self, store, counter):
+        self._s, self._c = store, counter
+
+    def _n(self, *parts):
+        self._c.ops += 1
+        self._c.bytes += sum(len(p) for p in parts)
+
+    def set(self, key, value):
+        self._s.set(key, value)
+        self._n(key, value)
+
+    def get(self, key):
+        v = self._s.get(key)
+        self._n(key, v)
+        return v
+
+    def add(self, key, n):
+        self._n(key, "12345678")
+        return self._s.add(key, n)
+
+
+def start_server():
+    p = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         universal_newlines=True)
+    return p, int(p.stdout.readline())
+
+
+def server_cpu_s(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
+
+
+def server_connections(pid):
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+        except OSError:
+            pass
+    return n - 1  # the listening socket
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def stack_text(rank, main_tid, header, stuck):
+    """One dump in faulthandler's format (signals.dump_threads): the main thread and 7 others, 30 frames."""
+    out = ["\n=== c10d_observer: %s ===\n" % header]
+    lib = "/opt/conda/lib/python3.11/site-packages/torch/"
+    for t in range(8):
+        ident = main_tid if t == 0 else main_tid + 0x100000 * t
+        out.append("Thread 0x%016x (most recent call first):\n" % ident)
+        if t == 0:
+            inner = (["all_reduce (%sdistributed/distributed_c10d.py:3252)" % lib] if stuck else
+                     ["_busy_elsewhere (/job/train.py:%d)" % (200 + rank % 7)])
+        else:
+            inner = ["wait (/usr/lib/python3.11/threading.py:320)"]
+        for i, fr in enumerate(inner + ["_call_impl (%snn/modules/module.py:%d)" % (lib, 1500 + i)
+                                        for i in range(29)]):
+            func, where = fr.split(" (", 1)
+            path, line = where.rstrip(")").rsplit(":", 1)
+            out.append('  File "%s", line %s in %s\n' % (path, line, func))
+        out.append("\n")
+    return "".join(out)
+
+
+class SimRank(object):
+    def __init__(self, rank, world, host, dump_dir, groups, poll, timeout, shm):
+        self.rank, self.host, self.dump_dir = rank, host, dump_dir
+        self.pid = PID_BASE + rank
+        self.main_tid = 0x7f3a00000000 + rank * 0x1000
+        self.writer = ch.ChannelWriter(max_streams=4, ring=16, directory=shm)
+        self.writer.set_rank(rank, world)
+        self.writer.set_main_thread(self.main_tid)
+        self.writer.heartbeat()
+        self.streams = {}
+        for name, ranks in groups:
+            idx = self.writer.add_stream({"group": name, "stream": name, "kind": "collective", "ranks": ranks,
+                                          "backend": "nccl", "torch_timeout_s": 600.0, "name": name,
+                                          "size": len(ranks), "group_rank": ranks.index(rank)})
+            self.streams[name] = self.writer.stream_writer(idx)
+        self.reader = ch.ChannelReader.attach(self.writer)
+        self.writer.unlink()
+        self.stack_path = os.path.join(dump_dir, _report.stacks_name(rank, self.pid))
+        with open(self.stack_path, "w") as f:  # an earlier dump: the file a rank has after a while
+            f.write(stack_text(rank, self.main_tid, "an earlier request", True))
+        cfg = {"timeout": timeout, "poll_interval": poll, "rank_pid": self.pid, "dump_dir": dump_dir,
+               "stack_path": self.stack_path, "host": host, "job_id": JOB, "signal": 10, "signal_name": "SIGUSR1",
+               "gather_wait": max(4.0, 4 * poll + 1.0), "on_timeout": "dump", "py_spy": None}
+        self.wd = _wd.Watchdog(cfg, self.reader, kill=lambda pid, sig: None, log=self._log)
+        self.stuck = False
+        self.logged = []
+
+    def _log(self, msg):
+        self.logged.append((time.monotonic(), msg))
+
+    def calls(self, name, n):
+        for _ in range(n):
+            s = self.streams[name]
+            s.done(s.start(STUCK_OP))
+
+    def enter(self, name):
+        self.streams[name].start(STUCK_OP)
+        self.stuck = True
+
+    def helper(self):
+        """The rank's helper thread: its heartbeat, and the stacks the watchdog asks for by a file."""
+        self.writer.heartbeat()
+        req = os.path.join(self.dump_dir, _report.stack_request_name(self.pid))
+        if os.path.exists(req):
+            doc = _report.read_json(req) or {}
+            os.remove(req)
+            with open(self.stack_path, "a") as f:
+                f.write(stack_text(self.rank, self.main_tid, doc.get("header") or "asked", self.stuck))
+
+    def close(self):
+        self.reader.close()
+        self.writer.close()
+
+
+class Node(object):
+    def __init__(self, index, ranks, world, root, groups_of, poll, timeout, shm, store_factory):
+        self.host = "node%04d" % index
+        self.dump_dir = os.path.join(root, self.host)
+        os.makedirs(self.dump_dir)
+        self.ranks = [SimRank(r, world, self.host, self.dump_dir, groups_of(r), poll, timeout, shm) for r in ranks]
+        self.relays = _relay.node_relays(self.dump_dir, [(r.rank, i) for i, r in enumerate(self.ranks)], JOB,
+                                         poll, max(4.0, 4 * poll + 1.0) + 1.0, store_factory)
+        self.silent = set()
+
+
+def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, limit_s=60.0):
+    rng = random.Random(seed)
+    nodes_n = world // per_node
+    root = tempfile.mkdtemp(prefix="c10d-scale-")
+    shm = tempfile.mkdtemp(prefix="c10d-scale-shm-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    import torch.distributed  # noqa: F401  (imported before the memory baseline)
+    server, port = start_server()
+    base_connections = server_connections(server.pid)  # the server's own client
+    counter = Counter()
+    clients = []
+
+    def store_factory():
+        import torch.distributed as dist
+        s = dist.TCPStore("127.0.0.1", port, 1, False, datetime.timedelta(seconds=30))
+        clients.append(s)
+        return CountingStore(s, counter)
+
+    world_ranks = list(range(world))
+
+    def groups_of(r):
+        node, local = divmod(r, per_node)
+        return [("0", world_ranks), ("tp%d" % node, list(range(node * per_node, (node + 1) * per_node))),
+                ("dp%d" % local, list(range(local, world, per_node)))]
+
+    rss0 = rss_bytes()
+    nodes = [Node(n, range(n * per_node, (n + 1) * per_node), world, root, groups_of, poll, timeout, shm,
+                  store_factory) for n in range(nodes_n)]
+    ranks = [r for n in nodes for r in n.ranks]
+    culprit = world // 3 + 5
+    for r in ranks:
+        r.calls("0", 3)
+        r.calls("tp%d" % (r.rank // per_node), 2)
+        r.calls("dp%d" % (r.rank % per_node), 2)
+    silent = set()
+    if scenario == "silent":
+        silent = set(rng.sample([r for r in world_ranks if r != culprit], max(1, world // 20)))
+    result = {"ranks": world, "nodes": nodes_n, "per_node": per_node, "scenario": scenario, "poll_s": poll,
+              "timeout_s": timeout, "relays": sum(len(n.relays) for n in nodes)}
+
+    # idle: every part at its own period, nothing overdue
+    sched = {}
+
+    def due(key, period, now):
+        if now >= sched.get(key, 0.0):
+            sched[key] = now + period
+            return True
+        return False
+
+    def round_(now):
+        for n in nodes:
+            for r in n.ranks:
+                if r.rank in silent:
+                    continue
+                if due(("h", r.rank), poll / 2, now):
+                    r.helper()
+                if due(("w", r.rank), poll, now):
+                    if r.wd.tick(time.monotonic_ns()) and result.get("first_detection") is None:
+                        result["first_detection"] = time.monotonic()
+            for i, rel in enumerate(n.relays):
+                if due(("r", n.host, i), min(poll, 0.1) if rel.active() else poll, now):
+                    try:
+                        rel.step()
+                    except Exception as e:  # as StoreRelay._run: never stops the rank
+                        result.setdefault("relay_errors", []).append(repr(e))
+
+    idle_s = idle_s if idle_s is not None else max(3 * poll, 2.0)
+    round_(time.monotonic())  # relays open their store clients and read the counter
+    ops0, cpu0, t0 = counter.ops, server_cpu_s(server.pid), time.monotonic()
+    while time.monotonic() - t0 < idle_s:
+        round_(time.monotonic())
+        time.sleep(0.01)
+    el = time.monotonic() - t0
+    result["idle_store_ops_per_min"] = round((counter.ops - ops0) * 60.0 / el, 1)
+    result["idle_store_ops_per_node_per_poll"] = round((counter.ops - ops0) * poll / el / nodes_n, 3)
+    result["idle_server_cpu_pct"] = round(100.0 * (server_cpu_s(server.pid) - cpu0) / el, 2)
+    result["server_connections"] = server_connections(server.pid) - base_connections
+
+    # the hang
+    for r in ranks:
+        if scenario == "cascade":
+            dp = "dp%d" % (culprit % per_node)
+            if r.rank == culprit:
+                continue
+            r.enter(dp if r.rank % per_node == culprit % per_node else "0")
+        elif r.rank != culprit:
+            r.enter("0")
+    ops0, bytes0, cpu0, t_hang = counter.ops, counter.bytes, server_cpu_s(server.pid), time.monotonic()
+    verdicts = {}
+    rounds = []
+    while time.monotonic() - t_hang < limit_s:
+        t_r = time.monotonic()
+        round_(t_r)
+        rounds.append(time.monotonic() - t_r)
+        for n in nodes:
+            if n.host not in verdicts and os.path.exists(os.path.join(n.dump_dir, _verdict.VERDICT_JSON)):
+                verdicts[n.host] = time.monotonic()
+        if verdicts and time.monotonic() - max(verdicts.values()) > 2 * max(4.0, 4 * poll + 1.0):
+            break  # no other node merges now
+        time.sleep(0.005)
+    result["round_max_s"] = round(max(rounds), 2)  # one pass over every node: the simulation's own lag
+    result["rss_per_rank_kib"] = round((rss_bytes() - rss0) / 1024.0 / world, 1)
+    first = result.pop("first_detection", None)
+    result["detected_after_s"] = round(first - t_hang, 2) if first else None
+    result["verdicts_written"] = len(verdicts)
+    result["verdict_s"] = round(min(verdicts.values()) - first, 2) if verdicts and first else None
+    result["gather_store_ops"] = counter.ops - ops0
+    result["gather_store_mib"] = round((counter.bytes - bytes0) / 2.0 ** 20, 2)
+    result["gather_server_cpu_s"] = round(server_cpu_s(server.pid) - cpu0, 2)
+    checks = []
+    for host in sorted(verdicts):
+        v = json.load(open(os.path.join(root, host, _verdict.VERDICT_JSON)))
+        ok = v.get("culprit_ranks") == [culprit] and sorted(v.get("ranks_silent") or []) == sorted(silent)
+        checks.append({"host": host, "ok": ok, "summary": v.get("summary"),
+                       "culprits": v.get("culprit_ranks"), "silent": len(v.get("ranks_silent") or [])})
+    result["verdicts_ok"] = bool(checks) and all(c["ok"] for c in checks)
+    result["verdict_summary"] = checks[0]["summary"] if checks else None
+    if not result["verdicts_ok"]:
+        result["verdict_checks"] = [c for c in checks if not c["ok"]][:3]
+    for r in ranks:
+        r.close()
+    server.kill()
+    server.wait()
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.rmtree(shm, ignore_errors=True)
+    return result
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ranks", default=None, help="comma-separated sizes (default 64,256; --full: to 4,096)")
+    ap.add_argument("--full", action="store_true")
+    ap.add_argument("--per-node", type=int, default=8)
+    ap.add_argument("--scenario", default="all", choices=["all", "culprit", "cascade", "silent"])
+    ap.add_argument("--poll", type=float, default=0.5)
+    ap.add_argument("--json", default=os.path.join(_results.RESULTS, "scale.json"))
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.ranks.split(",")] if args.ranks else ([64, 256, 1024, 4096] if args.full
+                                                                          else [64, 256])
+    scenarios = ["culprit", "cascade", "silent"] if args.scenario == "all" else [args.scenario]
+    rows = []
+    cols = ("ranks", "nodes", "scenario", "relays", "verdict_s", "verdicts_written", "verdicts_ok",
+            "gather_store_ops", "gather_store_mib", "idle_store_ops_per_node_per_poll", "server_connections",
+            "idle_server_cpu_pct", "gather_server_cpu_s", "rss_per_rank_kib", "round_max_s")
+    print(" ".join("%-10s" % c[:10] for c in cols))
+    for n in sizes:
+        for sc in scenarios:
+            r = run(n, args.per_node, sc, poll=args.poll)
+            rows.append(r)
+            print(" ".join("%-10s" % (r.get(c),) for c in cols), flush=True)
+            if not r["verdicts_ok"]:
+                print("  verdict not as expected: %s" % r.get("verdict_checks"))
+    import platform
+    _results.write_json(args.json, {"benchmark": "scale", "date": time.strftime("%Y-%m-%d"),
+                                    "machine": "%s, %d cpus" % (platform.machine(), os.cpu_count()),
+                                    "python": platform.python_version(), "rows": rows})
+    return 0 if all(r["verdicts_ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
