@@ -1,7 +1,7 @@
 """A job that knows nothing of c10d_observer: two ranks started with torch.multiprocessing.spawn, or by
-torchrun (argv[1] "env": rank, world and store from the launcher's environment).
+torchrun (rank, world and store then come from the launcher's environment).
 
-argv: store file (or "env"), work dir.  Rank 1 skips the second all_reduce until WORK/release exists.  Each rank
+argv: store file (unused under torchrun), work dir.  Rank 1 skips the second all_reduce until WORK/release exists.  Each rank
 writes WORK/rank<R>.json: whether an observer was active in it, and its pid."""
 import json
 import os
@@ -14,7 +14,7 @@ import torch.multiprocessing as mp
 
 
 def rank_main(rank, store, work):
-    if store == "env":
+    if "LOCAL_RANK" in os.environ:  # a worker of a launcher
         dist.init_process_group("gloo")
     else:
         dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2)
@@ -32,8 +32,8 @@ def rank_main(rank, store, work):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "env":  # a worker of torchrun
-        rank_main(int(os.environ["RANK"]), "env", sys.argv[2])
+    if "LOCAL_RANK" in os.environ:  # a worker of torchrun (or torch.distributed.launch --use_env)
+        rank_main(int(os.environ["RANK"]), sys.argv[1], sys.argv[2])
         sys.exit(0)
     with open(os.path.join(sys.argv[2], "parent.json"), "w") as f:
         json.dump({"pid": os.getpid(), "imported": "c10d_observer.observer" in sys.modules}, f)

@@ -33,40 +33,13 @@ def _env(**extra):
     return env
 
 
-def test_c10d_observer_1_watches_ranks_started_by_mp_spawn(tmp_path):
+def _job(tmp_path, cmd):
+    """Run a job that knows nothing of the observer, with C10D_OBSERVER=1; (verdict, its ranks' records)."""
     work, dump = tmp_path / "work", tmp_path / "dumps"
     work.mkdir()
     env = _env(C10D_OBSERVER="1", C10D_OBSERVER_TIMEOUT="1", C10D_OBSERVER_DIR=str(dump))
     log = open(str(tmp_path / "job.log"), "w+")
-    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "autostart_job.py"), str(tmp_path / "store"),
-                             str(work)], env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        v = read_verdict(str(dump), 90, "")
-        (work / "release").touch()
-        assert proc.wait(timeout=90) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        log.seek(0)
-        out = log.read()
-        log.close()
-    assert v["culprit_ranks"] == [1] and v["hangs"][0]["waiting_ranks"] == [0], (v["summary"], out)
-    ranks = [json.load(open(str(work / ("rank%d.json" % r)))) for r in (0, 1)]
-    parent = json.load(open(str(work / "parent.json")))
-    assert all(r["observed"] for r in ranks), ranks
-    assert parent["imported"] is False  # the launching process never made a group: untouched
-    pids = {json.load(open(p))["pid"] for p in glob.glob(str(dump / "report-rank*.json"))}
-    assert pids and parent["pid"] not in pids and pids <= {r["pid"] for r in ranks}
-
-
-def test_c10d_observer_1_watches_torchrun_workers_and_leaves_the_launcher_alone(tmp_path):
-    from test_cli import _launcher
-    work, dump = tmp_path / "work", tmp_path / "dumps"
-    work.mkdir()
-    env = _env(C10D_OBSERVER="1", C10D_OBSERVER_TIMEOUT="1", C10D_OBSERVER_DIR=str(dump))
-    log = open(str(tmp_path / "job.log"), "w+")
-    proc = subprocess.Popen(_launcher(2) + [os.path.join(HERE, "autostart_job.py"), "env", str(work)],
+    proc = subprocess.Popen(cmd + [os.path.join(HERE, "autostart_job.py"), str(tmp_path / "store"), str(work)],
                             env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         v = read_verdict(str(dump), 90, "")
@@ -83,6 +56,19 @@ def test_c10d_observer_1_watches_torchrun_workers_and_leaves_the_launcher_alone(
     ranks = [json.load(open(str(work / ("rank%d.json" % r)))) for r in (0, 1)]
     assert all(r["observed"] for r in ranks), ranks
     pids = {json.load(open(p))["pid"] for p in glob.glob(str(dump / "*-rank*.json"))}
+    return work, ranks, pids
+
+
+def test_c10d_observer_1_watches_ranks_started_by_mp_spawn(tmp_path):
+    work, ranks, pids = _job(tmp_path, [sys.executable])
+    parent = json.load(open(str(work / "parent.json")))
+    assert parent["imported"] is False  # the launching process never made a group: untouched
+    assert pids and parent["pid"] not in pids and pids <= {r["pid"] for r in ranks}
+
+
+def test_c10d_observer_1_watches_torchrun_workers_and_leaves_the_launcher_alone(tmp_path):
+    from test_cli import _launcher
+    work, ranks, pids = _job(tmp_path, _launcher(2))
     assert pids == {r["pid"] for r in ranks}, (pids, ranks)  # the ranks, not the launcher
 
 
