@@ -5,9 +5,19 @@ this process: each rank has a real shared-memory channel with its groups and cal
 node's group of 8, its data-parallel group across nodes), a real ``Watchdog`` reading it, and stands in
 only for the rank's helper thread (the heartbeat, and its stacks written in faulthandler's format when the
 watchdog asks by a file).  Each node has its own ``dump_dir`` and the relays the observer starts on a node
-(``relay.node_relays``), talking to the server over TCP.  One thread runs every node in turn, each part at
-its own period (watchdog: poll; relay: as ``StoreRelay._run``), so a node's work waits for the other
-nodes': the times are pessimistic for a job whose nodes run in parallel.
+(``relay.node_relays``), talking to the server over TCP.  Each part runs at its own period, with a random
+phase (watchdog: poll, and every 50 ms while it merges, as ``Watchdog.run``; helper: half a poll; relay: as
+``StoreRelay._run``).
+
+Time.  One thread runs every node in turn, but a real job's nodes run at once: so each node's parts read a
+clock of their own (``Watchdog(clock=, wall=)``, ``StoreRelay(clock=)``, the channel's timestamps) that
+leaves out the time the harness spent on the other nodes.  The simulated time moves in rounds: a round
+lasts as long as the slowest node's work in it (everything its parts did, one after another: pessimistic,
+as a node's watchdogs are processes of their own) and at least ``QUANTUM_S``.  Store operations, files,
+JSON and the merge are real work, timed as they run; an event published by one node within a round may be
+seen by a later node in the same round (up to one round early) or by an earlier one in the next.  The
+times are those of nodes with a core each for the observer, on this machine's cores; ``sim_wall_s`` says
+how long the simulation took.
 
 Scenarios (each checks its verdict: the culprit named exactly, the silent ranks listed):
   culprit  - one rank never enters an all_reduce of the world group; every other rank waits in it and
@@ -132,7 +142,7 @@ def stack_text(rank, main_tid, header, stuck):
 
 
 class SimRank(object):
-    def __init__(self, rank, world, host, dump_dir, groups, poll, timeout, shm):
+    def __init__(self, rank, world, host, dump_dir, groups, poll, timeout, shm, clock):
         self.rank, self.host, self.dump_dir = rank, host, dump_dir
         self.pid = PID_BASE + rank
         self.main_tid = 0x7f3a00000000 + rank * 0x1000
@@ -154,7 +164,8 @@ class SimRank(object):
         cfg = {"timeout": timeout, "poll_interval": poll, "rank_pid": self.pid, "dump_dir": dump_dir,
                "stack_path": self.stack_path, "host": host, "job_id": JOB, "signal": 10, "signal_name": "SIGUSR1",
                "gather_wait": max(4.0, 4 * poll + 1.0), "on_timeout": "dump", "py_spy": None}
-        self.wd = _wd.Watchdog(cfg, self.reader, kill=lambda pid, sig: None, log=self._log)
+        self.wd = _wd.Watchdog(cfg, self.reader, clock=clock.mono_ns, wall=clock.wall, kill=lambda pid, sig: None,
+                               log=self._log)
         self.stuck = False
         self.logged = []
 
@@ -166,13 +177,13 @@ class SimRank(object):
             s = self.streams[name]
             s.done(s.start(STUCK_OP))
 
-    def enter(self, name):
-        self.streams[name].start(STUCK_OP)
+    def enter(self, name, t_ns):
+        self.streams[name].start(STUCK_OP, t_ns)
         self.stuck = True
 
-    def helper(self):
+    def helper(self, t_ns):
         """The rank's helper thread: its heartbeat, and the stacks the watchdog asks for by a file."""
-        self.writer.heartbeat()
+        self.writer.heartbeat(t_ns)
         req = os.path.join(self.dump_dir, _report.stack_request_name(self.pid))
         if os.path.exists(req):
             doc = _report.read_json(req) or {}
@@ -185,18 +196,37 @@ class SimRank(object):
         self.writer.close()
 
 
+class NodeClock(object):
+    """The clocks of the node the harness is working on: real time less ``offset_ns``, the time spent on
+    other nodes (set before each node's turn)."""
+
+    def __init__(self):
+        self.offset_ns = 0
+
+    def mono_ns(self):
+        return time.monotonic_ns() - self.offset_ns
+
+    def wall(self):
+        return time.time() - self.offset_ns / 1e9
+
+
 class Node(object):
-    def __init__(self, index, ranks, world, root, groups_of, poll, timeout, shm, store_factory):
+    def __init__(self, index, ranks, world, root, groups_of, poll, timeout, shm, store_factory, clock):
         self.host = "node%04d" % index
         self.dump_dir = os.path.join(root, self.host)
         os.makedirs(self.dump_dir)
-        self.ranks = [SimRank(r, world, self.host, self.dump_dir, groups_of(r), poll, timeout, shm) for r in ranks]
+        self.ranks = [SimRank(r, world, self.host, self.dump_dir, groups_of(r), poll, timeout, shm, clock)
+                      for r in ranks]
+        # as observer.py starts them: the window is the merge's longest wait (2 x gather_wait) and a second
         self.relays = _relay.node_relays(self.dump_dir, [(r.rank, i) for i, r in enumerate(self.ranks)], JOB,
-                                         poll, max(4.0, 4 * poll + 1.0) + 1.0, store_factory)
-        self.silent = set()
+                                         poll, 2 * max(4.0, 4 * poll + 1.0) + 1.0, store_factory, clock.wall)
 
 
-def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, limit_s=60.0):
+QUANTUM_S = 0.01  # the shortest simulated round: parts are due at their periods to within this
+
+
+def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, limit_s=30.0):
+    """One simulated job; ``idle_s`` and ``limit_s`` are simulated seconds."""
     rng = random.Random(seed)
     nodes_n = world // per_node
     root = tempfile.mkdtemp(prefix="c10d-scale-")
@@ -205,13 +235,20 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
     server, port = start_server()
     base_connections = server_connections(server.pid)  # the server's own client
     counter = Counter()
-    clients = []
+    clock = NodeClock()
+    sim = {"connect_ns": 0}  # the simulated time (ns) at the start of a round, and its bookkeeping
+    wall0 = time.monotonic()
 
     def store_factory():
+        # a relay's store client, opened once by the node's acting relay: its connect (mostly 0.1 s here,
+        # at times 5 s in torch's client) is left out of the simulated time, as a start-up cost
         import torch.distributed as dist
-        s = dist.TCPStore("127.0.0.1", port, 1, False, datetime.timedelta(seconds=30))
-        clients.append(s)
-        return CountingStore(s, counter)
+        t = time.monotonic_ns()
+        store = CountingStore(dist.TCPStore("127.0.0.1", port, 1, False, datetime.timedelta(seconds=30)), counter)
+        took = time.monotonic_ns() - t
+        clock.offset_ns += took
+        sim["connect_ns"] += took
+        return store
 
     world_ranks = list(range(world))
 
@@ -222,7 +259,7 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
 
     rss0 = rss_bytes()
     nodes = [Node(n, range(n * per_node, (n + 1) * per_node), world, root, groups_of, poll, timeout, shm,
-                  store_factory) for n in range(nodes_n)]
+                  store_factory, clock) for n in range(nodes_n)]
     ranks = [r for n in nodes for r in n.ranks]
     culprit = world // 3 + 5
     for r in ranks:
@@ -235,72 +272,90 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
     result = {"ranks": world, "nodes": nodes_n, "per_node": per_node, "scenario": scenario, "poll_s": poll,
               "timeout_s": timeout, "relays": sum(len(n.relays) for n in nodes)}
 
-    # idle: every part at its own period, nothing overdue
+    # the simulated time: every node's parts see sim["now"] (ns) at the start of a round
+    sim["now"], sim["max_work"] = time.monotonic_ns(), 0
+    t_start = sim["now"]
     sched = {}
+    verdicts = {}
 
     def due(key, period, now):
-        if now >= sched.get(key, 0.0):
-            sched[key] = now + period
+        at = sched.get(key)
+        if at is None:  # first time: a random phase, as processes started at different moments
+            at = sched[key] = now + int(rng.random() * period * 1e9)
+        if now >= at:
+            sched[key] = now + int(period * 1e9)
             return True
         return False
 
-    def round_(now):
-        for n in nodes:
-            for r in n.ranks:
-                if r.rank in silent:
-                    continue
-                if due(("h", r.rank), poll / 2, now):
-                    r.helper()
-                if due(("w", r.rank), poll, now):
-                    if r.wd.tick(time.monotonic_ns()) and result.get("first_detection") is None:
-                        result["first_detection"] = time.monotonic()
-            for i, rel in enumerate(n.relays):
-                if due(("r", n.host, i), min(poll, 0.1) if rel.active() else poll, now):
-                    try:
-                        rel.step()
-                    except Exception as e:  # as StoreRelay._run: never stops the rank
-                        result.setdefault("relay_errors", []).append(repr(e))
+    def node_turn(n, now):
+        t0, connects = time.monotonic_ns(), sim["connect_ns"]
+        clock.offset_ns = t0 - now
+        for r in n.ranks:
+            if r.rank in silent:
+                continue
+            if due(("h", r.rank), poll / 2, now):
+                r.helper(clock.mono_ns())
+            if due(("w", r.rank), poll, now):
+                if r.wd.tick(clock.mono_ns()) and result.get("first_detection") is None:
+                    result["first_detection"] = clock.mono_ns()
+            elif r.wd.gather_owned is not None and due(("m", r.rank), 0.05, now):
+                r.wd.check_gather(clock.mono_ns())  # as Watchdog.run while it merges
+        for rel in n.relays:
+            if rel.rank in silent:
+                continue  # the rank is gone, its relay thread with it
+            if due(("r", rel.rank), min(poll, 0.1) if rel.active() else poll, now):
+                try:
+                    rel.step()
+                except Exception as e:  # as StoreRelay._run: never stops the rank
+                    result.setdefault("relay_errors", []).append(repr(e))
+        if n.host not in verdicts and os.path.exists(os.path.join(n.dump_dir, _verdict.VERDICT_JSON)):
+            verdicts[n.host] = clock.mono_ns()
+        sim["max_work"] = max(sim["max_work"], time.monotonic_ns() - t0 - (sim["connect_ns"] - connects))
 
+    def round_():
+        now, sim["max_work"] = sim["now"], 0
+        for n in nodes:
+            node_turn(n, now)
+        sim["now"] = now + max(sim["max_work"], int(QUANTUM_S * 1e9))
+        return sim["max_work"] / 1e9
+
+    # idle: every part at its own period, nothing overdue
     idle_s = idle_s if idle_s is not None else max(3 * poll, 2.0)
-    round_(time.monotonic())  # relays open their store clients and read the counter
-    ops0, cpu0, t0 = counter.ops, server_cpu_s(server.pid), time.monotonic()
-    while time.monotonic() - t0 < idle_s:
-        round_(time.monotonic())
-        time.sleep(0.01)
-    el = time.monotonic() - t0
+    while sim["now"] - t_start < 3 * poll * 1e9:  # relays start, one per node comes to act (the others
+        round_()                                   # see its beat and close their store clients)
+    ops0, cpu0, t0 = counter.ops, server_cpu_s(server.pid), sim["now"]
+    while sim["now"] - t0 < idle_s * 1e9:
+        round_()
+    el = (sim["now"] - t0) / 1e9
     result["idle_store_ops_per_min"] = round((counter.ops - ops0) * 60.0 / el, 1)
     result["idle_store_ops_per_node_per_poll"] = round((counter.ops - ops0) * poll / el / nodes_n, 3)
     result["idle_server_cpu_pct"] = round(100.0 * (server_cpu_s(server.pid) - cpu0) / el, 2)
     result["server_connections"] = server_connections(server.pid) - base_connections
 
-    # the hang
+    # the hang: every rank enters its call at the same simulated moment
+    t_hang = sim["now"]
     for r in ranks:
         if scenario == "cascade":
             dp = "dp%d" % (culprit % per_node)
             if r.rank == culprit:
                 continue
-            r.enter(dp if r.rank % per_node == culprit % per_node else "0")
+            r.enter(dp if r.rank % per_node == culprit % per_node else "0", t_hang)
         elif r.rank != culprit:
-            r.enter("0")
-    ops0, bytes0, cpu0, t_hang = counter.ops, counter.bytes, server_cpu_s(server.pid), time.monotonic()
-    verdicts = {}
+            r.enter("0", t_hang)
+    ops0, bytes0, cpu0 = counter.ops, counter.bytes, server_cpu_s(server.pid)
     rounds = []
-    while time.monotonic() - t_hang < limit_s:
-        t_r = time.monotonic()
-        round_(t_r)
-        rounds.append(time.monotonic() - t_r)
-        for n in nodes:
-            if n.host not in verdicts and os.path.exists(os.path.join(n.dump_dir, _verdict.VERDICT_JSON)):
-                verdicts[n.host] = time.monotonic()
-        if verdicts and time.monotonic() - max(verdicts.values()) > 2 * max(4.0, 4 * poll + 1.0):
+    gather_wait_max = 2 * max(4.0, 4 * poll + 1.0)
+    while sim["now"] - t_hang < limit_s * 1e9:
+        rounds.append(round_())
+        if verdicts and (sim["now"] - max(verdicts.values())) / 1e9 > gather_wait_max + 1.0:
             break  # no other node merges now
-        time.sleep(0.005)
-    result["round_max_s"] = round(max(rounds), 2)  # one pass over every node: the simulation's own lag
+    result["round_max_s"] = round(max(rounds), 3)  # the slowest node's work in one round (simulated time)
     result["rss_per_rank_kib"] = round((rss_bytes() - rss0) / 1024.0 / world, 1)
     first = result.pop("first_detection", None)
-    result["detected_after_s"] = round(first - t_hang, 2) if first else None
+    result["detected_after_s"] = round((first - t_hang) / 1e9, 2) if first else None
     result["verdicts_written"] = len(verdicts)
-    result["verdict_s"] = round(min(verdicts.values()) - first, 2) if verdicts and first else None
+    result["verdict_s"] = round((min(verdicts.values()) - first) / 1e9, 2) if verdicts and first else None
+    result["all_verdicts_s"] = round((max(verdicts.values()) - first) / 1e9, 2) if verdicts and first else None
     result["gather_store_ops"] = counter.ops - ops0
     result["gather_store_mib"] = round((counter.bytes - bytes0) / 2.0 ** 20, 2)
     result["gather_server_cpu_s"] = round(server_cpu_s(server.pid) - cpu0, 2)
@@ -308,9 +363,11 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
     for host in sorted(verdicts):
         v = json.load(open(os.path.join(root, host, _verdict.VERDICT_JSON)))
         ok = v.get("culprit_ranks") == [culprit] and sorted(v.get("ranks_silent") or []) == sorted(silent)
-        checks.append({"host": host, "ok": ok, "summary": v.get("summary"),
-                       "culprits": v.get("culprit_ranks"), "silent": len(v.get("ranks_silent") or [])})
-    result["verdicts_ok"] = bool(checks) and all(c["ok"] for c in checks)
+        checks.append({"host": host, "ok": ok, "summary": (v.get("summary") or "")[:300],
+                       "culprits": v.get("culprit_ranks"), "silent": len(v.get("ranks_silent") or []),
+                       "merged_on": not v.get("relayed_from")})
+    result["merges"] = sum(c["merged_on"] for c in checks)
+    result["verdicts_ok"] = bool(checks) and all(c["ok"] for c in checks) and result["merges"] == 1
     result["verdict_summary"] = checks[0]["summary"] if checks else None
     if not result["verdicts_ok"]:
         result["verdict_checks"] = [c for c in checks if not c["ok"]][:3]
@@ -320,6 +377,7 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
     server.wait()
     shutil.rmtree(root, ignore_errors=True)
     shutil.rmtree(shm, ignore_errors=True)
+    result["sim_wall_s"] = round(time.monotonic() - wall0, 1)
     return result
 
 
@@ -336,9 +394,9 @@ def main(argv=None):
                                                                           else [64, 256])
     scenarios = ["culprit", "cascade", "silent"] if args.scenario == "all" else [args.scenario]
     rows = []
-    cols = ("ranks", "nodes", "scenario", "relays", "verdict_s", "verdicts_written", "verdicts_ok",
+    cols = ("ranks", "nodes", "scenario", "verdict_s", "all_verdicts_s", "merges", "verdicts_written", "verdicts_ok",
             "gather_store_ops", "gather_store_mib", "idle_store_ops_per_node_per_poll", "server_connections",
-            "idle_server_cpu_pct", "gather_server_cpu_s", "rss_per_rank_kib", "round_max_s")
+            "idle_server_cpu_pct", "gather_server_cpu_s", "rss_per_rank_kib", "round_max_s", "sim_wall_s")
     print(" ".join("%-10s" % c[:10] for c in cols))
     for n in sizes:
         for sc in scenarios:

@@ -206,9 +206,9 @@ class ChannelWriter(object):
         """The rank's main thread id, which names its block in a faulthandler dump."""
         self._mv[H_MAIN_THREAD] = ident & 0x7FFFFFFFFFFFFFFF
 
-    def heartbeat(self):
+    def heartbeat(self, t_ns=None):
         """Written by a helper thread of the rank: it moves only while the rank's Python can run."""
-        self._mv[H_HEARTBEAT] = _monotonic_ns()
+        self._mv[H_HEARTBEAT] = _monotonic_ns() if t_ns is None else t_ns
 
     def set_handler_replaced(self, replaced):
         """1 while the observer's signal handler is not the one installed (the watchdog then sends none)."""

@@ -175,15 +175,16 @@ class Observer(object):
             tracker.start_poller()
             self._undo.append(tracker.stop)
             if self._gather_wait is not None:  # several nodes: the gather goes through the c10d store too
-                rel = _relay.StoreRelay(cfg.dump_dir, rank, _job_id(), cfg.poll_interval, self._gather_wait + 1.0)
+                # the relay's window: the merge's longest wait (2 x gather_wait, watchdog.py) and a second
+                rel = _relay.StoreRelay(cfg.dump_dir, rank, _job_id(), cfg.poll_interval, 2 * self._gather_wait + 1.0)
                 rel.start()
                 self._undo.append(rel.stop)
             if self.on_hang is not None:
                 from .on_hang import HangCallback
                 poll = cfg.poll_interval
-                # the gather window the watchdog uses (its default where one node meets in dump_dir), and
-                # two polls for the merge to be written
-                window = self._gather_wait or max(2.0, 2.5 * poll + 0.5)
+                # the merge's longest wait (twice the gather window the watchdog uses: its default where
+                # one node meets in dump_dir), and two polls for the merge to be written
+                window = 2 * (self._gather_wait or max(2.0, 2.5 * poll + 0.5))
                 cb = HangCallback(self.on_hang, cfg.dump_dir, poll, window + 2 * poll)
                 cb.start()
                 self._undo.append(cb.stop)

@@ -89,9 +89,9 @@ def open_store(timeout_s=10.0):
     return store
 
 
-def node_relays(dump_dir, ranks, job_id, period, window_s, store_factory=open_store):
+def node_relays(dump_dir, ranks, job_id, period, window_s, store_factory=open_store, clock=time.time):
     """The relays of one node's (rank, local rank) pairs, as its ranks start them: one each, one acts."""
-    return [StoreRelay(dump_dir, r, job_id, period, window_s, store_factory) for r, _ in ranks]
+    return [StoreRelay(dump_dir, r, job_id, period, window_s, store_factory, clock) for r, _ in ranks]
 
 
 def beat_name(rank):
@@ -99,19 +99,21 @@ def beat_name(rank):
 
 
 class StoreRelay(object):
-    def __init__(self, dump_dir, rank, job_id, period, window_s, store_factory=open_store):
+    def __init__(self, dump_dir, rank, job_id, period, window_s, store_factory=open_store, clock=time.time):
         self.dump_dir = dump_dir
         self.rank = rank
         self.job_id = job_id
         self.period = period
         self.window_s = window_s
         self._store_factory = store_factory
+        self.clock = clock  # wall seconds (benchmarks/scale.py gives each simulated node its own)
         self.store = None
-        self.started_at = time.time()
+        self.started_at = clock()
         self._requests_seen = None  # the store's request counter last seen
         self._local_key = None  # (mtime_ns, size) of the request file last read
         self._seen_files = {}  # state file -> (mtime_ns, size) last looked at
         self._node_docs = {}  # rank -> this node's state last bundled
+        self._bundled_for = None  # the request number the last bundle was labelled with
         self._slot = None  # this node's bundle number in the store
         self._ready_all = 0  # the store's bundle counter last seen (collecting)
         self._fetched = {}  # slot -> its counter last fetched
@@ -120,6 +122,8 @@ class StoreRelay(object):
         self._own = None  # (number, id) of this node's own request in the window
         self._verdict_sent = None  # gather id whose verdict this node sent
         self._verdict_taken = None  # request number whose verdict this node took
+        self._next_read = 0.0  # during a gather, a node that does not merge reads the store once a period
+        self._ahead = None  # a lower rank of this node whose relay beat: this one does not act while it does
         self.leader = False
         self._stop = threading.Event()
         self._thread = None
@@ -152,21 +156,35 @@ class StoreRelay(object):
                 log.debug("c10d_observer: store relay step failed", exc_info=True)
 
     # -- which relay of the node acts ----------------------------------------------------------------------
-    def _beat_and_lead(self):
-        """Touch this relay's beat file; True when this is the lowest rank of the node with a fresh beat."""
+    def _beat_and_lead(self, now):
+        """Touch this relay's beat file; True when this is the lowest rank of the node with a fresh beat.
+        While the lower rank found last time stays fresh, one stat of its file decides."""
         if self.rank < 0:
             return False
         mine = os.path.join(self.dump_dir, beat_name(self.rank))
         try:
-            os.utime(mine, None)
+            os.utime(mine, (now, now))
         except OSError:
             with open(mine, "w"):
                 pass
-        fresh_after = time.time() - (3 * self.period + 1.0)
-        for path in glob.glob(os.path.join(self.dump_dir, "relay-rank*.beat")):
+            os.utime(mine, (now, now))
+        if now - self.started_at < 2 * self.period:
+            return False  # beat a while first: the node's relays start together, and one of them acts
+        fresh_after = now - (3 * self.period + 1.0)
+        if self._ahead is not None:
             try:
-                r = int(os.path.basename(path)[len("relay-rank"):-len(".beat")])
-                if r < self.rank and os.stat(path).st_mtime > fresh_after:
+                if os.stat(os.path.join(self.dump_dir, beat_name(self._ahead))).st_mtime > fresh_after:
+                    return False
+            except OSError:
+                pass
+            self._ahead = None
+        for name in os.listdir(self.dump_dir):
+            if not (name.startswith("relay-rank") and name.endswith(".beat")):
+                continue
+            try:
+                r = int(name[len("relay-rank"):-len(".beat")])
+                if r < self.rank and os.stat(os.path.join(self.dump_dir, name)).st_mtime > fresh_after:
+                    self._ahead = r
                     return False
             except (ValueError, OSError):
                 continue
@@ -176,7 +194,8 @@ class StoreRelay(object):
     def step(self):
         if self.rank < 0:
             self.rank = compat.rank_and_world()[0]
-        lead = self._beat_and_lead()
+        now = self.clock()
+        lead = self._beat_and_lead(now)
         if not lead:
             if self.leader:  # a lower rank came back: it acts from here
                 self.leader, self.store = False, None
@@ -191,21 +210,32 @@ class StoreRelay(object):
                 self._requests_seen = min(n, int(seen.get("n"))) if isinstance(seen, dict) and seen.get(
                     "job_id") == self.job_id and isinstance(seen.get("n"), int) else n
         self.leader = True
-        now = time.time()
         self._publish_local_request(now)
-        self._take_remote_requests(now)
+        # idle: one store operation a period; during a gather the relay steps faster (files only) and a
+        # node that does not merge still reads the store once a period; the merging node fetches each step
+        read = not self._active or now >= self._next_read
+        if read:
+            self._take_remote_requests(now)
+            self._next_read = now + self.period
         if self._active:
-            self._publish_states()
+            if not self._collecting():  # the merging node's own states are in its dump_dir already
+                self._publish_states(now)
             if self._collecting():
                 self._fetch_states()
                 self._send_verdict()
-            else:
+            elif read:
                 self._take_verdict()
         for gid, deadline in list(self._active.items()):
             if now > deadline:
                 del self._active[gid]
-        if not self._active:
-            self._winner = self._own = None
+        if not self._active:  # the window ended: the next gather starts from nothing
+            self._winner = self._own = self._bundled_for = None
+            self._node_docs, self._seen_files = {}, {}
+
+    def _host(self):
+        for doc in self._node_docs.values():
+            return doc.get("host")
+        return None
 
     def _key(self, *parts):
         return PREFIX + "/".join(str(p) for p in parts)
@@ -241,6 +271,12 @@ class StoreRelay(object):
         changed = False
         while self._requests_seen < n:
             k = self._requests_seen + 1
+            if self._winner is not None and k > self._winner[0]:
+                # numbered after the window's first: it loses and its body is not needed (its node learns
+                # the winner from the counter, as this one, and labels its answers with it)
+                self._requests_seen = k
+                changed = True
+                continue
             if int(self.store.add(self._key("request_ready", k), 0)) <= 0:
                 break  # numbered but not written yet: next period
             self._requests_seen = k
@@ -275,7 +311,7 @@ class StoreRelay(object):
                 and now - (req.get("requested_at") or 0) < self.window_s
                 and (req.get("requested_at") or 0) >= self.started_at - self.window_s)
 
-    def _publish_states(self):
+    def _publish_states(self, now):
         """This node's states that answer a request of the window (or a dead rank's): one bundle."""
         changed = False
         for path in glob.glob(os.path.join(self.dump_dir, _verdict.STATE_GLOB)):
@@ -294,7 +330,7 @@ class StoreRelay(object):
                     and (doc.get("written_at") or 0) >= self.started_at)
             if not (doc.get("gather_id") in self._active or dead):
                 continue
-            if not _verdict.stacks_arrived(doc) and time.time() - (doc.get("written_at") or 0) < STACKS_WAIT_S:
+            if not _verdict.stacks_arrived(doc) and now - (doc.get("written_at") or 0) < STACKS_WAIT_S:
                 continue  # its rank is still writing the stack dump its watchdog asked for
             self._seen_files[path] = key
             doc.pop("_path", None)
@@ -302,11 +338,16 @@ class StoreRelay(object):
             doc["stacks_remote"] = "%s:%s" % (doc.get("host"), doc.get("stack_dump"))
             self._node_docs[doc.get("rank")] = doc
             changed = True
-        if not changed:
+        window = self._winner[0] if self._winner is not None else None
+        if not self._node_docs or not (changed or window != self._bundled_for):
             return
         if self._slot is None:
             self._slot = int(self.store.add(self._key("nodes"), 1))
-        self.store.set(self._key("node", self._slot), pack(list(self._node_docs.values())))
+        # labelled with the request this node takes for the merge's: the merging node keeps only bundles
+        # of its own (sent again, relabelled, when this node learns of an earlier request)
+        self._bundled_for = window
+        self.store.set(self._key("node", self._slot), pack({"window": window, "host": self._host(),
+                                                            "docs": list(self._node_docs.values())}))
         self.store.add(self._key("node_ready", self._slot), 1)
         self.store.add(self._key("ready_all"), 1)
 
@@ -321,29 +362,25 @@ class StoreRelay(object):
             n = int(self.store.add(self._key("node_ready", slot), 0))
             if n <= self._fetched.get(slot, 0):
                 continue
-            docs = unpack(self.store.get(self._key("node", slot)))
+            bundle = unpack(self.store.get(self._key("node", slot)))
             self._fetched[slot] = n
-            for doc in docs:
-                self._write_remote(doc)
+            if isinstance(bundle, dict) and bundle.get("window") == self._own[0]:
+                self._write_remote(slot, bundle)
 
-    def _write_remote(self, doc):
+    def _write_remote(self, slot, bundle):
+        """One file per node (``states-node<slot>.json``, read by verdict.load_docs): a file per rank cost
+        the merging node 2 ms each to create at 1,024 ranks, on the path to the verdict."""
         gid = self._own[1]
-        if doc.get("gather_id") not in self._active and doc.get("alive") is not False:
-            return  # it answered no request of this gather's time
-        r, pid = doc.get("rank"), doc.get("pid")
-        text = doc.pop("stacks_text", None)
-        if text:
-            stacks = os.path.join(self.dump_dir, _report.stacks_name(r, pid))
-            with open(stacks + ".tmp", "w") as f:
-                f.write(text)
-            os.replace(stacks + ".tmp", stacks)
-            doc["stack_dump"] = stacks
-        doc["relayed_from"] = doc.get("host")
-        doc["answered_gather_id"] = doc.get("gather_id")
-        doc["gather_id"] = gid  # answered within this gather's window: the merge counts it
-        doc["stacks_size_before"] = None  # its node waited for the dump already
-        path = os.path.join(self.dump_dir, _verdict.state_name(r, pid))
-        _report.write_atomic(path, doc)
+        docs = []
+        for doc in bundle.get("docs") or ():
+            doc["relayed_from"] = doc.get("host")
+            doc["answered_gather_id"] = doc.get("gather_id")
+            doc["gather_id"] = gid  # answered within this gather's window: the merge counts it
+            doc["stacks_size_before"] = None  # its node waited for the dump already; the summary is inline
+            docs.append(doc)
+        _report.write_atomic(os.path.join(self.dump_dir, _verdict.node_states_name(slot)), {
+            "format": _report.FORMAT, "version": _report.VERSION, "kind": "node_states",
+            "host": bundle.get("host"), "gather_id": gid, "docs": docs})
 
     def _send_verdict(self):
         gid = self._own[1]

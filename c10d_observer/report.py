@@ -8,6 +8,8 @@ import glob
 import json
 import os
 
+from . import channel as _ch
+
 FORMAT = "c10d_observer.report"
 VERSION = 1
 REPORT_GLOB = "report-rank*.json"
@@ -41,13 +43,48 @@ def handler_name(rank, pid):
     return "signal-rank%s-pid%d.json" % (rank if rank >= 0 else "unknown", pid)
 
 
+RUNS_OVER = 16  # a group's ranks list longer than this is written as runs (channel.rank_runs)
+_EXPANDED = {}  # runs (JSON) -> the list they stand for: one list per group, however many documents
+
+
+def compact_ranks(doc):
+    """A rank's document with its groups' ranks as runs [first, count, step] where the list is long
+    (``ranks`` -> ``ranks_runs``, ``group_ranks`` -> ``group_ranks_runs``): every document named all the
+    job's ranks, so a gather read ranks x ranks numbers (16 million at 4,096 ranks).  In place; returns it."""
+    for items, key in ((doc.get("groups"), "ranks"), (doc.get("overdue"), "group_ranks")):
+        for d in items or ():
+            ranks = d.get(key)
+            if isinstance(ranks, list) and len(ranks) > RUNS_OVER:
+                d[key], d[key + "_runs"] = None, _ch.rank_runs(ranks)
+    return doc
+
+
+def expand_ranks(doc):
+    """The inverse of compact_ranks, as documents are read (documents of one job share each list)."""
+    for items, key in ((doc.get("groups"), "ranks"), (doc.get("overdue"), "group_ranks")):
+        for d in items or ():
+            runs = d.pop(key + "_runs", None) if isinstance(d, dict) else None
+            if runs is not None and d.get(key) is None:
+                k = json.dumps(runs)
+                if k not in _EXPANDED:
+                    if len(_EXPANDED) > 1024:
+                        _EXPANDED.clear()
+                    _EXPANDED[k] = _ch.expand_runs(runs)
+                d[key] = _EXPANDED[k]
+    return doc
+
+
 def write_atomic(path, obj):
-    """Write JSON to a temporary name beside ``path``, then rename it into place."""
+    """Write JSON to a temporary name beside ``path``, then rename it into place.
+
+    One line, through ``json.dumps`` without indent: the only form json encodes in C (``json.dump`` and any
+    indent take the pure-Python encoder, 20 to 50 times slower: at 1,024 ranks it was most of the gather's
+    time, benchmarks/scale.py).  ``report DIR`` and ``--json`` give the readable forms."""
     tmp = os.path.join(os.path.dirname(path) or ".", ".tmp-%d-%s" % (os.getpid(), os.path.basename(path)))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, sort_keys=True)
+            f.write(json.dumps(obj, sort_keys=True))
             f.write("\n")
         os.replace(tmp, path)
     except BaseException:
@@ -112,7 +149,7 @@ def load(path):
     if obj.get("version") != VERSION:
         raise ReportError("%s has report version %r; this reader reads version %d"
                           % (path, obj.get("version"), VERSION))
-    return obj
+    return expand_ranks(obj)
 
 
 def load_dir(directory):

@@ -22,6 +22,7 @@ from . import report as _report
 
 VERSION = 1
 STATE_GLOB = "state-rank*.json"
+NODE_GLOB = "states-node*.json"  # the states of another node's ranks, one file per node (relay.py)
 VERDICT_JSON = "verdict.json"
 VERDICT_TEXT = "verdict.txt"
 SAME_JOB_S = 120.0  # watchdogs of one job start within this of each other (older files are another job's)
@@ -42,6 +43,19 @@ def stacks_arrived(doc):
         return False
 
 
+def node_states_name(slot):
+    return "states-node%d.json" % slot
+
+
+def state_docs(path):
+    """The state documents in one file: a rank's state file, or a node's (``docs``, written by relay.py
+    on the merging node; their stacks come inline as ``stacks_text``).  Raises as report.load."""
+    doc = _report.load(path)
+    if doc.get("kind") != "node_states":
+        return [doc]
+    return [_report.expand_ranks(d) for d in doc.get("docs") or () if isinstance(d, dict)]
+
+
 def state_name(rank, pid):
     return "state-rank%s-pid%d.json" % (rank if rank >= 0 else "unknown", pid)
 
@@ -56,15 +70,16 @@ def load_docs(directory, torch_dumps=False):
     if not os.path.isdir(directory):
         raise _report.ReportError("%s is not a directory" % directory)
     docs, problems = [], []
-    for pattern in (_report.REPORT_GLOB, STATE_GLOB):
+    for pattern in (_report.REPORT_GLOB, STATE_GLOB, NODE_GLOB):
         for path in sorted(glob.glob(os.path.join(directory, pattern))):
             try:
-                doc = _report.load(path)
+                found = state_docs(path)
             except (_report.ReportError, OSError) as e:
                 problems.append(str(e))
                 continue
-            doc["_path"] = path
-            docs.append(doc)
+            for doc in found:
+                doc["_path"] = path
+                docs.append(doc)
     if torch_dumps:
         from . import torch_fr
         fr_docs, fr_problems = torch_fr.load_dir(directory)
@@ -128,13 +143,15 @@ def latest_per_rank(docs):
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)$')
 
 
-def main_thread_frames(path, main_thread):
-    """Frames ('func (file:line)', innermost first) of the main thread in the last dump of a stacks file."""
-    try:
-        with open(path) as f:
-            text = f.read()
-    except (OSError, TypeError):
-        return None
+def main_thread_frames(path, main_thread, text=None):
+    """Frames ('func (file:line)', innermost first) of the main thread in the last dump of a stacks file
+    (or of ``text``, the summary relay.py brings from another node)."""
+    if text is None:
+        try:
+            with open(path) as f:
+                text = f.read()
+        except (OSError, TypeError):
+            return None
     if not main_thread:
         return None
     header = re.compile(r"^(Current thread|Thread) 0x0*%x \(most recent call first\):$" % main_thread, re.M)
@@ -265,7 +282,7 @@ def analyze(by_rank, world_size=None, now=None):
     """The verdict (a dict, the JSON contract) from one document per rank."""
     for r, doc in by_rank.items():
         if "_frames" not in doc:
-            doc["_frames"] = main_thread_frames(doc.get("stack_dump"), doc.get("main_thread"))
+            doc["_frames"] = main_thread_frames(doc.get("stack_dump"), doc.get("main_thread"), doc.get("stacks_text"))
     if world_size is None:
         world_size = max([d.get("world_size") or 0 for d in by_rank.values()] or [0])
     now = now if now is not None else max([d.get("written_at") or 0 for d in by_rank.values()] or [0])

@@ -73,6 +73,13 @@ class Watchdog(object):
         poll = cfg["poll_interval"]
         # every watchdog on one node answers within one poll; across nodes the observer sets a longer one
         self.gather_wait = cfg.get("gather_wait") or max(2.0, 2.5 * poll + 0.5)
+        # past gather_wait, a merge missing answers waits on while they still arrive (a large job's nodes
+        # answer over several relay periods), until none came for gather_quiet, at most gather_wait_max
+        self.gather_wait_max = max(cfg.get("gather_wait_max") or 2 * self.gather_wait, self.gather_wait)
+        self.gather_quiet_ns = int(max(1.0, 2 * poll) * 1e9)
+        self._answers = {}  # state file -> ((mtime_ns, size), rank, answered): the merge's scan, kept
+        self._answered_n = 0  # ranks answered at the last scan
+        self._progress_ns = None  # when that number last grew
         self.frozen_after_ns = int((3 * poll + 1.0) * 1e9)  # the rank's helper beats once a poll
         self.answer_wait_ns = int((2 * poll + 0.5) * 1e9)  # for the helper to answer a stacks request
         self.pending_request = None  # (asked_ns, stacks size before, reason) of an unanswered request
@@ -255,7 +262,7 @@ class Watchdog(object):
         if not alive:
             doc["frozen"] = False
         path = os.path.join(self.cfg["dump_dir"], _verdict.state_name(doc["rank"], self.rank_pid))
-        _report.write_atomic(path, doc)
+        _report.write_atomic(path, _report.compact_ranks(doc))
         return path
 
     # -- the cross-rank gather (one node: through dump_dir) ---------------------------------------------
@@ -309,17 +316,44 @@ class Watchdog(object):
                 self.write_state(self.wall(), gather_id=req["id"])
         if self.gather_owned is not None:
             gid, requested_at, asked_ns = self.gather_owned
-            if self._gather_complete(gid) or now_ns - asked_ns > self.gather_wait * 1e9:
+            waited = now_ns - asked_ns
+            if self._gather_complete(gid, now_ns) or waited > self.gather_wait_max * 1e9 or (
+                    waited > self.gather_wait * 1e9 and now_ns - self._progress_ns > self.gather_quiet_ns):
                 self.gather_owned = None
-                self.merge(gid, now_ns - asked_ns)
+                self.merge(gid, waited)
 
-    def _gather_complete(self, gid):
+    def _gather_complete(self, gid, now_ns):
+        """Every rank answered ``gid`` (or ended).  Reads only the state files that changed since the last
+        call (a merge across nodes looks at up to one file per rank every 50 ms); notes when answers last
+        grew in number, for the quiet rule in check_gather."""
+        if self._progress_ns is None or self._answers.get(None) != gid:
+            self._answers, self._answered_n, self._progress_ns = {None: gid}, 0, now_ns
         world = self.reader.rank()[1]
-        have = set()
-        for p in glob.glob(os.path.join(self.cfg["dump_dir"], _verdict.STATE_GLOB)):
-            doc = _report.read_json(p)
-            if doc and (doc.get("alive") is False or (doc.get("gather_id") == gid and _verdict.stacks_arrived(doc))):
-                have.add(doc.get("rank"))
+        d = self.cfg["dump_dir"]
+        for p in glob.glob(os.path.join(d, _verdict.STATE_GLOB)) + glob.glob(os.path.join(d, _verdict.NODE_GLOB)):
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            key = (st.st_mtime_ns, st.st_size)
+            seen = self._answers.get(p)
+            if seen is not None and seen[0] == key:
+                continue
+            try:
+                docs = _verdict.state_docs(p)
+            except (_report.ReportError, OSError):
+                docs = ()  # not a state (written atomically: never half a file); read again if it changes
+            entries = []
+            for doc in docs:
+                dead = doc.get("alive") is False
+                # what stacks_arrived reads: the stacks file grows without the state file changing
+                stacks = None if dead else {k: doc.get(k) for k in ("stacks_size_before", "frozen", "stack_dump")}
+                entries.append((doc.get("rank"), dead or doc.get("gather_id") == gid, stacks))
+            self._answers[p] = (key, entries)
+        have = {rank for k, v in self._answers.items() if k is not None for rank, answered, stacks in v[1]
+                if answered and (stacks is None or _verdict.stacks_arrived(stacks))}
+        if len(have) > self._answered_n:
+            self._answered_n, self._progress_ns = len(have), now_ns
         return world > 0 and have >= set(range(world))
 
     def merge(self, gid, waited_ns):
@@ -351,7 +385,7 @@ class Watchdog(object):
                     "untracked_streams": self.reader.dropped_streams(),
                     "signal": cfg.get("signal_name"), "on_timeout": cfg.get("on_timeout")})
         path = os.path.join(cfg["dump_dir"], _report.report_name(rank, self.rank_pid))
-        _report.write_atomic(path, rep)
+        _report.write_atomic(path, _report.compact_ranks(rep))
         self.last_report = path
         return path
 

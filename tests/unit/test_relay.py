@@ -24,9 +24,27 @@ def nodes(tmp_path):
     dirs = [str(tmp_path / "node0"), str(tmp_path / "node1")]
     for d in dirs:
         os.makedirs(d)
-    relays = [_relay.StoreRelay(d, rank, JOB, 0.1, 5.0, store_factory=lambda: store)
+    clock = Clock()  # both nodes' relays read it; a test moves it on by a period where one must pass
+    relays = [started(_relay.StoreRelay(d, rank, JOB, 0.1, 5.0, store_factory=lambda: store, clock=clock))
               for d, rank in zip(dirs, (0, 2))]  # node0 holds ranks 0-1, node1 ranks 2-3
     return store, dirs, relays
+
+
+class Clock(object):
+    def __init__(self):
+        self.t = time.time()
+
+    def __call__(self):
+        return self.t
+
+    def advance(self, s):
+        self.t += s
+
+
+def started(relay):
+    """A relay that started a second ago: a relay only beats for its first two periods before acting."""
+    relay.started_at -= 1.0
+    return relay
 
 
 def request(d, gid, by_rank, at=None):
@@ -43,11 +61,12 @@ def state(d, rank, gid):
 
 
 def states_in(d):
+    """rank -> state, from the ranks' own files and the files of other nodes' states (one per node)."""
     out = {}
     for n in os.listdir(d):
-        if n.startswith("state-rank"):
-            doc = _report.read_json(os.path.join(d, n))
-            out[doc["rank"]] = doc
+        if n.startswith("state-rank") or n.startswith("states-node"):
+            for doc in _verdict.state_docs(os.path.join(d, n)):
+                out[doc["rank"]] = doc
     return out
 
 
@@ -86,6 +105,7 @@ def test_two_nodes_that_request_at_once_make_one_verdict_which_both_get(nodes):
     for _ in range(3):
         r0.step()
         r1.step()
+        r0.clock.advance(0.1)  # during a gather, a node that does not merge reads the store once a period
     # gA was numbered first: node0 merges; node1's watchdog is told its own request is superseded
     assert _report.read_json(os.path.join(d0, _verdict.GATHER_NAME))["id"] == "gA"
     relayed = _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))
@@ -99,6 +119,7 @@ def test_two_nodes_that_request_at_once_make_one_verdict_which_both_get(nodes):
     with open(os.path.join(d0, _verdict.VERDICT_TEXT), "w") as f:
         f.write("c10d_observer verdict: ...\n")
     r0.step()
+    r1.clock.advance(0.1)
     r1.step()
     v = _report.read_json(os.path.join(d1, _verdict.VERDICT_JSON))
     assert v["summary"] == "c10d_observer: the verdict" and v["relayed_from"] == "the node of rank 0"
@@ -120,7 +141,7 @@ def test_one_relay_per_node_acts_and_another_takes_over_when_it_stops(tmp_path):
     d = str(tmp_path / "node0")
     os.makedirs(d)
     counting = [CountingStore(store) for _ in range(3)]
-    relays = [_relay.StoreRelay(d, rank, JOB, 0.1, 5.0, store_factory=lambda c=c: c)
+    relays = [started(_relay.StoreRelay(d, rank, JOB, 0.1, 5.0, store_factory=lambda c=c: c))
               for rank, c in zip((4, 5, 6), counting)]
     for _ in range(5):  # idle: one store operation a period for the node, by its lowest rank
         for r in relays:
@@ -189,3 +210,100 @@ def test_a_number_published_before_its_request_is_written_is_read_next_time(node
     store.add(_relay.PREFIX + "request_ready/%d" % n, 1)
     r1.step()
     assert _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))["id"] == "gA"
+
+
+class KeyLog(object):
+    """A store that notes the keys it is asked for (method, key)."""
+
+    def __init__(self, store):
+        self.store, self.calls = store, []
+
+    def add(self, key, n):
+        self.calls.append(("add", key))
+        return self.store.add(key, n)
+
+    def get(self, key):
+        self.calls.append(("get", key))
+        return self.store.get(key)
+
+    def set(self, key, value):
+        self.calls.append(("set", key))
+        return self.store.set(key, value)
+
+
+def test_a_relay_beats_for_two_periods_before_it_may_act(tmp_path):
+    """The ranks of a node start together: were every relay to act at once, each would open a store
+    connection (1,024 at 1,024 ranks) before the lowest rank's beat told them not to."""
+    from torch import distributed as dist
+    d = str(tmp_path / "node0")
+    os.makedirs(d)
+    clock, log = Clock(), KeyLog(dist.HashStore())
+    rel = _relay.StoreRelay(d, 5, JOB, 0.1, 5.0, store_factory=lambda: log, clock=clock)
+    rel.step()
+    clock.advance(0.1)
+    rel.step()
+    assert not rel.leader and log.calls == [] and os.path.exists(os.path.join(d, _relay.beat_name(5)))
+    clock.advance(0.11)
+    rel.step()
+    assert rel.leader and log.calls == [("add", _relay.PREFIX + "requests")] * 2  # at connect, and the period's
+
+
+def test_a_node_that_took_itself_for_the_merging_one_sends_its_answers_once_it_learns_otherwise(nodes):
+    store, (d0, d1), (r0, r1) = nodes
+    r1.step()
+    n = store.add(_relay.PREFIX + "requests", 1)  # node0 numbered its request first, not written yet
+    request(d1, "gB", 2)
+    state(d1, 2, "gB")
+    r1.step()  # publishes gB (number 2): it knows of no earlier request, so it would merge; sends nothing
+    assert r1._collecting() and store.add(_relay.PREFIX + "nodes", 0) == 0
+    req = {"id": "gA", "job_id": JOB, "by_rank": 0, "world_size": 4, "requested_at": time.time()}
+    store.set(_relay.PREFIX + "request/%d" % n, json.dumps(req))
+    store.add(_relay.PREFIX + "request_ready/%d" % n, 1)
+    r1.clock.advance(0.1)
+    r1.step()  # reads number 1: the merge is node0's; its answers go out, labelled for node0's request
+    assert not r1._collecting() and store.add(_relay.PREFIX + "nodes", 0) == 1
+    bundle = _relay.unpack(store.get(_relay.PREFIX + "node/1"))
+    assert bundle["window"] == n and [doc["rank"] for doc in bundle["docs"]] == [2]
+    relayed = _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))
+    assert relayed["id"] == "gA" and relayed["supersedes"] == "gB"
+
+
+def test_a_merging_node_keeps_only_bundles_labelled_for_its_request(nodes):
+    store, (d0, d1), (r0, r1) = nodes
+    r0.step()
+    request(d0, "gA", 0)
+    r0.step()  # number 1: node0 merges
+    # a bundle of another gather (labelled 7) in slot 1, then node1's answers for this one in slot 2
+    for slot, window, rank in ((1, 7, 2), (2, 1, 3)):
+        doc = {"rank": rank, "pid": 1, "host": "node1", "gather_id": "g%d" % window, "alive": True}
+        store.add(_relay.PREFIX + "nodes", 1)
+        store.set(_relay.PREFIX + "node/%d" % slot, _relay.pack({"window": window, "host": "node1", "docs": [doc]}))
+        store.add(_relay.PREFIX + "node_ready/%d" % slot, 1)
+        store.add(_relay.PREFIX + "ready_all", 1)
+    r0.step()
+    got = states_in(d0)
+    assert sorted(got) == [3] and got[3]["gather_id"] == "gA" and got[3]["answered_gather_id"] == "g1"
+    assert sorted(n for n in os.listdir(d0) if n.startswith("states-node")) == ["states-node2.json"]
+
+
+def test_requests_numbered_after_the_first_of_a_window_are_not_read(tmp_path):
+    """At 1,024 ranks every node detects and asks at once: each node reading every other's request was
+    128 x 128 reads.  A node reads the first and counts the others."""
+    from torch import distributed as dist
+    store = dist.HashStore()
+    d = str(tmp_path / "node1")
+    os.makedirs(d)
+    log = KeyLog(store)
+    clock = Clock()
+    rel = started(_relay.StoreRelay(d, 8, JOB, 0.1, 5.0, store_factory=lambda: log, clock=clock))
+    rel.step()
+    for i in range(1, 6):  # five other nodes ask, numbered 1 to 5
+        req = {"id": "g%d" % i, "job_id": JOB, "by_rank": 8 * i, "world_size": 64, "requested_at": clock()}
+        n = store.add(_relay.PREFIX + "requests", 1)
+        store.set(_relay.PREFIX + "request/%d" % n, json.dumps(req))
+        store.add(_relay.PREFIX + "request_ready/%d" % n, 1)
+    del log.calls[:]
+    clock.advance(0.1)
+    rel.step()
+    assert [k for m, k in log.calls if m == "get"] == [_relay.PREFIX + "request/1"]
+    assert _report.read_json(os.path.join(d, _verdict.GATHER_NAME))["id"] == "g1"

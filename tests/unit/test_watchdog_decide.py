@@ -333,3 +333,77 @@ def test_a_helper_that_does_not_answer_gets_the_signal_once(rig):
         assert "its helper thread did not answer" in f.read()
     rig.tick(detected + 3 * rig.wd.answer_wait_ns)
     assert len(rig.kills) == 1
+
+
+# -- the merge's window: it waits on while answers still arrive (large jobs), not longer ------------------
+def _answer(rig, rank, gid, world=4):
+    """A state of another rank answering ``gid`` (as its watchdog writes it; no stacks to wait for)."""
+    from c10d_observer import verdict
+    doc = {"format": report.FORMAT, "version": report.VERSION, "kind": "state", "rank": rank, "pid": 1000 + rank,
+           "world_size": world, "host": "test-host", "job_id": "", "gather_id": gid, "alive": True,
+           "written_at": rig.clock.wall(), "groups": [], "stack_dump": None, "stacks_size_before": None}
+    report.write_atomic(str(rig.dump_dir / verdict.state_name(rank, 1000 + rank)), doc)
+
+
+def _hang_and_request(rig, world=4):
+    """Rank 0 of ``world`` waits in an all_reduce past the timeout: its watchdog asks for the gather."""
+    rig.writer.set_rank(0, world)
+    rig.streams[0].start(ALL_REDUCE, T0)
+    rig.tick(T0 + TIMEOUT_NS + POLL_NS)
+    gid = rig.wd.gather_owned[0]
+    with open(rig.stack_path, "a") as f:  # the rank's own stacks arrive
+        f.write("Thread 0x1 (most recent call first):\n")
+    t = rig.clock.now_ns
+    rig.wd.check_gather(t + int(0.05e9))  # the next look, 50 ms on (Watchdog.run while it merges)
+    return gid, t
+
+
+def _verdict_written(rig):
+    return os.path.exists(str(rig.dump_dir / "verdict.json"))
+
+
+def test_a_merge_missing_answers_waits_past_its_window_while_they_still_arrive(rig):
+    gid, t = _hang_and_request(rig)
+    wait, quiet, most = rig.wd.gather_wait, rig.wd.gather_quiet_ns / 1e9, rig.wd.gather_wait_max
+    assert (wait, quiet, most) == (3.0, 2.0, 6.0)  # poll 1 s: the defaults
+    rig.wd.check_gather(t + int(0.5e9))
+    _answer(rig, 1, gid)
+    rig.wd.check_gather(t + int((wait - 0.5) * 1e9))  # rank 1 answered just now
+    rig.wd.check_gather(t + int((wait + 0.5) * 1e9))  # past the window, rank 1 answered 1 s ago: waits
+    assert not _verdict_written(rig)
+    _answer(rig, 2, gid)
+    rig.wd.check_gather(t + int((wait + 1.0) * 1e9))  # rank 2 answered: waits on
+    rig.wd.check_gather(t + int((wait + 1.0 + quiet - 0.1) * 1e9))
+    assert not _verdict_written(rig) and rig.wd.gather_owned is not None
+    rig.wd.check_gather(t + int((wait + 1.0 + quiet + 0.1) * 1e9))  # nothing new for gather_quiet: merged
+    assert _verdict_written(rig) and rig.wd.gather_owned is None
+    with open(str(rig.dump_dir / "verdict.json")) as f:
+        v = json.load(f)
+    assert v["ranks_silent"] == [3] and v["gather_s"] == pytest.approx(wait + 1.0 + quiet + 0.1, abs=0.01)
+
+
+def test_a_merge_missing_answers_and_hearing_nothing_closes_at_its_window(rig):
+    gid, t = _hang_and_request(rig)
+    rig.wd.check_gather(t + int((rig.wd.gather_wait - 0.1) * 1e9))
+    assert not _verdict_written(rig)
+    rig.wd.check_gather(t + int((rig.wd.gather_wait + 0.1) * 1e9))  # nothing for longer than gather_quiet
+    assert _verdict_written(rig)
+
+
+def test_a_merge_whose_answers_trickle_in_forever_closes_at_its_longest_wait(rig):
+    gid, t = _hang_and_request(rig, world=8)
+    most = rig.wd.gather_wait_max
+    for i, at in enumerate((1.0, 2.5, 4.0, 5.5)):  # a new rank every 1.5 s (< gather_quiet)
+        _answer(rig, 1 + i, gid, world=8)
+        rig.wd.check_gather(t + int(at * 1e9))
+    assert not _verdict_written(rig)  # 5.5 s: past the window, rank 4 answered just now
+    rig.wd.check_gather(t + int((most + 0.1) * 1e9))
+    assert _verdict_written(rig)
+
+
+def test_a_merge_with_every_answer_closes_at_once(rig):
+    gid, t = _hang_and_request(rig)
+    for r in (1, 2, 3):
+        _answer(rig, r, gid)
+    rig.wd.check_gather(t + int(0.2e9))
+    assert _verdict_written(rig)
