@@ -24,7 +24,9 @@ Scenarios (each checks its verdict: the culprit named exactly, the silent ranks 
              every node detects within one poll (the usual case: all waiting ranks time out together)
   cascade  - one rank never enters its data-parallel group's call; its DP peers (one per node) wait there,
              every other rank waits in a world-group call the DP peers never reached
-  silent   - culprit, with 5 % of the ranks silent (no watchdog, no state)
+  two      - one rank never enters a call of a group that spans two nodes (16 ranks): those two nodes
+             detect at once, every other node only answers the request that reaches it through the store
+  silent   - culprit, with 5 % of the ranks silent (no watchdog, no state, no relay)
 
     python benchmarks/scale.py                        # 64 and 256 ranks, every scenario (a few minutes)
     python benchmarks/scale.py --full                 # 64, 256, 1,024 and 4,096 ranks
@@ -142,9 +144,9 @@ def stack_text(rank, main_tid, header, stuck):
 
 
 class SimRank(object):
-    def __init__(self, rank, world, host, dump_dir, groups, poll, timeout, shm, clock):
+    def __init__(self, rank, pid, world, host, dump_dir, groups, poll, timeout, shm, clock):
         self.rank, self.host, self.dump_dir = rank, host, dump_dir
-        self.pid = PID_BASE + rank
+        self.pid = pid
         self.main_tid = 0x7f3a00000000 + rank * 0x1000
         self.writer = ch.ChannelWriter(max_streams=4, ring=16, directory=shm)
         self.writer.set_rank(rank, world)
@@ -163,7 +165,8 @@ class SimRank(object):
             f.write(stack_text(rank, self.main_tid, "an earlier request", True))
         cfg = {"timeout": timeout, "poll_interval": poll, "rank_pid": self.pid, "dump_dir": dump_dir,
                "stack_path": self.stack_path, "host": host, "job_id": JOB, "signal": 10, "signal_name": "SIGUSR1",
-               "gather_wait": max(4.0, 4 * poll + 1.0), "on_timeout": "dump", "py_spy": None}
+               "gather_wait": max(4.0, 4 * poll + 1.0), "gather_wait_max": gather_wait_max(poll, world, len(groups[1][1])),
+               "on_timeout": "dump", "py_spy": None}
         self.wd = _wd.Watchdog(cfg, self.reader, clock=clock.mono_ns, wall=clock.wall, kill=lambda pid, sig: None,
                                log=self._log)
         self.stuck = False
@@ -196,6 +199,11 @@ class SimRank(object):
         self.writer.close()
 
 
+def gather_wait_max(poll, world, per_node):
+    """As observer.py sets it for a job of several nodes."""
+    return 2 * max(4.0, 4 * poll + 1.0) + 0.02 * _relay.nodes({"WORLD_SIZE": world, "LOCAL_WORLD_SIZE": per_node})
+
+
 class NodeClock(object):
     """The clocks of the node the harness is working on: real time less ``offset_ns``, the time spent on
     other nodes (set before each node's turn)."""
@@ -211,15 +219,16 @@ class NodeClock(object):
 
 
 class Node(object):
-    def __init__(self, index, ranks, world, root, groups_of, poll, timeout, shm, store_factory, clock):
+    def __init__(self, index, ranks, pids, world, root, groups_of, poll, timeout, shm, store_factory, clock):
         self.host = "node%04d" % index
         self.dump_dir = os.path.join(root, self.host)
         os.makedirs(self.dump_dir)
-        self.ranks = [SimRank(r, world, self.host, self.dump_dir, groups_of(r), poll, timeout, shm, clock)
+        self.ranks = [SimRank(r, pids[r], world, self.host, self.dump_dir, groups_of(r), poll, timeout, shm, clock)
                       for r in ranks]
-        # as observer.py starts them: the window is the merge's longest wait (2 x gather_wait) and a second
+        # as observer.py starts them: the window is the merge's longest wait and a second
         self.relays = _relay.node_relays(self.dump_dir, [(r.rank, i) for i, r in enumerate(self.ranks)], JOB,
-                                         poll, 2 * max(4.0, 4 * poll + 1.0) + 1.0, store_factory, clock.wall)
+                                         poll, gather_wait_max(poll, world, len(ranks)) + 1.0, store_factory,
+                                         clock.wall)
 
 
 QUANTUM_S = 0.01  # the shortest simulated round: parts are due at their periods to within this
@@ -254,11 +263,16 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
 
     def groups_of(r):
         node, local = divmod(r, per_node)
+        pair = node // 2 * 2 * per_node
         return [("0", world_ranks), ("tp%d" % node, list(range(node * per_node, (node + 1) * per_node))),
-                ("dp%d" % local, list(range(local, world, per_node)))]
+                ("dp%d" % local, list(range(local, world, per_node))),
+                ("pair%d" % (node // 2), list(range(pair, min(pair + 2 * per_node, world))))]
 
     rss0 = rss_bytes()
-    nodes = [Node(n, range(n * per_node, (n + 1) * per_node), world, root, groups_of, poll, timeout, shm,
+    # pids in no order, as a real job's (they go into the verdict every node gets: sequential ones would
+    # compress better than real ones)
+    pids = [PID_BASE + p for p in rng.sample(range(190000), world)]
+    nodes = [Node(n, range(n * per_node, (n + 1) * per_node), pids, world, root, groups_of, poll, timeout, shm,
                   store_factory, clock) for n in range(nodes_n)]
     ranks = [r for n in nodes for r in n.ranks]
     culprit = world // 3 + 5
@@ -266,6 +280,7 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
         r.calls("0", 3)
         r.calls("tp%d" % (r.rank // per_node), 2)
         r.calls("dp%d" % (r.rank % per_node), 2)
+        r.calls("pair%d" % (r.rank // (2 * per_node)), 1)
     silent = set()
     if scenario == "silent":
         silent = set(rng.sample([r for r in world_ranks if r != culprit], max(1, world // 20)))
@@ -340,14 +355,17 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
             if r.rank == culprit:
                 continue
             r.enter(dp if r.rank % per_node == culprit % per_node else "0", t_hang)
+        elif scenario == "two":
+            if r.rank != culprit and r.rank // (2 * per_node) == culprit // (2 * per_node):
+                r.enter("pair%d" % (culprit // (2 * per_node)), t_hang)
         elif r.rank != culprit:
             r.enter("0", t_hang)
     ops0, bytes0, cpu0 = counter.ops, counter.bytes, server_cpu_s(server.pid)
     rounds = []
-    gather_wait_max = 2 * max(4.0, 4 * poll + 1.0)
+    longest = gather_wait_max(poll, world, per_node)
     while sim["now"] - t_hang < limit_s * 1e9:
         rounds.append(round_())
-        if verdicts and (sim["now"] - max(verdicts.values())) / 1e9 > gather_wait_max + 1.0:
+        if verdicts and (sim["now"] - max(verdicts.values())) / 1e9 > longest + 1.0:
             break  # no other node merges now
     result["round_max_s"] = round(max(rounds), 3)  # the slowest node's work in one round (simulated time)
     result["rss_per_rank_kib"] = round((rss_bytes() - rss0) / 1024.0 / world, 1)
@@ -386,13 +404,13 @@ def main(argv=None):
     ap.add_argument("--ranks", default=None, help="comma-separated sizes (default 64,256; --full: to 4,096)")
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--per-node", type=int, default=8)
-    ap.add_argument("--scenario", default="all", choices=["all", "culprit", "cascade", "silent"])
+    ap.add_argument("--scenario", default="all", choices=["all", "culprit", "cascade", "two", "silent"])
     ap.add_argument("--poll", type=float, default=0.5)
     ap.add_argument("--json", default=os.path.join(_results.RESULTS, "scale.json"))
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.ranks.split(",")] if args.ranks else ([64, 256, 1024, 4096] if args.full
                                                                           else [64, 256])
-    scenarios = ["culprit", "cascade", "silent"] if args.scenario == "all" else [args.scenario]
+    scenarios = ["culprit", "cascade", "two", "silent"] if args.scenario == "all" else [args.scenario]
     rows = []
     cols = ("ranks", "nodes", "scenario", "verdict_s", "all_verdicts_s", "merges", "verdicts_written", "verdicts_ok",
             "gather_store_ops", "gather_store_mib", "idle_store_ops_per_node_per_poll", "server_connections",

@@ -136,6 +136,9 @@ class Observer(object):
         # the gather window: one node meets in dump_dir within a poll; across nodes the relay adds up to
         # two of its periods (a poll each) on the way out and back
         self._gather_wait = max(4.0, 4 * cfg.poll_interval + 1.0) if _relay.multi_node() else None
+        # the merge's longest wait while answers still arrive: twice that, and 20 ms a node (the merging
+        # node reads and merges about 12 ms of states a node: benchmarks/scale.py, docs/scale.md)
+        self._gather_wait_max = (2 * self._gather_wait + 0.02 * _relay.nodes()) if self._gather_wait else None
         self.stack_path = os.path.join(cfg.dump_dir, _report.stacks_name(rank, pid))
         try:
             handler = _signals.StackDumpHandler(cfg.signal, self.stack_path)
@@ -175,8 +178,8 @@ class Observer(object):
             tracker.start_poller()
             self._undo.append(tracker.stop)
             if self._gather_wait is not None:  # several nodes: the gather goes through the c10d store too
-                # the relay's window: the merge's longest wait (2 x gather_wait, watchdog.py) and a second
-                rel = _relay.StoreRelay(cfg.dump_dir, rank, _job_id(), cfg.poll_interval, 2 * self._gather_wait + 1.0)
+                # the relay's window: the merge's longest wait and a second
+                rel = _relay.StoreRelay(cfg.dump_dir, rank, _job_id(), cfg.poll_interval, self._gather_wait_max + 1.0)
                 rel.start()
                 self._undo.append(rel.stop)
             if self.on_hang is not None:
@@ -184,7 +187,7 @@ class Observer(object):
                 poll = cfg.poll_interval
                 # the merge's longest wait (twice the gather window the watchdog uses: its default where
                 # one node meets in dump_dir), and two polls for the merge to be written
-                window = 2 * (self._gather_wait or max(2.0, 2.5 * poll + 0.5))
+                window = self._gather_wait_max or 2 * max(2.0, 2.5 * poll + 0.5)
                 cb = HangCallback(self.on_hang, cfg.dump_dir, poll, window + 2 * poll)
                 cb.start()
                 self._undo.append(cb.stop)
@@ -221,6 +224,7 @@ class Observer(object):
             # healthy one for the gather (SIGUSR1 may mean "checkpoint and requeue" to the job)
             "signal_chains_user_handler": bool(chained),
             "gather_wait": self._gather_wait,
+            "gather_wait_max": self._gather_wait_max,
             "py_spy": _py_spy(),
         }
         env = dict(os.environ)

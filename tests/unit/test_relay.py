@@ -307,3 +307,17 @@ def test_requests_numbered_after_the_first_of_a_window_are_not_read(tmp_path):
     rel.step()
     assert [k for m, k in log.calls if m == "get"] == [_relay.PREFIX + "request/1"]
     assert _report.read_json(os.path.join(d, _verdict.GATHER_NAME))["id"] == "g1"
+
+
+def test_what_goes_through_the_store_comes_back_the_same_and_smaller():
+    hosts = {str(r): {"host": "node%04d" % (r // 8), "pid": 4000000 + (r * 7919) % 100003, "py_spy_dump": None}
+             for r in range(1024)}
+    verdict = {"hosts": hosts, "ranks_reporting": list(range(1024)), "culprit_ranks": [90],
+               "hangs": [{"waiting_ranks": [r for r in range(1024) if r != 90], "missing": {"90": {"state": "x"}},
+                          "group_ranks": list(range(0, 1024, 8))}],
+               "mixed": [1, "a", None, 2.5] * 10, "small": {"1": {"a": 1}}, "uneven": {str(i): {"a": i} if i % 2 else
+                                                                                      {"b": i} for i in range(40)}}
+    packed = _relay.pack(verdict)
+    assert _relay.unpack(packed) == verdict
+    plain = len(__import__("base64").b64encode(__import__("zlib").compress(json.dumps(verdict).encode(), 6)))
+    assert len(packed) < plain / 2, (len(packed), plain)
