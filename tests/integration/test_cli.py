@@ -212,7 +212,9 @@ def _complete(path):
 
 
 def _relayed_ranks(here):
-    docs = [json.load(open(os.path.join(here, n))) for n in os.listdir(here) if n.startswith("state-rank")]
+    """Ranks whose states came from the other node (written there as one file per node)."""
+    from c10d_observer import verdict
+    docs = [d for n in os.listdir(here) if n.startswith("state") for d in verdict.state_docs(os.path.join(here, n))]
     return sorted(d["rank"] for d in docs if d.get("relayed_from"))
 
 
