@@ -59,9 +59,22 @@ from c10d_observer import report as _report  # noqa: E402
 from c10d_observer import verdict as _verdict  # noqa: E402
 from c10d_observer import watchdog as _wd  # noqa: E402
 
-SERVER = ("import sys, datetime, torch.distributed as d\n"
-          "s = d.TCPStore('127.0.0.1', 0, 1, True, datetime.timedelta(seconds=300), wait_for_workers=False)\n"
-          "print(s.port, flush=True)\nsys.stdin.read()\n")
+SERVER = """
+import datetime, socket, sys
+import torch.distributed as d
+t = datetime.timedelta(seconds=300)
+try:
+    s = d.TCPStore("127.0.0.1", 0, 1, True, t, wait_for_workers=False)
+    port = s.port
+except (TypeError, AttributeError):  # torch < 1.11: no wait_for_workers, no port read back
+    so = socket.socket()
+    so.bind(("127.0.0.1", 0))
+    port = so.getsockname()[1]
+    so.close()
+    s = d.TCPStore("127.0.0.1", port, 1, True, t)
+print(port, flush=True)
+sys.stdin.read()
+"""
 PID_BASE = 4000000  # simulated pids: above pid_max's default, so no real process is ever named
 JOB = "scale-bench"
 STUCK_OP = ch.encode_op("all_reduce") | ch.encode_sig(ch.DTYPE_CODES.get("float32", 1), 1 << 20)
