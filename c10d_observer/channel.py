@@ -45,6 +45,10 @@ import struct
 import threading
 import time
 
+# The op word (names, codes, bit layout) lives in callword.py; re-exported here for the channel's readers.
+from .callword import (API_CODES, APIS, DTYPE_CODES, DTYPES, OP_CODES, OPS, SCALAR_TYPES,  # noqa: F401
+                       decode_op, decode_sig, encode_op, encode_sig)
+
 MAGIC = 0x43313044_4F425356  # "C10DOBSV"
 LAYOUT_VERSION = 2
 
@@ -61,70 +65,10 @@ DEFAULT_RING = 256  # a power of two
 # stream head word indices
 S_LAST_STARTED, S_DONE_HINT, S_OVERFLOW, S_PIN = range(4)  # S_PIN..S_PIN+3: seq_a, op, start_ns, seq_b
 
-# Op names, by code.  The low 16 bits of a slot's op word hold the op; the next 16 bits the user-facing API
-# that issued it, when that differs (all_gather_object issues two all_gathers, for example).
-OPS = (
-    "unknown",
-    "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather", "scatter",
-    "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "barrier",
-    "monitored_barrier", "send", "recv", "recv_anysource",
-    "all_reduce_coalesced", "all_gather_coalesced", "all_gather_into_tensor_coalesced",
-    "reduce_scatter_tensor_coalesced", "coalesced", "broadcast_coalesced", "verify_params",
-    "all_gather_single", "reduce_scatter_single", "all_gather_single_coalesced",
-    "reduce_scatter_single_coalesced", "gather_single",
-)
-APIS = (
-    "",
-    "all_gather_object", "gather_object", "broadcast_object_list", "scatter_object_list",
-    "send_object_list", "recv_object_list", "batch_isend_irecv", "ddp_gradient_allreduce",
-    "ddp_sync_module_states", "isend", "irecv", "funcol",
-)
-# The op word's bits 32-62 hold the call's size signature, where the source knows it: the dtype (by code,
-# bits 56-62) and the element count modulo 2**24 (bits 32-55) of the tensor that must agree across the
-# ranks of the call (the input of all_reduce, broadcast, all_gather; the output of scatter and
-# reduce_scatter; none for all_to_all, whose splits may differ).  0: not known.
-DTYPES = (
-    "unknown", "float32", "float64", "float16", "bfloat16", "uint8", "int8", "int16", "int32", "int64",
-    "bool", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64",
-)
-DTYPE_CODES = {name: code for code, name in enumerate(DTYPES)}
-# c10 ScalarType names (flight-recorder entries) -> DTYPES
-SCALAR_TYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
-                "Byte": "uint8", "Char": "int8", "Short": "int16", "Int": "int32", "Long": "int64",
-                "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
-                "Float8_e4m3fn": "float8_e4m3fn", "Float8_e5m2": "float8_e5m2", "UInt16": "uint16",
-                "UInt32": "uint32", "UInt64": "uint64"}
-OP_CODES = {name: code for code, name in enumerate(OPS)}
-API_CODES = {name: code for code, name in enumerate(APIS)}
-
 _START = struct.Struct("=4q")
 _W = 8
 SLOT_BYTES = SLOT_WORDS * _W
 _monotonic_ns = time.monotonic_ns
-
-
-def encode_op(op, api=""):
-    return OP_CODES.get(op, 0) | (API_CODES.get(api, 0) << 16)
-
-
-def decode_op(word):
-    op = word & 0xFFFF
-    api = (word >> 16) & 0xFFFF
-    return (OPS[op] if op < len(OPS) else "unknown"), (APIS[api] if api < len(APIS) else "")
-
-
-def encode_sig(dtype_code, numel):
-    """The size-signature bits of an op word (0 when the dtype is not known)."""
-    return ((dtype_code & 0x7F) << 24 | (numel & 0xFFFFFF)) << 32 if dtype_code > 0 else 0
-
-
-def decode_sig(word):
-    """``"<numel> x <dtype>"`` of an op word's size signature (numel modulo 2**24), or None."""
-    sig = (word >> 32) & 0x7FFFFFFF
-    if not sig:
-        return None
-    code = sig >> 24
-    return "%d x %s" % (sig & 0xFFFFFF, DTYPES[code] if code < len(DTYPES) else "dtype%d" % code)
 
 
 def layout_size(max_streams, ring):

@@ -24,7 +24,7 @@ wrappers see them: nothing is installed there.
 import logging
 import weakref
 
-from .. import channel as _ch
+from .. import callword as _cw
 from .. import compat
 
 log = logging.getLogger("c10d_observer")
@@ -65,7 +65,7 @@ class FuncolSource(object):
             return
         wait_packet, ops, is_compiling = found
         for packet, name, op_name, group_index, size_index in ops:
-            code = _ch.OP_CODES[op_name] | _ch.API_CODES["funcol"] << 16
+            code = _cw.encode_op(op_name, "funcol")
             if self.registry.wrap(packet, "_op", lambda o, code=code, gi=group_index, si=size_index:
                                   self._make_op_wrapper(o, code, gi, si, is_compiling)):
                 self.installed.append(name)
@@ -91,6 +91,8 @@ class FuncolSource(object):
         live = self.live
         dtype_codes = tracker.dtype_codes
         by_name = {}  # group name -> _Group: the name is what the op carries
+        # the op word's layout (callword.py), bound as locals: the call path reads no global
+        dtype_shift, sig_shift, numel_mask = _cw.DTYPE_SHIFT, _cw.SIG_SHIFT, _cw.NUMEL_MASK
 
         def wrapper(*args, **kwargs):
             if is_compiling():
@@ -109,7 +111,7 @@ class FuncolSource(object):
                 x = args[size_index]
                 c = dtype_codes.get(getattr(x, "dtype", None), 0)
                 if c:
-                    word |= (c << 24 | (x.numel() & 0xFFFFFF)) << 32
+                    word |= (c << dtype_shift | (x.numel() & numel_mask)) << sig_shift
             st = g.coll
             seq = st.start(word)
             try:

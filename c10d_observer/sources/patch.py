@@ -22,6 +22,7 @@ import logging
 import queue
 import threading
 
+from .. import callword as _cw
 from .. import channel as _ch
 from .. import compat
 
@@ -90,6 +91,8 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
     if size_arg is None:
         size_arg = 1 << 30  # no size signature for this op: len(args) is never above it
     dtype_codes = tracker.dtype_codes
+    # the op word's layout (callword.py), bound as locals: the call path reads no global
+    api_shift, dtype_shift, sig_shift, numel_mask = _cw.API_SHIFT, _cw.DTYPE_SHIFT, _cw.SIG_SHIFT, _cw.NUMEL_MASK
 
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
@@ -110,14 +113,14 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
             else:
                 peer = kwargs.get(peer_kw)
             st = (g.sends if is_send else g.recvs).get(peer) or g.p2p_stream(peer, is_send)
-        word = op | tracker.api << 16
-        if len(args) > size_arg:  # the size signature, one tensor's dtype and numel: channel.encode_sig inlined
+        word = op | tracker.api << api_shift
+        if len(args) > size_arg:  # the size signature, one tensor's dtype and numel: callword.encode_sig inlined
             x = args[size_arg]
             while x.__class__ is list:
                 x = x[0] if x else None
             code = dtype_codes.get(getattr(x, "dtype", None), 0)
             if code:
-                word |= (code << 24 | (x.numel() & 0xFFFFFF)) << 32
+                word |= (code << dtype_shift | (x.numel() & numel_mask)) << sig_shift
         seq = st.start(word)
         try:
             work = orig(self, *args, **kwargs)
@@ -235,7 +238,7 @@ def _make_group_call_wrapper(tracker, orig, op, api_code):
     def wrapper(pg, *args, **kwargs):
         try:
             g = tracker.group(pg)
-            st, seq = (None, 0) if g.native else (g.coll, g.coll.start(op | api_code << 16))
+            st, seq = (None, 0) if g.native else (g.coll, g.coll.start(op | api_code << _cw.API_SHIFT))
         except Exception:
             st, seq = None, 0
         try:

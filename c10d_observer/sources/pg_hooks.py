@@ -16,6 +16,7 @@ What the hooks do not show, and how it is covered:
 """
 import threading
 
+from .. import callword as _cw
 from .. import channel as _ch
 from .. import compat
 
@@ -57,6 +58,8 @@ class PgHooksSource(object):
         op_of = self._op
         get_ident = threading.get_ident
         dtype_codes = t.dtype_codes
+        # the op word's layout (callword.py), bound as locals: the call path reads no global
+        api_shift, dtype_shift, sig_shift, numel_mask = _cw.API_SHIFT, _cw.DTYPE_SHIFT, _cw.SIG_SHIFT, _cw.NUMEL_MASK
         # op code -> True: the output tensors carry the size that must agree, False: the inputs
         sides = {_ch.OP_CODES[op]: side == "out" for op, (side, _) in compat.SIZE_TENSOR.items()}
 
@@ -78,15 +81,15 @@ class PgHooksSource(object):
                 st = g.p2p_stream(None if peer < 0 else peer, code == _SEND)
             else:
                 st = g.coll
-            word = code | t.api << 16
+            word = code | t.api << api_shift
             side = sides.get(code)
-            if side is not None:  # the size signature: channel.encode_sig inlined (the call path)
+            if side is not None:  # the size signature: callword.encode_sig inlined (the call path)
                 xs = (args.output_tensors if side else args.input_tensors) or (
                     args.input_tensors if side else args.output_tensors)
                 x = xs[0] if xs else None
                 dc = dtype_codes.get(getattr(x, "dtype", None), 0)
                 if dc:
-                    word |= (dc << 24 | (x.numel() & 0xFFFFFF)) << 32
+                    word |= (dc << dtype_shift | (x.numel() & numel_mask)) << sig_shift
             pending[tid] = (st, st.start(word), g)
 
         def post(args):

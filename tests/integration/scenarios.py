@@ -312,7 +312,7 @@ def all_ops(ctx):
 
 def _channel_facts(ctx, obs, done):
     dist.barrier()
-    from c10d_observer.channel import ChannelReader, decode_op
+    from c10d_observer.channel import ChannelReader, decode_op, decode_sig
     reader = ChannelReader.attach(obs.tracker.channel)
     # Sources end calls on their own schedule (the completion poller, the flight-recorder reader): wait,
     # up to 30 s, until nothing is in flight any more; the test then checks that this happened.
@@ -324,7 +324,7 @@ def _channel_facts(ctx, obs, done):
         calls = []
         for seq in range(1, st.last_started + 1):
             a, op, t0, b, d = reader.slot(st.idx, seq)
-            calls.append([seq] + list(decode_op(op)) + [d == seq])
+            calls.append([seq] + list(decode_op(op)) + [d == seq, decode_sig(op)])
         streams[st.desc["stream"]] = {"desc": st.desc, "last_started": st.last_started,
                                       "in_flight": st.oldest, "calls": calls}
     ctx.record(streams=streams, done=done)

@@ -44,9 +44,9 @@ def run(request, tmp_path_factory):
 def _names(facts):
     names = set()
     for s in facts["streams"].values():
-        for seq, op, api, done in s["calls"]:
-            names.add(op)
-            names.add(api)
+        for call in s["calls"]:  # [seq, op, api, done, size]
+            names.add(call[1])
+            names.add(call[2])
     return names
 
 
@@ -139,3 +139,17 @@ def test_every_call_completed(run):
             if source in COUNTED and s is _world(facts):
                 continue  # numbers skipped over have no slot of their own to show
             assert all(c[3] for c in s["calls"]), (key, [c for c in s["calls"] if not c[3]])
+
+
+# The sources that write a call's size signature on the call path, each with the op word's layout
+# inlined (callword.py; tests/unit/test_callword.py checks that they take it from there)
+SIZED = {"patch", "pg_hooks"}
+
+
+def test_the_size_a_writer_puts_in_the_op_word_is_the_one_the_codec_reads(run):
+    source, f0, f1 = run
+    if source not in SIZED:
+        pytest.skip("the %s source writes no size signature on the call path" % source)
+    for facts in (f0, f1):
+        sizes = {call[4] for s in facts["streams"].values() for call in s["calls"] if call[1] == "all_reduce"}
+        assert "4 x float32" in sizes, sizes  # dist.all_reduce(torch.ones(4)) in the all_ops scenario

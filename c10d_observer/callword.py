@@ -1,0 +1,78 @@
+"""The op word a slot of the channel holds for each call: what the call was, written once.
+
+Bits 0-15: the op (``OPS``); 16-31: the user-facing API that issued it, where that differs (``APIS``);
+32-55: the element count modulo 2**24 and 56-62: the dtype (``DTYPES``) of the tensor whose size must
+agree across the call's ranks (the size signature; 0 where not known).  Every writer builds the word from
+the names below: ``encode_op`` / ``encode_sig`` where a call is not on the training's call path (the
+flight-recorder reader), and on the call path (sources/patch.py, pg_hooks.py, funcol.py) the same
+expression inlined with these shifts and masks bound as locals.  tests/unit/test_callword.py checks that
+no other module writes the layout's numbers, and each writer's word against ``decode_op`` /
+``decode_sig``.
+"""
+
+API_SHIFT = 16  # the API code's place in the word
+SIG_SHIFT = 32  # the size signature's place in the word
+DTYPE_SHIFT = 24  # the dtype code's place in the signature
+NUMEL_MASK = 0xFFFFFF  # the element count, modulo 2**24
+DTYPE_MASK = 0x7F
+OP_MASK = API_MASK = 0xFFFF
+
+# Op names, by code.  The low 16 bits of a slot's op word hold the op; the next 16 bits the user-facing API
+# that issued it, when that differs (all_gather_object issues two all_gathers, for example).
+OPS = (
+    "unknown",
+    "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather", "scatter",
+    "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "barrier",
+    "monitored_barrier", "send", "recv", "recv_anysource",
+    "all_reduce_coalesced", "all_gather_coalesced", "all_gather_into_tensor_coalesced",
+    "reduce_scatter_tensor_coalesced", "coalesced", "broadcast_coalesced", "verify_params",
+    "all_gather_single", "reduce_scatter_single", "all_gather_single_coalesced",
+    "reduce_scatter_single_coalesced", "gather_single",
+)
+APIS = (
+    "",
+    "all_gather_object", "gather_object", "broadcast_object_list", "scatter_object_list",
+    "send_object_list", "recv_object_list", "batch_isend_irecv", "ddp_gradient_allreduce",
+    "ddp_sync_module_states", "isend", "irecv", "funcol",
+)
+# The op word's bits 32-62 hold the call's size signature, where the source knows it: the dtype (by code,
+# bits 56-62) and the element count modulo 2**24 (bits 32-55) of the tensor that must agree across the
+# ranks of the call (the input of all_reduce, broadcast, all_gather; the output of scatter and
+# reduce_scatter; none for all_to_all, whose splits may differ).  0: not known.
+DTYPES = (
+    "unknown", "float32", "float64", "float16", "bfloat16", "uint8", "int8", "int16", "int32", "int64",
+    "bool", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64",
+)
+DTYPE_CODES = {name: code for code, name in enumerate(DTYPES)}
+# c10 ScalarType names (flight-recorder entries) -> DTYPES
+SCALAR_TYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
+                "Byte": "uint8", "Char": "int8", "Short": "int16", "Int": "int32", "Long": "int64",
+                "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
+                "Float8_e4m3fn": "float8_e4m3fn", "Float8_e5m2": "float8_e5m2", "UInt16": "uint16",
+                "UInt32": "uint32", "UInt64": "uint64"}
+OP_CODES = {name: code for code, name in enumerate(OPS)}
+API_CODES = {name: code for code, name in enumerate(APIS)}
+
+
+def encode_op(op, api=""):
+    return OP_CODES.get(op, 0) | (API_CODES.get(api, 0) << API_SHIFT)
+
+
+def decode_op(word):
+    op = word & OP_MASK
+    api = (word >> API_SHIFT) & API_MASK
+    return (OPS[op] if op < len(OPS) else "unknown"), (APIS[api] if api < len(APIS) else "")
+
+
+def encode_sig(dtype_code, numel):
+    """The size-signature bits of an op word (0 when the dtype is not known)."""
+    return ((dtype_code & DTYPE_MASK) << DTYPE_SHIFT | (numel & NUMEL_MASK)) << SIG_SHIFT if dtype_code > 0 else 0
+
+
+def decode_sig(word):
+    """``"<numel> x <dtype>"`` of an op word's size signature (numel modulo 2**24), or None."""
+    sig = (word >> SIG_SHIFT) & (DTYPE_MASK << DTYPE_SHIFT | NUMEL_MASK)
+    if not sig:
+        return None
+    code = sig >> DTYPE_SHIFT
+    return "%d x %s" % (sig & NUMEL_MASK, DTYPES[code] if code < len(DTYPES) else "dtype%d" % code)

@@ -1,0 +1,51 @@
+"""The op word's layout lives in callword.py alone: every writer takes its numbers from there."""
+import ast
+import glob
+import os
+
+import pytest
+
+from c10d_observer import callword as cw
+
+PACKAGE = os.path.dirname(os.path.abspath(cw.__file__))
+LAYOUT = {cw.API_SHIFT, cw.SIG_SHIFT, cw.DTYPE_SHIFT}
+MASKS = {cw.NUMEL_MASK, cw.OP_MASK, cw.DTYPE_MASK}
+
+
+@pytest.mark.parametrize("op", cw.OPS)
+def test_every_op_with_every_api_and_dtype_comes_back(op):
+    for api in cw.APIS:
+        for dtype, code in cw.DTYPE_CODES.items():
+            word = cw.encode_op(op, api) | cw.encode_sig(code, 3 * 2 ** 24 + 1000)
+            assert cw.decode_op(word) == (op, api)
+            assert cw.decode_sig(word) == (None if code == 0 else "1000 x %s" % dtype)
+
+
+def _layout_numbers_written(path):
+    """(line, text) of each shift by a layout number, or mask by a layout mask, of a value that is not
+    itself a constant (``1 << 16`` is a size, not a word)."""
+    tree = ast.parse(open(path).read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.BinOp) or isinstance(node.left, (ast.Constant, getattr(ast, "Num", ast.Constant))):
+            continue
+        right = getattr(node.right, "value", getattr(node.right, "n", None))
+        if (isinstance(node.op, (ast.LShift, ast.RShift)) and right in LAYOUT) or (
+                isinstance(node.op, ast.BitAnd) and right in MASKS):
+            found.append((node.lineno, ast.dump(node)[:80]))
+    return found
+
+
+def test_no_module_but_callword_writes_the_layout_s_numbers():
+    paths = [p for p in glob.glob(os.path.join(PACKAGE, "**", "*.py"), recursive=True)
+             if os.path.basename(p) != "callword.py"]
+    assert any(p.endswith(os.path.join("sources", "patch.py")) for p in paths)
+    offenders = {os.path.relpath(p, PACKAGE): f for p in paths for f in [_layout_numbers_written(p)] if f}
+    assert offenders == {}, offenders
+
+
+def test_the_check_finds_an_inlined_layout(tmp_path):
+    p = tmp_path / "writer.py"
+    p.write_text("def w(op, api, code, x):\n    word = op | api << 16\n"
+                 "    return word | (code << 24 | (x & 0xFFFFFF)) << 32\n")
+    assert len(_layout_numbers_written(str(p))) == 4
