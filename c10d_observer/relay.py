@@ -4,7 +4,8 @@ On one node the watchdogs meet in ``dump_dir`` (watchdog.py).  Nodes share no fi
 watchdog has no torch, so a helper thread of each rank runs a relay; of a node's relays only one acts, the
 *leader*: the lowest rank whose relay beat (``relay-rank<R>.beat`` in dump_dir, touched every period)
 within three periods, so a node whose leader died or froze gets another within seconds.  Others open no
-store connection and do nothing but beat.  The leader, every ``period``:
+store connection and do nothing but beat; a relay beats two periods before it may lead (a node's ranks
+start together).  The leader, every ``period``:
 
 - idle: one store operation (``add(<P>requests, 0)``): no per-rank store traffic while nothing is overdue;
 - a gather request made on this node is published under a number of its own (``n = <P>requests += 1``,
@@ -13,15 +14,18 @@ store connection and do nothing but beat.  The leader, every ``period``:
 - *one merge per job*: of the requests seen within the gather window, the lowest-numbered wins.  Every
   node writes the winner into its ``dump_dir`` (``"relayed": true``, dated by this node's clock), where
   the local watchdogs answer it as their own; a node whose own request lost writes the winner with
-  ``"supersedes": <its own id>`` and its watchdog leaves the merge to the winner's node.  Answers to any
-  request of the window count for the winner;
+  ``"supersedes": <its own id>`` and its watchdog leaves the merge to the winner's node.  Requests
+  numbered after the first one a node read are counted, not read.  Answers to any request of the window
+  count for the winner; during a gather a node that does not merge reads the store once a period;
 - while a gather is on, the node's states (also a dead or frozen rank's, which cannot relay itself) go out
   as one bundle per node (zlib + base64 JSON; ``<P>node/<slot>``, then ``<P>node_ready/<slot>`` += 1 and
-  ``<P>ready_all`` += 1), each with a summary of its stacks: the main thread of the last dump (what the
-  verdict reads), not the whole file, which stays on its node (``stacks_remote`` names host and path);
-- the winner's node reads ``<P>ready_all`` each period and only when it moved, the nodes' counters and
-  the bundles that changed, into its ``dump_dir``, where its watchdog merges them with the local ones;
-- the merged verdict goes back out (``<P>verdict/<n>``), and every other node writes it into its
+  ``<P>ready_all`` += 1), labelled with the number of the request the node takes for the merge's, each
+  state with a summary of its stacks: the main thread of the last dump (what the verdict reads), not the
+  whole file, which stays on its node (``stacks_remote`` names host and path);
+- the winner's node reads ``<P>ready_all`` each step and only when it moved, the nodes' counters and
+  the bundles that changed and are labelled with its request, each into one file of its ``dump_dir``
+  (``states-node<slot>.json``), where its watchdog merges them with the local ones;
+- the merged verdict goes back out (``<P>verdict/<n>``, squeezed), and every other node writes it into its
   ``dump_dir`` (``"relayed_from"``), so ``on_hang`` callbacks and ``report DIR`` see it on every node.
 
 No clock is compared across nodes.  Only ``set``, ``get`` and ``add`` are used (``get`` only of keys known
