@@ -38,7 +38,8 @@ def expected_record(caps, previous=None):
         per_build[build()] = feats[name]
         feats[name] = per_build
     out = {"torch_version": caps["torch_version"], "features": feats, "auto": caps["auto"],
-           "usable_sources": sorted(s for s, r in caps["sources"].items() if r["usable"])}
+           "usable_sources": sorted(s for s, r in caps["sources"].items() if r["usable"]),
+           "funcol": caps.get("funcol")}
     # how NCCL groups are followed (compat.nccl_probe): a CPU wheel has no NCCL, so per build too
     for name in ("nccl", "nccl_plan"):
         per_build = dict((previous or {}).get(name) or {})

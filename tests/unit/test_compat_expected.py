@@ -41,6 +41,13 @@ def test_auto_source_and_usable_sources_match_the_record(expected):
     assert sorted(s for s, r in CAPS["sources"].items() if r["usable"]) == expected["usable_sources"]
 
 
+def test_functional_collectives_kind_matches_the_record(expected):
+    """native (C++ ops, wrapped by sources/funcol.py), python (through torch.distributed) or none."""
+    if "funcol" not in expected:
+        pytest.skip("functional collectives not recorded for %s" % LINE)
+    assert CAPS["funcol"] == expected["funcol"]
+
+
 @pytest.mark.parametrize("key", ["nccl", "nccl_plan"])
 def test_nccl_probes_and_plan_match_the_record_of_this_build(expected, key, monkeypatch):
     """The NCCL plan of this line (recorder on by default, turned on by enable(), or the patch source with
