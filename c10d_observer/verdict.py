@@ -575,8 +575,10 @@ def public(v):
 
 
 def write(directory, v):
-    _report.write_atomic(os.path.join(directory, VERDICT_JSON), public(v))
+    """verdict.txt, then verdict.json: whoever waits for the JSON (the on_hang callback, the pytest plugin,
+    users' scripts) finds the text beside it."""
     tmp = os.path.join(directory, ".tmp-%d-%s" % (os.getpid(), VERDICT_TEXT))
     with open(tmp, "w") as f:
         f.write(format_text(v) + "\n")
     os.replace(tmp, os.path.join(directory, VERDICT_TEXT))
+    _report.write_atomic(os.path.join(directory, VERDICT_JSON), public(v))
