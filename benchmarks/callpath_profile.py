@@ -19,6 +19,10 @@ Configurations (those this torch cannot run are left out, with the reason):
   torch's own cost of calling Python hooks, the floor of the ``pg_hooks`` source.
 * ``observer:<source>``: ``c10d_observer.enable(source=...)`` for each source ``capabilities()`` calls
   usable.
+* ``observer:auto``: ``enable()`` with its default choice, under torch's own defaults (no flight-recorder
+  variable set, where the other configurations set ``TORCH_FR_BUFFER_SIZE=2000``): what a user of this
+  line pays.  ``.ci/matrix`` runs it on every line with ``PROFILE=1`` (``results/callpath/``;
+  ``benchmarks/callpath_lines.py`` makes the table).
 
 ``--top N`` also prints, per configuration, the N functions whose own instruction count grew most over the
 baseline (``callgrind_annotate``).  Needs valgrind (``valgrind``, ``callgrind_control``,
@@ -26,6 +30,7 @@ baseline (``callgrind_annotate``).  Needs valgrind (``valgrind``, ``callgrind_co
 """
 import argparse
 import functools
+import json
 import os
 import re
 import shutil
@@ -99,12 +104,13 @@ def usable_configs():
     if hasattr(C.ProcessGroup, "register_pre_hook"):
         out.append("noop_hooks")
     else:
-        skipped["noop_hooks"] = "ProcessGroup.register_pre_hook absent (torch 2.14+)"
+        skipped["noop_hooks"] = "ProcessGroup.register_pre_hook absent (it comes with torch 2.14)"
     for name, s in c10d_observer.capabilities()["sources"].items():
         if s["usable"]:
             out.append("observer:" + name)
         else:
             skipped["observer:" + name] = s["reason"]
+    out.append("observer:auto")
     return out, skipped
 
 
@@ -147,6 +153,9 @@ def run_config(config, calls, timeout):
         env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONHASHSEED="0",
                    TORCH_FR_BUFFER_SIZE=os.environ.get("TORCH_FR_BUFFER_SIZE", "2000"),
                    PYTHONPATH=os.pathsep.join([os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]))
+        if config == "observer:auto":  # torch's defaults: what auto does for a user who set nothing
+            for name in ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"):
+                env.pop(name, None)
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
                "--callgrind-out-file=" + os.path.join(work_dir, "cg.%p"), sys.executable, os.path.abspath(__file__),
                "--worker", config, str(calls), work_dir]
@@ -214,11 +223,21 @@ def main(argv=None):
     for n, why in sorted(skipped.items()):
         print("left out: %s: %s" % (n, why))
     import platform
+    auto = None
+    if "observer:auto" in configs:  # the plan auto follows under torch's defaults, from a fresh probe
+        code = ("import json, os\n[os.environ.pop(n, None) for n in ('TORCH_FR_BUFFER_SIZE', "
+                "'TORCH_NCCL_TRACE_BUFFER_SIZE')]\nimport c10d_observer\nc = c10d_observer.capabilities()\n"
+                "print(json.dumps([c['auto'], c['auto_plan']['cells']['collective']['gloo']]))")
+        out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, universal_newlines=True,
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(HERE),
+                                                                             os.environ.get("PYTHONPATH", "")])))
+        auto = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else None
     write_json(args.json, {
         "benchmark": "callpath_profile", "format_version": 1, "torch_version": torch.__version__,
         "python_version": platform.python_version(), "calls": args.calls, "backend": "gloo", "world_size": 1,
         "unit": "instructions per call, main thread (callgrind)", "instructions_per_call": res,
-        "added_per_call": dict((c, res[c] - base) for c in configs[1:]), "skipped_configs": skipped})
+        "added_per_call": dict((c, res[c] - base) for c in configs[1:]), "skipped_configs": skipped,
+        "auto": {"source": auto[0], "gloo_collectives": auto[1]} if auto else None})
     return 0
 
 

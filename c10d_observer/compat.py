@@ -33,7 +33,7 @@ P2P_METHODS = {"send": 1, "recv": 1, "recv_anysource": None}  # method -> index 
 COMPOSITE_APIS = ("all_gather_object", "gather_object", "broadcast_object_list", "scatter_object_list",
                   "send_object_list", "recv_object_list", "batch_isend_irecv")
 
-SOURCES = ("hooks", "pg_hooks", "flight_recorder", "patch")  # best first
+SOURCES = ("hooks", "pg_hooks", "flight_recorder", "patch")  # what source= accepts (sources/table.py ranks them)
 
 # The tensor whose size must agree across the ranks of a call (the call's size signature, channel.py):
 # "in" or "out", and for the patch source the index of the ProcessGroup method's argument that holds it.
@@ -79,7 +79,6 @@ def probe():
     if not caps["distributed_available"]:
         caps["sources"] = {s: {"usable": False, "reason": "torch.distributed is not available in this build"}
                            for s in SOURCES}
-        caps["auto"] = None
         caps["nccl"], caps["nccl_plan"] = {}, _nccl_plan({"available": False}, False)
         return caps
     from torch._C import _distributed_c10d as C
@@ -109,7 +108,7 @@ def probe():
     srcs["pg_hooks"] = ({"usable": True, "reason": "ProcessGroup.register_pre_hook/register_post_hook on "
                                                    "every group"} if feats["pg_pre_post_hooks"] else
                         {"usable": False, "reason": "ProcessGroup.register_pre_hook/register_post_hook "
-                                                    "absent (torch 2.14+)"})
+                                                    "absent (they come with torch 2.14)"})
     if not feats["flight_recorder"] or not feats["flight_recorder_json"]:
         srcs["flight_recorder"] = {"usable": False, "reason": "torch._C._distributed_c10d._dump_fr_trace(_json) "
                                                               "absent (torch 2.8+)"}
@@ -118,7 +117,6 @@ def probe():
     srcs["patch"] = ({"usable": True, "reason": "wraps %d ProcessGroup methods" % len(feats["pg_methods"])}
                      if feats["pg_methods"] else
                      {"usable": False, "reason": "no ProcessGroup collective methods found"})
-    caps["auto"] = next((s for s in SOURCES if srcs[s]["usable"]), None)
     caps["nccl"], caps["nccl_plan"] = nccl_probe(fr_on)
     caps["funcol"] = funcol_kind()
     return caps

@@ -42,9 +42,13 @@ def capabilities():
     if _caps[0] is None:
         from . import sources as _sources
         caps = compat.probe()
-        if caps.get("auto"):
-            caps["auto_plan"] = _sources.plan(caps["auto"], caps, auto=True)
-            caps["auto_rejected"] = _sources.rejected(caps["auto"], caps)
+        # what source="auto" does, from the dispatch table (sources/table.py): the source making gloo's
+        # collective events, the whole plan, and why the others make none
+        plan = _sources.make_plan(None, caps, auto=True)
+        caps["auto"] = plan.main_source()
+        if caps["auto"]:
+            caps["auto_plan"] = plan.view()
+            caps["auto_rejected"] = _sources.rejected(None, caps, auto=True)
         _caps[0] = caps
     return json.loads(json.dumps(_caps[0]))
 
@@ -117,7 +121,7 @@ class Observer(object):
         from . import sources as _sources
         self.nccl_on = _nccl_recorder_on(caps, self.auto or self.source == "flight_recorder")
         self.plan = _sources.plan(self.source, caps, self.auto, self.nccl_on)
-        self.rejected = _sources.rejected(self.source, caps)
+        self.rejected = _sources.rejected(self.source, caps, self.auto)
         self.watchdog_pid = None
         self.stack_path = None
         self._proc = None
@@ -199,12 +203,10 @@ class Observer(object):
         if os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("C10D_OBSERVER_QUIET", "") in ("", "0"):
             # one line per node, by default (C10D_OBSERVER_QUIET=1: none); the full plan is in the log below
             sys.stderr.write("c10d_observer: watching collectives with source %s%s; timeout %g s, poll %g s; "
-                             "reports in %s\n" % (self.source, "" if self.plan.get("nccl", "").startswith("none")
-                                                   else " (NCCL: %s)" % self.plan["nccl"].split(" (")[0],
-                                                   cfg.timeout, cfg.poll_interval, cfg.dump_dir))
-        log.info("c10d_observer: enabled on rank %s: source %s (%s; better sources not used: %s); timeout %g s, "
-                 "poll %g s, dump_dir %s, watchdog pid %d", rank, self.source,
-                 ", ".join("%s by %s" % kv for kv in sorted(self.plan.items()) if kv[0] != "report_fr_entries"),
+                             "reports in %s\n" % (self.source, _sources.table.view_brief(self.plan), cfg.timeout,
+                                                   cfg.poll_interval, cfg.dump_dir))
+        log.info("c10d_observer: enabled on rank %s: source %s (%s; not used for gloo's collectives: %s); "
+                 "timeout %g s, poll %g s, dump_dir %s, watchdog pid %d", rank, self.source, _sources.table.view_text(self.plan),
                  "; ".join("%s: %s" % kv for kv in self.rejected.items()) or "none", cfg.timeout,
                  cfg.poll_interval, cfg.dump_dir, self.watchdog_pid)
 
@@ -391,7 +393,7 @@ def _nccl_recorder_on(caps, wanted):
     if any("nccl" in compat.backend_name(pg) for pg in compat.all_groups()):
         log.info("c10d_observer: torch's NCCL flight recorder is off (its default through torch 2.10) and NCCL "
                  "groups exist already: NCCL calls are watched by the patch source (DDP's C++ all-reduce through "
-                 "its comm hook; functional collectives not seen).  Call enable() before init_process_group, or "
+                 "its comm hook; functional collectives through their ops' wrappers).  Call enable() before init_process_group, or "
                  "set %s=%d, to have the recorder", compat.NCCL_TRACE_ENV, compat.NCCL_TRACE_SIZE)
         return False
     return "enable"

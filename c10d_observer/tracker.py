@@ -10,8 +10,11 @@ A call ends when its work completes.  A source puts the work in ``waiting`` (CPU
 covers async works nobody waits on) or hands it to the group's ``gpu`` (GPU backends, where ``wait()``
 returns before the GPU has finished: gpu.GpuCompletion, which also follows calls that return no work).
 
-Which source makes a group's collective events is the plan's decision, asked once per group
-(``native_for``): ``_Group.native`` names the recorder or hook that does, None where the patch source does.
+Which source makes a group's events is the plan's decision (sources/table.py), asked once per group
+(``native_for``): ``_Group.native`` (collectives), ``native_p2p`` and ``native_functional`` name the
+recorder or hook that does, None where the call-path wrappers do.  Sources read them and never write them.
+
+The API that issued a call (``all_gather_object`` issues two all_gathers) is per thread: ``tracker.ctx.api``.
 """
 import logging
 import threading
@@ -54,7 +57,7 @@ class _Group(object):
     """
 
     __slots__ = ("desc", "coll", "sends", "recvs", "sides", "ranks", "wait_done", "sink", "gpu", "tracker",
-                 "batch", "native")
+                 "batch", "native", "native_p2p", "native_functional")
 
     def __init__(self, tracker, desc, pg=None):
         self.tracker = tracker
@@ -63,9 +66,9 @@ class _Group(object):
         self.wait_done = desc.get("backend") in _WAIT_MEANS_DONE
         self.sink = tracker.waiting  # where a CPU backend's works go
         self.gpu = None if self.wait_done else tracker.gpu  # follows a GPU backend's calls
-        # the recorder or hook that makes this group's collective events (the patch source's wrappers pass
-        # its calls through), or None: the patch source does
-        self.native = tracker.native_for(pg, desc)
+        # the recorder or hook that makes this group's events (the wrappers pass its calls through), or
+        # None: the wrappers do
+        self.plan(pg)
         self.coll = tracker._stream(dict(desc, kind="collective", stream=desc["group"]))
         if self.native is None and pg is not None:
             # number its collectives after torch's own count of those issued so far (NCCL, torch 2.5+),
@@ -77,6 +80,13 @@ class _Group(object):
         self.recvs = {}
         self.batch = None  # the calls of an open coalescing block (sources.patch._Batch)
         self.sides = {}
+
+    def plan(self, pg):
+        """Ask the plan again who makes this group's events (a recorder turned out not to record it)."""
+        native_for = self.tracker.native_for
+        self.native = native_for(pg, self.desc)
+        self.native_p2p = native_for(pg, self.desc, "p2p")
+        self.native_functional = native_for(pg, self.desc, "functional")
 
     def side(self, op_name):
         """A stream of its own for one op a native source does not see (``<group>:monitored_barrier``),
@@ -110,6 +120,14 @@ class _Group(object):
 _UNTRACKED = _Untracked()
 
 
+class _CallContext(threading.local):
+    """What the calling thread is inside of: ``api``, the code of the composite API (``all_gather_object``,
+    DDP's gradient all-reduce) whose calls are being issued, 0 for none.  A class attribute, so that a
+    thread that never set it reads 0 without an initialiser."""
+
+    api = 0
+
+
 class Tracker(object):
     def __init__(self, writer, completion_period):
         self.channel = writer
@@ -117,11 +135,11 @@ class Tracker(object):
         self.waiting = {}  # work -> (stream, seq): CPU backends, done when wait() returns or polled done
         self.gpu = _gpu.GpuCompletion()  # GPU backends: done when the GPU has finished
         self.polling = self.gpu.works
-        self.native_for = lambda pg, desc: None  # set by the plan (sources.Dispatch)
+        self.native_for = lambda pg, desc, kind="collective": None  # set by the plan (sources.Dispatch)
         self.seq_base = lambda pg, desc: None  # torch's count of a group's calls before we saw it (Dispatch)
         self.check_handler = lambda: None  # is the observer's signal handler still in place (observer.py)
         self.pollers = []  # more completion checks run by the poller (sources.funcol)
-        self.api = 0  # API code of the composite call now running (see channel.APIS), 0 for none
+        self.ctx = _CallContext()  # per thread: the API code of the composite call running (callword.APIS)
         self.rank = -1
         try:
             self.dtype_codes = compat.dtype_codes()  # for the calls' size signatures (channel.encode_sig)
@@ -146,6 +164,12 @@ class Tracker(object):
         key = ("name", name)
         return self.groups.get(key) or self._register(
             key, lambda: {"group": str(name), "name": str(name), "ranks": None, "backend": backend})
+
+    def replan(self, pg):
+        """A group's sources changed (a recorder does not record it): its next calls go where the plan says."""
+        g = self.groups.get(pg)
+        if g is not None:
+            g.plan(pg)
 
     def _register(self, key, describe, pg=None):
         with self._lock:

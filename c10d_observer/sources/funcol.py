@@ -104,7 +104,7 @@ class FuncolSource(object):
                     g = by_name[name] = tracker.group_by_name(name)
             except Exception:  # an odd group must never break the collective
                 return orig(*args, **kwargs)
-            if g.native:
+            if g.native_functional:
                 return orig(*args, **kwargs)
             word = code
             if size_index is not None and len(args) > size_index:

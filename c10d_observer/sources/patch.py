@@ -85,6 +85,7 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
     rest (benchmarks/README.md, where the time goes)."""
     groups = tracker.groups
     get_group = tracker.group
+    ctx = tracker.ctx
     plain = p2p is None and side is None
     peer_index, peer_kw, is_send = p2p if p2p is not None else (None, None, False)
     size_arg = compat.SIZE_TENSOR.get(_ch.OPS[op], (None, None))[1]
@@ -101,9 +102,9 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
             if g.native:
                 return orig(self, *args, **kwargs)
             st = g.coll
-        elif side is not None:
-            st = g.sides.get(side) or g.side(side)
-        elif g.native == "pg_hooks":  # its hooks see its p2p calls
+        elif side is not None:  # an op no native source sees: its own stream where one sees the others
+            st = (g.sides.get(side) or g.side(side)) if g.native else g.coll
+        elif g.native_p2p:  # pg_hooks where chosen: its hooks see p2p calls
             return orig(self, *args, **kwargs)
         else:
             if peer_index is None:
@@ -113,7 +114,7 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
             else:
                 peer = kwargs.get(peer_kw)
             st = (g.sends if is_send else g.recvs).get(peer) or g.p2p_stream(peer, is_send)
-        word = op | tracker.api << api_shift
+        word = op | ctx.api << api_shift
         if len(args) > size_arg:  # the size signature, one tensor's dtype and numel: callword.encode_sig inlined
             x = args[size_arg]
             while x.__class__ is list:
@@ -218,15 +219,17 @@ def _make_wait_wrapper(tracker, orig):
 
 
 def _make_api_wrapper(tracker, orig, api_code):
+    ctx = tracker.ctx
+
     @functools.wraps(orig)
     def wrapper(*args, **kwargs):
-        if tracker.api:
+        if ctx.api:
             return orig(*args, **kwargs)
-        tracker.api = api_code
+        ctx.api = api_code
         try:
             return orig(*args, **kwargs)
         finally:
-            tracker.api = 0
+            ctx.api = 0
 
     return wrapper
 
@@ -251,16 +254,19 @@ def _make_group_call_wrapper(tracker, orig, op, api_code):
 
 
 class PatchSource(object):
-    """Wraps every ProcessGroup method that issues an op (the ``patch`` source), or, as the gap filler of
-    a native source, only some: ``methods`` (None: all), ``side`` (methods whose calls go on a side
-    stream).  Collectives on groups a native source covers pass through (``_Group.native``).
-    ``wait``: end CPU-backend calls when Work.wait() returns (else the completion poller ends them);
-    ``ddp``: register the DDP comm hook that makes DDP's C++ all-reduce visible."""
+    """Wraps the ProcessGroup methods that issue an op: ``methods`` (None: all; the plan wraps those whose
+    cells it makes, sources.build), ``side`` (methods whose calls go on a side stream of their own where a
+    native source makes the group's other collectives).  Calls on groups a native source covers pass
+    through (``_Group.native``, ``native_p2p``).  ``wait``: end CPU-backend calls when Work.wait() returns
+    (else the completion poller ends them); ``ddp``: register the DDP comm hook that makes DDP's C++
+    all-reduce visible; ``coalescing``: follow ``_start_coalescing`` blocks (None: with every method)."""
 
     name = "patch"
 
-    def __init__(self, tracker, methods=None, side=(), wait=True, composites=True, ddp=True, registry=None):
+    def __init__(self, tracker, methods=None, side=(), wait=True, composites=True, ddp=True, coalescing=None,
+                 registry=None):
         self.tracker = tracker
+        self.coalescing = methods is None if coalescing is None else coalescing
         self.registry = registry if registry is not None else PatchRegistry()
         self.methods = methods
         self.side = frozenset(side)
@@ -273,7 +279,7 @@ class PatchSource(object):
         t = self.tracker
         reg = self.registry
         pg_cls = compat.process_group_class()
-        if self.methods is None and "_start_coalescing" in vars(pg_cls) and "_end_coalescing" in vars(pg_cls):
+        if self.coalescing and "_start_coalescing" in vars(pg_cls) and "_end_coalescing" in vars(pg_cls):
             reg.wrap(pg_cls, "_start_coalescing", lambda o: _make_start_coalescing_wrapper(t, o))
             reg.wrap(pg_cls, "_end_coalescing", lambda o: _make_end_coalescing_wrapper(t, o))
         if self.wait:
@@ -375,12 +381,13 @@ def ddp_allreduce_hook(process_group, bucket):
     tensor, as_list = _bucket_tensor(bucket)
     tensor.div_(group.size())
     tracker = _ACTIVE_TRACKER[0]
-    if tracker is not None and not tracker.api:
-        tracker.api = _ch.API_CODES["ddp_gradient_allreduce"]
+    ctx = tracker.ctx if tracker is not None else None
+    if ctx is not None and not ctx.api:
+        ctx.api = _ch.API_CODES["ddp_gradient_allreduce"]
         try:
             work = dist.all_reduce(tensor, group=group, async_op=True)
         finally:
-            tracker.api = 0
+            ctx.api = 0
     else:
         work = dist.all_reduce(tensor, group=group, async_op=True)
     try:

@@ -45,8 +45,8 @@ class PgHooksSource(object):
     def hook_group(self, pg):
         t = self.tracker
         try:
-            if t.native_for(pg, None) not in (None, self.name):
-                return  # a recorder reports this group's calls at no cost per call (sources.Dispatch)
+            if t.native_for(pg, None) != self.name:
+                return  # the plan has another source make this group's events (sources/table.py)
         except Exception:
             pass
         groups = t.groups
@@ -57,6 +57,7 @@ class PgHooksSource(object):
         codes = self._codes
         op_of = self._op
         get_ident = threading.get_ident
+        ctx = t.ctx
         dtype_codes = t.dtype_codes
         # the op word's layout (callword.py), bound as locals: the call path reads no global
         api_shift, dtype_shift, sig_shift, numel_mask = _cw.API_SHIFT, _cw.DTYPE_SHIFT, _cw.SIG_SHIFT, _cw.NUMEL_MASK
@@ -81,7 +82,7 @@ class PgHooksSource(object):
                 st = g.p2p_stream(None if peer < 0 else peer, code == _SEND)
             else:
                 st = g.coll
-            word = code | t.api << api_shift
+            word = code | ctx.api << api_shift
             side = sides.get(code)
             if side is not None:  # the size signature: callword.encode_sig inlined (the call path)
                 xs = (args.output_tensors if side else args.input_tensors) or (

@@ -48,6 +48,18 @@ def test_functional_collectives_kind_matches_the_record(expected):
     assert CAPS["funcol"] == expected["funcol"]
 
 
+def test_autos_plan_matches_the_record_of_this_build(expected):
+    """The dispatch table's plan for source="auto" on this line (sources/table.py): which source makes
+    the events of each kind of call on each backend.  The README's support table is generated from these
+    records (tests/unit/test_dispatch_table.py)."""
+    recorded = (expected.get("auto_plan") or {}).get(BUILD)
+    if recorded is None:
+        pytest.skip("auto's plan not recorded for %s builds of %s" % (BUILD, LINE))
+    if any(os.environ.get(name, "").strip() for name in compat.FR_ENV):
+        pytest.skip("a flight-recorder variable is set: the record is of torch's defaults")
+    assert CAPS["auto_plan"]["cells"] == recorded
+
+
 @pytest.mark.parametrize("key", ["nccl", "nccl_plan"])
 def test_nccl_probes_and_plan_match_the_record_of_this_build(expected, key, monkeypatch):
     """The NCCL plan of this line (recorder on by default, turned on by enable(), or the patch source with

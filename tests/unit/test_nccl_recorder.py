@@ -86,7 +86,7 @@ def rig(monkeypatch, tmp_path):
     monkeypatch.setattr(compat, "rank_and_world", lambda: (0, 1))
     monkeypatch.setattr(fr, "time", clock)
     tr = _tracker.Tracker(writer, completion_period=1.0)
-    tr.native_for = lambda pg, desc: "nccl"  # the plan: this recorder makes the NCCL groups' events
+    tr.native_for = lambda pg, desc, kind="collective": None if kind == "p2p" else "nccl"  # the plan: this recorder makes the NCCL groups' events
     src = fr.FlightRecorderSource(tr, period=PERIOD_S, timeout=TIMEOUT_S, dump_dir=str(tmp_path),
                                   recorders=[fr.nccl_recorder()])
     src.activate("nccl")
