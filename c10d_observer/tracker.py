@@ -140,6 +140,9 @@ class Tracker(object):
         self.check_handler = lambda: None  # is the observer's signal handler still in place (observer.py)
         self.pollers = []  # more completion checks run by the poller (sources.funcol)
         self.ctx = _CallContext()  # per thread: the API code of the composite call running (callword.APIS)
+        # ids of the threads inside a composite call now: the call path reads ``ctx`` (a thread-local
+        # lookup, ~400 instructions) only while this is not empty; set.add/discard are atomic under the GIL
+        self.inside = set()
         self.rank = -1
         try:
             self.dtype_codes = compat.dtype_codes()  # for the calls' size signatures (channel.encode_sig)

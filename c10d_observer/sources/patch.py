@@ -86,6 +86,7 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
     groups = tracker.groups
     get_group = tracker.group
     ctx = tracker.ctx
+    inside = tracker.inside
     plain = p2p is None and side is None
     peer_index, peer_kw, is_send = p2p if p2p is not None else (None, None, False)
     size_arg = compat.SIZE_TENSOR.get(_ch.OPS[op], (None, None))[1]
@@ -114,7 +115,7 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
             else:
                 peer = kwargs.get(peer_kw)
             st = (g.sends if is_send else g.recvs).get(peer) or g.p2p_stream(peer, is_send)
-        word = op | ctx.api << api_shift
+        word = op | ctx.api << api_shift if inside else op
         if len(args) > size_arg:  # the size signature, one tensor's dtype and numel: callword.encode_sig inlined
             x = args[size_arg]
             while x.__class__ is list:
@@ -225,13 +226,30 @@ def _make_api_wrapper(tracker, orig, api_code):
     def wrapper(*args, **kwargs):
         if ctx.api:
             return orig(*args, **kwargs)
-        ctx.api = api_code
-        try:
+        with _Inside(tracker, api_code):
             return orig(*args, **kwargs)
-        finally:
-            ctx.api = 0
 
     return wrapper
+
+
+class _Inside(object):
+    """The calling thread is inside a composite call (``api_code``) while in this block (tracker.ctx)."""
+
+    __slots__ = ("tracker", "code", "tid")
+
+    def __init__(self, tracker, code):
+        self.tracker = tracker
+        self.code = code
+        self.tid = threading.get_ident()
+
+    def __enter__(self):
+        self.tracker.ctx.api = self.code
+        self.tracker.inside.add(self.tid)
+
+    def __exit__(self, *exc):
+        self.tracker.ctx.api = 0
+        self.tracker.inside.discard(self.tid)
+        return False
 
 
 def _make_group_call_wrapper(tracker, orig, op, api_code):
@@ -381,13 +399,9 @@ def ddp_allreduce_hook(process_group, bucket):
     tensor, as_list = _bucket_tensor(bucket)
     tensor.div_(group.size())
     tracker = _ACTIVE_TRACKER[0]
-    ctx = tracker.ctx if tracker is not None else None
-    if ctx is not None and not ctx.api:
-        ctx.api = _ch.API_CODES["ddp_gradient_allreduce"]
-        try:
+    if tracker is not None and not tracker.ctx.api:
+        with _Inside(tracker, _ch.API_CODES["ddp_gradient_allreduce"]):
             work = dist.all_reduce(tensor, group=group, async_op=True)
-        finally:
-            ctx.api = 0
     else:
         work = dist.all_reduce(tensor, group=group, async_op=True)
     try:

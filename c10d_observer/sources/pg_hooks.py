@@ -58,6 +58,7 @@ class PgHooksSource(object):
         op_of = self._op
         get_ident = threading.get_ident
         ctx = t.ctx
+        inside = t.inside
         dtype_codes = t.dtype_codes
         # the op word's layout (callword.py), bound as locals: the call path reads no global
         api_shift, dtype_shift, sig_shift, numel_mask = _cw.API_SHIFT, _cw.DTYPE_SHIFT, _cw.SIG_SHIFT, _cw.NUMEL_MASK
@@ -82,7 +83,7 @@ class PgHooksSource(object):
                 st = g.p2p_stream(None if peer < 0 else peer, code == _SEND)
             else:
                 st = g.coll
-            word = code | ctx.api << api_shift
+            word = code | ctx.api << api_shift if inside else code
             side = sides.get(code)
             if side is not None:  # the size signature: callword.encode_sig inlined (the call path)
                 xs = (args.output_tensors if side else args.input_tensors) or (

@@ -137,3 +137,38 @@ def test_a_p2p_call_that_returns_no_work_ends_at_once(rig):
     pg.coalescing = True  # the backend returns None, but no block was opened through the wrappers
     assert wrap("send")(pg, ["t"], 1) is None
     assert in_flight() == {} and not tr.polling
+
+
+def test_the_api_that_issued_a_call_is_per_thread(rig):
+    """A thread inside a composite call (all_gather_object) labels its own calls; a call another thread
+    issues meanwhile is not labelled (it was process-wide before: the other thread's call got the label)."""
+    import threading
+    from c10d_observer import callword as cw
+    tr, group, wrap, in_flight = rig
+    a, b = group("gloo"), group("mpi")  # two groups, so that each call has a stream to itself
+    allreduce = wrap("allreduce")
+    code = cw.API_CODES["all_gather_object"]
+    entered, release = threading.Event(), threading.Event()
+
+    def composite(pg):
+        allreduce(pg, ["t"])
+        entered.set()
+        release.wait(30)
+
+    api = patch._make_api_wrapper(tr, composite, code)
+    t = threading.Thread(target=api, args=(a,))
+    t.start()
+    try:
+        assert entered.wait(30)
+        assert tr.inside == {t.ident}
+        allreduce(b, ["t"])  # this thread is inside no composite call
+    finally:
+        release.set()
+        t.join(30)
+    assert tr.inside == set() and tr.ctx.api == 0
+    reader = ch.ChannelReader.attach(tr.channel)
+    try:
+        ops = {st.desc["stream"]: cw.decode_op(st.oldest[1]) for st in reader.snapshot() if st.oldest}
+    finally:
+        reader.close()
+    assert ops == {"g-gloo": ("all_reduce", "all_gather_object"), "g-mpi": ("all_reduce", "")}
