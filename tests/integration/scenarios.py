@@ -650,6 +650,39 @@ def funcol_skip(ctx):
     ctx.record(restored=packet is None or vars(packet).get("_op") is before)
 
 
+def compiled_funcol_skip(ctx):
+    """A functional all_reduce inside a torch.compile'd graph (backend aot_eager: no C++ compiler needed),
+    rank 1 away.  The graph calls the op overloads directly, past the funcol wrappers on the op packets:
+    only a source that sees the group's calls in C++ (a recorder, pg_hooks) can see it."""
+    funcol = _funcol()
+
+    def step(t):
+        return funcol.all_reduce(t, "sum", dist.group.WORLD).wait() * 1.0
+
+    try:
+        compiled = torch.compile(step, backend="aot_eager", fullgraph=True)
+        t = compiled(torch.ones(4))  # compiling takes seconds: before enable()
+    except Exception as e:  # this torch's dynamo cannot trace it
+        ctx.record(compiled="no: %s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0][:200]))
+        return
+    packet = torch.ops._c10d_functional.all_reduce
+    calls = []
+    _enable(ctx)
+    ctx.record(compiled="yes")
+    inner = vars(packet).get("_op")
+    if callable(inner):  # counts calls through the packet (the funcol wrappers' way in)
+        packet._op = lambda *a, **k: (calls.append(1), inner(*a, **k))[1]
+    for _ in range(3):
+        t = compiled(t)  # healthy compiled calls
+    if ctx.rank == 1:
+        ctx.stall_until_released()
+    t = compiled(t)
+    if callable(inner):
+        packet._op = inner
+    ctx.record(result=t[0].item(), packet_calls=len(calls))
+    c10d_observer.disable()
+
+
 def dtensor_skip(ctx):
     """A DTensor redistribution (Shard -> Replicate: a functional all_gather) with rank 1 late."""
     try:
