@@ -109,6 +109,11 @@ class CountingStore(object):
         return self._s.add(key, n)
 
 
+def dist_tcpstore_client(port, _dt):
+    import torch.distributed as dist
+    return dist.TCPStore("127.0.0.1", port, 1, False, _dt.timedelta(seconds=30))
+
+
 def start_server():
     p = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          universal_newlines=True)
@@ -129,6 +134,19 @@ def server_connections(pid):
         except OSError:
             pass
     return n - 1  # the listening socket
+
+
+def settled_connections(pid, timeout=5.0):
+    """server_connections once the count has held for 0.3 s: a torch 1.9-era client opens a second socket
+    (its watch listener) a moment after the first, so a count read at once may miss it."""
+    last, t_end = server_connections(pid), time.monotonic() + timeout
+    since = time.monotonic()
+    while time.monotonic() < t_end and time.monotonic() - since < 0.3:
+        time.sleep(0.05)
+        n = server_connections(pid)
+        if n != last:
+            last, since = n, time.monotonic()
+    return last
 
 
 def rss_bytes():
@@ -256,7 +274,13 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
     shm = tempfile.mkdtemp(prefix="c10d-scale-shm-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     import torch.distributed  # noqa: F401  (imported before the memory baseline)
     server, port = start_server()
-    base_connections = server_connections(server.pid)  # the server's own client
+    import datetime as _dt
+    base_connections = settled_connections(server.pid)  # the server's own client
+    # sockets per client (more than one where torch's client keeps a second socket, as torch 1.9's watch
+    # listener may): a probe client, kept open to the end so that it is counted on both sides
+    probe = dist_tcpstore_client(port, _dt)
+    per_client = max(1, settled_connections(server.pid) - base_connections)
+    base_connections += per_client
     counter = Counter()
     clock = NodeClock()
     sim = {"connect_ns": 0}  # the simulated time (ns) at the start of a round, and its bookkeeping
@@ -364,7 +388,8 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
     result["idle_store_ops_per_min"] = round((counter.ops - ops0) * 60.0 / el, 1)
     result["idle_store_ops_per_node_per_poll"] = round((counter.ops - ops0) * poll / el / nodes_n, 3)
     result["idle_server_cpu_pct"] = round(100.0 * (server_cpu_s(server.pid) - cpu0) / el, 2)
-    result["server_connections"] = server_connections(server.pid) - base_connections
+    result["server_connections"] = round((settled_connections(server.pid) - base_connections) / float(per_client), 2)
+    result["server_sockets_per_client"] = per_client
 
     # the hang: every rank enters its call at the same simulated moment
     t_hang = sim["now"]
@@ -411,6 +436,7 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
     for r in ranks:
         r.close()
     gc.unfreeze()
+    del probe
     server.kill()
     server.wait()
     shutil.rmtree(root, ignore_errors=True)
