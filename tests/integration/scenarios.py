@@ -629,23 +629,29 @@ def _funcol():
     return funcol
 
 
+def _waited(funcol, x):
+    """The result of a functional collective, waited: ``AsyncCollectiveTensor.wait()`` from torch 2.2,
+    ``wait_tensor`` on 2.1 (whose AsyncCollectiveTensor has no ``wait``)."""
+    return x.wait() if hasattr(x, "wait") else funcol.wait_tensor(x)
+
+
 def funcol_skip(ctx):
     """Rank 1 is away before a functional all_reduce (what DTensor and tensor parallelism issue; from
     torch 2.3 it runs in C++, past every ProcessGroup wrapper); rank 0 waits on its result."""
     funcol = _funcol()
     t = torch.ones(4)
-    funcol.all_reduce(t, "sum", dist.group.WORLD).wait()  # torch's first call takes seconds: before enable()
+    _waited(funcol, funcol.all_reduce(t, "sum", dist.group.WORLD))  # torch's first call takes seconds: before enable()
     packet = getattr(getattr(torch.ops, "_c10d_functional", None), "all_reduce", None)
     before = vars(packet).get("_op") if packet is not None else None
     _enable(ctx)
     ctx.record(wrapped=packet is not None and vars(packet).get("_op") is not before)
     for _ in range(3):
-        t = funcol.all_reduce(t, "sum", dist.group.WORLD).wait()  # healthy calls, waited
+        t = _waited(funcol, funcol.all_reduce(t, "sum", dist.group.WORLD))  # healthy calls, waited
     if ctx.rank == 1:
         ctx.stall_until_released()
     out = funcol.all_reduce(t, "sum", dist.group.WORLD)
     ctx.record(issued=True)
-    ctx.record(result=out.wait()[0].item())
+    ctx.record(result=_waited(funcol, out)[0].item())
     c10d_observer.disable()
     ctx.record(restored=packet is None or vars(packet).get("_op") is before)
 
