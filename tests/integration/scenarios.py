@@ -630,7 +630,7 @@ def _funcol():
 
 
 def _waited(funcol, x):
-    """The result of a functional collective, waited: ``AsyncCollectiveTensor.wait()`` from torch 2.2,
+    """The result of a functional collective, waited: ``AsyncCollectiveTensor.wait()`` where it exists,
     ``wait_tensor`` on 2.1 (whose AsyncCollectiveTensor has no ``wait``)."""
     return x.wait() if hasattr(x, "wait") else funcol.wait_tensor(x)
 
