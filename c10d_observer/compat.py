@@ -7,6 +7,7 @@ backends) lives here too, so that a torch change is mended in one place.
 import importlib
 import os
 import socket
+import sys
 
 from packaging.version import Version, InvalidVersion
 
@@ -613,15 +614,31 @@ def funcol_ops():
 
 
 def funcol_kind():
-    """How this torch runs the functional collectives: "native" (C++ ops, 2.3+), "python" (through
-    torch.distributed, 2.1-2.2's default), or None (none)."""
-    if funcol_ops() is not None:
-        return "native"
+    """How this torch runs the functional collectives: "native" (the public API calls the C++ ops of
+    ``torch.ops._c10d_functional``, 2.3+), "python" (through torch.distributed: 2.1, and 2.2, whose C++ ops
+    exist but which the public API does not call), or None (none)."""
     try:
-        import torch.distributed._functional_collectives  # noqa: F401
+        fc = importlib.import_module("torch.distributed._functional_collectives")
     except Exception:
         return None
-    return "python"
+    return "native" if funcol_ops() is not None and _funcol_api_native(fc) else "python"
+
+
+def _funcol_api_native(fc):
+    """Whether ``funcol.all_reduce`` calls the native ops: its code names ``_c10d_functional`` (2.3+; 2.2
+    names only the Python-implemented ``c10d_functional``), and torch's own switch, where it has one
+    (``native_funcol_enabled``, off with TORCH_DISABLE_NATIVE_FUNCOL=1 on some releases), is on."""
+    code = getattr(getattr(fc, "all_reduce", None), "__code__", None)
+    if code is None or "_c10d_functional" not in code.co_names:
+        return False
+    for owner in (fc, sys.modules.get("torch.distributed._functional_collectives_impl")):
+        switch = getattr(owner, "native_funcol_enabled", None)
+        if callable(switch):
+            try:
+                return bool(switch())
+            except Exception:
+                return True
+    return True
 
 
 def _is_compiling():
