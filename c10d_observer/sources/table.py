@@ -121,8 +121,10 @@ class Plan(object):
         return rows[0] if rows else None
 
     def uses(self, row):
-        """Whether ``row`` makes the events of some cell, or stands next in line behind one that may not."""
-        return any(row in rows[:2] for rows in self.cells.values())
+        """Whether ``row`` makes the events of some cell.  (The row next in line behind a recorder is
+        always ``patch``, whose wrappers are always installed.)  A recorder that makes none is read for
+        the entries reports carry only."""
+        return any(rows[:1] == (row,) for rows in self.cells.values())
 
     def main_source(self):
         """The source= value of the row that makes gloo's collective events: what "the source" of a

@@ -128,6 +128,17 @@ def test_a_group_a_recorder_does_not_record_goes_to_the_next_row_in_its_cell():
     assert chosen.native_for(pg, gloo, "monitored_barrier") is None
 
 
+def test_a_recorder_behind_a_chosen_source_makes_no_events():
+    """source="patch" on a torch whose recorders record: the wrappers make every event, the recorders are
+    read for the entries reports carry only (their reader ignores groups whose events they make)."""
+    c = caps(fr=True, pg_hooks=True, nccl="default", nccl2=True)
+    chosen = table.Plan(c, "patch")
+    assert not any(chosen.uses(r) for r in ("gloo_recorder", "nccl_recorder", "nccl2_recorder", "pg_hooks"))
+    assert chosen.uses("patch") and chosen.uses("funcol")
+    auto = table.Plan(c, None)
+    assert auto.uses("gloo_recorder") and auto.uses("nccl2_recorder") and not auto.uses("pg_hooks")
+
+
 def test_the_plan_view_is_json_and_says_why_and_at_what_cost():
     v = table.Plan(caps(fr=True, pg_hooks=True, nccl="default"), None).view()
     assert json.loads(json.dumps(v)) == v
