@@ -282,3 +282,24 @@ def test_report_reads_torchs_own_flight_recorder_dumps(job_factory):
     assert (h["op"], h["waiting_ranks"], h["missing_ranks"]) == ("all_reduce", [0], [1]), v
     assert v["culprit_ranks"] == [1] and v["ranks_reporting"] == [0, 1]
     assert any("torch_fr_rank_9.pkl" in p and "never loaded" in p for p in v["unreadable"]), v["unreadable"]
+
+
+def _recorder_records_gloo():
+    import c10d_observer
+    return c10d_observer.capabilities()["sources"]["flight_recorder"]["usable"]
+
+
+@pytest.mark.skipif(not _recorder_records_gloo(), reason="torch's flight recorder does not record gloo here")
+def test_the_recorders_entries_reach_the_state_whatever_source_makes_the_events(job_factory):
+    """source="patch" where the recorder records: the wrappers make the events, the recorder is read for
+    the entries reports and gathered states carry (the plan's recorder rows behind the chosen source make
+    no events; before that was mended their reader ignored every group)."""
+    job = job_factory("skip", 2, culprit=1, step=2, timeout=1.0, source="patch")
+    _verdict(job)
+    state = [json.load(open(os.path.join(job.dump_dir, n))) for n in os.listdir(job.dump_dir)
+             if n.startswith("state-rank0-")][0]
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    assert job.facts(0)["source"] == "patch"
+    entries = [e for g in (state["flight_recorder"] or {}).values() for e in g]
+    assert any(e["in_flight"] and e["profiling_name"].endswith("all_reduce") for e in entries), state
