@@ -40,10 +40,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-if os.path.dirname(HERE) not in sys.path:
-    sys.path.insert(0, os.path.dirname(HERE))
-
-from _results import write_json  # noqa: E402
+sys.path.insert(0, HERE)
+from _harness import RESULTS, child_env, write_json  # noqa: E402
 
 
 # -- the worker: runs under valgrind ---------------------------------------------------------------------
@@ -150,9 +148,8 @@ def _self_costs(path):
 def run_config(config, calls, timeout):
     work_dir = tempfile.mkdtemp(prefix="c10d_observer-cg-")
     try:
-        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONHASHSEED="0",
-                   TORCH_FR_BUFFER_SIZE=os.environ.get("TORCH_FR_BUFFER_SIZE", "2000"),
-                   PYTHONPATH=os.pathsep.join([os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]))
+        env = child_env(OMP_NUM_THREADS=1, PYTHONHASHSEED=0,
+                        TORCH_FR_BUFFER_SIZE=os.environ.get("TORCH_FR_BUFFER_SIZE", "2000"))
         if config == "observer:auto":  # torch's defaults: what auto does for a user who set nothing
             for name in ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"):
                 env.pop(name, None)
@@ -193,7 +190,7 @@ def main(argv=None):
     ap.add_argument("--configs", default=None, help="comma-separated (default: every usable one)")
     ap.add_argument("--top", type=int, default=0, help="also print the N functions that grew most")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per configuration step")
-    ap.add_argument("--json", default=os.path.join(HERE, "results", "callpath_profile.json"))
+    ap.add_argument("--json", default=os.path.join(RESULTS, "callpath_profile.json"))
     args = ap.parse_args(argv)
     for tool in ("valgrind", "callgrind_control", "callgrind_annotate"):
         if shutil.which(tool) is None:
@@ -229,8 +226,7 @@ def main(argv=None):
                 "'TORCH_NCCL_TRACE_BUFFER_SIZE')]\nimport c10d_observer\nc = c10d_observer.capabilities()\n"
                 "print(json.dumps([c['auto'], c['auto_plan']['cells']['collective']['gloo']]))")
         out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, universal_newlines=True,
-                             env=dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(HERE),
-                                                                             os.environ.get("PYTHONPATH", "")])))
+                             env=child_env())
         auto = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else None
     write_json(args.json, {
         "benchmark": "callpath_profile", "format_version": 1, "torch_version": torch.__version__,

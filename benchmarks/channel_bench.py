@@ -31,17 +31,14 @@ import multiprocessing
 import os
 import platform
 import shutil
-import statistics
 import sys
 import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _results import write_json  # noqa: E402
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from _harness import RESULTS, machine, summary, table, write_json  # noqa: E402
 
 from c10d_observer import channel as _ch  # noqa: E402
 from c10d_observer import tracker as _tracker  # noqa: E402
@@ -244,7 +241,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=7, help="repeats per variant (default 7)")
     ap.add_argument("--queue-iterations", type=int, default=None,
                     help="events per repeat for mp.Queue (default: --iterations / 4, it is slow)")
-    ap.add_argument("--json", default=os.path.join(HERE, "results", "channel.json"))
+    ap.add_argument("--json", default=os.path.join(RESULTS, "channel.json"))
     args = ap.parse_args(argv)
     qiter = args.queue_iterations or max(1000, args.iterations // 4)
 
@@ -271,39 +268,38 @@ def main(argv=None):
                     per_event.append(fn(n, ctx) / float(n))
                 finally:
                     gc.enable()
-            row = {"name": name, "description": desc, "iterations": n, "repeats": args.repeats,
-                   "ns_per_event_median": statistics.median(per_event), "ns_per_event_min": min(per_event),
-                   "ns_per_event_all": per_event, "sanity_ok": _check(ctx, name)}
+            row = {"name": name, "description": desc, "iterations": n, "repeats": args.repeats}
+            row.update(summary(per_event, prefix="ns_per_event_", keys=("median", "min")))
+            row.update({"ns_per_event_all": per_event, "sanity_ok": _check(ctx, name)})
             if name == "mp.Queue":
                 drained = [d / float(n) for d in ctx.pop("mpq_drained_ns")]
-                row["ns_per_event_until_drained_median"] = statistics.median(drained)
-                row["ns_per_event_until_drained_min"] = min(drained)
+                row.update(summary(drained, prefix="ns_per_event_until_drained_", keys=("median", "min")))
             results.append(row)
     finally:
         _teardown(ctx)
         shutil.rmtree(tmpdir, ignore_errors=True)
 
     base = next(r for r in results if r["name"] == "channel")["ns_per_event_median"]
-    print("ns per event (event = start + completion); median and min over %d repeats" % args.repeats)
-    print("%-15s %10s %10s %8s  %s" % ("variant", "median", "min", "x chan", "what"))
+    lines = []
     for r in results:
         if "skipped" in r:
-            print("%-15s %10s %10s %8s  skipped: %s" % (r["name"], "-", "-", "-", r["skipped"]))
+            lines.append([r["name"], None, None, None, "skipped: %s" % r["skipped"]])
             continue
-        print("%-15s %10.1f %10.1f %8.2f  %s%s" % (
-            r["name"], r["ns_per_event_median"], r["ns_per_event_min"], r["ns_per_event_median"] / base,
-            r["description"], "" if r["sanity_ok"] else "  [SANITY CHECK FAILED]"))
+        lines.append([r["name"], "%.1f" % r["ns_per_event_median"], "%.1f" % r["ns_per_event_min"],
+                      "%.2f" % (r["ns_per_event_median"] / base),
+                      r["description"] + ("" if r["sanity_ok"] else "  [SANITY CHECK FAILED]")])
         if "ns_per_event_until_drained_median" in r:
-            print("%-15s %10.1f %10.1f %8s  (same, timed until the consumer has taken every item)" % (
-                "  ..drained", r["ns_per_event_until_drained_median"], r["ns_per_event_until_drained_min"],
-                ""))
+            lines.append(["  ..drained", "%.1f" % r["ns_per_event_until_drained_median"],
+                          "%.1f" % r["ns_per_event_until_drained_min"], "",
+                          "(same, timed until the consumer has taken every item)"])
+    table(("variant", "median", "min", "x chan", "what"), lines, align="lrrrl",
+          title="ns per event (event = start + completion); median and min over %d repeats" % args.repeats)
 
     out = {
         "benchmark": "channel_bench",
         "python": sys.version.split()[0],
         "implementation": platform.python_implementation(),
-        "machine": {"platform": platform.platform(), "processor": platform.processor(),
-                    "uname": list(platform.uname()), "cpu_count": os.cpu_count()},
+        "machine": machine(),
         "iterations": args.iterations, "queue_iterations": qiter, "repeats": args.repeats,
         "unit": "ns per event (start + completion)",
         "results": results,

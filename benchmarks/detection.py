@@ -28,25 +28,16 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _results import write_json  # noqa: E402
+from _harness import RESULTS, summary, write_json  # noqa: E402
 
-import torch
-import torch.distributed as dist
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import c10d_observer  # noqa: E402
 
 
-def percentile(values, q):
-    v = sorted(values)
-    return v[min(len(v) - 1, int(round(q / 100.0 * (len(v) - 1))))]
-
-
-def _stats(values):
-    if not values:
-        return None
-    return {"min": min(values), "median": percentile(values, 50), "p99": percentile(values, 99),
-            "max": max(values)}
+def _stats(values):  # every sample kept: the figures can be recomputed
+    return summary(values, keys=("min", "median", "p99", "max"), keep_all=True)
 
 
 def _watch(path, verdict_path, stall_s):
@@ -81,8 +72,7 @@ def main():
     p.add_argument("--hangs", type=int, default=20)
     p.add_argument("--timeout", type=float, default=0.5)
     p.add_argument("--poll-interval", type=float, default=0.05)
-    p.add_argument("--json", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                                                  "detection.json"))
+    p.add_argument("--json", default=os.path.join(RESULTS, "detection.json"))
     a = p.parse_args()
     dist.init_process_group("gloo")
     rank = dist.get_rank()

@@ -55,17 +55,14 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import sys
 import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _results import write_json  # noqa: E402
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from _harness import RESULTS, fmt, loadavg, machine, summary, table, write_json  # noqa: E402
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -295,7 +292,7 @@ def _alive(pid):
 
 
 def _ms_stats(v):
-    return {"median": statistics.median(v), "min": min(v), "max": max(v), "n": len(v), "all": v} if v else None
+    return summary(v, keys=("median", "min", "max", "n"), keep_all=True)
 
 
 def measure_enable(cycles, timeout, dump_dir):
@@ -395,11 +392,7 @@ def _mem_max(cfg, key):
     return max(vals) if vals else None
 
 
-def _fmt(v, spec, none="-"):
-    return none if v is None else spec % v
-
-
-def _pct(v):
+def _percent(v):
     return None if v is None else v * 100.0
 
 
@@ -430,7 +423,7 @@ def main(argv=None):
     ap.add_argument("--calib-calls", type=int, default=1000)
     ap.add_argument("--warmup", type=int, default=100, help="calls before each busy phase")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
-    ap.add_argument("--json", default=os.path.join(HERE, "results", "footprint.json"))
+    ap.add_argument("--json", default=os.path.join(RESULTS, "footprint.json"))
     ap.add_argument("--local_rank", "--local-rank", type=int, default=None, help=argparse.SUPPRESS)
     args, _unknown = ap.parse_known_args(argv)
 
@@ -438,7 +431,7 @@ def main(argv=None):
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     t_start = time.time()
-    load_before = list(os.getloadavg())
+    load_before = loadavg()
     dump_dir = tempfile.mkdtemp(prefix="c10d_observer_footprint-r%d-" % rank)
 
     self_group = None
@@ -486,7 +479,7 @@ def main(argv=None):
         c10d_observer.disable()
         shutil.rmtree(dump_dir, ignore_errors=True)
     elapsed = time.time() - t_start
-    load_after = list(os.getloadavg())
+    load_after = loadavg()
 
     if rank == 0:
         report(args, everyone, world, elapsed, load_before, load_after)
@@ -502,12 +495,11 @@ def report(args, everyone, world, elapsed, load_before, load_after):
              " ".join("%.2f" % x for x in load_before), " ".join("%.2f" % x for x in load_after)))
     print()
     print("enable() / disable(), ms (first enable includes the capabilities probe and the imports)")
-    print("%-5s %9s %9s %9s %9s | %9s %9s" % ("rank", "first", "median", "min", "max", "dis first", "dis med"))
-    for r in everyone:
-        e = r["enable"]
-        print("%-5d %9.1f %9.1f %9.1f %9.1f | %9.1f %9.1f" % (
-            r["rank"], e["first_enable_ms"], e["enable_ms"]["median"], e["enable_ms"]["min"],
-            e["enable_ms"]["max"], e["first_disable_ms"], e["disable_ms"]["median"]))
+    table(("rank", "first", "median", "min", "max", "dis first", "dis med"),
+          [[r["rank"]] + ["%.1f" % v for v in (r["enable"]["first_enable_ms"], r["enable"]["enable_ms"]["median"],
+                                              r["enable"]["enable_ms"]["min"], r["enable"]["enable_ms"]["max"],
+                                              r["enable"]["first_disable_ms"], r["enable"]["disable_ms"]["median"])]
+           for r in everyone], align="l")
     print()
     print("busy phases: 4-byte all_reduce, requested %g/s" % args.rate)
     for name, c in everyone[0]["calibration"].items():
@@ -537,10 +529,10 @@ def report(args, everyone, world, elapsed, load_before, load_after):
                     r["rank"], c["config"], "%gs" % c["poll_interval"], mb("VmRSS"), mb("VmHWM"), mb("RssShmem"),
                     mb("Pss"), mb("USS"))) if first else " " * len(hdr.split(" |")[0])
                 print("%s | %-10s %8s %8s %7s | %8s" % (
-                    left, p["phase"], _fmt(_pct(w["cpu_share"]), "%7.3f%%"),
-                    _fmt(_pct(w["cpu_share_ticks"]), "%7.2f%%"),
-                    _fmt(w["wakeups_per_s"], "%7.1f"),
-                    _fmt(c.get("watchdog_startup_cpu_ms"), "%8.1f") if first else ""))
+                    left, p["phase"], fmt(_percent(w["cpu_share"]), "%7.3f%%"),
+                    fmt(_percent(w["cpu_share_ticks"]), "%7.2f%%"),
+                    fmt(w["wakeups_per_s"], "%7.1f"),
+                    fmt(c.get("watchdog_startup_cpu_ms"), "%8.1f") if first else ""))
                 first = False
     print()
 
@@ -568,19 +560,19 @@ def report(args, everyone, world, elapsed, load_before, load_after):
                     if i == 0:
                         left = "%-5d %-11s %-10s %9.0f %8.2f%% %9s %9s %9s" % (
                             r["rank"], c["config"], p["phase"], p["rate_achieved"], p["rank_cpu_share"] * 100,
-                            _fmt(d_share, "%+8.2f%%"), _fmt(p["rank_cpu_us_per_call"], "%9.1f"),
-                            _fmt(d_call, "%+9.1f"))
+                            fmt(d_share, "%+8.2f%%"), fmt(p["rank_cpu_us_per_call"], "%9.1f"),
+                            fmt(d_call, "%+9.1f"))
                     else:
                         left = " " * len(hdr2.split(" |")[0])
                     if tv is None:
                         print(left + " |")
                     else:
-                        print("%s | %-29s %8s %7s" % (left, tn, _fmt(_pct(tv["cpu_share"]), "%7.3f%%"),
-                                                      _fmt(tv["wakeups_per_s"], "%7.1f")))
+                        print("%s | %-29s %8s %7s" % (left, tn, fmt(_percent(tv["cpu_share"]), "%7.3f%%"),
+                                                      fmt(tv["wakeups_per_s"], "%7.1f")))
     print()
 
     # verdict
-    summary = {"targets": {"watchdog_rss_bytes_lt": TARGET_RSS_BYTES, "watchdog_cpu_share_lt": TARGET_CPU_SHARE},
+    verdict = {"targets": {"watchdog_rss_bytes_lt": TARGET_RSS_BYTES, "watchdog_cpu_share_lt": TARGET_CPU_SHARE},
                "per_config": {}}
     for label in obs_cfgs:
         rss, pss, uss, cpu_idle, cpu_busy = [], [], [], [], []
@@ -605,13 +597,13 @@ def report(args, everyone, world, elapsed, load_before, load_after):
         cpus = cpu_idle + cpu_busy
         s["cpu_pass"] = bool(cpus) and max(cpus) < TARGET_CPU_SHARE
         s["pass"] = s["rss_pass"] and s["cpu_pass"]
-        summary["per_config"][label] = s
+        verdict["per_config"][label] = s
         print("%-12s watchdog RSS max %s MB (PSS %s, USS %s): %s;  CPU max idle %s, busy %s of a core: %s" % (
-            label, _fmt(_mb(s["max_vmrss_bytes"]), "%.1f"), _fmt(_mb(s["max_pss_bytes"]), "%.1f"),
-            _fmt(_mb(s["max_uss_bytes"]), "%.1f"), "PASS" if s["rss_pass"] else "FAIL",
-            _fmt(_pct(s["max_cpu_share_idle"]), "%.3f%%"), _fmt(_pct(s["max_cpu_share_busy"]), "%.3f%%"),
+            label, fmt(_mb(s["max_vmrss_bytes"]), "%.1f"), fmt(_mb(s["max_pss_bytes"]), "%.1f"),
+            fmt(_mb(s["max_uss_bytes"]), "%.1f"), "PASS" if s["rss_pass"] else "FAIL",
+            fmt(_percent(s["max_cpu_share_idle"]), "%.3f%%"), fmt(_percent(s["max_cpu_share_busy"]), "%.3f%%"),
             "PASS" if s["cpu_pass"] else "FAIL"))
-    summary["pass"] = all(s["pass"] for s in summary["per_config"].values())
+    verdict["pass"] = all(s["pass"] for s in verdict["per_config"].values())
     checks = []
     for r in everyone:
         if r["enable"]["watchdogs_alive_after_disable"]:
@@ -627,8 +619,8 @@ def report(args, everyone, world, elapsed, load_before, load_after):
                 if c["recorded_calls"] < want:
                     checks.append("rank %d, %s: observer recorded %d calls, fewer than the %d timed" % (
                         r["rank"], c["config"], c["recorded_calls"], want))
-    summary["checks"] = checks
-    print("overall: %s%s" % ("PASS" if summary["pass"] else "FAIL",
+    verdict["checks"] = checks
+    print("overall: %s%s" % ("PASS" if verdict["pass"] else "FAIL",
                              "" if not checks else "; problems: " + "; ".join(checks)))
 
     out = {
@@ -636,14 +628,13 @@ def report(args, everyone, world, elapsed, load_before, load_after):
         "torch_version": torch.__version__,
         "python_version": platform.python_version(),
         "c10d_observer_version": c10d_observer.__version__,
-        "machine": {"processor": platform.processor(), "uname": list(platform.uname()),
-                    "platform": platform.platform(), "cpu_count": os.cpu_count(), "clk_tck": CLK_TCK},
+        "machine": dict(machine(), clk_tck=CLK_TCK),
         "backend": "gloo", "world_size": world, "torch_num_threads": torch.get_num_threads(),
         "args": {k: v for k, v in vars(args).items() if k != "local_rank"},
         "elapsed_s": elapsed, "loadavg_before": load_before, "loadavg_after": load_after,
         "units": {"memory": "kB as /proc reports them (KiB)", "cpu_share": "fraction of one core",
                   "enable": "ms"},
-        "summary": summary,
+        "summary": verdict,
         "ranks": everyone,
     }
     write_json(args.json, out)

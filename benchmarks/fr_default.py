@@ -14,18 +14,16 @@ Decision recorded in docs/sources.md.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _harness import child_env, median, table, today, write_json  # noqa: E402
 
 
 def rank_main(rank, store, iters, mode, out):
-    sys.path.insert(0, ROOT)
     if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) >= 2:
         # one core per rank: otherwise whether the two ranks share a core changes from launch to launch
         # and that moves the median by 20 %, more than the differences measured here.
@@ -58,11 +56,8 @@ def rank_main(rank, store, iters, mode, out):
 
 def launch(mode, iters):
     d = tempfile.mkdtemp()
-    env = dict(os.environ)
-    env.pop("TORCH_FR_BUFFER_SIZE", None)
-    env.pop("TORCH_NCCL_TRACE_BUFFER_SIZE", None)
-    if mode in ("fr_on", "fr_on_observer"):
-        env["TORCH_FR_BUFFER_SIZE"] = "2000"
+    env = child_env(TORCH_FR_BUFFER_SIZE=2000 if mode in ("fr_on", "fr_on_observer") else None,
+                    TORCH_NCCL_TRACE_BUFFER_SIZE=None)
     out = os.path.join(d, "lat.json")
     procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), "--store", os.path.join(d, "store"),
                                "--iters", str(iters), "--mode", mode, "--out", out], env=env) for r in range(2)]
@@ -90,19 +85,17 @@ def main():
     meds = {m: [] for m in modes}
     for _ in range(a.launches):
         for m in modes:
-            meds[m].append(statistics.median(launch(m, a.iters)) / 1e3)
-    base = statistics.median(meds["fr_off"])
-    print("torch %s, 4-byte gloo all_reduce, world size 2, %d launches x %d calls" % (
-        torch.__version__, a.launches, a.iters))
-    print("%-15s %12s %8s" % ("config", "median us", "ratio"))
+            meds[m].append(median(launch(m, a.iters)) / 1e3)
+    base = median(meds["fr_off"])
     res = {}
     for m in modes:
-        med = statistics.median(meds[m])
+        med = median(meds[m])
         res[m] = {"median_us": med, "per_launch_us": meds[m], "ratio": med / base}
-        print("%-15s %12.1f %8.3f" % (m, med, med / base))
+    table(("config", "median us", "ratio"), [(m, "%.1f" % r["median_us"], "%.3f" % r["ratio"]) for m, r in res.items()],
+          align="l", title="torch %s, 4-byte gloo all_reduce, world size 2, %d launches x %d calls" % (
+              torch.__version__, a.launches, a.iters))
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"torch": torch.__version__, "results": res}, f, indent=1)
+        write_json(a.json, {"torch": torch.__version__, "date": today(), "results": res})
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ own recorder cost (baseline with it on / baseline with it off).  Writes benchmar
 from __future__ import print_function
 
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -30,12 +29,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, ROOT)
-
-from _results import RESULTS, write_json  # noqa: E402
-import overhead as ov  # noqa: E402  (statistics and the configurations; no torch at module level)
+from _harness import RESULTS, child_env, ratio, today, write_json  # noqa: E402
+import overhead as ov  # noqa: E402  (the configurations and their summary; no torch at module level)
 
 SIZES = (("4B", 1), ("1MiB", 1 << 18), ("64MiB", 1 << 24))  # (name, float32 elements)
 OFF_ENV = {"TORCH_NCCL_TRACE_BUFFER_SIZE": "0", "TORCH_FR_BUFFER_SIZE": "0"}
@@ -95,7 +91,7 @@ def worker(args):
 
 
 def launch(recorder, args):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
+    env = child_env()
     if recorder == "off":
         env.update(OFF_ENV)
     d = tempfile.mkdtemp(prefix="nccl-overhead-")
@@ -112,8 +108,8 @@ def summarize(res):
     for cfg, by_size in res["samples"].items():
         for name, s in by_size.items():
             st, b = ov.stats_us(s), ov.stats_us(base[name])
-            ratio = round(st["median_us"] / b["median_us"], 3) if b["median_us"] else None
-            rows.setdefault(name, {})[cfg] = dict(st, ratio=ratio)
+            r = ratio(st["median_us"], b["median_us"])
+            rows.setdefault(name, {})[cfg] = dict(st, ratio=None if r is None else round(r, 3))
     return rows
 
 
@@ -133,7 +129,7 @@ def main(argv=None):
     import torch
     if not torch.cuda.is_available() and not args.smoke:
         sys.exit("nccl_overhead.py needs a CUDA device (world size 1, one GPU)")
-    out = {"date": datetime.date.today().isoformat(), "machine": platform.node(), "python": platform.python_version(),
+    out = {"date": today(), "machine": platform.node(), "python": platform.python_version(),
            "rounds": args.rounds, "calls": args.calls, "launches": {}}
     for recorder in ("on", "off"):
         res = launch(recorder, args)

@@ -53,17 +53,13 @@ import io
 import os
 import platform
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _results import write_json  # noqa: E402
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-if os.path.dirname(HERE) not in sys.path:
-    sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from _harness import fmt, loadavg, machine, median, ratio, summary, table, write_json  # noqa: E402
 
 _now = time.perf_counter_ns
 _cpu = time.thread_time_ns
@@ -75,31 +71,12 @@ BASELINE = "baseline"
 
 
 # -- statistics and tables (also used by run_overhead.py; no torch needed) --------------------------------
-def pct(sorted_vals, q):
-    """Nearest-rank percentile of an already sorted list."""
-    if not sorted_vals:
-        return float("nan")
-    k = max(0, min(len(sorted_vals) - 1, int(round(q / 100.0 * len(sorted_vals) + 0.5)) - 1))
-    return sorted_vals[k]
-
-
 def stats_us(samples_ns):
-    s = sorted(samples_ns)
-    if not s:
-        return None
-    return {"n": len(s), "median_us": statistics.median(s) / 1e3, "p99_us": pct(s, 99) / 1e3,
-            "p90_us": pct(s, 90) / 1e3, "mean_us": sum(s) / float(len(s)) / 1e3, "min_us": s[0] / 1e3,
-            "max_us": s[-1] / 1e3}
+    return summary(samples_ns, scale=1e-3, suffix="_us")
 
 
 def cell_key(op, size):
     return "%s %s" % (op, size)
-
-
-def _ratio(a, b):
-    if a is None or b is None or not b:
-        return None
-    return a / b
 
 
 def _paired(blocks, cfg, key, cell):
@@ -135,21 +112,20 @@ def summarize(cells, configs, samples, blocks):
                 continue
             e = {"stats": st}
             if base is not None:
-                e["ratio_median"] = _ratio(st["median_us"], base["median_us"])
-                e["ratio_p99"] = _ratio(st["p99_us"], base["p99_us"])
+                e["ratio_median"] = ratio(st["median_us"], base["median_us"])
+                e["ratio_p99"] = ratio(st["p99_us"], base["p99_us"])
             if cfg != BASELINE and base is not None:
                 e["added_median_us"] = st["median_us"] - base["median_us"]
                 pairs = _paired(blocks, cfg, "median_us", key)
                 if pairs:
                     d = [a - b for a, b in pairs]
-                    e["paired_added_us"] = {"median": statistics.median(d), "min": min(d), "max": max(d),
-                                            "n": len(d)}
-                    e["paired_ratio_median"] = statistics.median([a / b for a, b in pairs if b])
+                    e["paired_added_us"] = summary(d, keys=("median", "min", "max", "n"))
+                    e["paired_ratio_median"] = median([a / b for a, b in pairs if b])
                 cp = _paired(blocks, cfg, "cpu_us_per_call", key)
                 if cp:
-                    e["cpu_us_per_call"] = {"baseline": statistics.median([b for _a, b in cp]),
-                                            "config": statistics.median([a for a, _b in cp]),
-                                            "paired_delta_median": statistics.median([a - b for a, b in cp])}
+                    e["cpu_us_per_call"] = {"baseline": median([b for _a, b in cp]),
+                                            "config": median([a for a, _b in cp]),
+                                            "paired_delta_median": median([a - b for a, b in cp])}
             row["configs"][cfg] = e
         row["ctrace_vs_observer"] = compare_added(row["configs"])
         out.append(row)
@@ -167,8 +143,8 @@ def compare_added(cfgs):
             pb = (b.get("paired_added_us") or {}).get("median")
             ma, mb = a.get("added_median_us"), b.get("added_median_us")
             res["%s / %s" % (ct, ob)] = {
-                "added_us": [ma, mb], "ratio": _ratio(ma, mb) if mb and mb > 0 else None,
-                "paired_added_us": [pa, pb], "paired_ratio": _ratio(pa, pb) if pb and pb > 0 else None}
+                "added_us": [ma, mb], "ratio": ratio(ma, mb) if mb and mb > 0 else None,
+                "paired_added_us": [pa, pb], "paired_ratio": ratio(pa, pb) if pb and pb > 0 else None}
     return res
 
 
@@ -179,19 +155,19 @@ def summarize_direct(configs, direct_samples, cpu_samples=None):
     ProcessGroup.allreduce) is inside the inner probe and only the CPU measure sees it."""
     if not direct_samples or BASELINE not in direct_samples or not direct_samples[BASELINE]:
         return None
-    base = statistics.median(direct_samples[BASELINE])
+    base = median(direct_samples[BASELINE])
     out = {"baseline_between_median_ns": base, "added_ns": {}, "calls": {}, "cpu_added_ns": {}}
     cpu_samples = cpu_samples or {}
-    cpu_base = statistics.median(cpu_samples[BASELINE]) if cpu_samples.get(BASELINE) else None
+    cpu_base = median(cpu_samples[BASELINE]) if cpu_samples.get(BASELINE) else None
     out["baseline_cpu_median_ns"] = cpu_base
     for cfg in configs:
         v = direct_samples.get(cfg)
         if cfg == BASELINE or not v:
             continue
-        out["added_ns"][cfg] = statistics.median(v) - base
+        out["added_ns"][cfg] = median(v) - base
         out["calls"][cfg] = len(v)
         if cpu_base is not None and cpu_samples.get(cfg):
-            out["cpu_added_ns"][cfg] = statistics.median(cpu_samples[cfg]) - cpu_base
+            out["cpu_added_ns"][cfg] = median(cpu_samples[cfg]) - cpu_base
     ratios = {}
     for ct in [c for c in out["added_ns"] if is_ctrace(c)]:
         for ob in [c for c in out["added_ns"] if is_observer(c)]:
@@ -206,49 +182,17 @@ def summarize_direct(configs, direct_samples, cpu_samples=None):
     return out
 
 
-def fmt_num(v, nd=1):
-    return "-" if v is None else ("%.*f" % (nd, v))
-
-
 def fmt_ratio(v):
-    return "-" if v is None else ("x%.2f" % v)
+    return fmt(v, "x%.2f")
 
 
-def print_table(rows, columns, label_fields, title=None, file=None):
+def print_latency_table(rows, columns, label_fields, title=None, file=None):
     """rows: list of (labels tuple, {column: (median, p99, ratio)}).  One cell per column:
     'median/p99 xratio' in us."""
-    file = file or sys.stdout
-    if title:
-        print(title, file=file)
-    cells = []
-    for labels, vals in rows:
-        line = []
-        for col in columns:
-            v = vals.get(col)
-            line.append("-" if v is None else "%s/%s %s" % (fmt_num(v[0]), fmt_num(v[1]), fmt_ratio(v[2])))
-        cells.append((labels, line))
-    lw = [max([len(f)] + [len(str(lab[i])) for lab, _l in cells]) for i, f in enumerate(label_fields)]
-    cw = [max([len(c)] + [len(l[i]) for _lab, l in cells]) for i, c in enumerate(columns)]
-    head = "  ".join(f.ljust(lw[i]) for i, f in enumerate(label_fields))
-    head += " | " + "  ".join(c.rjust(cw[i]) for i, c in enumerate(columns))
-    print(head, file=file)
-    print("-" * len(head), file=file)
-    for labels, line in cells:
-        s = "  ".join(str(x).ljust(lw[i]) for i, x in enumerate(labels))
-        s += " | " + "  ".join(x.rjust(cw[i]) for i, x in enumerate(line))
-        print(s, file=file)
-
-
-def loadavg():
-    try:
-        return list(os.getloadavg())
-    except (AttributeError, OSError):
-        return None
-
-
-def machine():
-    return {"processor": platform.processor(), "uname": list(platform.uname()),
-            "platform": platform.platform(), "cpu_count": os.cpu_count()}
+    def cell(v):
+        return None if v is None else "%s/%s %s" % (fmt(v[0]), fmt(v[1]), fmt_ratio(v[2]))
+    table(list(label_fields) + list(columns), [list(lab) + [cell(vals.get(c)) for c in columns] for lab, vals in rows],
+          align="l" * len(label_fields), rule_after=len(label_fields), title=title, file=file)
 
 
 # -- configurations ----------------------------------------------------------------------------------------
@@ -615,14 +559,14 @@ def main(argv=None):
                 for k, v in block.items():
                     samples[cfg.name][k].extend(v)
                 blocks.append({"round": r, "config": cfg.name,
-                               "median_us": dict((k, statistics.median(v) / 1e3) for k, v in block.items()),
+                               "median_us": dict((k, median(v) / 1e3) for k, v in block.items()),
                                "cpu_us_per_call": dict((k, v / 1e3) for k, v in cpu.items())})
         direct_samples = direct_cpu = None
         if args.direct_rounds > 0:
             direct_samples, direct_cpu = run_direct(dist, configs, args.direct_rounds, args.direct_calls, torch)
         fr = fr_state(torch)
         # every rank's medians, for the record (all tools off by now)
-        mine = {"rank": rank, "median_us": dict((c, dict((k, statistics.median(v) / 1e3)
+        mine = {"rank": rank, "median_us": dict((c, dict((k, median(v) / 1e3)
                                                          for k, v in samples[c].items())) for c in names),
                 "fr_entries": fr["entries"]}
         gathered = [None] * world
@@ -655,7 +599,7 @@ def main(argv=None):
             "ctrace_remove_hooks_left_wrapped": dict((c.name, c.not_restored) for c in configs
                                                      if isinstance(c, _CTrace)),
             "ctrace_logger_not_drained": dict((c.name, c.logger_stuck) for c in configs if isinstance(c, _CTrace)),
-            "on_off_ms": dict((c, {"on_median": statistics.median(v["on"]), "off_median": statistics.median(v["off"]),
+            "on_off_ms": dict((c, {"on_median": median(v["on"]), "off_median": median(v["off"]),
                                    "on_first": v["on"][0]}) for c, v in on_off_ms.items() if v["on"]),
             "per_rank_median_us": [{"rank": g["rank"], "median_us": g["median_us"]} for g in gathered],
             "blocks": blocks,
@@ -689,7 +633,7 @@ def print_report(out, file=None):
         for cfg, e in c["configs"].items():
             vals[cfg] = (e["stats"]["median_us"], e["stats"]["p99_us"], e.get("ratio_median"))
         rows.append(((c["op"], c["size"]), vals))
-    print_table(rows, names, ("op", "size"), title="per call, rank 0, blocks pooled: median/p99 us "
+    print_latency_table(rows, names, ("op", "size"), title="per call, rank 0, blocks pooled: median/p99 us "
                 "x(median ratio to baseline)", file=file)
     print_added(out["cells"], names, file=file)
     d = out.get("direct")
@@ -731,17 +675,13 @@ def print_added(cells, names, file=None):
         line = [c["op"], c["size"]]
         for t in tools:
             e = c["configs"].get(t, {})
-            line.append("%s / %s" % (fmt_num(e.get("added_median_us")),
-                                     fmt_num((e.get("paired_added_us") or {}).get("median"))))
+            line.append("%s / %s" % (fmt(e.get("added_median_us")),
+                                     fmt((e.get("paired_added_us") or {}).get("median"))))
         for p in pairs:
             v = c["ctrace_vs_observer"].get(p, {})
             line.append("%s / %s" % (fmt_ratio(v.get("ratio")), fmt_ratio(v.get("paired_ratio"))))
         lines.append(line)
-    head = ["op", "size"] + cols
-    w = [max([len(h)] + [len(l[i]) for l in lines]) for i, h in enumerate(head)]
-    print("  ".join(h.rjust(w[i]) for i, h in enumerate(head)), file=file)
-    for l in lines:
-        print("  ".join(x.rjust(w[i]) for i, x in enumerate(l)), file=file)
+    table(["op", "size"] + cols, lines, file=file)
     print("(a ratio is '-' where the observer's added latency is <= 0, i.e. inside the noise)", file=file)
 
 
@@ -759,7 +699,7 @@ def target_summary(cells, direct):
         out[p] = {"direct_ratio": (direct or {}).get("ctrace_vs_observer", {}).get(p),
                   "cells": len(vals), "cells_undefined": len(vals) - len(ok),
                   "cells_at_least_20x": sum(1 for v in ok if v >= 20),
-                  "paired_ratio_median_over_cells": statistics.median(ok) if ok else None,
+                  "paired_ratio_median_over_cells": median(ok) if ok else None,
                   "paired_ratio_min": min(ok) if ok else None}
     return out
 

@@ -28,32 +28,16 @@ import argparse
 import json
 import os
 import platform
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _results import write_json  # noqa: E402
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-
-import overhead as ov  # noqa: E402  (statistics and tables; imports no torch at module level)
+from _harness import child_env, fmt, free_port, loadavg, machine, run_logged, table, write_json  # noqa: E402
+import overhead as ov  # noqa: E402  (the worker's summaries and tables; imports no torch at module level)
 
 WORKER = os.path.join(HERE, "overhead.py")
-
-
-def free_port():
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
 
 
 def probe_torch():
@@ -88,10 +72,8 @@ def launch_cmd(info, world, worker_args):
 
 
 def launch_env(fr, fr_buffer_size):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = child_env(COLLECTIVE_TIMEOUT=None)  # overhead.py sets it from --timeout
     env.setdefault("OMP_NUM_THREADS", "1")
-    env.pop("COLLECTIVE_TIMEOUT", None)  # overhead.py sets it from --timeout
     if fr == "off":
         env["TORCH_FR_BUFFER_SIZE"] = "0"
     elif fr == "on":
@@ -100,35 +82,6 @@ def launch_env(fr, fr_buffer_size):
         else:
             env["TORCH_FR_BUFFER_SIZE"] = str(fr_buffer_size)
     return env
-
-
-def run_one(cmd, env, timeout, log_path, verbose):
-    """Runs one launch in its own session, output to log_path; returns (rc, seconds).  Past the timeout its
-    process group (this launch's processes only) is ended and rc is 124."""
-    t0 = time.time()
-    with open(log_path, "w") as log:
-        p = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True)
-        try:
-            rc = p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(p.pid, sig)
-                    p.wait(timeout=10)
-                    break
-                except OSError:
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            rc = 124
-    if rc == 124:
-        with open(log_path, "a") as log:
-            log.write("\n[run_overhead] launch ran past %.0f s: ended\n" % timeout)
-    if verbose:
-        with open(log_path) as f:
-            sys.stdout.write(f.read())
-    return rc, time.time() - t0
 
 
 def _tail(path, n=25):
@@ -216,7 +169,7 @@ def print_tables(results, fr_settings, configs):
     title = "per call, rank 0, all launches pooled: median/p99 us x(median ratio to the baseline"
     title += (" of the same FR setting; for baseline|FR on: to baseline|FR off)" if "on" in fr_settings
               and "off" in fr_settings else ")")
-    ov.print_table(rows, [n for _f, _c, n in cols], ("world", "op", "size"), title=title)
+    ov.print_latency_table(rows, [n for _f, _c, n in cols], ("world", "op", "size"), title=title)
     print()
     tools = [c for c in configs if c != ov.BASELINE]
     pairs = ["%s / %s" % (a, b) for a in tools if ov.is_ctrace(a) for b in tools if ov.is_observer(b)]
@@ -233,15 +186,12 @@ def print_tables(results, fr_settings, configs):
                 line = [str(w), c["op"], c["size"], fr]
                 for t in tools:
                     e = c["configs"].get(t, {})
-                    line.append(ov.fmt_num((e.get("paired_added_us") or {}).get("median")))
+                    line.append(fmt((e.get("paired_added_us") or {}).get("median")))
                 for p in pairs:
                     v = c["ctrace_vs_observer"].get(p, {})
                     line.append(ov.fmt_ratio(v.get("paired_ratio")))
                 lines.append(line)
-    width = [max(len(h), max([len(l[i]) for l in lines] or [0])) for i, h in enumerate(head)]
-    print("  ".join(h.rjust(width[i]) for i, h in enumerate(head)))
-    for l in lines:
-        print("  ".join(x.rjust(width[i]) for i, x in enumerate(l)))
+    table(head, lines)
     print()
     print("direct measure (4-byte all_reduce; per-call time of the Python on the call path, minus baseline's):")
     for w in worlds:
@@ -334,7 +284,7 @@ def main(argv=None):
         len(plan), " ".join("(%d,%s)" % (w, fr) for _r, w, fr in plan)))
     sys.stdout.flush()
 
-    load_before = ov.loadavg()
+    load_before = loadavg()
     t_start = time.time()
     by_key, launches, failed = {}, [], 0
     for i, (rep, w, fr) in enumerate(plan):
@@ -343,7 +293,7 @@ def main(argv=None):
         log_path = os.path.join(work, "launch-%02d-%s.log" % (i, label))
         cmd = launch_cmd(info, w, worker_args + ["--json", out_json, "--launch-label", label])
         env = launch_env(fr, args.fr_buffer_size)
-        rc, secs = run_one(cmd, env, args.launch_timeout, log_path, args.verbose)
+        rc, secs = run_logged(cmd, env, args.launch_timeout, log_path, args.verbose)
         rec = {"index": i, "label": label, "repeat": rep, "world_size": w, "fr": fr, "rc": rc,
                "seconds": secs, "command": cmd,
                "env": {"TORCH_FR_BUFFER_SIZE": env.get("TORCH_FR_BUFFER_SIZE"),
@@ -378,7 +328,7 @@ def main(argv=None):
         sys.stdout.flush()
         launches.append(rec)
     elapsed = time.time() - t_start
-    load_after = ov.loadavg()
+    load_after = loadavg()
 
     results = {}
     for (w, fr), runs in sorted(by_key.items()):
@@ -404,7 +354,7 @@ def main(argv=None):
         "benchmark": "overhead", "format_version": 1,
         "torch_version": info["torch_version"], "python_version": info["python_version"],
         "collective_trace_version": info["collective_trace_version"],
-        "machine": ov.machine(), "backend": "gloo",
+        "machine": machine(), "backend": "gloo",
         "launcher": "torch.distributed.run --standalone" if info["has_run"] else "torch.distributed.launch --use_env",
         "worlds": worlds, "fr_settings": fr_settings, "fr_buffer_size_on": args.fr_buffer_size,
         "launches_per_setting": args.launches, "rounds_per_launch": args.rounds, "scale": args.scale,

@@ -50,9 +50,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-
-import _results  # noqa: E402
+sys.path.insert(0, HERE)
+from _harness import RESULTS, today, write_json  # noqa: E402
 from c10d_observer import channel as ch  # noqa: E402
 from c10d_observer import relay as _relay  # noqa: E402
 from c10d_observer import report as _report  # noqa: E402
@@ -452,7 +451,7 @@ def main(argv=None):
     ap.add_argument("--per-node", type=int, default=8)
     ap.add_argument("--scenario", default="all", choices=["all", "culprit", "cascade", "two", "silent"])
     ap.add_argument("--poll", type=float, default=0.5)
-    ap.add_argument("--json", default=os.path.join(_results.RESULTS, "scale.json"))
+    ap.add_argument("--json", default=os.path.join(RESULTS, "scale.json"))
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.ranks.split(",")] if args.ranks else ([64, 256, 1024, 4096] if args.full
                                                                           else [64, 256])
@@ -470,9 +469,9 @@ def main(argv=None):
             if not r["verdicts_ok"]:
                 print("  verdict not as expected: %s" % r.get("verdict_checks"))
     import platform
-    _results.write_json(args.json, {"benchmark": "scale", "date": time.strftime("%Y-%m-%d"),
-                                    "machine": "%s, %d cpus" % (platform.machine(), os.cpu_count()),
-                                    "python": platform.python_version(), "rows": rows})
+    write_json(args.json, {"benchmark": "scale", "date": today(),
+                           "machine": "%s, %d cpus" % (platform.machine(), os.cpu_count()),
+                           "python": platform.python_version(), "rows": rows})
     return 0 if all(r["verdicts_ok"] for r in rows) else 1
 
 
