@@ -11,7 +11,8 @@ rank 0 waits in it; rank 0's watchdog reports and signals once per round.  Two t
 * detected: ``detected_at`` in the report (the watchdog's decision; the report is renamed into place,
   then the signal is sent);
 * signal: when rank 0's stack dump grows, as seen by rank 1, which polls the file every millisecond
-  while it stalls (faulthandler writes the dump inside the signal handler, so this is the arrival).
+  while it stalls (the rank's helper thread writes it when the watchdog asks by a file, looked for every
+  poll or half poll; faulthandler from the signal handler where the helper does not answer).
 
 The bound the design promises is ``timeout + 2 * poll_interval``.  Time to verdict: rank 0's watchdog
 gathers both ranks' states and writes ``verdict.json`` each round; rank 1 reads it when it changes while
