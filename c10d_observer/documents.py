@@ -6,10 +6,22 @@ A ``Verdict`` has the fields of ``report --json`` (docs/diagnosis.md lists them)
 ``v.exit_code`` what ``report`` would exit with and ``v.text`` what it would print.  Nested objects are
 ``Record`` objects (``r.key`` or ``r["key"]``; keys that are not names, such as ranks in ``exits``, by item
 only).  No torch, no files written: the watchdog side may use it too.
+
+And the documents the watchdogs write, typed (``RankDoc``: a report, a state, a rank's end; its
+``Position`` in every stream; its ``Overdue`` calls; ``Call``): small immutable values with a format
+version and ``to_json``/``from_json``, built once where a document is made or read (``load``) and read
+as attributes everywhere after, as torch's flight-recorder analyser builds its ``Collective`` records
+once.  Readers take versions 1 (before 2026-11-25) and 2.
 """
 import copy
+import json
+from typing import NamedTuple, Optional
 
-__all__ = ["Record", "Hang", "Verdict"]
+from . import channel as _ch
+from .text import describe_call
+
+
+__all__ = ["Record", "Hang", "Verdict", "Call", "Position", "Overdue", "RankDoc", "load"]
 
 
 def _wrap(value, cls=None):
@@ -83,7 +95,6 @@ class Hang(Record):
     @property
     def call(self):
         """The call as the console names it: 'all_reduce #3 on group 0 (ranks 0-1), 4 x float32'."""
-        from .report import describe_call
         return describe_call(self._doc)
 
 
@@ -98,12 +109,335 @@ class Verdict(Record):
 
     @property
     def exit_code(self):
-        """What ``report`` exits with: 1 a call is stuck, 3 none is but calls were overdue and completed
-        later, 0 no call was ever overdue."""
-        return 1 if self._doc.get("hangs") else 3 if self._doc.get("resolved") else 0
+        """What ``report`` exits with: 1 a call is stuck (or was when the job ended), 3 every stuck call
+        resolved or calls were overdue and completed later, 0 no call was ever overdue."""
+        if "exit_code" in self._doc:
+            return self._doc["exit_code"]
+        hangs = self._doc.get("hangs") or []
+        if any((h.get("outcome") or {}).get("state", "stuck") != "resolved" for h in hangs):
+            return 1
+        return 3 if hangs or self._doc.get("resolved") else 0
 
     @property
     def text(self):
         """The verdict as ``report`` prints it (without the per-rank section)."""
         from . import verdict as _verdict
         return _verdict.format_text(self._doc, self._doc.get("unreadable") or ())
+
+
+# -- what the watchdogs write: typed, built once where a document is read or made --------------------
+FORMAT = "c10d_observer.report"
+VERSION = 2  # 2: calls carry their start time, documents of kind "end", node files label their answers
+READS = (1, 2)  # the versions this release reads (1: written before 2026-11-25)
+RUNS_OVER = 16  # a ranks list longer than this is written as runs [first, count, step] (channel.rank_runs)
+_EXPANDED = {}  # runs (JSON) -> the list they stand for: one list per group, however many documents
+
+
+class DocumentError(ValueError):
+    """A file that is not a document this release reads (named, with why)."""
+
+
+def _ranks_out(d, key, ranks):
+    if isinstance(ranks, (list, tuple)) and len(ranks) > RUNS_OVER:
+        d[key], d[key + "_runs"] = None, _ch.rank_runs(list(ranks))
+    else:
+        d[key] = list(ranks) if isinstance(ranks, (list, tuple)) else ranks
+
+
+def _ranks_in(d, key):
+    runs = d.get(key + "_runs")
+    if runs is not None and d.get(key) is None:
+        k = json.dumps(runs)
+        if k not in _EXPANDED:
+            if len(_EXPANDED) > 1024:
+                _EXPANDED.clear()
+            _EXPANDED[k] = tuple(_ch.expand_runs(runs))
+        return _EXPANDED[k]
+    value = d.get(key)
+    return tuple(value) if isinstance(value, list) else None
+
+
+def _num(value, default=None):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+class Call(NamedTuple):
+    """One call of one stream as a rank knows it: its number, op, size signature ('4 x float32'), start
+    time (Unix seconds) and the API that issued it (all_gather_object issues all_gathers)."""
+    seq: int
+    op: str = "unknown"
+    size: Optional[str] = None
+    started_at: Optional[float] = None
+    api: str = ""
+
+
+class Position(NamedTuple):
+    """Where a rank is on one stream (a group's collectives, or one direction of its p2p calls)."""
+    stream: str
+    group: str
+    kind: str = "collective"
+    ranks: Optional[tuple] = None
+    backend: Optional[str] = None
+    peer: Optional[int] = None
+    src: Optional[int] = None
+    dst: Optional[int] = None
+    torch_timeout_s: Optional[float] = None
+    last_started: int = 0
+    last_completed: int = 0
+    in_flight: Optional[Call] = None
+    recent: tuple = ()  # Calls, oldest first (in flight ones included)
+    ring_overflow: int = 0
+
+    def members(self):
+        if self.kind == "p2p" and self.src is not None and self.dst is not None:
+            return sorted({self.src, self.dst})
+        return list(self.ranks or ())
+
+    def call(self, seq):
+        """What this rank knows of its call ``seq`` here (Call), or None."""
+        if self.in_flight is not None and self.in_flight.seq == seq:
+            return self.in_flight
+        for c in self.recent:
+            if c.seq == seq:
+                return c
+        return None
+
+    def to_json(self):
+        d = {"stream": self.stream, "group": self.group, "kind": self.kind, "backend": self.backend,
+             "peer": self.peer, "src": self.src, "dst": self.dst, "torch_timeout_s": self.torch_timeout_s,
+             "last_started": self.last_started, "last_completed": self.last_completed,
+             "ring_overflow": self.ring_overflow,
+             "recent_ops": [[c.seq, c.op, c.size, c.started_at] for c in self.recent],
+             "in_flight_seq": self.in_flight.seq if self.in_flight is not None else None}
+        _ranks_out(d, "ranks", self.ranks)
+        if self.in_flight is not None:
+            c = self.in_flight
+            d.update(in_flight_op=c.op, in_flight_api=c.api, in_flight_size=c.size, in_flight_since=c.started_at)
+        return d
+
+    @classmethod
+    def from_json(cls, d):
+        recent = []
+        for item in d.get("recent_ops") or ():
+            if isinstance(item, list) and item and isinstance(item[0], int):
+                recent.append(Call(item[0], item[1] if len(item) > 1 and item[1] else "unknown",
+                                   item[2] if len(item) > 2 else None, _num(item[3]) if len(item) > 3 else None))
+        fly = d.get("in_flight_seq")
+        in_flight = Call(fly, d.get("in_flight_op") or "unknown", d.get("in_flight_size"),
+                         _num(d.get("in_flight_since")), d.get("in_flight_api") or "") if isinstance(fly, int) else None
+        return cls(str(d.get("stream")), str(d.get("group")), d.get("kind") or "collective", _ranks_in(d, "ranks"),
+                   d.get("backend"), d.get("peer"), d.get("src"), d.get("dst"), _num(d.get("torch_timeout_s")),
+                   _num(d.get("last_started"), 0), _num(d.get("last_completed"), 0), in_flight, tuple(recent),
+                   _num(d.get("ring_overflow"), 0))
+
+
+class Overdue(NamedTuple):
+    """A call of this rank its watchdog found overdue, and what became of it: ``in_flight`` while it
+    lasts; then ``ended`` says how it ended: "completed" (the hang resolved: ``completed_at``,
+    ``resolved_after_s``), "rank ended" (the rank ended while in it) or "peers ended" (it ended once other
+    ranks of the call had ended: torch raised, the hang did not resolve)."""
+    stream: str
+    group: str
+    seq: int
+    op: str = "unknown"
+    api: str = ""
+    size: Optional[str] = None
+    group_ranks: Optional[tuple] = None
+    kind: str = "collective"
+    peer: Optional[int] = None
+    backend: Optional[str] = None
+    started_at: Optional[float] = None
+    detected_at: Optional[float] = None
+    age_s: Optional[float] = None
+    in_flight: bool = True
+    ended: Optional[str] = None
+    completed_at: Optional[float] = None
+    resolved_after_s: Optional[float] = None
+
+    @property
+    def resolved(self):
+        return self.ended == "completed"
+
+    def describe(self):
+        return describe_call(self._asdict())
+
+    def to_json(self):
+        d = self._asdict()
+        _ranks_out(d, "group_ranks", self.group_ranks)
+        d["resolved"] = self.resolved
+        return d
+
+    @classmethod
+    def from_json(cls, d):
+        ended = d.get("ended")
+        if ended is None and d.get("in_flight", True) is False:  # version 1: completed, whatever the cause
+            ended = "completed" if d.get("resolved") else "peers ended"
+        return cls(str(d.get("stream")), str(d.get("group")), _num(d.get("seq"), 0), d.get("op") or "unknown",
+                   d.get("api") or "", d.get("size"), _ranks_in(d, "group_ranks"), d.get("kind") or "collective",
+                   d.get("peer"), d.get("backend"), _num(d.get("started_at")), _num(d.get("detected_at")),
+                   _num(d.get("age_s")), bool(d.get("in_flight", True)), ended, _num(d.get("completed_at")),
+                   _num(d.get("resolved_after_s")))
+
+
+class RankDoc(NamedTuple):
+    """One rank's document: a report (its watchdog found a call overdue), a state (its answer to a
+    gather), an end (the rank ended: ``alive`` False when its process died without disable()), or a torch
+    flight-recorder dump read as a state.  ``extra``: the report's other fields, kept as they are."""
+    kind: str
+    rank: int
+    world_size: Optional[int] = None
+    host: Optional[str] = None
+    pid: Optional[int] = None
+    job_id: str = ""
+    written_at: Optional[float] = None
+    watchdog_started_at: Optional[float] = None
+    alive: bool = True
+    exit_reason: Optional[str] = None
+    frozen: bool = False
+    heartbeat_age_s: Optional[float] = None
+    main_thread: Optional[int] = None
+    stack_dump: Optional[str] = None
+    stacks_text: Optional[str] = None  # another node's summary of stack_dump (relay.py)
+    py_spy_dump: Optional[str] = None
+    gather_id: Optional[str] = None
+    stacks_size_before: Optional[int] = None
+    groups: tuple = ()
+    overdue: tuple = ()
+    flight_recorder: Optional[dict] = None
+    config: Optional[dict] = None
+    signal_handler: Optional[dict] = None
+    ages_at_least: bool = False  # a torch dump's ages are lower bounds (torch_fr.py)
+    relayed_from: Optional[str] = None
+    path: Optional[str] = None  # where it was read from (not written)
+    extra: Optional[dict] = None
+
+    @property
+    def timeout(self):
+        return _num((self.config or {}).get("timeout"), 0) or 0
+
+    @property
+    def dead(self):
+        return not self.alive
+
+    def position(self, stream):
+        for g in self.groups:
+            if g.stream == stream:
+                return g
+        return None
+
+    def positions(self):
+        return {g.stream: g for g in self.groups}
+
+    def call(self, stream, seq):
+        """What this rank knows of its call ``seq`` on ``stream``: its position's, an overdue entry's, or
+        the flight recorder's entry (op and size of calls that completed), as a Call; or None."""
+        g = self.position(stream)
+        c = g.call(seq) if g is not None else None
+        if c is not None and c.op != "unknown":
+            return c
+        for e in self.overdue:
+            if e.stream == stream and e.seq == seq:
+                return Call(seq, e.op, e.size, e.started_at, e.api)
+        group = g.group if g is not None else stream
+        for e in (self.flight_recorder or {}).get(group) or ():
+            if isinstance(e, dict) and e.get("seq") == seq and e.get("op"):
+                t = _num(e.get("time_created_ns"))
+                return Call(seq, e["op"], e.get("size"), t / 1e9 if t else None)
+        return c
+
+    def history(self):
+        """Every call this rank knows of across its streams, as (started_at, stream, Call), in the order it
+        issued them (its own clock); calls of unknown start left out.  The flight recorder's entries add the
+        calls a recorder source never put in the channel."""
+        seen = {}
+        for g in self.groups:
+            for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ()):
+                if c.started_at is not None:
+                    seen[(g.stream, c.seq)] = (c.started_at, g.stream, c)
+        by_group = {g.group: g.stream for g in self.groups if g.kind == "collective" and g.stream == g.group}
+        for group, entries in (self.flight_recorder or {}).items():
+            stream = by_group.get(group)
+            for e in entries or ():
+                t = _num(e.get("time_created_ns")) if isinstance(e, dict) else None
+                if stream is None or not t or not isinstance(e.get("seq"), int) or e["seq"] < 1:
+                    continue
+                seen.setdefault((stream, e["seq"]), (t / 1e9, stream, Call(e["seq"], e.get("op") or "unknown",
+                                                                         e.get("size"), t / 1e9)))
+        return sorted(seen.values(), key=lambda x: (x[0], x[1], x[2].seq))
+
+    def to_json(self):
+        d = {"format": FORMAT, "version": VERSION}
+        for k, v in self._asdict().items():
+            if k in ("groups", "overdue"):
+                d[k] = [x.to_json() for x in v]
+            elif k == "extra":
+                continue
+            elif k == "path" or (k in ("stacks_text", "relayed_from") and v is None):
+                continue
+            else:
+                d[k] = v
+        for k, v in (self.extra or {}).items():
+            d.setdefault(k, v)
+        return d
+
+    @classmethod
+    def from_json(cls, d, path=None):
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            raise DocumentError("%s is not a c10d-observer document" % (path or "the document"))
+        if d.get("version") not in READS:
+            raise DocumentError("%s has document version %r; this release reads versions %s"
+                                % (path or "the document", d.get("version"), ", ".join(map(str, READS))))
+        rank = d.get("rank")
+        if not isinstance(rank, int) or isinstance(rank, bool):
+            raise DocumentError("%s names no rank" % (path or "the document"))
+        kind = d.get("kind") or "report"
+        alive = d.get("alive") is not False
+        if d.get("version") == 1 and kind == "state" and (d.get("exit_reason") or not alive):
+            kind = "end"  # version 1 wrote a rank's end as its state
+        known = set(cls._fields) | {"format", "version"}
+        extra = {k: v for k, v in d.items() if k not in known and not k.startswith("_")}
+        fr = d.get("flight_recorder")
+        return cls(kind, rank, _num(d.get("world_size")), d.get("host"), _num(d.get("pid")), d.get("job_id") or "",
+                   _num(d.get("written_at")), _num(d.get("watchdog_started_at")), alive, d.get("exit_reason"),
+                   bool(d.get("frozen")) and alive, _num(d.get("heartbeat_age_s")), _num(d.get("main_thread")),
+                   d.get("stack_dump"), d.get("stacks_text"), d.get("py_spy_dump"), d.get("gather_id"),
+                   _num(d.get("stacks_size_before")),
+                   tuple(Position.from_json(g) for g in d.get("groups") or () if isinstance(g, dict)),
+                   tuple(Overdue.from_json(e) for e in d.get("overdue") or () if isinstance(e, dict)),
+                   fr if isinstance(fr, dict) else None, d.get("config") if isinstance(d.get("config"), dict) else {},
+                   d.get("signal_handler"), bool(d.get("ages_at_least")), d.get("relayed_from"), path, extra)
+
+
+NODE_KIND = "node_states"
+
+
+def node_states_json(host, gather_id, docs):
+    """A node's states as one document (relay.py): ``answers`` is the gather they count for on this node;
+    each state keeps the gather it answered on its own node."""
+    return {"format": FORMAT, "version": VERSION, "kind": NODE_KIND, "host": host, "answers": gather_id,
+            "docs": [d.to_json() if isinstance(d, RankDoc) else d for d in docs]}
+
+
+def load(path):
+    """The documents in one file (a rank's report, state or end; a node's states), as RankDocs.  A node
+    file's states count for the gather it answers (``answers``): each gets that as ``gather_id``, its own
+    answer kept in ``extra['answered_gather_id']``.  Raises DocumentError or OSError."""
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except ValueError as e:
+        raise DocumentError("%s is not JSON: %s" % (path, e))
+    if isinstance(d, dict) and d.get("kind") == NODE_KIND:
+        if d.get("format") != FORMAT or d.get("version") not in READS:
+            raise DocumentError("%s is not a node-states document this release reads" % path)
+        out = []
+        answers = d.get("answers", d.get("gather_id"))
+        for item in d.get("docs") or ():
+            if isinstance(item, dict):
+                doc = RankDoc.from_json(item, path)
+                extra = dict(doc.extra or {}, answered_gather_id=doc.gather_id)
+                # its node waited for its stack dump already (the summary is inline): nothing to wait for here
+                out.append(doc._replace(gather_id=answers, extra=extra, stacks_size_before=None,
+                                        relayed_from=doc.relayed_from or d.get("host")))
+        return out
+    return [RankDoc.from_json(d, path)]

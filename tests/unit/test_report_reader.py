@@ -1,4 +1,6 @@
-"""The report format at the boundary: write_atomic/load, load_dir, summarize, format_ranks.
+"""The report at the boundary: dumpdir.write_json / report.load, load_dir, summarize, format_ranks,
+rank_list.  Each kind of document through its type, and documents of the previous release:
+tests/unit/test_documents.py.
 
 The reader only parses JSON: a pickle handed to it is rejected and never unpickled.
 """
@@ -8,18 +10,19 @@ import pickle
 
 import pytest
 
-from c10d_observer import report
+from c10d_observer import documents, dumpdir, report, text
 from c10d_observer.report import ReportError
 
 
 def make_report(rank=0, pid=100, seq=5, op="all_reduce", ranks=(0, 1, 2, 3), in_flight=True):
     """A report with the fields the watchdog writes."""
     return {
-        "format": report.FORMAT, "version": report.VERSION, "rank": rank, "world_size": 4, "host": "h",
+        "format": documents.FORMAT, "version": documents.VERSION, "kind": "report", "rank": rank,
+        "world_size": 4, "host": "h",
         "pid": pid, "watchdog_pid": pid + 1, "torch_version": "0.0.0-test", "source": "patch",
         "source_reasons": {"patch": "test"}, "config": {"timeout": 10.0, "signal": "SIGUSR1"},
         "written_at": 1.7e9 + 20, "signal": "SIGUSR1", "on_timeout": "dump", "untracked_streams": 0,
-        "stack_dump": "/somewhere/%s" % report.stacks_name(rank, pid),
+        "stack_dump": "/somewhere/%s" % dumpdir.stacks_name(rank, pid),
         "overdue": [{"group": "0", "stream": "0", "group_ranks": list(ranks), "backend": "gloo",
                      "kind": "collective", "peer": None, "seq": seq, "op": op, "api": "",
                      "started_at": 1.7e9, "detected_at": 1.7e9 + 12.5, "age_s": 12.5, "in_flight": in_flight}],
@@ -30,8 +33,8 @@ def make_report(rank=0, pid=100, seq=5, op="all_reduce", ranks=(0, 1, 2, 3), in_
 
 
 def write_report(directory, rep):
-    path = os.path.join(str(directory), report.report_name(rep["rank"], rep["pid"]))
-    report.write_atomic(path, rep)
+    path = os.path.join(str(directory), dumpdir.report_name(rep["rank"], rep["pid"]))
+    dumpdir.write_json(path, rep)
     return path
 
 
@@ -68,19 +71,21 @@ def pickle_report(tmp_path):
 def test_report_round_trips(tmp_path):
     rep = make_report()
     path = write_report(tmp_path, rep)
-    assert report.load(path) == rep
+    doc = report.load(path)
+    assert doc == documents.RankDoc.from_json(rep, path)
+    assert doc.overdue[0].seq == 5 and doc.groups[0].in_flight.seq == 5 and doc.extra["source"] == "patch"
 
 
 def test_write_atomic_replaces_and_leaves_no_temporary_file(tmp_path):
     path = write_report(tmp_path, make_report(seq=5))
     write_report(tmp_path, make_report(seq=6))
     assert os.listdir(str(tmp_path)) == [os.path.basename(path)]
-    assert report.load(path)["overdue"][0]["seq"] == 6
+    assert report.load(path).overdue[0].seq == 6
 
 
 def test_write_atomic_of_an_unserialisable_object_leaves_nothing(tmp_path):
     with pytest.raises(TypeError):
-        report.write_atomic(str(tmp_path / "r.json"), {"x": object()})
+        dumpdir.write_json(str(tmp_path / "r.json"), {"x": object()})
     assert os.listdir(str(tmp_path)) == []
 
 
@@ -89,7 +94,7 @@ def test_write_atomic_of_an_unserialisable_object_leaves_nothing(tmp_path):
 def test_json_that_is_not_a_report_is_rejected(tmp_path, content):
     path = tmp_path / "report-rank0-pid1.json"
     path.write_text(json.dumps(content))
-    with pytest.raises(ReportError, match="not a c10d-observer report"):
+    with pytest.raises(ReportError, match="not a c10d-observer document"):
         report.load(str(path))
 
 
@@ -100,12 +105,12 @@ def test_text_that_is_not_json_is_rejected(tmp_path):
         report.load(str(path))
 
 
-@pytest.mark.parametrize("version", [report.VERSION + 1, None, str(report.VERSION)])
+@pytest.mark.parametrize("version", [documents.VERSION + 1, None, str(documents.VERSION)])
 def test_other_report_version_is_rejected(tmp_path, version):
     rep = make_report()
     rep["version"] = version
     path = write_report(tmp_path, rep)
-    with pytest.raises(ReportError, match="report version"):
+    with pytest.raises(ReportError, match="document version .*; this release reads versions 1, 2"):
         report.load(path)
 
 
@@ -122,8 +127,8 @@ def test_load_dir_returns_reports_sorted_by_rank(tmp_path):
     paths = [write_report(tmp_path, make_report(rank=r, pid=100 + r)) for r in (3, 0, 2)]
     reports, problems = report.load_dir(str(tmp_path))
     assert problems == []
-    assert [r["rank"] for r in reports] == [0, 2, 3]
-    assert sorted(r["_path"] for r in reports) == sorted(paths)
+    assert [r.rank for r in reports] == [0, 2, 3]
+    assert sorted(r.path for r in reports) == sorted(paths)
 
 
 def test_load_dir_names_unreadable_files_and_never_unpickles(tmp_path, pickle_report, no_pickle):
@@ -131,7 +136,7 @@ def test_load_dir_names_unreadable_files_and_never_unpickles(tmp_path, pickle_re
     good = write_report(tmp_path, make_report(rank=1, pid=7))
     (tmp_path / "notes.json").write_text("{}")  # not named like a report: not looked at
     reports, problems = report.load_dir(str(tmp_path))
-    assert [r["_path"] for r in reports] == [good]
+    assert [r.path for r in reports] == [good]
     assert len(problems) == 1 and path in problems[0]
     assert not marker.exists()
 
@@ -150,12 +155,18 @@ def test_summary_names_op_seq_group_and_ranks(tmp_path):
     assert "group 0" in text
     assert "ranks 0-3,8" in text
     assert "rank 2/4" in text
-    assert "stacks: /somewhere/" + report.stacks_name(2, 100) in text
+    assert "stacks: /somewhere/" + dumpdir.stacks_name(2, 100) in text
 
 
-def test_summary_says_when_an_overdue_call_completed_later():
-    assert "completed later" in report.summarize([make_report(in_flight=False)])
-    assert "completed later" not in report.summarize([make_report(in_flight=True)])
+def test_summary_says_how_an_overdue_call_ended():
+    def rd(**kw):
+        rep = make_report(in_flight=False)
+        rep["overdue"][0].update(kw)
+        return documents.RankDoc.from_json(rep)
+    assert "completed later" in report.summarize([rd(ended="completed", resolved=True)])
+    assert "once other ranks of it had ended (not resolved)" in report.summarize([rd(ended="peers ended")])
+    assert "this rank ended while in it" in report.summarize([rd(ended="rank ended")])
+    assert "completed later" not in report.summarize([documents.RankDoc.from_json(make_report(in_flight=True))])
 
 
 def test_summary_of_nothing_and_of_problems():
@@ -164,7 +175,7 @@ def test_summary_of_nothing_and_of_problems():
     assert "unreadable: /x/report-rank0-pid1.json is not JSON" in text
 
 
-@pytest.mark.parametrize("ranks,text", [
+@pytest.mark.parametrize("ranks,text_", [
     ([0, 1, 2, 3, 8], "0-3,8"),
     ([8, 3, 2, 1, 0], "0-3,8"),
     ([5], "5"),
@@ -173,5 +184,13 @@ def test_summary_of_nothing_and_of_problems():
     ([], ""),
     (None, "?"),
 ])
-def test_format_ranks(ranks, text):
-    assert report.format_ranks(ranks) == text
+def test_format_ranks(ranks, text_):
+    assert text.format_ranks(ranks) == text_
+
+
+@pytest.mark.parametrize("ranks,words", [
+    ([2], "rank 2"), ([0, 2], "ranks 0, 2"), ([0, 1], "ranks 0, 1"), ([0, 1, 2, 3, 8], "ranks 0-3, 8"),
+    ([3, 1, 2], "ranks 1-3"), ([], "none"), (None, "none"),
+])
+def test_rank_list_reads_as_a_list(ranks, words):
+    assert text.rank_list(ranks) == words

@@ -1,0 +1,335 @@
+"""``dump_dir``: every file ranks and watchdogs write there, named once, written atomically.  No torch.
+
+The directory is the second bus between a rank and its watchdog, and between the watchdogs of one node;
+it is also what users read after the job.  This module owns it: each kind of file is named here and
+nowhere else (``KINDS``), ``is_ours`` tells them from torch's own dumps, JSON is written to a temporary
+name and renamed into place, and the stacks files' format (a header line per dump, then faulthandler's
+lines) is written and parsed here.
+
+Kinds of file (R: the rank, P: the rank's pid):
+
+====================================  ================  ================================================
+``report-rank<R>-pid<P>.json``        watchdog          the rank's overdue calls, its position everywhere
+``state-rank<R>-pid<P>.json``         watchdog          its answer to the latest gather request
+``end-rank<R>-pid<P>.json``           watchdog          the rank's end (disable() or death); a gathered
+                                                        state is never overwritten by it
+``states-node<N>.json``               relay             another node's states, one file per node
+``stacks-rank<R>-pid<P>.txt``         rank              every thread's stack, one dump appended per ask
+``pyspy-rank<R>-pid<P>.txt``          watchdog          py-spy's native and Python stacks
+``fr-rank<R>-pid<P>.json``            rank              flight-recorder entries near the calls in flight
+``stackreq-pid<P>.json``              watchdog -> rank  "write your stacks" (the helper thread answers)
+``signal-rank<R>-pid<P>.json``        rank              the observer's handler was replaced: by what
+``gather-request.json``               watchdog, relay   the gather now on
+``verdict.json``, ``verdict.txt``     watchdog, relay   the latest verdict
+``verdict-<id>.json``                 watchdog, relay   each verdict as merged: the record, never rewritten
+``relay-rank<R>.beat``                relay             the node's relays' liveness
+``relay-seen.json``                   relay             store requests already seen
+====================================  ================  ================================================
+
+A full ``dump_dir`` (``ENOSPC``, ``EDQUOT``) must not blind the observer: ``DumpDir`` then writes to a
+*spill* directory of the node (``/dev/shm`` or the temporary directory, one per dump_dir, the same for
+every process of the node), says so once, and reads both.  ``report DIR`` on that node finds spilled
+files too.
+"""
+import errno
+import hashlib
+import json
+import os
+import re
+import tempfile
+
+REPORT = "report-rank%s-pid%d.json"
+STATE = "state-rank%s-pid%d.json"
+END = "end-rank%s-pid%d.json"
+NODE_STATES = "states-node%d.json"
+STACKS = "stacks-rank%s-pid%d.txt"
+PYSPY = "pyspy-rank%s-pid%d.txt"
+FR = "fr-rank%s-pid%d.json"
+STACK_REQUEST = "stackreq-pid%d.json"
+HANDLER = "signal-rank%s-pid%d.json"
+GATHER = "gather-request.json"
+VERDICT_JSON = "verdict.json"
+VERDICT_TEXT = "verdict.txt"
+VERDICT_RECORD = "verdict-%s.json"
+RELAY_BEAT = "relay-rank%d.beat"
+RELAY_SEEN = "relay-seen.json"
+
+REPORT_GLOB = "report-rank*.json"
+STATE_GLOB = "state-rank*.json"
+END_GLOB = "end-rank*.json"
+NODE_GLOB = "states-node*.json"
+RECORD_GLOB = "verdict-*.json"
+
+_OURS = re.compile(r"^(report|state|end|stacks|pyspy|fr|signal)-rank|^states-node\d+\.json$|^stackreq-pid"
+                   r"|^(verdict|gather-request)\.|^verdict-.*\.json$|^relay-|^\.tmp-|^\.c10d_observer-")
+_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+
+def _r(rank):
+    return rank if isinstance(rank, int) and rank >= 0 else "unknown"
+
+
+def report_name(rank, pid):
+    return REPORT % (_r(rank), pid)
+
+
+def state_name(rank, pid):
+    return STATE % (_r(rank), pid)
+
+
+def end_name(rank, pid):
+    return END % (_r(rank), pid)
+
+
+def node_states_name(slot):
+    return NODE_STATES % slot
+
+
+def stacks_name(rank, pid):
+    return STACKS % (_r(rank), pid)
+
+
+def py_spy_name(rank, pid):
+    return PYSPY % (_r(rank), pid)
+
+
+def fr_name(rank, pid):
+    return FR % (_r(rank), pid)
+
+
+def stack_request_name(pid):
+    return STACK_REQUEST % pid
+
+
+def handler_name(rank, pid):
+    return HANDLER % (_r(rank), pid)
+
+
+def record_name(gather_id):
+    return VERDICT_RECORD % re.sub(r"[^A-Za-z0-9_.-]", "_", str(gather_id))
+
+
+def beat_name(rank):
+    return RELAY_BEAT % rank
+
+
+def beat_rank(name):
+    """The rank of a relay's beat file name, or None."""
+    m = re.match(r"^relay-rank(\d+)\.beat$", name)
+    return int(m.group(1)) if m else None
+
+
+def is_ours(name):
+    """Whether a file name in dump_dir is one of the observer's (else: torch's dumps, the user's files)."""
+    return bool(_OURS.match(os.path.basename(name)))
+
+
+def is_full(exc):
+    """Whether an OSError says the filesystem has no room (no space, or the quota is used up)."""
+    return isinstance(exc, OSError) and exc.errno in _FULL
+
+
+# -- writing and reading --------------------------------------------------------------------------------
+def write_json(path, obj):
+    """JSON to a temporary name beside ``path``, renamed into place: a reader never sees half a file.
+
+    One line, through ``json.dumps`` without indent: the only form json encodes in C (``json.dump`` and any
+    indent take the pure-Python encoder, 20 to 50 times slower: at 1,024 ranks it was most of the gather's
+    time, benchmarks/scale.py).  ``report DIR`` and ``--json`` give the readable forms."""
+    write_text(path, json.dumps(obj, sort_keys=True) + "\n")
+
+
+def write_text(path, text):
+    tmp = os.path.join(os.path.dirname(path) or ".", ".tmp-%d-%s" % (os.getpid(), os.path.basename(path)))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def read_json(path):
+    """The JSON in a file, or None if it is missing, partly written or not JSON."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def size(path):
+    try:
+        return os.path.getsize(path)
+    except (OSError, TypeError):
+        return -1
+
+
+# -- the spill directory: where a node's files go while dump_dir is full ---------------------------------
+def spill_dir(dump_dir):
+    """The node-local directory for ``dump_dir``'s files while it is full: the same path for every
+    process of the node (a hash of dump_dir's absolute path), in /dev/shm where writable, else the
+    temporary directory."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    key = hashlib.sha1(os.path.abspath(dump_dir).encode("utf-8", "replace")).hexdigest()[:12]
+    return os.path.join(base, ".c10d_observer-spill-%s" % key)
+
+
+class DumpDir(object):
+    """One dump_dir and its spill directory.  ``path(name)`` is where a file is now (the spill directory
+    once it has been written there); ``write_json`` goes to dump_dir, or to the spill directory when
+    dump_dir is full (``said`` is called once with the reason); ``glob`` lists both."""
+
+    def __init__(self, path, said=None):
+        self.root = path
+        self.spill = spill_dir(path)
+        self.spilled = False
+        self._said = said
+
+    def join(self, name):
+        return os.path.join(self.root, name)
+
+    def path(self, name):
+        if self.spilled or os.path.isdir(self.spill):
+            alt = os.path.join(self.spill, name)
+            if os.path.exists(alt):
+                return alt
+        return os.path.join(self.root, name)
+
+    def _to_spill(self, exc):
+        if not self.spilled:
+            self.spilled = True
+            if self._said is not None:
+                self._said("%s is full (%s): the observer's files go to %s meanwhile (report %s reads them "
+                           "there on this node)" % (self.root, os.strerror(exc.errno), self.spill, self.root))
+        os.makedirs(self.spill, exist_ok=True)
+
+    def write_json(self, name, obj):
+        """Write one document; returns its path.  Raises OSError where neither directory takes it."""
+        return self.write_text(name, json.dumps(obj, sort_keys=True) + "\n")
+
+    def write_text(self, name, text):
+        if not self.spilled:
+            try:
+                write_text(self.join(name), text)
+                return self.join(name)
+            except OSError as e:
+                if not is_full(e):
+                    raise
+                self._to_spill(e)
+        path = os.path.join(self.spill, name)
+        write_text(path, text)
+        return path
+
+    def append_text(self, name, text):
+        """Append to a file (a stacks file); to its spill twin where dump_dir is full.  Returns the path."""
+        for path in ([] if self.spilled else [self.join(name)]) + [os.path.join(self.spill, name)]:
+            try:
+                with open(path, "a") as f:
+                    f.write(text)
+                return path
+            except OSError as e:
+                if not is_full(e) or path.startswith(self.spill):
+                    raise
+                self._to_spill(e)
+        return None
+
+    def read_json(self, name):
+        return read_json(self.path(name))
+
+    def remove(self, name):
+        for path in (self.join(name), os.path.join(self.spill, name)):
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+
+    def glob(self, pattern):
+        import glob as _glob
+        found = _glob.glob(os.path.join(self.root, pattern))
+        if os.path.isdir(self.spill):
+            have = set(os.path.basename(p) for p in found)
+            found += [p for p in _glob.glob(os.path.join(self.spill, pattern)) if os.path.basename(p) not in have]
+        return sorted(found)
+
+
+# -- stacks files ---------------------------------------------------------------------------------------
+# Each dump opens with a header line written by whoever asked (the watchdog) or made it (the helper):
+#   === c10d_observer: stacks of rank R (pid P) at <time>: <why> ===
+# then faulthandler's format, one block per thread:
+#   Thread 0x00007f... (most recent call first):
+#     File "train.py", line 12 in step
+HEADER = "\n=== c10d_observer: %s ===\n"
+_HEADER_LINE = re.compile(r"^=== c10d_observer: .*===$", re.M)
+_THREAD = re.compile(r"^(Current thread|Thread) 0x0*([0-9a-f]+) \(most recent call first\):$", re.M)
+_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)$')
+
+
+def format_dump(header, threads, current=None):
+    """One dump as text: ``threads`` is [(thread id, [(file, line, function), ...] innermost first)]."""
+    out = [HEADER % header]
+    for ident, frames in threads:
+        out.append("%s 0x%016x (most recent call first):\n" % ("Current thread" if ident == current else "Thread",
+                                                                ident))
+        for filename, lineno, name in frames:
+            out.append('  File "%s", line %s in %s\n' % (filename, lineno, name))
+        out.append("\n")
+    return "".join(out)
+
+
+def has_dump(text):
+    """Whether a stacks file holds a dump (not only the observer's note on its own threads)."""
+    return "Thread 0x" in text or "Current thread" in text or "Stack (most recent" in text
+
+
+def last_dump(text):
+    """The text of the last dump in a stacks file (from its header line on), or the whole text."""
+    marks = [m.start() for m in _HEADER_LINE.finditer(text or "")]
+    return text[marks[-1]:] if marks else (text or "")
+
+
+def thread_frames(text, thread):
+    """[(file, line, function)] innermost first of ``thread``'s block in the last dump of ``text``, or None."""
+    if not thread or not text:
+        return None
+    heads = [m for m in _THREAD.finditer(text) if int(m.group(2), 16) == thread]
+    if not heads:
+        return None
+    frames = []
+    for line in text[heads[-1].end():].splitlines()[1:]:
+        m = _FRAME.match(line)
+        if not m:
+            break
+        frames.append((m.group("file"), int(m.group("line")), m.group("func")))
+    return frames
+
+
+def read_tail(path, limit=256 * 1024):
+    """The last ``limit`` bytes of a file as text (a stacks file's last dump is at its end), or None."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - limit))
+            return f.read().decode("utf-8", "replace")
+    except (OSError, TypeError):
+        return None
+
+
+def thread_summary(text, thread, limit=16 * 1024):
+    """What another node needs of a stacks file: the last dump's header line and ``thread``'s block,
+    else the text's last ``limit`` bytes."""
+    if not text:
+        return text
+    last = last_dump(text)
+    if thread:
+        for m in _THREAD.finditer(last):
+            if int(m.group(2), 16) == thread:
+                end = last.find("\n\n", m.end())
+                head = last.split("\n", 1)[0] + "\n" if _HEADER_LINE.match(last) else ""
+                return (head + last[m.start():end if end >= 0 else len(last)] + "\n")[:limit]
+    return text[-limit:]

@@ -1,0 +1,66 @@
+"""How the observer names things to a person: ranks, calls, times.  No torch, no imports of the package."""
+import datetime
+
+
+def format_ranks(ranks):
+    """[0, 1, 2, 3, 8] -> '0-3,8' (compact: JSON-like places, the page, the grouped stacks)."""
+    if ranks is None:
+        return "?"
+    out = []
+    ranks = sorted(ranks)
+    i = 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        out.append(str(ranks[i]) if i == j else "%d-%d" % (ranks[i], ranks[j]))
+        i = j + 1
+    return ",".join(out)
+
+
+def rank_list(ranks, none="none"):
+    """Ranks as a list reads in a sentence: 'rank 2', 'ranks 0, 2', 'ranks 0-3, 8' (runs of three or more
+    as a range), or ``none``."""
+    ranks = sorted(set(ranks or ()))
+    if not ranks:
+        return none
+    parts, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        if j - i >= 2:
+            parts.append("%d-%d" % (ranks[i], ranks[j]))
+        else:
+            parts.extend(str(r) for r in ranks[i:j + 1])
+        i = j + 1
+    return "%s %s" % ("rank" if len(ranks) == 1 else "ranks", ", ".join(parts))
+
+
+def describe_call(entry):
+    """'all_reduce #5 on group 0 (ranks 0-3), 1024 x float32' for a call (a dict with op, seq, group,
+    group_ranks, kind, peer, api, size), its size where known."""
+    op = entry.get("op") or "?"
+    if entry.get("api"):
+        op = "%s (in %s)" % (op, entry["api"])
+    where = "group %s (ranks %s)" % (entry.get("group"), format_ranks(entry.get("group_ranks")))
+    if entry.get("kind") == "p2p":
+        peer = entry.get("peer")
+        where += ", peer %s" % ("any" if peer is None else peer)
+    size = ", %s" % entry["size"] if entry.get("size") else ""
+    return "%s #%s on %s%s" % (op, entry.get("seq"), where, size)
+
+
+def clock(ts, ms=True):
+    """Unix seconds as local time, '2026-11-24 18:47:13.296' (or '?')."""
+    if ts is None:
+        return "?"
+    text = datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return text[:-3] if ms else text[:-7]
+
+
+def short_clock(ts):
+    """Unix seconds as '18:47:13.296', for console lines."""
+    if ts is None:
+        return "?"
+    return datetime.datetime.fromtimestamp(ts).strftime("%H:%M:%S.%f")[:-3]

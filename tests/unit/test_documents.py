@@ -1,0 +1,110 @@
+"""Every kind of document through its type (documents.py), and the documents of the previous release.
+
+tests/data/documents-v1/ holds files written by the release before the typed documents (version 1, commit
+a777099, torch 2.13, real gloo ranks: test_verdict.py's cascade and dead-rank jobs, and a node's states
+written by that release's relay): this release reads them, and makes the same verdict of them.
+"""
+import json
+import os
+import shutil
+
+import pytest
+
+from c10d_observer import documents, dumpdir, verdict
+from c10d_observer.documents import Call, Overdue, Position, RankDoc
+
+V1 = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "documents-v1")
+
+
+def _position(**kw):
+    base = dict(stream="0", group="0", kind="collective", ranks=(0, 1, 2), backend="gloo", last_started=5,
+                last_completed=4, in_flight=Call(5, "all_reduce", "4 x float32", 100.5, ""),
+                recent=(Call(4, "all_reduce", "4 x float32", 99.0), Call(5, "all_reduce", "4 x float32", 100.5)))
+    base.update(kw)
+    return Position(**base)
+
+
+def _overdue(**kw):
+    base = dict(stream="0", group="0", seq=5, op="all_reduce", size="4 x float32", group_ranks=(0, 1, 2),
+                started_at=100.5, detected_at=103.6, age_s=3.1)
+    base.update(kw)
+    return Overdue(**base)
+
+
+@pytest.mark.parametrize("kind", ["report", "state", "end"])
+def test_each_kind_of_rank_document_round_trips_through_json(tmp_path, kind):
+    doc = RankDoc(kind, 2, 3, "host", 1234, "job", 104.0, 90.0, kind != "end", "gone" if kind == "end" else None,
+                  False, 0.1, 0xab, "/d/stacks-rank2-pid1234.txt", None, None, "g1" if kind == "state" else None,
+                  10, (_position(), _position(stream="0:p2p:1->2", kind="p2p", src=1, dst=2, peer=1,
+                                              in_flight=None, recent=())),
+                  (_overdue(), _overdue(seq=3, in_flight=False, ended="completed", completed_at=99.0,
+                                        resolved_after_s=4.0)),
+                  {"0": [{"seq": 4, "op": "all_reduce", "size": "4 x float32"}]}, {"timeout": 3.0},
+                  {"signal": "SIGUSR1"}, extra={"source": "patch"} if kind == "report" else None)
+    path = str(tmp_path / "doc.json")
+    dumpdir.write_json(path, doc.to_json())
+    [back] = documents.load(path)
+    assert back == doc._replace(path=path, extra=back.extra)
+    assert (back.extra or {}).get("source") == ("patch" if kind == "report" else None)
+    assert back.overdue[1].resolved and not back.overdue[0].resolved
+    assert back.groups[1].members() == [1, 2] and back.groups[0].members() == [0, 1, 2]
+
+
+def test_long_rank_lists_are_written_as_runs_and_read_back_whole(tmp_path):
+    ranks = tuple(range(0, 4096, 2))
+    doc = RankDoc("state", 0, 4096, groups=(_position(ranks=ranks),), overdue=(_overdue(group_ranks=ranks),))
+    j = doc.to_json()
+    assert j["groups"][0]["ranks"] is None and j["groups"][0]["ranks_runs"] == [[0, 2048, 2]]
+    back = RankDoc.from_json(json.loads(json.dumps(j)))
+    assert back.groups[0].ranks == ranks and back.overdue[0].group_ranks == ranks
+
+
+def test_a_node_file_labels_its_states_with_the_gather_they_answer_here(tmp_path):
+    states = [RankDoc("state", r, 4, gather_id="theirs", stacks_size_before=100, groups=(_position(),))
+              for r in (2, 3)]
+    path = str(tmp_path / dumpdir.node_states_name(1))
+    dumpdir.write_json(path, documents.node_states_json("node1", "ours", states))
+    docs = documents.load(path)
+    assert [d.rank for d in docs] == [2, 3]
+    assert all(d.gather_id == "ours" and d.extra["answered_gather_id"] == "theirs" for d in docs)
+    assert all(d.relayed_from == "node1" and d.stacks_size_before is None for d in docs)
+    # the file on disk keeps each state as its node wrote it
+    raw = dumpdir.read_json(path)
+    assert [d["gather_id"] for d in raw["docs"]] == ["theirs", "theirs"] and raw["answers"] == "ours"
+
+
+def test_a_call_of_a_rank_comes_from_its_position_its_overdue_entries_or_its_flight_recorder():
+    doc = RankDoc("state", 0, groups=(_position(recent=(), in_flight=None, last_started=9, last_completed=9),),
+                  overdue=(_overdue(seq=7, op="broadcast"),),
+                  flight_recorder={"0": [{"seq": 8, "op": "all_reduce", "size": "1 x float32",
+                                          "time_created_ns": 5 * 10 ** 9}]})
+    assert doc.call("0", 7).op == "broadcast"
+    assert doc.call("0", 8) == Call(8, "all_reduce", "1 x float32", 5.0)
+    assert doc.call("0", 6) is None
+    assert [(t, c.seq) for t, s, c in doc.history()] == [(5.0, 8)]
+
+
+def test_documents_of_the_previous_release_are_read(tmp_path):
+    rep = documents.load(os.path.join(V1, "report-rank0-pid4258.json"))[0]
+    assert (rep.kind, rep.rank, rep.world_size, rep.extra["source"]) == ("report", 0, 3, "flight_recorder")
+    [e] = rep.overdue
+    assert (e.seq, e.op, e.in_flight, e.ended, e.resolved) == (2, "all_reduce", False, "completed", True)
+    assert rep.groups[0].recent[0] == Call(2, "all_reduce", "4 x float32", None)  # version 1: no start times
+    dead = documents.load(os.path.join(V1, "state-rank1-pid4413-dead.json"))[0]
+    assert dead.kind == "end" and dead.dead and "ended without disable()" in dead.exit_reason
+    state = documents.load(os.path.join(V1, "state-rank2-pid4260.json"))[0]
+    assert state.kind == "end" and state.alive and state.exit_reason == "the observer was disabled"
+    node = documents.load(os.path.join(V1, "states-node3.json"))
+    assert [d.rank for d in node] == [1, 2] and all(d.gather_id == "vm-1-2" for d in node)
+
+
+def test_a_folder_of_the_previous_release_gets_the_verdict_it_had(tmp_path):
+    """verdict.json of version 1 (no record beside it) is the record; the documents read as they were."""
+    for name in ("report-rank0-pid4258.json", "state-rank2-pid4260.json", "verdict.json", "verdict.txt"):
+        shutil.copy(os.path.join(V1, name), str(tmp_path / name))
+    v, problems, _ = verdict.load(str(tmp_path))
+    old = dumpdir.read_json(os.path.join(V1, "verdict.json"))
+    assert problems == [] and v["recorded"] is True
+    assert v["culprit_ranks"] == old["culprit_ranks"] == [2] and v["summary"] == old["summary"]
+    assert [h["seq"] for h in v["hangs"]] == [h["seq"] for h in old["hangs"]]
+    assert "after: " in verdict.format_text(v)
