@@ -226,6 +226,20 @@ RUN_OPTIONS = ("--timeout", "--poll-interval", "--dump-dir", "--source", "--on-t
 
 
 def _print_report(directory, as_json=False, html_path=None):
+    """``report DIR``: the verdict (the record merged while the job ran, with what happened after; else made
+    now), then the per-rank reports.  Output to a closed pipe (``| head``) ends quietly."""
+    try:
+        return _report_to(directory, as_json, html_path)
+    except BrokenPipeError:
+        try:  # the reader left: nothing more to say, and no traceback at exit either
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        return 0
+
+
+def _report_to(directory, as_json, html_path):
     from . import verdict as _verdict
     try:
         v, problems, read = _verdict.load(directory, DEFAULT_DIR)
@@ -239,7 +253,9 @@ def _print_report(directory, as_json=False, html_path=None):
     if html_path:
         from . import page
         try:
-            docs, _ = _verdict.load_docs(read, torch_dumps=True)
+            docs = _verdict.record_documents(read)
+            if docs is None:
+                docs, _ = _verdict.load_docs(read, torch_dumps=True)
             page.write(html_path, docs, v, read)
         except OSError as e:
             sys.stderr.write("c10d-observer report: error: --html %s: %s\n" % (html_path, e))
@@ -249,9 +265,10 @@ def _print_report(directory, as_json=False, html_path=None):
         import json
         out = _verdict.public(v)
         out["unreadable"] = list(problems)
-        print(json.dumps(out, indent=1, sort_keys=True))
+        sys.stdout.write(json.dumps(out, indent=1, sort_keys=True) + "\n")
     else:
-        print(_verdict.format_text(v, problems))
-        print("\nper-rank reports:")
-        print(_report.summarize(reports))
-    return 1 if v["hangs"] else 3 if v.get("resolved") else 0
+        sys.stdout.write(_verdict.format_text(v, problems) + "\n")
+        sys.stdout.write("\nper-rank reports:\n")
+        sys.stdout.write(_report.summarize(reports) + "\n")
+    sys.stdout.flush()
+    return v["exit_code"]

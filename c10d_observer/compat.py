@@ -384,6 +384,14 @@ def entry_op(e):
     return op
 
 
+def entry_size(e):
+    """``"<numel> x <dtype>"`` of a flight-recorder entry's tensor that must agree across ranks (SIZE_TENSOR),
+    or None: what the verdict compares to find a desync."""
+    side = SIZE_TENSOR.get(entry_op(e), (None,))[0]
+    tensor = entry_tensor(e, side) if side is not None else None
+    return "%d x %s" % tensor if tensor else None
+
+
 def entry_tensor(e, side="in"):
     """(numel, dtype name as in channel.DTYPES) of a flight-recorder entry's first input (``side="in"``) or
     output tensor, or None.  The dtype falls back to the other side's (recorded readings lack

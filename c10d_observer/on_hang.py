@@ -17,6 +17,7 @@ import threading
 import time
 import traceback
 
+from . import dumpdir as _dumpdir
 from . import report as _report
 from . import verdict as _verdict
 from .documents import Verdict
@@ -64,14 +65,14 @@ class HangCallback(object):
 
     def _verdict_key(self):
         try:
-            st = os.stat(os.path.join(self.dump_dir, _verdict.VERDICT_JSON))
+            st = os.stat(os.path.join(self.dump_dir, _dumpdir.VERDICT_JSON))
             return (st.st_mtime_ns, st.st_size)
         except OSError:
             return None
 
     def _own_report(self):
         keys = []
-        for path in glob.glob(os.path.join(self.dump_dir, "report-rank*-pid%d.json" % self.pid)):
+        for path in glob.glob(os.path.join(self.dump_dir, _dumpdir.REPORT % ("*", self.pid))):
             try:
                 st = os.stat(path)
                 keys.append((st.st_mtime_ns, st.st_size))
@@ -99,7 +100,8 @@ class HangCallback(object):
         except (_report.ReportError, OSError) as e:
             log.debug("c10d_observer: on_hang: no verdict yet: %s", e)
             return None
-        stuck = frozenset((h.get("stream"), h.get("seq")) for h in v.to_dict()["hangs"])
+        stuck = frozenset((h.get("stream"), h.get("seq")) for h in v.to_dict()["hangs"]
+                          if (h.get("outcome") or {}).get("state", "stuck") != "resolved")
         if not stuck or stuck in self.delivered:
             return None
         self.delivered.add(stuck)

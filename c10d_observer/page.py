@@ -8,8 +8,8 @@ No torch: the page is made from the documents the watchdogs wrote.
 """
 import html
 
-from . import report as _report
 from . import verdict as _verdict
+from .text import clock, format_ranks
 
 _CSS = """
 body{font:13px/1.35 system-ui,sans-serif;margin:16px;color:#222}
@@ -54,18 +54,19 @@ def _streams(by_rank, v):
     stuck = {h.get("stream") for h in v.get("hangs") or []}
     cols = {}
     for doc in by_rank.values():
-        for g in doc.get("groups") or []:
-            s = g.get("stream")
+        for g in doc.groups:
+            s = g.stream
             if s is None or s in cols:
                 continue
-            if g.get("kind") == "p2p" and s not in stuck:
+            if g.kind == "p2p" and s not in stuck:
                 continue
             cols[s] = g
-    return sorted(cols, key=lambda s: (cols[s].get("kind") == "p2p", str(s)))
+    return sorted(cols, key=lambda s: (cols[s].kind == "p2p", str(s)))
 
 
 def render(by_rank, v, directory=""):
-    """The page, as a string, for the documents ``by_rank`` (verdict.load_docs) and their verdict ``v``."""
+    """The page, as a string, for the documents ``by_rank`` ({rank: RankDoc}: those the verdict was built
+    from, verdict.record_documents, else verdict.load_docs) and their verdict ``v``."""
     culprits = set(v.get("culprit_ranks") or [])
     dead = set(v.get("ranks_dead") or [])
     stuck = {}  # stream -> hang
@@ -79,9 +80,9 @@ def render(by_rank, v, directory=""):
     out.append("<h1>c10d-observer</h1><div class='summary' id='summary'>%s</div>" % _e(v.get("summary")))
     out.append("<div>%s ranks reporting of %s; culprits: <b id='culprits'>%s</b>; silent: %s; dead: %s. "
                "Files: %s. Page loaded: <span id='loaded'>no</span></div>" % (
-                   len(by_rank), _e(world), _e(_report.format_ranks(sorted(culprits)) or "none"),
-                   _e(_report.format_ranks(v.get("ranks_silent") or []) or "none"),
-                   _e(_report.format_ranks(sorted(dead)) or "none"), _e(directory)))
+                   len(by_rank), _e(world), _e(format_ranks(sorted(culprits)) or "none"),
+                   _e(format_ranks(v.get("ranks_silent") or []) or "none"),
+                   _e(format_ranks(sorted(dead)) or "none"), _e(directory)))
     out.append("<h2>Where every rank is</h2><div class='legend'><span class='ok'>n: last completed</span>"
                "<span style='background:#fff6d6'>n | in k: in flight</span><span style='background:#ffd0d0'>"
                "waiting in the stuck call</span><span style='background:#ffb060'>never arrived</span> "
@@ -92,7 +93,7 @@ def render(by_rank, v, directory=""):
         for s in cols))
     for r in ranks:
         doc = by_rank.get(r)
-        pos = {g.get("stream"): g for g in (doc or {}).get("groups") or []}
+        pos = doc.positions() if doc is not None else {}
         key = r in culprits or any(r in (h.get("waiting_ranks") or []) or r in (h.get("missing_ranks") or [])
                                    for h in stuck.values())
         cls = ["rank"] + (["culprit"] if r in culprits else []) + (["dead"] if r in dead else []) + \
@@ -104,7 +105,7 @@ def render(by_rank, v, directory=""):
             if g is None:
                 cells.append("<td class='none'>%s</td>" % ("?" if doc is None else "-"))
                 continue
-            done, fly = g.get("last_completed"), g.get("in_flight_seq")
+            done, fly = g.last_completed, g.in_flight.seq if g.in_flight is not None else None
             text = "%s" % (done if done is not None else 0)
             c = "ok"
             if fly is not None:
@@ -128,18 +129,18 @@ def _timeline(by_rank, v, ranks, culprits, stuck):
     """Each rank's calls in flight, from their start to when its state was written."""
     spans = []
     for r in ranks:
-        doc = by_rank.get(r) or {}
-        end = doc.get("written_at")
-        for g in doc.get("groups") or []:
-            t0 = g.get("in_flight_since")
+        doc = by_rank.get(r)
+        end = doc.written_at if doc is not None else None
+        for g in doc.groups if doc is not None else ():
+            t0 = g.in_flight.started_at if g.in_flight is not None else None
             if t0 is not None and end is not None:
-                spans.append((r, g.get("stream"), g.get("in_flight_seq"), g.get("in_flight_op"), t0, end))
+                spans.append((r, g.stream, g.in_flight.seq, g.in_flight.op, t0, end))
     if not spans:
         return "<h2>Calls in flight</h2><div>none</div>"
     lo, hi = min(s[4] for s in spans), max(s[5] for s in spans)
     width = max(hi - lo, 1e-3)
     det = [h.get("detected_at") for h in stuck.values() if h.get("detected_at")]
-    out = ["<h2>Calls in flight (%.1f s, from %s)</h2>" % (width, _e(_report._clock(lo)))]
+    out = ["<h2>Calls in flight (%.1f s, from %s)</h2>" % (width, _e(clock(lo)))]
     keys = set(culprits)
     for h in stuck.values():
         keys.update(h.get("waiting_ranks") or [])

@@ -40,14 +40,14 @@ import glob
 import json
 import logging
 import os
-import re
 import threading
 import time
 import zlib
 
 from . import channel as _ch
 from . import compat
-from . import report as _report
+from . import documents as _documents
+from . import dumpdir as _dumpdir
 from . import verdict as _verdict
 
 log = logging.getLogger("c10d_observer")
@@ -108,10 +108,6 @@ def node_relays(dump_dir, ranks, job_id, period, window_s, store_factory=open_st
     return [StoreRelay(dump_dir, r, job_id, period, window_s, store_factory, clock) for r, _ in ranks]
 
 
-def beat_name(rank):
-    return "relay-rank%d.beat" % rank
-
-
 class StoreRelay(object):
     def __init__(self, dump_dir, rank, job_id, period, window_s, store_factory=open_store, clock=time.time):
         self.dump_dir = dump_dir
@@ -151,7 +147,7 @@ class StoreRelay(object):
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         try:
-            os.remove(os.path.join(self.dump_dir, beat_name(self.rank)))
+            os.remove(os.path.join(self.dump_dir, _dumpdir.beat_name(self.rank)))
         except OSError:
             pass
 
@@ -175,7 +171,7 @@ class StoreRelay(object):
         While the lower rank found last time stays fresh, one stat of its file decides."""
         if self.rank < 0:
             return False
-        mine = os.path.join(self.dump_dir, beat_name(self.rank))
+        mine = os.path.join(self.dump_dir, _dumpdir.beat_name(self.rank))
         try:
             os.utime(mine, (now, now))
         except OSError:
@@ -187,20 +183,20 @@ class StoreRelay(object):
         fresh_after = now - (3 * self.period + 1.0)
         if self._ahead is not None:
             try:
-                if os.stat(os.path.join(self.dump_dir, beat_name(self._ahead))).st_mtime > fresh_after:
+                if os.stat(os.path.join(self.dump_dir, _dumpdir.beat_name(self._ahead))).st_mtime > fresh_after:
                     return False
             except OSError:
                 pass
             self._ahead = None
         for name in os.listdir(self.dump_dir):
-            if not (name.startswith("relay-rank") and name.endswith(".beat")):
+            r = _dumpdir.beat_rank(name)
+            if r is None:
                 continue
             try:
-                r = int(name[len("relay-rank"):-len(".beat")])
                 if r < self.rank and os.stat(os.path.join(self.dump_dir, name)).st_mtime > fresh_after:
                     self._ahead = r
                     return False
-            except (ValueError, OSError):
+            except OSError:
                 continue
         return True
 
@@ -219,7 +215,7 @@ class StoreRelay(object):
             if self.store is None:
                 return
             if self._requests_seen is None:  # requests published before this node's relay ran are history
-                seen = _report.read_json(os.path.join(self.dump_dir, "relay-seen.json"))
+                seen = _dumpdir.read_json(os.path.join(self.dump_dir, _dumpdir.RELAY_SEEN))
                 n = int(self.store.add(self._key("requests"), 0))
                 self._requests_seen = min(n, int(seen.get("n"))) if isinstance(seen, dict) and seen.get(
                     "job_id") == self.job_id and isinstance(seen.get("n"), int) else n
@@ -258,7 +254,7 @@ class StoreRelay(object):
         return self._winner is not None and self._own is not None and self._own[0] == self._winner[0]
 
     def _publish_local_request(self, now):
-        path = os.path.join(self.dump_dir, _verdict.GATHER_NAME)
+        path = os.path.join(self.dump_dir, _dumpdir.GATHER)
         try:
             st = os.stat(path)
         except OSError:
@@ -267,7 +263,7 @@ class StoreRelay(object):
         if key == self._local_key:
             return
         self._local_key = key
-        req = _report.read_json(path)
+        req = _dumpdir.read_json(path)
         if not self._fresh(req, now) or req["id"] in self._active or req.get("relayed"):
             return
         self._active[req["id"]] = now + self.window_s
@@ -305,17 +301,17 @@ class StoreRelay(object):
                 self._winner = (k, req)
                 self._relay_winner()
         if changed:
-            _report.write_atomic(os.path.join(self.dump_dir, "relay-seen.json"),
-                                 {"job_id": self.job_id, "n": self._requests_seen})
+            _dumpdir.write_json(os.path.join(self.dump_dir, _dumpdir.RELAY_SEEN),
+                                {"job_id": self.job_id, "n": self._requests_seen})
 
     def _relay_winner(self):
         """Write the window's winning request (another node's) into dump_dir, for the local watchdogs."""
         req = dict(self._winner[1], relayed=True)
         if self._own is not None and self._own[0] != self._winner[0]:
             req["supersedes"] = self._own[1]  # this node's watchdog leaves the merge to the winner's node
-        _report.write_atomic(os.path.join(self.dump_dir, _verdict.GATHER_NAME), req)
+        _dumpdir.write_json(os.path.join(self.dump_dir, _dumpdir.GATHER), req)
         try:
-            st = os.stat(os.path.join(self.dump_dir, _verdict.GATHER_NAME))
+            st = os.stat(os.path.join(self.dump_dir, _dumpdir.GATHER))
             self._local_key = (st.st_mtime_ns, st.st_size)
         except OSError:
             pass
@@ -326,9 +322,10 @@ class StoreRelay(object):
                 and (req.get("requested_at") or 0) >= self.started_at - self.window_s)
 
     def _publish_states(self, now):
-        """This node's states that answer a request of the window (or a dead rank's): one bundle."""
+        """This node's states that answer a request of the window (or a dead rank's end): one bundle."""
         changed = False
-        for path in glob.glob(os.path.join(self.dump_dir, _verdict.STATE_GLOB)):
+        for path in glob.glob(os.path.join(self.dump_dir, _dumpdir.STATE_GLOB)) + glob.glob(
+                os.path.join(self.dump_dir, _dumpdir.END_GLOB)):
             try:
                 st = os.stat(path)
             except OSError:
@@ -336,21 +333,26 @@ class StoreRelay(object):
             key = (st.st_mtime_ns, st.st_size)
             if self._seen_files.get(path) == key:
                 continue
-            doc = _report.read_json(path)
-            if not isinstance(doc, dict) or doc.get("relayed_from"):
+            try:
+                doc = _documents.load(path)[0]
+            except (_documents.DocumentError, OSError, IndexError):
+                continue
+            if doc.relayed_from:
                 self._seen_files[path] = key  # another node's, fetched here: never sent back
                 continue
-            dead = (doc.get("alive") is False and doc.get("job_id") == self.job_id
-                    and (doc.get("written_at") or 0) >= self.started_at)
-            if not (doc.get("gather_id") in self._active or dead):
+            dead = doc.dead and doc.job_id == self.job_id and (doc.written_at or 0) >= self.started_at
+            if not (doc.gather_id in self._active or dead):
                 continue
-            if not _verdict.stacks_arrived(doc) and now - (doc.get("written_at") or 0) < STACKS_WAIT_S:
+            if doc.stacks_size_before is not None and _dumpdir.size(doc.stack_dump) <= doc.stacks_size_before \
+                    and not doc.frozen and not doc.dead and now - (doc.written_at or 0) < STACKS_WAIT_S:
                 continue  # its rank is still writing the stack dump its watchdog asked for
             self._seen_files[path] = key
-            doc.pop("_path", None)
-            doc["stacks_text"] = stacks_summary(doc.get("stack_dump"), doc.get("main_thread"))
-            doc["stacks_remote"] = "%s:%s" % (doc.get("host"), doc.get("stack_dump"))
-            self._node_docs[doc.get("rank")] = doc
+            out = doc.to_json()
+            out["stacks_text"] = stacks_summary(doc.stack_dump, doc.main_thread)
+            out["stacks_remote"] = "%s:%s" % (doc.host, doc.stack_dump)
+            prev = self._node_docs.get(doc.rank)
+            if prev is None or not (prev.get("kind") == "state" and doc.kind == "end" and not doc.dead):
+                self._node_docs[doc.rank] = out
             changed = True
         window = self._winner[0] if self._winner is not None else None
         if not self._node_docs or not (changed or window != self._bundled_for):
@@ -383,27 +385,23 @@ class StoreRelay(object):
 
     def _write_remote(self, slot, bundle):
         """One file per node (``states-node<slot>.json``, read by verdict.load_docs): a file per rank cost
-        the merging node 2 ms each to create at 1,024 ranks, on the path to the verdict."""
-        gid = self._own[1]
+        the merging node 2 ms each to create at 1,024 ranks, on the path to the verdict.  It is labelled with
+        the gather its states count for here (``answers``); each state keeps what it answered on its node."""
         docs = []
         for doc in bundle.get("docs") or ():
             doc["relayed_from"] = doc.get("host")
-            doc["answered_gather_id"] = doc.get("gather_id")
-            doc["gather_id"] = gid  # answered within this gather's window: the merge counts it
-            doc["stacks_size_before"] = None  # its node waited for the dump already; the summary is inline
             docs.append(doc)
-        _report.write_atomic(os.path.join(self.dump_dir, _verdict.node_states_name(slot)), {
-            "format": _report.FORMAT, "version": _report.VERSION, "kind": "node_states",
-            "host": bundle.get("host"), "gather_id": gid, "docs": docs})
+        _dumpdir.write_json(os.path.join(self.dump_dir, _dumpdir.node_states_name(slot)),
+                            _documents.node_states_json(bundle.get("host"), self._own[1], docs))
 
     def _send_verdict(self):
         gid = self._own[1]
         if self._verdict_sent == gid:
             return
-        v = _report.read_json(os.path.join(self.dump_dir, _verdict.VERDICT_JSON))
+        v = _dumpdir.read_json(os.path.join(self.dump_dir, _dumpdir.VERDICT_JSON))
         if isinstance(v, dict) and v.get("gather_id") == gid:
             try:
-                with open(os.path.join(self.dump_dir, _verdict.VERDICT_TEXT)) as f:
+                with open(os.path.join(self.dump_dir, _dumpdir.VERDICT_TEXT)) as f:
                     text = f.read()
             except OSError:
                 return
@@ -418,11 +416,7 @@ class StoreRelay(object):
         self._verdict_taken = n
         got = unpack(self.store.get(self._key("verdict", n)))
         v = dict(got["json"], relayed_from="the node of rank %s" % self._winner[1].get("by_rank"))
-        _report.write_atomic(os.path.join(self.dump_dir, _verdict.VERDICT_JSON), v)
-        tmp = os.path.join(self.dump_dir, ".tmp-relay-" + _verdict.VERDICT_TEXT)
-        with open(tmp, "w") as f:
-            f.write(got["text"])
-        os.replace(tmp, os.path.join(self.dump_dir, _verdict.VERDICT_TEXT))
+        _verdict.write(self.dump_dir, v, text=got["text"])
 
 
 def pack(obj):
@@ -442,11 +436,11 @@ def _squeeze(obj):
     node): a long list of ints -> runs; a long map rank -> record of the same fields -> columns.  At 4,096
     ranks the verdict's per-rank map alone was 63 KiB per node, compressed."""
     if isinstance(obj, list):
-        if len(obj) > _report.RUNS_OVER and all(type(x) is int for x in obj):
+        if len(obj) > _documents.RUNS_OVER and all(type(x) is int for x in obj):
             return {_RUNS: _ch.rank_runs(obj)}
         return [_squeeze(x) for x in obj]
     if isinstance(obj, dict):
-        if len(obj) > _report.RUNS_OVER and all(isinstance(v, dict) for v in obj.values()):
+        if len(obj) > _documents.RUNS_OVER and all(isinstance(v, dict) for v in obj.values()):
             fields = sorted(set(k for v in obj.values() for k in v))
             if all(len(v) == len(fields) for v in obj.values()) and all(k.isdigit() for k in obj):
                 keys = list(obj)
@@ -470,34 +464,10 @@ def _unsqueeze(obj):
     return obj
 
 
-_HEADER = re.compile(r"^(Current thread|Thread) 0x0*([0-9a-f]+) \(most recent call first\):$", re.M)
-
-
 def stacks_summary(path, main_thread, limit=SUMMARY_BYTES):
     """What the verdict reads of a stacks file, for another node: the last dump's main thread (its header
     line and frames), else the file's last ``limit`` bytes.  The whole file stays on its node."""
-    text = _tail(path)
-    if not text:
-        return text
-    marks = [m.start() for m in re.finditer(r"^=== c10d_observer: .*===$", text, re.M)]
-    last = text[marks[-1]:] if marks else text
-    if main_thread:
-        for m in _HEADER.finditer(last):
-            if int(m.group(2), 16) == main_thread:
-                end = last.find("\n\n", m.end())
-                head = last.split("\n", 1)[0] + "\n" if marks else ""
-                return (head + last[m.start():end if end >= 0 else len(last)] + "\n")[:limit]
-    return text[-limit:]
-
-
-def _tail(path):
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - STACKS_TAIL))
-            return f.read().decode("utf-8", "replace")
-    except (OSError, TypeError):
-        return None
+    return _dumpdir.thread_summary(_dumpdir.read_tail(path, STACKS_TAIL), main_thread, limit)
 
 
 def _text(v):

@@ -21,11 +21,11 @@ import os
 import re
 
 from . import compat
-from . import report as _report
+from . import documents as _documents
+from . import dumpdir as _dumpdir
 
 KIND = "torch_fr_dump"
 MAX_BYTES = 256 * 1024 * 1024
-_OURS = re.compile(r"^(report|state|stacks|pyspy|fr|signal)-rank|^(verdict|gather-request)\.|^\.tmp-")
 
 
 def load_dir(directory):
@@ -33,7 +33,7 @@ def load_dir(directory):
     docs, problems = [], []
     for name in sorted(os.listdir(directory)):
         path = os.path.join(directory, name)
-        if _OURS.match(name) or not os.path.isfile(path):
+        if _dumpdir.is_ours(name) or not os.path.isfile(path):
             continue
         try:
             if os.path.getsize(path) > MAX_BYTES:
@@ -52,17 +52,15 @@ def load_dir(directory):
         if not isinstance(d, dict) or "pg_status" not in d or "entries" not in d:
             continue
         try:
-            docs.append(to_state(d, path))
+            docs.append(_documents.RankDoc.from_json(to_state(d, path), path))
         except ValueError as e:
             problems.append(str(e))
     if docs:
-        world = max(doc["rank"] for doc in docs) + 1
-        for doc in docs:
-            doc["world_size"] = world = max(world, doc["world_size"] or 0)
-        for doc in docs:
-            for g in doc["groups"]:
-                if g["ranks"] is None and g["group"] == "0":  # the world group (gloo dumps name no ranks)
-                    g["ranks"] = list(range(world))
+        world = max([d.rank + 1 for d in docs] + [d.world_size or 0 for d in docs])
+        # the world group's ranks: gloo dumps name none
+        docs = [d._replace(world_size=world, groups=tuple(
+            g._replace(ranks=tuple(range(world))) if g.ranks is None and g.group == "0" else g for g in d.groups))
+            for d in docs]
     return docs, problems
 
 
@@ -121,7 +119,7 @@ def to_state(d, path):
         g = {"group": name, "stream": name, "kind": "collective", "ranks": ranks,
              "backend": _backend(entries), "peer": None, "src": None, "dst": None,
              "last_started": max(enq, 0), "last_completed": max(comp, 0), "ring_overflow": 0,
-             "recent_ops": [[k, _op(by_op[k]), _size(by_op[k])] for k in sorted(by_op)[-8:]]}
+             "recent_ops": [[k, _op(by_op[k]), _size(by_op[k]), _created(by_op[k])] for k in sorted(by_op)[-16:]]}
         if comp < enq:
             e = by_op.get(comp + 1) or {}
             g["in_flight_seq"] = comp + 1
@@ -139,12 +137,11 @@ def to_state(d, path):
         groups.append(g)
     mtime = os.path.getmtime(path)
     taken = dump_time(d)
-    return {"format": _report.FORMAT, "version": _report.VERSION, "kind": KIND, "rank": rank,
+    return {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": KIND, "rank": rank,
             "world_size": world, "host": d.get("host"), "pid": d.get("pid"), "job_id": KIND,
             "written_at": taken if taken is not None else mtime, "ages_at_least": taken is not None,
             "file_mtime": mtime, "groups": groups, "alive": True, "frozen": False,
-            "config": {"timeout": 0}, "source": "torch flight-recorder dump (version %s)" % d.get("version"),
-            "_path": path}
+            "config": {"timeout": 0}, "source": "torch flight-recorder dump (version %s)" % d.get("version")}
 
 
 def _ranks(value):
@@ -161,10 +158,16 @@ def _op(e):
 
 
 def _size(e):
-    """``"<numel> x <dtype>"`` of an entry's tensor that must agree across ranks (compat.SIZE_TENSOR), or None."""
-    side = compat.SIZE_TENSOR.get(_op(e), (None,))[0]
-    tensor = compat.entry_tensor(e, side) if side is not None else None
-    return "%d x %s" % tensor if tensor else None
+    """``"<numel> x <dtype>"`` of an entry's tensor that must agree across ranks, or None."""
+    return compat.entry_size(e)
+
+
+def _created(e):
+    try:
+        t = int(e.get("time_created_ns") or 0)
+    except (TypeError, ValueError):
+        return None
+    return t / 1e9 if t else None
 
 
 def _backend(entries):

@@ -52,11 +52,12 @@ from time import sleep as _sleep  # kept apart from time, which the unit tests r
 
 from .. import channel as _ch
 from .. import compat
-from .. import report as _report
+from .. import dumpdir as _dumpdir
 
 log = logging.getLogger("c10d_observer")
 
 NEIGHBOURS = 3  # entries kept either side of a call in flight, per group
+HISTORY = 16  # a group's last calls kept while a call is long in flight (the verdict reads their order)
 MAX_START = 128  # calls started at once for one group when a read finds more enqueued (a burst): the
 # oldest, and the newest MAX_START
 FR_BACKENDS = frozenset(("gloo",))
@@ -337,8 +338,9 @@ class FlightRecorderSource(object):
             else:
                 self._unnamed[key] = now
         keep = {}
+        flying = any(p.inflight for key, p in self.pgs.items() if key[0] == rec.name)
         for key, p in self.pgs.items():
-            if key[0] != rec.name or not p.inflight:
+            if key[0] != rec.name or not flying:
                 continue
             by_op = by_pg.get(key[1], {})
             recorded_from = min(by_op) if by_op else None
@@ -352,11 +354,13 @@ class FlightRecorderSource(object):
                     self._end(p, op_id)
                     continue
                 self._name(p, op_id, e, now)
-            ops = sorted(by_op)
-            near = set()
+            ops = [k for k in sorted(by_op) if k > p.base]
+            # the calls in flight and their neighbours, and every group's last HISTORY calls: their ops and
+            # sizes (a desync of calls that completed) and their order across groups (an ordering deadlock)
+            near = set(ops[-HISTORY:])
             for op_id in p.inflight:
                 if op_id in by_op:
-                    i = ops.index(op_id)
+                    i = ops.index(op_id) if op_id in ops else 0
                     near.update(ops[max(0, i - NEIGHBOURS):i + NEIGHBOURS + 1])
             if near:
                 keep[p.name] = [_entry_json(by_op[k], k in p.inflight, k - p.base) for k in sorted(near)]
@@ -407,9 +411,9 @@ class FlightRecorderSource(object):
             groups.update(keep)
         doc = {"format": "c10d_observer.flight_recorder", "version": 1, "rank": rank, "pid": self._pid,
                "written_at": time.time(), "groups": groups}
-        path = os.path.join(self.dump_dir, _report.fr_name(rank, self._pid))
+        path = os.path.join(self.dump_dir, _dumpdir.fr_name(rank, self._pid))
         try:
-            _report.write_atomic(path, doc)
+            _dumpdir.write_json(path, doc)
         except OSError:
             log.debug("c10d_observer: cannot write %s", path, exc_info=True)
 
@@ -454,6 +458,7 @@ def _op_word(e):
 def _entry_json(e, in_flight, seq):
     out = {k: e.get(k) for k in _FIELDS if k in e}
     out["op"] = compat.entry_op(e)
+    out["size"] = compat.entry_size(e)  # what the verdict compares (a desync), also of completed calls
     out["in_flight"] = bool(in_flight)
     out["seq"] = seq  # the observer's number of this call on its stream
     return out

@@ -32,13 +32,14 @@ def wait_until(predicate, timeout, what):
 class Job(object):
     main = RANK_MAIN  # the script each rank runs (tests/gpu runs its own)
 
-    def __init__(self, scenario, world_size, tmp_path, env=None, **args):
+    def __init__(self, scenario, world_size, tmp_path, env=None, wrap=(), **args):
+        """``wrap``: a command each rank runs under (``unshare ... sh -c '...; exec "$@"' sh``)."""
         self.scenario = scenario
         self.world_size = world_size
         self.work_dir = str(tmp_path / "work")
         self.dump_dir = str(tmp_path / "dumps")
         os.makedirs(self.work_dir)
-        os.makedirs(self.dump_dir)
+        os.makedirs(self.dump_dir, exist_ok=True)  # a test may have mounted a filesystem there
         self.args = dict(args, dump_dir=self.dump_dir)
         self.procs = []
         self.logs = []
@@ -53,8 +54,8 @@ class Job(object):
             self.logs.append(log)
             e = dict(base_env, RANK=str(rank), WORLD_SIZE=str(world_size))
             self.procs.append(subprocess.Popen(
-                [sys.executable, self.main, scenario, str(rank), str(world_size), self.work_dir,
-                 json.dumps(self.args)], stdout=log, stderr=subprocess.STDOUT, env=e))
+                list(wrap) + [sys.executable, self.main, scenario, str(rank), str(world_size), self.work_dir,
+                              json.dumps(self.args)], stdout=log, stderr=subprocess.STDOUT, env=e))
 
     # -- files the ranks write ---------------------------------------------------------------------
     def release(self):
@@ -156,3 +157,21 @@ def read_verdict(dump_dir, timeout=60, log=""):
     wait_until(lambda: os.path.exists(path), timeout, "a verdict in %s\n%s" % (dump_dir, log))
     with open(path) as f:
         return json.load(f)
+
+
+def report_after(dump_dir):
+    """``report --json DIR`` once the job is over: (its document, its exit code)."""
+    out = subprocess.run([sys.executable, "-m", "c10d_observer", "report", "--json", dump_dir],
+                         stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    return json.loads(out.stdout), out.returncode
+
+
+def assert_caught_up(dump_dir, culprit, live=None):
+    """Issue 24: after a late rank caught up and the job ended, ``report`` still names it, says the hang
+    resolved, and exits 3; the record says what the verdict said live."""
+    doc, rc = report_after(dump_dir)
+    assert doc["culprit_ranks"] == [culprit], doc["summary"]
+    assert rc == 3 and doc["hangs"] and all(h["outcome"]["state"] == "resolved" for h in doc["hangs"]), doc["hangs"]
+    if live is not None:
+        assert doc["summary"] == live["summary"] and doc["gather_id"] == live["gather_id"]
+    return doc

@@ -197,40 +197,85 @@ def _children():
 
 
 def user_handler(ctx):
-    """A SIGUSR1 handler the user installed before enable(): the observer never runs it (its helper thread
-    writes the stacks, no signal is sent), and it still runs, after faulthandler's dump, when SIGUSR1 comes
-    from elsewhere while the observer is on; the rank is not killed."""
-    marker = os.path.join(ctx.work_dir, "user_handler_rank%d" % ctx.rank)
+    """Every rank has a SIGUSR1 handler of its own, installed before enable() (to checkpoint, page someone,
+    exit cleanly); rank ``culprit`` skips an all_reduce until released.  The handler appends a line to
+    handler-rank<R> at each run.  The observer must run it on the ranks that waited (once per hang), never
+    on the culprit; with ``signal=None`` on none.  It still runs for a SIGUSR1 from elsewhere (a scheduler's)
+    while the observer is on, and the rank is not killed."""
+    marker = os.path.join(ctx.work_dir, "handler-rank%d" % ctx.rank)
 
     def handler(signum, frame):
         with open(marker, "a") as f:
             f.write("called\n")
 
     signal.signal(signal.SIGUSR1, handler)
-    ctx.args["keep_enabled"] = True
-    skip(ctx)
-    ctx.record(user_handler_called=os.path.exists(marker))
+    over = {"signal": None} if ctx.args.get("no_signal") else {}
+    _enable(ctx, **over)
+    t = torch.ones(4)
+    for step in range(ctx.args.get("steps", 4)):
+        if step == ctx.args["step"] and ctx.rank == ctx.args["culprit"]:
+            ctx.record(stalled_at=step)
+            ctx.stall_until_released()
+        dist.all_reduce(t)
+    dist.barrier()  # every rank is past the hang: what the observer sent has been handled
+    ctx.record(handler_calls=_lines(marker))
     os.kill(os.getpid(), signal.SIGUSR1)  # a signal of the job's own (a scheduler's), observer still on
     deadline = time.monotonic() + 10
-    while not os.path.exists(marker) and time.monotonic() < deadline:
+    while _lines(marker) <= ctx._facts["handler_calls"] and time.monotonic() < deadline:
         time.sleep(0.01)
-    ctx.record(user_handler_called_by_others=os.path.exists(marker))
+    ctx.record(handler_calls_by_others=_lines(marker) - ctx._facts["handler_calls"])
     c10d_observer.disable()
 
 
+def _lines(path):
+    try:
+        with open(path) as f:
+            return len(f.read().splitlines())
+    except OSError:
+        return 0
+
+
 def watchdog_dies(ctx):
-    """The watchdog is killed: the rank warns and training goes on."""
+    """The rank's watchdog is killed (the OOM killer, kill -9) mid-job: the observer starts another, said
+    once, and a later hang (rank 1 skips an all_reduce after the restart) is still reported."""
     obs = _enable(ctx)
     t = torch.ones(4)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        os.kill(obs.watchdog_pid, signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while not caught and time.monotonic() < deadline:  # the health thread warns asynchronously
-            time.sleep(0.01)
-        for _ in range(5):
-            dist.all_reduce(t)
-    ctx.record(warnings=[str(w.message) for w in caught], result=t[0].item())
+    first = obs.watchdog_pid
+    os.kill(first, ctx.args.get("how", signal.SIGKILL))
+    deadline = time.monotonic() + 30
+    while obs.watchdog_pid == first and time.monotonic() < deadline:  # the health thread restarts it
+        time.sleep(0.01)
+    ctx.record(first_watchdog=first, second_watchdog=obs.watchdog_pid)
+    for _ in range(5):
+        dist.all_reduce(t)
+    if ctx.rank == 1:
+        ctx.stall_until_released()
+    dist.all_reduce(t)
+    ctx.record(result=t[0].item())
+    c10d_observer.disable()
+
+
+def watchdog_stopped(ctx):
+    """The watchdog is stopped (SIGSTOP) for a while, then resumed, while the job runs healthy calls: no
+    false report; then rank 1 skips an all_reduce: reported."""
+    obs = _enable(ctx)
+    t = torch.ones(4)
+    os.kill(obs.watchdog_pid, signal.SIGSTOP)
+    busy_until = time.monotonic() + ctx.args["stopped_s"]
+    n = 0
+    go = torch.ones(1)
+    while go[0].item():  # rank 0's clock decides for both, so that they issue the same calls
+        dist.all_reduce(t)
+        n += 1
+        go[0] = float(time.monotonic() < busy_until)
+        dist.broadcast(go, src=0)
+    os.kill(obs.watchdog_pid, signal.SIGCONT)
+    ctx.record(healthy_calls=n, resumed=True)
+    dist.barrier()
+    if ctx.rank == 1:
+        ctx.stall_until_released()
+    dist.all_reduce(t)
+    ctx.record(result=t[0].item())
     c10d_observer.disable()
 
 
@@ -704,3 +749,54 @@ def dtensor_skip(ctx):
     full = x.redistribute(mesh, [Replicate()]).to_local()
     ctx.record(result=full.sum().item())
     c10d_observer.disable()
+
+
+def dataloader_late(ctx):
+    """Rank ``culprit`` stalls in its DataLoader (its worker's __getitem__ waits until released) at the batch
+    of step ``step``, then catches up (issue 24, row 1)."""
+    release = os.path.join(ctx.work_dir, "release")
+
+    class Slow(torch.utils.data.Dataset):
+        def __len__(self):
+            return 1000
+
+        def __getitem__(self, i):
+            if ctx.rank == ctx.args["culprit"] and i == ctx.args["step"]:
+                while not os.path.exists(release):
+                    time.sleep(0.02)
+            return torch.ones(4)
+
+    loader = torch.utils.data.DataLoader(Slow(), batch_size=1, num_workers=1)
+    _enable(ctx)
+    for i, x in enumerate(loader):
+        dist.all_reduce(x)
+        if i == ctx.args["steps"]:
+            break
+    ctx.record(result=x[0, 0].item())
+    c10d_observer.disable()
+
+
+def size_mismatch(ctx):
+    """Rank ``culprit`` all_reduces 2 floats where the others all_reduce 1 (issue 24, row 3): gloo completes
+    the others' call and they wait in the next all_reduce; the culprit waits in its own.  The job cannot
+    recover; the test kills it (or on_timeout="abort" ends it)."""
+    _enable(ctx)
+    dist.all_reduce(torch.ones(4))
+    dist.all_reduce(torch.ones(2 if ctx.rank == ctx.args["culprit"] else 1))
+    ctx.record(second_done=True)
+    dist.all_reduce(torch.ones(4))
+    ctx.stall_until_released()
+
+
+def ordering(ctx):
+    """The world group and new_group([2, 3]): every step a world all_reduce, then ranks 2 and 3 an
+    all_reduce on their group; rank 2 skips its group call at step ``step`` and goes on to the next world
+    call (issue 24, row 5): an ordering deadlock."""
+    _enable(ctx)
+    pair = dist.new_group([2, 3])
+    t = torch.ones(4)
+    for step in range(ctx.args["steps"]):
+        dist.all_reduce(t)
+        if ctx.rank in (2, 3) and not (ctx.rank == 2 and step == ctx.args["step"]):
+            dist.all_reduce(t, group=pair)
+    ctx.stall_until_released()

@@ -118,7 +118,7 @@ def test_demo_shows_the_detection(tmp_path):
                           "--timeout", "1", "--dump-dir", str(tmp_path)], env=_env(), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
     assert out.returncode == 0, out.stdout
-    assert "waiting in it: 0,2" in out.stdout, out.stdout
+    assert "waiting in it: ranks 0, 2" in out.stdout, out.stdout
     assert "never arrived: rank 1 (" in out.stdout and "culprit ranks: 1\n" in out.stdout
     assert "all 3 ranks finished" in out.stdout
 
@@ -213,9 +213,9 @@ def _complete(path):
 
 def _relayed_ranks(here):
     """Ranks whose states came from the other node (written there as one file per node)."""
-    from c10d_observer import verdict
-    docs = [d for n in os.listdir(here) if n.startswith("state") for d in verdict.state_docs(os.path.join(here, n))]
-    return sorted(d["rank"] for d in docs if d.get("relayed_from"))
+    from c10d_observer import documents
+    docs = [d for n in os.listdir(here) if n.startswith("state") for d in documents.load(os.path.join(here, n))]
+    return sorted(d.rank for d in docs if d.relayed_from)
 
 
 def test_run_a_module_and_keep_runs_own_options_out_of_the_script(tmp_path):

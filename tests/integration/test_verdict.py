@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from harness import ROOT, read_verdict, wait_until
+from harness import ROOT, assert_caught_up, read_verdict, wait_until
 
 
 def _verdict(job, timeout=60):
@@ -53,6 +53,7 @@ def test_skipped_collective(job_factory):
              if n.startswith("state-rank0-")][0]
     job.release()
     assert job.finish() == [0, 0, 0], job.log_text()
+    assert_caught_up(job.dump_dir, 1, v)  # after the job: the same culprit, resolved
     h = _root(v)
     assert (h["op"], h["seq"], h["group_ranks"]) == ("all_reduce", 3, [0, 1, 2])
     assert h["waiting_ranks"] == [0, 2] and h["missing_ranks"] == [1]
@@ -79,8 +80,9 @@ def test_skipped_collective(job_factory):
 
 
 def test_a_hang_that_resolves_is_reported_resolved(job_factory):
-    """Rank 1 is late past the timeout, then catches up: the reports, the verdict and the exit code say the
-    hang resolved, and the console says when (issue 13, case 4)."""
+    """Rank 1 is late past the timeout, then catches up: the verdict merged at hang time stays the record
+    (rank 1 named), its outcome says the hang resolved and how late rank 1 was, the exit code is 3, and the
+    console says when (issue 13, case 4; issue 24: a resolved hang keeps its late rank)."""
     job = job_factory("skip", 2, culprit=1, step=2, timeout=1.0)
     v = _verdict(job)
     assert _root(v)["missing_ranks"] == [1]  # while it lasts: stuck
@@ -88,19 +90,28 @@ def test_a_hang_that_resolves_is_reported_resolved(job_factory):
     assert job.finish() == [0, 0], job.log_text()
     out = subprocess.run([sys.executable, "-m", "c10d_observer", "report", "--json", job.dump_dir],
                          stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
-    assert out.returncode == 3, out.stdout  # none stuck now; overdue calls completed later
+    assert out.returncode == 3, out.stdout  # every stuck call resolved
     after = json.loads(out.stdout)
-    assert after["hangs"] == []
+    assert after["recorded"] is True and after["gather_id"] == v["gather_id"]
+    assert after["culprit_ranks"] == [1] and after["summary"] == v["summary"]  # the record, as merged
+    [h] = after["hangs"]
+    assert (h["op"], h["seq"], h["missing_ranks"]) == ("all_reduce", 3, [1])
+    o = h["outcome"]
+    assert o["state"] == "resolved" and o["late_ranks"] == [1] and o["after_s"] > 1.0, o
+    assert o["text"].startswith("rank 1 was %.1f s late at all_reduce #3, then caught up" % o["after_s"]), o
     [r] = [r for r in after["resolved"] if r["seq"] == 3]
     assert r["op"] == "all_reduce" and r["resolved"] is True and 0 in r["reported_by"]
     assert r["resolved_after_s"] > 1.0
     rep = job.reports()[0]
     [e] = [e for e in rep["overdue"] if e["seq"] == 3]
-    assert e["in_flight"] is False and e["resolved"] is True and e["resolved_after_s"] > 1.0
+    assert e["in_flight"] is False and e["resolved"] is True and e["ended"] == "completed"
+    assert e["resolved_after_s"] > 1.0
     assert "completed after" in job.log_text() and "resolved" in job.log_text()
     text = subprocess.run([sys.executable, "-m", "c10d_observer", "report", job.dump_dir],
                           stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
-    assert "RESOLVED: all_reduce #3" in text.stdout and "0 stuck call(s), " in text.stdout, text.stdout
+    print(text.stdout)
+    assert "never arrived: rank 1" in text.stdout and "culprit ranks: 1" in text.stdout, text.stdout
+    assert "after: rank 1 was" in text.stdout and "then caught up" in text.stdout, text.stdout
 
 
 def test_rank_stalled_in_computation(job_factory):
@@ -108,6 +119,7 @@ def test_rank_stalled_in_computation(job_factory):
     v = _verdict(job)
     job.release()
     assert job.finish() == [0, 0, 0], job.log_text()
+    assert_caught_up(job.dump_dir, 2, v)  # after the job: the same culprit, resolved
     h = _root(v)
     assert h["waiting_ranks"] == [0, 1] and h["missing_ranks"] == [2]
     assert v["culprit_ranks"] == [2]
@@ -121,6 +133,7 @@ def test_hang_in_subgroup_names_no_bystander(job_factory):
     v = _verdict(job)
     job.release()
     assert job.finish() == [0, 0, 0], job.log_text()
+    assert_caught_up(job.dump_dir, 1, v)  # after the job: the same culprit, resolved
     h = _root(v)
     assert h["group_ranks"] == [0, 1] and h["waiting_ranks"] == [0] and h["missing_ranks"] == [1]
     assert v["culprit_ranks"] == [1]  # rank 2, idle outside the group, is not named
@@ -139,6 +152,7 @@ def test_cascade_names_the_root(job_factory):
     v = _verdict(job)
     job.release()
     assert job.finish() == [0, 0, 0], job.log_text()
+    assert_caught_up(job.dump_dir, 2, v)  # after the job: the same culprit, resolved
     root = _root(v)
     assert root["group_ranks"] == [1, 2] and root["waiting_ranks"] == [1] and root["missing_ranks"] == [2]
     world = [h for h in v["hangs"] if h["group_ranks"] == [0, 1, 2]]
@@ -179,6 +193,7 @@ def test_recv_with_no_sender(job_factory):
     v = _verdict(job)
     job.release()
     assert job.finish() == [0, 0], job.log_text()
+    assert_caught_up(job.dump_dir, 0, v)  # after the job: the same culprit, resolved
     h = _root(v)
     assert h["kind"] == "p2p" and h["op"] == "recv" and h["waiting_ranks"] == [1] and h["missing_ranks"] == [0]
     assert v["culprit_ranks"] == [0]
@@ -189,6 +204,7 @@ def test_ddp_step_skipped_by_one_rank(job_factory):
     v = _verdict(job)
     job.release()
     assert job.finish() == [0, 0], job.log_text()
+    assert_caught_up(job.dump_dir, 1, v)  # after the job: the same culprit, resolved
     h = _root(v)
     assert h["op"] == "all_reduce" and h["waiting_ranks"] == [0] and h["missing_ranks"] == [1]
     assert v["culprit_ranks"] == [1]

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
+from c10d_observer import documents as _documents
+from c10d_observer import dumpdir as _dumpdir
 from c10d_observer import relay as _relay
-from c10d_observer import report as _report
-from c10d_observer import verdict as _verdict
 
 JOB = "run:unit"
 
@@ -49,15 +49,15 @@ def started(relay):
 
 def request(d, gid, by_rank, at=None):
     req = {"id": gid, "job_id": JOB, "by_rank": by_rank, "world_size": 4, "requested_at": at or time.time()}
-    _report.write_atomic(os.path.join(d, _verdict.GATHER_NAME), req)
+    _dumpdir.write_json(os.path.join(d, _dumpdir.GATHER), req)
     return req
 
 
 def state(d, rank, gid):
-    doc = {"format": _report.FORMAT, "version": _report.VERSION, "kind": "state", "rank": rank,
+    doc = {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": "state", "rank": rank,
            "pid": 100 + rank, "host": os.path.basename(d), "job_id": JOB, "gather_id": gid, "alive": True,
            "written_at": time.time(), "groups": [], "stack_dump": None, "stacks_size_before": None}
-    _report.write_atomic(os.path.join(d, _verdict.state_name(rank, doc["pid"])), doc)
+    _dumpdir.write_json(os.path.join(d, _dumpdir.state_name(rank, doc["pid"])), doc)
 
 
 def states_in(d):
@@ -65,8 +65,8 @@ def states_in(d):
     out = {}
     for n in os.listdir(d):
         if n.startswith("state-rank") or n.startswith("states-node"):
-            for doc in _verdict.state_docs(os.path.join(d, n)):
-                out[doc["rank"]] = doc
+            for doc in _documents.load(os.path.join(d, n)):
+                out[doc.rank] = doc
     return out
 
 
@@ -79,7 +79,7 @@ def test_a_request_reaches_the_other_node_and_its_states_come_back(nodes):
     state(d0, 1, "gA")
     r0.step()  # publishes gA
     r1.step()  # takes it: written into node1's dump_dir, dated by node1's clock
-    relayed = _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))
+    relayed = _dumpdir.read_json(os.path.join(d1, _dumpdir.GATHER))
     assert relayed["id"] == "gA" and relayed["relayed"] is True
     state(d1, 2, "gA")  # node1's watchdogs answer it
     state(d1, 3, "gA")
@@ -87,9 +87,9 @@ def test_a_request_reaches_the_other_node_and_its_states_come_back(nodes):
     r0.step()  # the requester's relay fetches them
     got = states_in(d0)
     assert sorted(got) == [0, 1, 2, 3]
-    assert got[2]["relayed_from"] == "node1" and got[3]["relayed_from"] == "node1"
-    assert got[3]["gather_id"] == "gA" and got[3]["answered_gather_id"] == "gA"
-    assert "relayed_from" not in got[0]  # node0's own states are left alone
+    assert got[2].relayed_from == "node1" and got[3].relayed_from == "node1"
+    assert got[3].gather_id == "gA" and got[3].extra["answered_gather_id"] == "gA"
+    assert got[0].relayed_from is None  # node0's own states are left alone
 
 
 def test_two_nodes_that_request_at_once_make_one_verdict_which_both_get(nodes):
@@ -107,23 +107,23 @@ def test_two_nodes_that_request_at_once_make_one_verdict_which_both_get(nodes):
         r1.step()
         r0.clock.advance(0.1)  # during a gather, a node that does not merge reads the store once a period
     # gA was numbered first: node0 merges; node1's watchdog is told its own request is superseded
-    assert _report.read_json(os.path.join(d0, _verdict.GATHER_NAME))["id"] == "gA"
-    relayed = _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))
+    assert _dumpdir.read_json(os.path.join(d0, _dumpdir.GATHER))["id"] == "gA"
+    relayed = _dumpdir.read_json(os.path.join(d1, _dumpdir.GATHER))
     assert relayed["id"] == "gA" and relayed["supersedes"] == "gB" and relayed["relayed"] is True
     got = states_in(d0)
-    assert sorted(got) == [0, 1, 2, 3] and got[2]["gather_id"] == "gA" and got[2]["answered_gather_id"] == "gB"
+    assert sorted(got) == [0, 1, 2, 3] and got[2].gather_id == "gA" and got[2].extra["answered_gather_id"] == "gB"
     assert sorted(states_in(d1)) == [2, 3]  # node1 fetches nothing: one merge, not one per node
     # node0's watchdog merges; the verdict goes back to node1
-    _report.write_atomic(os.path.join(d0, _verdict.VERDICT_JSON),
+    _dumpdir.write_json(os.path.join(d0, _dumpdir.VERDICT_JSON),
                          {"summary": "c10d_observer: the verdict", "gather_id": "gA", "hangs": []})
-    with open(os.path.join(d0, _verdict.VERDICT_TEXT), "w") as f:
+    with open(os.path.join(d0, _dumpdir.VERDICT_TEXT), "w") as f:
         f.write("c10d_observer verdict: ...\n")
     r0.step()
     r1.clock.advance(0.1)
     r1.step()
-    v = _report.read_json(os.path.join(d1, _verdict.VERDICT_JSON))
+    v = _dumpdir.read_json(os.path.join(d1, _dumpdir.VERDICT_JSON))
     assert v["summary"] == "c10d_observer: the verdict" and v["relayed_from"] == "the node of rank 0"
-    assert open(os.path.join(d1, _verdict.VERDICT_TEXT)).read() == open(os.path.join(d0, _verdict.VERDICT_TEXT)).read()
+    assert open(os.path.join(d1, _dumpdir.VERDICT_TEXT)).read() == open(os.path.join(d0, _dumpdir.VERDICT_TEXT)).read()
 
 
 class CountingStore(object):
@@ -148,7 +148,7 @@ def test_one_relay_per_node_acts_and_another_takes_over_when_it_stops(tmp_path):
             r.step()
     assert [r.leader for r in relays] == [True, False, False]
     assert [c.ops for c in counting] == [1 + 5, 0, 0]  # the counter read at start, then one add a period
-    os.utime(os.path.join(d, _relay.beat_name(4)), (0, 0))  # rank 4's relay stopped beating (died, frozen)
+    os.utime(os.path.join(d, _dumpdir.beat_name(4)), (0, 0))  # rank 4's relay stopped beating (died, frozen)
     relays[1].step()
     relays[2].step()
     assert relays[1].leader and not relays[2].leader and counting[1].ops == 2
@@ -173,7 +173,7 @@ def test_another_node_gets_the_main_thread_of_the_last_dump_not_the_whole_file(t
     assert "second" in text and "train_step" in text and "old_place" not in text and "wait" not in text
     with open(str(tmp_path / "copy.txt"), "w") as f:
         f.write(text)
-    assert _verdict.main_thread_frames(str(tmp_path / "copy.txt"), main)[0] == "train_step (train_step.py:0)"
+    assert _dumpdir.thread_frames(text, main)[0] == ("/x/train_step.py", 0, "train_step")
 
 def test_requests_published_before_a_relay_started_are_history(nodes):
     store, (d0, d1), (r0, r1) = nodes
@@ -182,7 +182,7 @@ def test_requests_published_before_a_relay_started_are_history(nodes):
     r0.step()  # published while node1's relay was not running yet
     r1.step()  # starts now: takes the counter as it is
     r1.step()
-    assert not os.path.exists(os.path.join(d1, _verdict.GATHER_NAME))
+    assert not os.path.exists(os.path.join(d1, _dumpdir.GATHER))
 
 
 def test_a_request_of_another_node_with_a_clock_far_behind_is_still_taken(nodes):
@@ -194,7 +194,7 @@ def test_a_request_of_another_node_with_a_clock_far_behind_is_still_taken(nodes)
     store.set(_relay.PREFIX + "request/%d" % n, json.dumps(req))
     store.add(_relay.PREFIX + "request_ready/%d" % n, 1)
     r1.step()
-    relayed = _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))
+    relayed = _dumpdir.read_json(os.path.join(d1, _dumpdir.GATHER))
     assert relayed["id"] == "gA" and abs(relayed["requested_at"] - time.time()) < 60  # dated here
     assert relayed["requested_at_origin"] == req["requested_at"]
 
@@ -204,12 +204,12 @@ def test_a_number_published_before_its_request_is_written_is_read_next_time(node
     r1.step()
     n = store.add(_relay.PREFIX + "requests", 1)  # node0 numbered its request, has not written it yet
     r1.step()  # must not block on the missing key
-    assert not os.path.exists(os.path.join(d1, _verdict.GATHER_NAME))
+    assert not os.path.exists(os.path.join(d1, _dumpdir.GATHER))
     req = {"id": "gA", "job_id": JOB, "by_rank": 0, "world_size": 4, "requested_at": time.time()}
     store.set(_relay.PREFIX + "request/%d" % n, json.dumps(req))
     store.add(_relay.PREFIX + "request_ready/%d" % n, 1)
     r1.step()
-    assert _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))["id"] == "gA"
+    assert _dumpdir.read_json(os.path.join(d1, _dumpdir.GATHER))["id"] == "gA"
 
 
 class KeyLog(object):
@@ -242,7 +242,7 @@ def test_a_relay_beats_for_two_periods_before_it_may_act(tmp_path):
     rel.step()
     clock.advance(0.1)
     rel.step()
-    assert not rel.leader and log.calls == [] and os.path.exists(os.path.join(d, _relay.beat_name(5)))
+    assert not rel.leader and log.calls == [] and os.path.exists(os.path.join(d, _dumpdir.beat_name(5)))
     clock.advance(0.11)
     rel.step()
     assert rel.leader and log.calls == [("add", _relay.PREFIX + "requests")] * 2  # at connect, and the period's
@@ -264,7 +264,7 @@ def test_a_node_that_took_itself_for_the_merging_one_sends_its_answers_once_it_l
     assert not r1._collecting() and store.add(_relay.PREFIX + "nodes", 0) == 1
     bundle = _relay.unpack(store.get(_relay.PREFIX + "node/1"))
     assert bundle["window"] == n and [doc["rank"] for doc in bundle["docs"]] == [2]
-    relayed = _report.read_json(os.path.join(d1, _verdict.GATHER_NAME))
+    relayed = _dumpdir.read_json(os.path.join(d1, _dumpdir.GATHER))
     assert relayed["id"] == "gA" and relayed["supersedes"] == "gB"
 
 
@@ -275,14 +275,15 @@ def test_a_merging_node_keeps_only_bundles_labelled_for_its_request(nodes):
     r0.step()  # number 1: node0 merges
     # a bundle of another gather (labelled 7) in slot 1, then node1's answers for this one in slot 2
     for slot, window, rank in ((1, 7, 2), (2, 1, 3)):
-        doc = {"rank": rank, "pid": 1, "host": "node1", "gather_id": "g%d" % window, "alive": True}
+        doc = {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": "state", "rank": rank,
+               "pid": 1, "host": "node1", "gather_id": "g%d" % window, "alive": True}
         store.add(_relay.PREFIX + "nodes", 1)
         store.set(_relay.PREFIX + "node/%d" % slot, _relay.pack({"window": window, "host": "node1", "docs": [doc]}))
         store.add(_relay.PREFIX + "node_ready/%d" % slot, 1)
         store.add(_relay.PREFIX + "ready_all", 1)
     r0.step()
     got = states_in(d0)
-    assert sorted(got) == [3] and got[3]["gather_id"] == "gA" and got[3]["answered_gather_id"] == "g1"
+    assert sorted(got) == [3] and got[3].gather_id == "gA" and got[3].extra["answered_gather_id"] == "g1"
     assert sorted(n for n in os.listdir(d0) if n.startswith("states-node")) == ["states-node2.json"]
 
 
@@ -306,7 +307,7 @@ def test_requests_numbered_after_the_first_of_a_window_are_not_read(tmp_path):
     clock.advance(0.1)
     rel.step()
     assert [k for m, k in log.calls if m == "get"] == [_relay.PREFIX + "request/1"]
-    assert _report.read_json(os.path.join(d, _verdict.GATHER_NAME))["id"] == "g1"
+    assert _dumpdir.read_json(os.path.join(d, _dumpdir.GATHER))["id"] == "g1"
 
 
 def test_what_goes_through_the_store_comes_back_the_same_and_smaller():

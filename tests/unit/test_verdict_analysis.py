@@ -1,20 +1,30 @@
-"""verdict.analyze on hand-made rank documents: the cases real ranks cannot be made to show reliably."""
-from c10d_observer import verdict
+"""verdict.analyze on hand-made rank documents: the cases real ranks cannot be made to show reliably, and
+each rule of the verdict on its own (issue 24).  Documents are built as JSON and read through
+documents.RankDoc, as the watchdog's are."""
+from c10d_observer import documents, dumpdir, verdict
 
 
 def _doc(rank, world, groups, written_at=100.0, **kw):
-    d = {"rank": rank, "world_size": world, "written_at": written_at, "job_id": "j", "alive": True,
+    d = {"format": documents.FORMAT, "version": documents.VERSION, "kind": "state", "rank": rank,
+         "world_size": world, "written_at": written_at, "job_id": "j", "alive": True,
          "watchdog_started_at": 1.0, "config": {"timeout": 1.0}, "groups": groups, "overdue": []}
     d.update(kw)
     return d
 
 
-def _g(stream, ranks, started, completed, op=None, since=None):
+def _g(stream, ranks, started, completed, op=None, since=None, recent=(), size=None):
     g = {"group": stream, "stream": stream, "kind": "collective", "ranks": ranks, "last_started": started,
-         "last_completed": completed, "in_flight_seq": started if started > completed else None}
+         "last_completed": completed, "in_flight_seq": started if started > completed else None,
+         "recent_ops": [list(r) for r in recent]}
     if g["in_flight_seq"] is not None:
-        g.update(in_flight_op=op or "all_reduce", in_flight_since=since if since is not None else 90.0)
+        g.update(in_flight_op=op or "all_reduce", in_flight_since=since if since is not None else 90.0,
+                 in_flight_size=size)
     return g
+
+
+def _stacks(frames, thread=0xab):
+    return "".join(['\n=== c10d_observer: stacks ===\nCurrent thread 0x%016x (most recent call first):\n' % thread]
+                   + ['  File "%s", line %d in %s\n' % f for f in frames])
 
 
 def test_a_rank_that_sent_nothing_is_unknown_not_a_culprit():
@@ -32,16 +42,50 @@ def test_different_ops_with_no_majority_are_undecided():
             1: _doc(1, 2, [_g("0", [0, 1], 5, 4, op="broadcast")])}
     v = verdict.analyze(docs)
     assert v["hangs"][0]["mismatch"]["odd_ranks"] == []
-    assert v["culprit_ranks"] == [] and any("no op has a majority" in u for u in v["undecided"])
+    assert v["culprit_ranks"] == [] and any("none has a majority" in u for u in v["undecided"])
 
 
-def test_two_groups_waiting_on_each_other_is_a_cycle():
-    # rank 0 waits in group a for rank 1, which waits in group b for rank 0: an ordering deadlock
+def test_two_groups_waiting_on_each_other_with_no_history_is_an_undecided_cycle():
+    # rank 0 waits in group a for rank 1, which waits in group b for rank 0, and nothing shows an order
     docs = {0: _doc(0, 2, [_g("a", [0, 1], 3, 2), _g("b", [0, 1], 1, 1)]),
             1: _doc(1, 2, [_g("a", [0, 1], 2, 2), _g("b", [0, 1], 2, 1)])}
     v = verdict.analyze(docs)
     assert len(v["hangs"]) == 2 and all(h.get("cycle") for h in v["hangs"])
-    assert v["culprit_ranks"] == [] and any("cycle" in u for u in v["undecided"])
+    assert v["culprit_ranks"] == [] and any("cycle" in u and "do not show who broke" in u for u in v["undecided"])
+
+
+def _ordering_docs():
+    """Issue 24, row 5: world group "0" (ranks 0-3) and group "1" (ranks 2, 3); every step a world
+    all_reduce, then ranks 2 and 3 an all_reduce on group 1; rank 2 skips its group-1 call at step 3 (seq
+    4) and goes on to world #5.  Each rank's clock is its own (offsets of hours)."""
+    docs = {}
+    for r in range(4):
+        off = 3600.0 * r
+        world = [[s, "all_reduce", "4 x float32", off + 10 * s] for s in range(1, 6)]
+        groups = [_g("0", [0, 1, 2, 3], 5, 4, since=off + 50, recent=world)]
+        if r in (2, 3):
+            last = 3 if r == 2 else 4
+            sub = [[s, "all_reduce", "4 x float32", off + 10 * s + 5] for s in range(1, last + 1)]
+            groups.append(_g("1", [2, 3], last, 3, since=off + 45, recent=sub))
+        if r == 3:
+            groups[0] = _g("0", [0, 1, 2, 3], 4, 4, recent=world[:4])
+        docs[r] = _doc(r, 4, groups, written_at=off + 60)
+    return docs
+
+
+def test_an_ordering_deadlock_names_the_rank_that_broke_the_order():
+    v = verdict.analyze(_ordering_docs())
+    assert v["culprit_ranks"] == [2], v["summary"]
+    [root] = [h for h in v["hangs"] if h["root"]]
+    assert (root["stream"], root["seq"], root["missing_ranks"]) == ("1", 4, [2])
+    assert root["missing"]["2"]["state"] == "out_of_order"
+    text = root["missing"]["2"]["text"]
+    assert text.startswith("rank 2 issued all_reduce #5 on group 0 without its all_reduce #4 on group 1, which "
+                           "rank 3 issued between all_reduce #4 and #5 on group 0"), text
+    [world] = [h for h in v["hangs"] if h["stream"] == "0"]
+    assert not world["root"] and world["caused_by"] == [v["hangs"].index(root)]
+    assert not any("cycle" in u for u in v["undecided"])
+    assert "rank 2 broke the order of calls" in v["summary"]
 
 
 def test_a_call_younger_than_the_timeout_is_not_stuck():
@@ -49,13 +93,65 @@ def test_a_call_younger_than_the_timeout_is_not_stuck():
     assert verdict.analyze(docs)["hangs"] == []
 
 
+def test_a_rank_that_finished_the_call_and_ended_later_never_counts_as_missing():
+    """Issue 24, row 4: under on_timeout="abort" ranks 0 and 3 finished all_reduce #2, then were ended while
+    waiting in #3; their ends must not make them 'never arrived' at #2."""
+    overdue = [{"group": "0", "stream": "0", "group_ranks": [0, 1, 2, 3], "seq": 2, "op": "all_reduce",
+                "started_at": 90.0, "detected_at": 93.0, "age_s": 3.0, "in_flight": True}]
+    docs = {1: _doc(1, 4, [_g("0", [0, 1, 2, 3], 2, 1, size="2 x float32")], overdue=overdue)}
+    for r in (0, 2, 3):
+        docs[r] = _doc(r, 4, [_g("0", [0, 1, 2, 3], 3, 2)], kind="end", alive=r == 2,
+                       exit_reason=None if r == 2 else "ended by the observer (on_timeout=abort)")
+    v = verdict.analyze(docs)
+    [h] = [h for h in v["hangs"] if h["seq"] == 2]
+    assert h["missing_ranks"] == [] and h["finished_ranks"] == [0, 2, 3] and h["waiting_ranks"] == [1]
+    assert h["finished_then_ended"] == [0, 2, 3]
+    assert "finished it: ranks 0, 2, 3; then ended: ranks 0, 2, 3" in verdict.format_text(v)
+
+
+def test_sizes_of_completed_calls_come_from_the_flight_recorders_entries():
+    """Issue 24, row 3: rank 1 all_reduces 2 floats, the others 1, under the flight-recorder source (its
+    channel words carry no size for calls that completed): the entries the rank wrote carry them."""
+    overdue = [{"group": "0", "stream": "0", "group_ranks": [0, 1, 2, 3], "seq": 2, "op": "all_reduce",
+                "size": "2 x float32", "started_at": 90.0, "detected_at": 93.0, "age_s": 3.0, "in_flight": True}]
+    fr = {"0": [{"seq": 2, "op": "all_reduce", "size": "1 x float32", "in_flight": False,
+                 "time_created_ns": 89 * 10 ** 9}]}
+    docs = {1: _doc(1, 4, [_g("0", [0, 1, 2, 3], 2, 1, size="2 x float32")], overdue=overdue)}
+    for r in (0, 2, 3):
+        docs[r] = _doc(r, 4, [_g("0", [0, 1, 2, 3], 3, 2, size="4 x float32")], flight_recorder=fr)
+    v = verdict.analyze(docs)
+    [h] = [h for h in v["hangs"] if h["seq"] == 2]
+    m = h["mismatch"]
+    assert m["kind"] == "size" and m["odd_ranks"] == [1] and m["expected_op"] == "all_reduce of 1 x float32"
+    assert v["culprit_ranks"] == [1]
+    assert "every rank" not in v["summary"], v["summary"]
+    assert "rank 1 all_reduce of 2 x float32, ranks 0, 2, 3 all_reduce of 1 x float32" in v["summary"]
+
+
+def test_the_summary_never_says_every_rank_is_in_a_call_some_finished():
+    docs = {0: _doc(0, 2, [_g("0", [0, 1], 2, 1)]), 1: _doc(1, 2, [_g("0", [0, 1], 2, 2)])}
+    v = verdict.analyze(docs)
+    assert "every rank" not in v["summary"] and "rank 1 finished it and rank 0 waits in it" in v["summary"]
+
+
 def test_files_of_an_earlier_job_in_the_same_dump_dir_are_ignored():
-    old = _doc(1, 2, [], written_at=10.0, job_id="old", alive=False)
-    stale = _doc(0, 2, [], written_at=20.0, watchdog_started_at=1.0)
-    new = [_doc(0, 2, [], written_at=5000.0, watchdog_started_at=4000.0),
-           _doc(1, 2, [], written_at=5001.0, watchdog_started_at=4001.0)]
-    out = verdict.latest_per_rank([old, stale] + new)
-    assert out == {0: new[0], 1: new[1]}
+    def rd(d):
+        return documents.RankDoc.from_json(d)
+    old = rd(_doc(1, 2, [], written_at=10.0, job_id="old", alive=False))
+    stale = rd(_doc(0, 2, [], written_at=20.0, watchdog_started_at=1.0))
+    new = [rd(_doc(0, 2, [], written_at=5000.0, watchdog_started_at=4000.0)),
+           rd(_doc(1, 2, [], written_at=5001.0, watchdog_started_at=4001.0))]
+    assert verdict.per_rank([old, stale] + new) == {0: new[0], 1: new[1]}
+
+
+def test_the_merge_takes_each_ranks_answer_to_its_gather_and_the_job_now_takes_its_end():
+    def rd(**kw):
+        return documents.RankDoc.from_json(_doc(0, 1, [], **kw))
+    answer = rd(gather_id="g1", written_at=50.0)
+    later = rd(gather_id="g2", written_at=60.0)
+    end = rd(kind="end", written_at=55.0, exit_reason="the observer was disabled")
+    assert verdict.per_rank([answer, later, end], gather_id="g1") == {0: answer}
+    assert verdict.per_rank([answer, later, end]) == {0: end}
 
 
 def test_main_thread_frames_come_from_the_last_dump(tmp_path):
@@ -64,8 +160,31 @@ def test_main_thread_frames_come_from_the_last_dump(tmp_path):
                  'Thread 0x00000000000000cd (most recent call first):\n  File "/x/t.py", line 9 in helper\n\n'
                  'Current thread 0x00000000000000ab (most recent call first):\n'
                  '  File "/x/a.py", line 7 in stall\n  File "/x/a.py", line 3 in main\n')
-    assert verdict.main_thread_frames(str(p), 0xab) == ["stall (a.py:7)", "main (a.py:3)"]
-    assert verdict.main_thread_frames(str(p), 0xef) is None
+    doc = documents.RankDoc.from_json(_doc(0, 1, [], stack_dump=str(p), main_thread=0xab))
+    assert verdict.main_thread_frames(doc) == [("/x/a.py", 7, "stall"), ("/x/a.py", 3, "main")]
+    assert verdict.main_thread_frames(doc._replace(main_thread=0xef)) is None
+    assert dumpdir.thread_frames(p.read_text(), 0xcd) == [("/x/t.py", 9, "helper")]
+
+
+def test_where_the_culprit_is_reads_as_the_users_code_and_names_a_dataloader_wait():
+    """Issue 24: the first frame of user code, not select (selectors.py:415); 'waiting for a DataLoader
+    worker' where that is the case."""
+    lib = "/usr/lib/python3.11"
+    frames = [(lib + "/selectors.py", 415, "select"), (lib + "/multiprocessing/connection.py", 930, "wait"),
+              (lib + "/multiprocessing/queues.py", 113, "get"),
+              ("/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", 1133, "_try_get_data"),
+              ("/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", 1295, "_get_data"),
+              ("/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", 1339, "_next_data"),
+              ("/home/me/train.py", 23, "<module>")]
+    w = verdict.whereabouts(frames)
+    assert w["main_thread"] == "<module> (train.py:23)" and w["innermost"] == "select (selectors.py:415)"
+    assert w["activity"] == "waiting for a DataLoader worker"
+    docs = {0: _doc(0, 2, [_g("0", [0, 1], 2, 1)]),
+            1: _doc(1, 2, [_g("0", [0, 1], 1, 1)], stacks_text=_stacks(frames), main_thread=0xab)}
+    v = verdict.analyze(docs)
+    text = v["hangs"][0]["missing"]["1"]["text"]
+    assert "main thread at <module> (train.py:23), in select (selectors.py:415); waiting for a DataLoader worker" \
+        in text, text
 
 
 def test_grouped_stacks_keep_each_ranks_own_line_numbers():
@@ -73,18 +192,27 @@ def test_grouped_stacks_keep_each_ranks_own_line_numbers():
     case 6: they were shown as one group at line 20)."""
     docs = {}
     for r, line in ((0, 20), (1, 21), (2, 20), (3, 99)):
-        frames = ["step (train.py:%d)" % line, "main (train.py:5)"]
+        frames = [("/w/train.py", line, "step"), ("/w/train.py", 5, "main")]
         if r == 3:
-            frames = ["load (data.py:%d)" % line, "main (train.py:5)"]
-        docs[r] = _doc(r, 4, [], _frames=frames)
+            frames = [("/w/data.py", line, "load"), ("/w/train.py", 5, "main")]
+        docs[r] = _doc(r, 4, [], stacks_text=_stacks(frames), main_thread=0xab)
     v = verdict.analyze(docs)
     [same] = [g for g in v["stack_groups"] if g["ranks"] == [0, 1, 2]]
     assert [(var["ranks"], var["frames"][0]) for var in same["variants"]] == [
         ([0, 2], "step (train.py:20)"), ([1], "step (train.py:21)")]
     text = verdict.format_text(v)
     assert "ranks 0-2, at 2 different lines:" in text
-    assert "ranks 0,2: step (train.py:20)" in text and "rank 1: step (train.py:21)" in text
+    assert "ranks 0, 2: step (train.py:20)" in text and "rank 1: step (train.py:21)" in text
     assert "rank 3: load (data.py:99)" in text
+
+
+def test_text_lists_read_as_lists_and_exits_are_shown():
+    docs = {0: _doc(0, 3, [_g("0", [0, 1, 2], 2, 1)]),
+            1: _doc(1, 3, [_g("0", [0, 1, 2], 1, 1)], kind="end", alive=False, exit_reason="killed"),
+            2: _doc(2, 3, [_g("0", [0, 1, 2], 1, 1)], kind="end", alive=False, exit_reason="os._exit(3)")}
+    text = verdict.format_text(verdict.analyze(docs))
+    assert "dead: ranks 1, 2" in text and "waiting in it: rank 0" in text, text
+    assert "ended: rank 1: killed" in text and "ended: rank 2: os._exit(3)" in text, text
 
 
 def test_one_duration_per_hang_the_age_when_first_found():
@@ -101,3 +229,79 @@ def test_one_duration_per_hang_the_age_when_first_found():
     h = v["hangs"][0]
     assert h["stuck_s"] == 3.1 and h["missing_ranks"] == [1]
     assert "stuck 3.1 s" in v["summary"] and "stuck 3.1 s" in verdict.format_text(v)
+
+
+# -- the record -----------------------------------------------------------------------------------------
+def _merged(tmp_path):
+    """A verdict merged at hang time (rank 1 late at all_reduce #2), written as the watchdog writes it."""
+    overdue = [{"group": "0", "stream": "0", "group_ranks": [0, 1], "seq": 2, "op": "all_reduce",
+                "started_at": 90.0, "detected_at": 93.0, "age_s": 3.0, "in_flight": True}]
+    docs = {0: documents.RankDoc.from_json(_doc(0, 2, [_g("0", [0, 1], 2, 1)], overdue=overdue, gather_id="g")),
+            1: documents.RankDoc.from_json(_doc(1, 2, [_g("0", [0, 1], 1, 1)], gather_id="g"))}
+    v = verdict.analyze(docs)
+    v.update(gather_id="g", verdict_at=100.0, gather_s=0.1)
+    verdict.write(str(tmp_path), v, docs)
+    return v, overdue
+
+
+def _write(tmp_path, name, doc):
+    dumpdir.write_json(str(tmp_path / name), doc)
+
+
+def test_a_record_keeps_its_culprit_after_the_hang_resolved(tmp_path):
+    v, overdue = _merged(tmp_path)
+    done = [dict(overdue[0], in_flight=False, ended="completed", completed_at=160.3, resolved_after_s=70.3)]
+    _write(tmp_path, "report-rank0-pid1.json", _doc(0, 2, [_g("0", [0, 1], 3, 3)], kind="report",
+                                                    written_at=161.0, overdue=done))
+    _write(tmp_path, "end-rank0-pid1.json", _doc(0, 2, [_g("0", [0, 1], 3, 3)], kind="end", written_at=170.0,
+                                                 overdue=done, exit_reason="the observer was disabled"))
+    _write(tmp_path, "end-rank1-pid2.json", _doc(1, 2, [_g("0", [0, 1], 3, 3)], kind="end", written_at=170.0,
+                                                 exit_reason="the observer was disabled"))
+    got, _, _ = verdict.load(str(tmp_path))
+    assert got["recorded"] and got["culprit_ranks"] == [1] and got["summary"] == v["summary"]
+    o = got["hangs"][0]["outcome"]
+    assert o["state"] == "resolved" and o["text"].startswith("rank 1 was 70.3 s late at all_reduce #2, then caught up")
+    assert got["exit_code"] == 3
+    assert [a["text"] for a in got["after"]][-1].startswith("rank 1 ended")
+
+
+def test_a_record_whose_ranks_were_ended_stays_a_hang_and_names_the_abort(tmp_path):
+    v, overdue = _merged(tmp_path)
+    ended = [dict(overdue[0], in_flight=False, ended="rank ended", completed_at=101.0, resolved_after_s=11.0)]
+    _write(tmp_path, "end-rank0-pid1.json", _doc(0, 2, [_g("0", [0, 1], 2, 1)], kind="end", alive=False,
+                                                 written_at=101.0, overdue=ended,
+                                                 exit_reason="ended by the observer (on_timeout=abort) after its "
+                                                             "call was overdue"))
+    _write(tmp_path, "end-rank1-pid2.json", _doc(1, 2, [_g("0", [0, 1], 1, 1)], kind="end", alive=False,
+                                                 written_at=100.5, exit_reason="ended by the observer "
+                                                                               "(on_timeout=abort): it was a culprit"))
+    got, _, _ = verdict.load(str(tmp_path))
+    h = got["hangs"][0]
+    assert got["culprit_ranks"] == [1] and h["missing_ranks"] == [1] and h["missing"]["1"]["state"] != "dead"
+    assert h["outcome"]["state"] == "ended" and h["outcome"]["aborted_ranks"] == [0, 1], h["outcome"]
+    assert got["exit_code"] == 1 and got["summary"] == v["summary"]
+
+
+def test_a_state_written_after_the_verdict_does_not_change_the_record(tmp_path):
+    v, _ = _merged(tmp_path)
+    # a later gather's answers, and the record's own states gone: the record still says what it said
+    for r in (0, 1):
+        _write(tmp_path, "state-rank%d-pid%d.json" % (r, r + 1), _doc(r, 2, [_g("0", [0, 1], 9, 9)],
+                                                                      gather_id="later", written_at=300.0))
+    got, _, _ = verdict.load(str(tmp_path))
+    assert got["culprit_ranks"] == [1] and got["hangs"][0]["seq"] == 2 and got["summary"] == v["summary"]
+    assert got["hangs"][0]["outcome"]["state"] == "resolved"  # every rank's position is now past it
+    assert verdict.record_documents(str(tmp_path))[1].position("0").last_started == 1  # as at hang time
+
+
+def test_a_rank_that_issued_another_op_at_the_seq_never_entered_the_call():
+    """Issue 24, row 6: rank 2 broadcast where the others all_reduce; its broadcast completed: it is not
+    'finished it' but issued another op at this seq, the odd one out."""
+    docs = {r: _doc(r, 3, [_g("0", [0, 1, 2], 2, 1)]) for r in (0, 1)}
+    docs[2] = _doc(2, 3, [_g("0", [0, 1, 2], 2, 2, recent=[[2, "broadcast", "4 x float32", 91.0]])])
+    v = verdict.analyze(docs)
+    h = v["hangs"][0]
+    assert h["op"] == "all_reduce" and h["other_op_ranks"] == [2]
+    assert h["finished_ranks"] == [] and h["waiting_ranks"] == [0, 1] and v["culprit_ranks"] == [2]
+    text = verdict.format_text(v)
+    assert "finished it" not in text and "issued another op at this seq: rank 2 (broadcast, the odd one out)" in text

@@ -1,0 +1,162 @@
+"""Who broke the order of calls across groups: the culprit of an ordering deadlock, from the ranks' histories.
+
+A cycle of stuck calls (rank 2 waits in group 0 for rank 3, which waits in group 1 for rank 2) says that
+some rank issued its calls on two groups in an order the others did not, but not which.  The ranks run one
+program, so for two streams A and B the place of each B call among the A calls ("B #b comes after A #n")
+is the same on every rank, step after step; a rank whose calls leave that order is the one that broke it.
+Pure: no torch, no files, no clock.
+"""
+from collections import namedtuple
+
+Call = namedtuple("Call", "stream seq op started_at")  # one call of one rank; started_at: wall seconds or None
+
+
+def ordering_culprit(histories, last_started, members, cycle, group_name=None):
+    """The rank that broke the order of calls across the groups of a cycle of stuck calls, or None.
+
+    histories: {rank: [Call, ...]}, each rank's recent calls on all its streams (the last few per stream,
+        in-flight ones included), in any order; started_at is read on the rank's own clock only, so clocks
+        of different ranks may differ by any amount.
+    last_started: {rank: {stream: the last sequence number the rank started on that stream}} (from 1).
+    members: {stream: [ranks]}.  cycle: the stuck calls, [(stream, seq, waiting_ranks, missing_ranks)].
+    group_name: stream -> words for the text; default "group <stream>".
+    Returns {"rank", "issued": (stream, seq), "skipped": (stream, seq), "witnesses": [ranks], "text"}:
+    the culprit issued `issued` without `skipped`, which the program puts before it; `witnesses` are the
+    other ranks that issued `skipped` at that place (empty where only the earlier steps show it).
+
+    The rule.  For each ordered pair (A, B) of the cycle's streams and each rank r in both, the *place* of
+    B #b on r is n, the last A call r started before it (0: none), read on r's clock; it is read only where
+    r's history shows the A call that came next, after B #b (or r never went past A #n) and no A call
+    started at the same instant.  The expected place P(b) comes from:
+      1. the ranks that issued B #b and went on to a later B call, which agree (where such ranks put any
+         B call at different places, the pair has no one order and decides nothing);
+      2. else the pattern of the places just before b: the run of consecutive places known by rule 1,
+         read with the smallest period p over which P(b) - P(b-p) is one constant, on a run of at least
+         2p + 1 places (three where a step has one B call, five where it has two);
+      3. else, with no pattern, the place at which the other ranks issued B #b, if they agree.
+    A rank's last call on a stream is still under test: it never counts in rule 1, and where it contradicts
+    rule 2 it is set aside (its rank is then the one that rule 2 finds out of order).  r is out of order
+    where it started A #P(b)+1 though it has not issued B #b (b: its last B call + 1); checking the pairs
+    both ways finds a rank that went ahead on either stream.  A culprit is named only where exactly one
+    rank is out of order and every other check is decided (P(b) known, or r's last A call at most a place
+    known for an earlier B call), else None.  So a program-order deadlock with no earlier steps (rank 0:
+    A then B, rank 1: B then A) is undecided: each rank is out of order by the other's calls.  Why this
+    order of rules: rule 1 lets an irregular program speak for itself; rule 2 before rule 3 lets the
+    earlier steps outvote one rank's stuck call, so that a rank which issued B early is found as surely as
+    one that skipped it; the period (not a constant stride) covers steps with several calls on B.
+    """
+    name = group_name or (lambda stream: "group %s" % stream)
+    streams = sorted({c[0] for c in cycle})
+    stuck = {(c[0], c[1]) for c in cycle}
+    found = []  # (rank, a, b, place, target, witnesses, places on b)
+    for a in streams:
+        for b in streams:
+            ranks = sorted(set(members.get(a, ())) & set(members.get(b, ())))
+            if a == b or not ranks:
+                continue
+            if any(r not in histories or r not in last_started for r in ranks):
+                return None  # a rank in both streams sent nothing: its order is unknown
+            last = {r: last_started[r].get(b, 0) for r in ranks}
+            places = {r: _places(histories[r], b, a, last_started[r].get(a, 0)) for r in ranks}
+            known = _consensus(places, last)
+            for r in ranks:
+                got, target = last_started[r].get(a, 0), last[r] + 1
+                expected = _expected(places, known, target, r)
+                if expected is None:
+                    if got > max([n for k, n in (known or {}).items() if k < target] or [0]):
+                        return None  # it may be out of order; nothing says where B #target goes
+                elif got > expected[0]:
+                    found.append((r, a, b, expected[0], target, expected[1], places[r]))
+    if len({f[0] for f in found}) != 1:
+        return None
+    found.sort(key=lambda f: ((f[2], f[4]) not in stuck, (f[1], f[3] + 1) not in stuck, f[1], f[2]))
+    r, a, b, n, target, witnesses, own = found[0]
+    return {"rank": r, "issued": (a, n + 1), "skipped": (b, target), "witnesses": witnesses,
+            "text": _text(histories, r, a, b, n, target, witnesses, own, name)}
+
+
+def _places(calls, counted, other, last_other):
+    """{seq: n} for each `counted` call of one rank whose place is known: n is the last `other` call the
+    rank started before it (0: none)."""
+    others = {c.seq: c.started_at for c in calls if c.stream == other and c.started_at is not None}
+    out = {}
+    for c in calls:
+        if c.stream != counted or c.started_at is None or c.started_at in others.values():
+            continue
+        n = max([s for s, t in others.items() if t < c.started_at] or [0])
+        after = others.get(n + 1)
+        if n >= last_other or (after is not None and after > c.started_at):
+            out[c.seq] = n  # else the history lacks the other call that came next
+    return out
+
+
+def _consensus(places, last):
+    """{seq: place} of the calls that ranks went on past, or None where two ranks put one at different places."""
+    known = {}
+    for r, got in places.items():
+        for seq, n in got.items():
+            if seq < last[r] and known.setdefault(seq, n) != n:
+                return None
+    return known
+
+
+def _expected(places, known, target, rank):
+    """(place of call #target, other ranks that issued it there), or None where nothing decides it."""
+    if known is None:
+        return None
+    guess = known.get(target)
+    if guess is None:
+        guess = _extrapolate(known, target)
+    others = {r: got[target] for r, got in places.items() if r != rank and target in got}
+    if guess is None:
+        if len(set(others.values())) != 1:
+            return None
+        guess = set(others.values()).pop()
+    return guess, sorted(r for r, n in others.items() if n == guess)
+
+
+def _extrapolate(known, target):
+    """The place of call #target by the period of the run of known places just before it, or None."""
+    end = max([s for s in known if s < target] or [0])
+    start = end
+    while start - 1 in known:
+        start -= 1
+    length = end - start + 1 if end else 0
+    for p in range(1, (length - 1) // 2 + 1):
+        steps = {known[s] - known[s - p] for s in range(start + p, end + 1)}
+        if len(steps) == 1 and min(steps) >= 0:
+            value = dict((s, known[s]) for s in range(start, end + 1))
+            for s in range(end + 1, target + 1):
+                value[s] = value[s - p] + min(steps)
+            return value[target]
+    return None
+
+
+def _op(histories, r, stream, seq):
+    """The op of call #seq on `stream` as rank r issues it: its own, else that of a rank that issued the
+    calls r shares with it on that stream with r's ops (send and recv pair up on one stream), else "call"."""
+    mine = dict((c.seq, c.op) for c in histories[r] if c.stream == stream)
+    for rank in [r] + sorted(histories):
+        theirs = dict((c.seq, c.op) for c in histories[rank] if c.stream == stream)
+        if seq in theirs and all(theirs.get(k, op) == op for k, op in mine.items()):
+            return theirs[seq]
+    return "call"
+
+
+def _text(histories, r, a, b, n, target, witnesses, own, name):
+    def between(n, short=False):
+        first, second = ("", "") if short else (_op(histories, r, a, n) + " ", _op(histories, r, a, n + 1) + " ")
+        if n == 0:
+            return "before %s#1" % second
+        return "between %s#%d and %s#%d" % (first, n, "" if first == second else second, n + 1)
+
+    who = "which the earlier steps place"
+    if witnesses:
+        who = "which rank%s %s issued" % ("s" if len(witnesses) > 1 else "", ", ".join(map(str, witnesses)))
+    text = "rank %d issued %s #%d on %s without its %s #%d on %s, %s %s on %s" % (
+        r, _op(histories, r, a, n + 1), n + 1, name(a), _op(histories, r, b, target), target, name(b),
+        who, between(n), name(a))
+    earlier = [s for s in own if s < target]
+    if earlier:
+        text += " (as rank %d did with #%d %s)" % (r, max(earlier), between(own[max(earlier)], short=True))
+    return text

@@ -1,0 +1,279 @@
+"""ordering_culprit: who broke the order of calls across groups, from histories of simulated programs."""
+import random
+
+from c10d_observer.ordering import Call, ordering_culprit
+
+HOUR = 3600.0
+WORLD4 = {"0": [0, 1, 2, 3], "1": [2, 3]}
+
+
+def run(members, program, steps, keep=16, offsets=None, seed=0):
+    """Ranks run ``program(rank, step)`` (a list of (stream, op)) for each step with blocking calls, until
+    none can move: each tick, a rank whose call every member of its stream has started goes on to its next
+    call.  Returns (histories, last_started, stuck calls) as a watchdog would see them: the last ``keep``
+    calls per stream, shuffled, each rank on its own clock (hours apart, running at its own speed)."""
+    ranks = sorted({r for rs in members.values() for r in rs})
+    if offsets is None:
+        offsets = {r: (-1) ** r * (r + 1) * 5 * HOUR for r in ranks}
+    todo = {r: [c for i in range(steps) for c in program(r, i)] for r in ranks}
+    started = {r: {} for r in ranks}
+    calls = {r: [] for r in ranks}
+    waits, tick, moved = {}, 0, True
+    while moved:
+        tick, moved = tick + 1, False
+        for r in ranks:
+            w = waits.get(r)
+            if w and all(started[m].get(w[0], 0) >= w[1] for m in members[w[0]]):
+                del waits[r]
+        for r in ranks:
+            if r not in waits and todo[r]:
+                stream, op = todo[r].pop(0)
+                seq = started[r][stream] = started[r].get(stream, 0) + 1
+                calls[r].append(Call(stream, seq, op, offsets[r] + tick * (1 + 0.1 * r)))
+                waits[r], moved = (stream, seq), True
+    histories = {}
+    for r in ranks:
+        kept = [c for c in calls[r] if c.seq > started[r][c.stream] - keep]
+        random.Random(seed + r).shuffle(kept)
+        histories[r] = kept
+    stuck = []
+    for key in sorted(set(waits.values())):
+        waiting = sorted(r for r, w in waits.items() if w == key)
+        missing = [m for m in members[key[0]] if started[m].get(key[0], 0) < key[1]]
+        if missing:
+            stuck.append((key[0], key[1], waiting, missing))
+    return histories, started, stuck
+
+
+def culprit(members, program, steps, **kw):
+    histories, last, stuck = run(members, program, steps, **kw)
+    return ordering_culprit(histories, last, members, stuck)
+
+
+def skipping(rank, step, stream, subgroup=(2, 3), sub="1"):
+    """The brief's program: a world all_reduce, then one on `sub` by the ranks of `subgroup`, every step;
+    `rank` leaves out its call on `stream` at `step`."""
+    def program(r, i):
+        calls = [("0", "all_reduce")] + ([(sub, "all_reduce")] if r in subgroup else [])
+        return [c for c in calls if (r, i, c[0]) != (rank, step, stream)]
+    return program
+
+
+def test_the_stuck_calls_of_the_example_form_a_cycle():
+    _, last, stuck = run(WORLD4, skipping(2, 3, "1"), 8)
+    assert stuck == [("0", 5, [0, 1, 2], [3]), ("1", 4, [3], [2])]
+    assert last[2] == {"0": 5, "1": 3} and last[3] == {"0": 4, "1": 4}
+
+
+def test_the_rank_that_skipped_its_subgroup_call_is_named():
+    got = culprit(WORLD4, skipping(2, 3, "1"), 8)
+    assert got == {
+        "rank": 2, "issued": ("0", 5), "skipped": ("1", 4), "witnesses": [3],
+        "text": "rank 2 issued all_reduce #5 on group 0 without its all_reduce #4 on group 1, which rank 3 "
+                "issued between all_reduce #4 and #5 on group 0 (as rank 2 did with #3 between #3 and #4)"}
+
+
+def test_clocks_hours_apart_and_the_order_of_the_history_do_not_matter():
+    want = culprit(WORLD4, skipping(2, 3, "1"), 8)
+    for seed, offsets in enumerate([{0: 0.0, 1: 0.0, 2: 0.0, 3: 0.0}, {0: 0.0, 1: 9 * HOUR, 2: 30 * HOUR, 3: -7 * HOUR},
+                                    {0: 1e9, 1: 0.0, 2: -3 * HOUR, 3: 11 * HOUR}]):
+        assert culprit(WORLD4, skipping(2, 3, "1"), 8, offsets=offsets, seed=seed * 7) == want
+
+
+def test_a_skip_by_the_other_subgroup_rank_names_that_rank():
+    got = culprit(WORLD4, skipping(3, 5, "1"), 9)
+    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (3, ("0", 7), ("1", 6), [2])
+
+
+def test_a_rank_ahead_on_the_subgroup_is_named_too():
+    # rank 2 leaves out world #4 and issues its group-1 #4 straight after group-1 #3
+    histories, last, stuck = run(WORLD4, skipping(2, 3, "0"), 8)
+    assert stuck == [("0", 4, [0, 1, 3], [2]), ("1", 4, [2], [3])]
+    got = ordering_culprit(histories, last, WORLD4, stuck)
+    assert got == {
+        "rank": 2, "issued": ("1", 4), "skipped": ("0", 4), "witnesses": [3],
+        "text": "rank 2 issued all_reduce #4 on group 1 without its all_reduce #4 on group 0, which rank 3 "
+                "issued between all_reduce #3 and #4 on group 1 (as rank 2 did with #3 between #2 and #3)"}
+
+
+def test_a_swap_of_two_calls_in_one_step_names_the_rank_that_swapped():
+    def program(r, i):
+        calls = [("0", "all_reduce"), ("1", "broadcast")]
+        return calls[::-1] if (r, i) == (1, 4) else calls
+    got = culprit({"0": [0, 1], "1": [0, 1]}, program, 8)
+    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (1, ("1", 5), ("0", 5), [0])
+    assert got["text"] == ("rank 1 issued broadcast #5 on group 1 without its all_reduce #5 on group 0, which "
+                           "rank 0 issued between broadcast #4 and #5 on group 1 (as rank 1 did with #4 "
+                           "between #3 and #4)")
+
+
+def test_a_program_order_deadlock_from_the_first_step_is_not_decided():
+    def program(r, i):
+        calls = [("0", "all_reduce"), ("1", "all_reduce")]
+        return calls[::-1] if r == 1 else calls
+    histories, last, stuck = run({"0": [0, 1], "1": [0, 1]}, program, 3)
+    assert stuck == [("0", 1, [0], [1]), ("1", 1, [1], [0])]
+    assert ordering_culprit(histories, last, {"0": [0, 1], "1": [0, 1]}, stuck) is None
+
+
+def test_histories_too_short_to_show_the_pattern_decide_nothing():
+    assert culprit(WORLD4, skipping(2, 3, "1"), 8, keep=2) is None
+    assert culprit(WORLD4, skipping(2, 1, "1"), 8) is None  # the skip at the second step: one earlier pair
+
+
+def test_the_pattern_alone_names_a_rank_no_other_rank_can_witness():
+    # three pairs of ranks in a ring: 0-1 on "a", 1-2 on "b", 2-0 on "c"; rank 1 leaves out its "b" call
+    members = {"a": [0, 1], "b": [1, 2], "c": [0, 2]}
+
+    def program(r, i):
+        calls = [(s, "all_reduce") for s in ("a", "b", "c") if r in members[s]]
+        return [c for c in calls if (r, i, c[0]) != (1, 5, "b")]
+    histories, last, stuck = run(members, program, 10)
+    assert {c[0] for c in stuck} == {"a", "b", "c"}
+    got = ordering_culprit(histories, last, members, stuck, group_name=lambda s: "group %r" % s)
+    assert got == {
+        "rank": 1, "issued": ("a", 7), "skipped": ("b", 6), "witnesses": [],
+        "text": "rank 1 issued all_reduce #7 on group 'a' without its all_reduce #6 on group 'b', which the earlier "
+                "steps place between all_reduce #6 and #7 on group 'a' (as rank 1 did with #5 between #5 and #6)"}
+
+
+def test_a_third_group_outside_the_cycle_changes_nothing():
+    members = {"0": list(range(6)), "1": [2, 3], "2": [4, 5]}
+
+    def program(r, i):
+        calls = [("0", "all_reduce")] + [(s, "reduce_scatter") for s in ("1", "2") if r in members[s]]
+        return [c for c in calls if (r, i, c[0]) != (3, 6, "1")]
+    histories, last, stuck = run(members, program, 10)
+    assert sorted(c[0] for c in stuck) == ["0", "1"]
+    got = ordering_culprit(histories, last, members, stuck)
+    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (3, ("0", 8), ("1", 7), [2])
+    assert got["text"].startswith("rank 3 issued all_reduce #8 on group 0 without its reduce_scatter #7 on "
+                                  "group 1, which rank 2 issued between")
+
+
+def test_two_subgroup_calls_per_step_follow_a_period_of_two():
+    def program(r, i):
+        calls = [("0", "all_reduce")] + ([("1", "all_gather"), ("1", "reduce_scatter")] if r in (2, 3) else [])
+        return calls[:2] if (r, i) == (3, 4) else calls
+    got = culprit(WORLD4, program, 8)
+    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (3, ("0", 6), ("1", 10), [2])
+    assert got["text"] == ("rank 3 issued all_reduce #6 on group 0 without its reduce_scatter #10 on group 1, "
+                           "which rank 2 issued between all_reduce #5 and #6 on group 0 (as rank 3 did with #9 "
+                           "between #5 and #6)")
+
+
+def test_several_world_calls_per_subgroup_call():
+    def program(r, i):
+        calls = [("0", "all_reduce"), ("0", "broadcast")] + ([("1", "all_reduce")] if r in (2, 3) else [])
+        return calls[:2] if (r, i) == (2, 4) else calls
+    got = culprit(WORLD4, program, 8)
+    assert (got["rank"], got["issued"], got["skipped"]) == (2, ("0", 11), ("1", 5))
+    assert "between broadcast #10 and all_reduce #11 on group 0" in got["text"]
+
+
+def test_p2p_and_barrier_streams_are_streams_like_any_other():
+    members = {"0": [0, 1, 2], "0:p2p:1->2": [1, 2], "3:monitored_barrier": [0, 1, 2]}
+
+    def program(r, i):
+        calls = [("3:monitored_barrier", "monitored_barrier")]
+        if r == 1 and (r, i) != (1, 4):
+            calls.append(("0:p2p:1->2", "send"))
+        elif r == 2:
+            calls.append(("0:p2p:1->2", "recv"))
+        return calls
+    got = culprit(members, program, 8)
+    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (
+        1, ("3:monitored_barrier", 6), ("0:p2p:1->2", 5), [2])
+    # rank 2's recv is not rank 1's op on that stream: the text does not guess the send
+    assert got["text"] == ("rank 1 issued monitored_barrier #6 on group 3:monitored_barrier without its call #5 "
+                           "on group 0:p2p:1->2, which rank 2 issued between monitored_barrier #5 and #6 on group "
+                           "3:monitored_barrier (as rank 1 did with #4 between #4 and #5)")
+
+
+def test_a_program_without_a_pattern_is_not_decided():
+    order = random.Random(3)
+    flips = [order.random() < 0.5 for _ in range(12)]
+
+    def program(r, i):
+        calls = [("0", "all_reduce")] + ([("1", "all_reduce")] if r in (2, 3) else [])
+        if flips[i] and r in (2, 3):
+            calls = calls[::-1]
+        return [c for c in calls if (r, i, c[0]) != (2, 8, "1")]
+    assert culprit(WORLD4, program, 12) is None
+
+
+def test_two_ranks_out_of_order_are_not_decided():
+    def program(r, i):
+        calls = [("0", "all_reduce")] + ([("1", "all_reduce")] if r in (1, 2, 3) else [])
+        return [c for c in calls if (r, i, c[0]) not in ((1, 4, "1"), (2, 4, "1"))]
+    got = culprit({"0": [0, 1, 2, 3], "1": [1, 2, 3]}, program, 8)
+    assert got is None
+
+
+def test_a_rank_without_a_history_or_a_call_without_a_start_time():
+    histories, last, stuck = run(WORLD4, skipping(2, 3, "1"), 8)
+    assert ordering_culprit({r: h for r, h in histories.items() if r != 3}, last, WORLD4, stuck) is None
+    assert ordering_culprit(histories, {r: p for r, p in last.items() if r != 3}, WORLD4, stuck) is None
+    # rank 3's group-1 #4 without a time: the pattern of the earlier steps still says where it goes
+    untimed = dict(histories)
+    untimed[3] = [c._replace(started_at=None) if (c.stream, c.seq) == ("1", 4) else c for c in histories[3]]
+    got = ordering_culprit(untimed, last, WORLD4, stuck)
+    assert (got["rank"], got["witnesses"]) == (2, [])
+    assert "which the earlier steps place between all_reduce #4 and #5 on group 0" in got["text"]
+
+
+def test_a_cycle_on_one_stream_has_no_order_to_break():
+    histories, last, stuck = run(WORLD4, skipping(2, 3, "1"), 8)
+    assert ordering_culprit(histories, last, WORLD4, [c for c in stuck if c[0] == "0"]) is None
+    assert ordering_culprit({}, {}, {}, []) is None
+
+
+def timeline(text, clock=0.0):
+    """A rank's calls from "a1 b1 a2 ...": stream, then sequence number, one second apart on its clock."""
+    return [Call(w[0], int(w[1:]), "all_reduce", clock + i) for i, w in enumerate(text.split())]
+
+
+def test_ranks_that_went_on_past_the_skipped_call_are_witnesses_unless_they_disagree():
+    members = {"a": [0, 1, 2], "b": [0, 1, 2]}
+    culprit_calls = timeline("a1 b1 a2 b2 a3 b3 a4 a5", clock=5 * HOUR)
+    in_order = timeline("a1 b1 a2 b2 a3 b3 a4 b4 a5 b5")
+    last = {r: {"a": 5, "b": 5} for r in (1, 2)}
+    last[0] = {"a": 5, "b": 3}
+    cycle = [("a", 5, [0], [1, 2]), ("b", 4, [1, 2], [0])]
+    got = ordering_culprit({0: culprit_calls, 1: in_order, 2: in_order}, last, members, cycle)
+    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (0, ("a", 5), ("b", 4), [1, 2])
+    assert "which ranks 1, 2 issued between all_reduce #4 and #5 on group a" in got["text"]
+    # a call started at the same instant as one on the other stream has no place: rank 2 alone witnesses
+    tied = [c._replace(started_at=6.0) if (c.stream, c.seq) == ("b", 4) else c for c in in_order]
+    got = ordering_culprit({0: culprit_calls, 1: tied, 2: in_order}, last, members, cycle)
+    assert (got["rank"], got["witnesses"]) == (0, [2])
+    # ranks that went on past b #4 put it at different places: the program has no one order there
+    other_order = timeline("a1 b1 a2 b2 a3 b3 b4 a4 a5 b5")
+    assert ordering_culprit({0: culprit_calls, 1: in_order, 2: other_order}, last, members, cycle) is None
+    # ... or at any earlier call: their order is not one program's, so the pattern proves nothing
+    other_order = timeline("a1 b1 b2 a2 a3 b3 a4 b4 a5 b5")
+    assert ordering_culprit({0: culprit_calls, 1: in_order, 2: other_order}, last, members, cycle) is None
+
+
+def test_a_gap_in_a_history_leaves_that_call_without_a_place():
+    # rank 3's world #6 is lost: its group-1 #6 (and #5) have no place, so rank 3 witnesses nothing and the
+    # place of group-1 #6 comes from the pattern of the earlier steps
+    histories, last, stuck = run(WORLD4, skipping(2, 5, "1"), 10)
+    assert [c[:2] for c in stuck] == [("0", 7), ("1", 6)]
+    got = ordering_culprit(histories, last, WORLD4, stuck)
+    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (2, ("0", 7), ("1", 6), [3])
+    histories[3] = [c for c in histories[3] if (c.stream, c.seq) != ("0", 6)]
+    got = ordering_culprit(histories, last, WORLD4, stuck)
+    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (2, ("0", 7), ("1", 6), [])
+    # with the gap earlier on, too few places are left for a pattern
+    histories, last, stuck = run(WORLD4, skipping(2, 3, "1"), 8)
+    histories[3] = [c for c in histories[3] if (c.stream, c.seq) != ("0", 4)]
+    assert ordering_culprit(histories, last, WORLD4, stuck) is None
+
+
+def test_a_call_that_comes_before_the_first_call_of_the_other_stream_is_said_so():
+    from c10d_observer.ordering import _text
+    histories = {0: timeline("a1 a2"), 1: timeline("b1 a1 b2")}
+    text = _text(histories, 0, "a", "b", 0, 1, [1], {}, lambda s: "group " + s)
+    assert text == ("rank 0 issued all_reduce #1 on group a without its all_reduce #1 on group b, which rank 1 "
+                    "issued before all_reduce #1 on group a")
