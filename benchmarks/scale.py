@@ -53,9 +53,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from _harness import RESULTS, today, write_json  # noqa: E402
 from c10d_observer import channel as ch  # noqa: E402
+from c10d_observer import config as _config  # noqa: E402
+from c10d_observer import dumpdir as _dumpdir  # noqa: E402
 from c10d_observer import relay as _relay  # noqa: E402
-from c10d_observer import report as _report  # noqa: E402
-from c10d_observer import verdict as _verdict  # noqa: E402
 from c10d_observer import watchdog as _wd  # noqa: E402
 
 SERVER = """
@@ -191,13 +191,13 @@ class SimRank(object):
             self.streams[name] = self.writer.stream_writer(idx)
         self.reader = ch.ChannelReader.attach(self.writer)
         self.writer.unlink()
-        self.stack_path = os.path.join(dump_dir, _report.stacks_name(rank, self.pid))
+        self.stack_path = os.path.join(dump_dir, _dumpdir.stacks_name(rank, self.pid))
         with open(self.stack_path, "w") as f:  # an earlier dump: the file a rank has after a while
             f.write(stack_text(rank, self.main_tid, "an earlier request", True))
-        cfg = {"timeout": timeout, "poll_interval": poll, "rank_pid": self.pid, "dump_dir": dump_dir,
-               "stack_path": self.stack_path, "host": host, "job_id": JOB, "signal": 10, "signal_name": "SIGUSR1",
-               "gather_wait": max(4.0, 4 * poll + 1.0), "gather_wait_max": gather_wait_max(poll, world, len(groups[1][1])),
-               "on_timeout": "dump", "py_spy": None}
+        nodes = _relay.nodes({"WORLD_SIZE": world, "LOCAL_WORLD_SIZE": len(groups[1][1])})
+        cfg = _config.WatchdogConfig(rank_pid=self.pid, dump_dir=dump_dir, stack_path=self.stack_path, timeout=timeout,
+                                     poll_interval=poll, nodes=nodes, host=host, job_id=JOB, signal=10,
+                                     signal_name="SIGUSR1", dump_signal=None, on_timeout="dump", py_spy=None)
         self.wd = _wd.Watchdog(cfg, self.reader, clock=clock.mono_ns, wall=clock.wall, kill=lambda pid, sig: None,
                                log=self._log)
         self.stuck = False
@@ -218,9 +218,9 @@ class SimRank(object):
     def helper(self, t_ns):
         """The rank's helper thread: its heartbeat, and the stacks the watchdog asks for by a file."""
         self.writer.heartbeat(t_ns)
-        req = os.path.join(self.dump_dir, _report.stack_request_name(self.pid))
+        req = os.path.join(self.dump_dir, _dumpdir.stack_request_name(self.pid))
         if os.path.exists(req):
-            doc = _report.read_json(req) or {}
+            doc = _dumpdir.read_json(req) or {}
             os.remove(req)
             with open(self.stack_path, "a") as f:
                 f.write(stack_text(self.rank, self.main_tid, doc.get("header") or "asked", self.stuck))
@@ -231,8 +231,8 @@ class SimRank(object):
 
 
 def gather_wait_max(poll, world, per_node):
-    """As observer.py sets it for a job of several nodes."""
-    return 2 * max(4.0, 4 * poll + 1.0) + 0.02 * _relay.nodes({"WORLD_SIZE": world, "LOCAL_WORLD_SIZE": per_node})
+    """As the observer sets it for a job of several nodes (config.windows)."""
+    return _config.windows(poll, _relay.nodes({"WORLD_SIZE": world, "LOCAL_WORLD_SIZE": per_node})).gather_wait_max
 
 
 class NodeClock(object):
@@ -353,10 +353,11 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
             if due(("h", r.rank), poll / 2, now):
                 r.helper(clock.mono_ns())
             if due(("w", r.rank), poll, now):
-                if r.wd.tick(clock.mono_ns()) and result.get("first_detection") is None:
+                found = any(a.kind == "say_overdue" for a in r.wd.step(clock.mono_ns()))
+                if found and result.get("first_detection") is None:
                     result["first_detection"] = clock.mono_ns()
-            elif r.wd.gather_owned is not None and due(("m", r.rank), 0.05, now):
-                r.wd.check_gather(clock.mono_ns())  # as Watchdog.run while it merges
+            elif r.wd.busy() and due(("m", r.rank), 0.05, now):
+                r.wd.look(clock.mono_ns())  # as Watchdog.run while it merges
         for rel in n.relays:
             if rel.rank in silent:
                 continue  # the rank is gone, its relay thread with it
@@ -365,7 +366,7 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
                     rel.step()
                 except Exception as e:  # as StoreRelay._run: never stops the rank
                     result.setdefault("relay_errors", []).append(repr(e))
-        if n.host not in verdicts and os.path.exists(os.path.join(n.dump_dir, _verdict.VERDICT_JSON)):
+        if n.host not in verdicts and os.path.exists(os.path.join(n.dump_dir, _dumpdir.VERDICT_JSON)):
             verdicts[n.host] = clock.mono_ns()
         sim["max_work"] = max(sim["max_work"], time.monotonic_ns() - t0 - (sim["connect_ns"] - connects))
 
@@ -422,7 +423,7 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
     result["gather_server_cpu_s"] = round(server_cpu_s(server.pid) - cpu0, 2)
     checks = []
     for host in sorted(verdicts):
-        v = json.load(open(os.path.join(root, host, _verdict.VERDICT_JSON)))
+        v = json.load(open(os.path.join(root, host, _dumpdir.VERDICT_JSON)))
         ok = v.get("culprit_ranks") == [culprit] and sorted(v.get("ranks_silent") or []) == sorted(silent)
         checks.append({"host": host, "ok": ok, "summary": (v.get("summary") or "")[:300],
                        "culprits": v.get("culprit_ranks"), "silent": len(v.get("ranks_silent") or []),

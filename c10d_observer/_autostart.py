@@ -114,7 +114,6 @@ def pth_installed():
 def export(cfg, environ=None):
     """Put an enabled observer's settings into the environment for the processes this one starts (``run``
     does, so that ranks its script starts with mp.spawn are observed with the same settings)."""
-    import signal as _signal
     from . import config as _config
     env = os.environ if environ is None else environ
     env[ENV] = "1"
@@ -123,7 +122,7 @@ def export(cfg, environ=None):
     env[_config.ENV_DIR] = os.path.abspath(cfg.dump_dir)
     env[_config.ENV_SOURCE] = cfg.source
     env[_config.ENV_ON_TIMEOUT] = cfg.on_timeout
-    env[_config.ENV_SIGNAL] = _signal.Signals(cfg.signal).name
+    env[_config.ENV_SIGNAL] = _config.signal_name(cfg.signal)
 
 
 def install():

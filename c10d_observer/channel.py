@@ -96,27 +96,47 @@ class _Layout(object):
         return self.ring_word + idx * self.ring * SLOT_WORDS
 
 
+class ChannelError(OSError):
+    """The channel could not be made (no room anywhere): the observer stays off, the job goes on."""
+
+
 def default_shm_dir():
     import tempfile
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
 
 
+def directories():
+    """Where a channel may be made, in order: /dev/shm (memory), then the temporary directory."""
+    import tempfile
+    out = []
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        out.append("/dev/shm")
+    out.append(tempfile.gettempdir())
+    return out
+
+
 class ChannelWriter(object):
-    """Rank side.  Creates the segment; the path is unlinked as soon as the watchdog has mapped it."""
+    """Rank side.  Creates the segment and keeps its descriptor (``fd``: a watchdog started again later maps
+    the same memory through it); the path is unlinked as soon as the watchdog has mapped it.
+
+    The segment's pages are reserved when it is made (``posix_fallocate``), not when first written: on a
+    full tmpfs a write to a mapped page that cannot be backed ends the process with SIGBUS, so a full
+    ``/dev/shm`` must be found here, as an OSError, and the next directory tried (``directories``: /dev/shm,
+    then the temporary directory)."""
 
     def __init__(self, max_streams=DEFAULT_MAX_STREAMS, ring=DEFAULT_RING, directory=None):
-        import tempfile
         self.layout = _Layout(max_streams, ring)
-        fd, self.path = tempfile.mkstemp(prefix="c10d_observer-%d-" % os.getpid(), suffix=".shm",
-                                         dir=directory or default_shm_dir())
-        try:
-            os.ftruncate(fd, self.layout.size)
-            self._mm = mmap.mmap(fd, self.layout.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        except BaseException:
-            os.close(fd)
-            os.unlink(self.path)
-            raise
-        os.close(fd)
+        self.fd = -1
+        errors = []
+        for d in ([directory] if directory else directories()):
+            try:
+                self._create(d)
+                break
+            except OSError as e:
+                errors.append("%s: %s" % (d, e.strerror or e))
+        else:
+            raise ChannelError("no room for the observer's channel (%d bytes) in %s" % (
+                self.layout.size, "; ".join(errors)))
         self._mv = memoryview(self._mm).cast("q")
         mv = self._mv
         mv[H_VERSION] = LAYOUT_VERSION
@@ -127,6 +147,21 @@ class ChannelWriter(object):
         mv[H_PID] = os.getpid()
         mv[H_MAGIC] = MAGIC
         self.nstreams = 0
+
+    def _create(self, directory):
+        import tempfile
+        fd, path = tempfile.mkstemp(prefix="c10d_observer-%d-" % os.getpid(), suffix=".shm", dir=directory)
+        try:
+            os.ftruncate(fd, self.layout.size)
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(fd, 0, self.layout.size)  # ENOSPC here, never SIGBUS later
+            self._mm = mmap.mmap(fd, self.layout.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(fd)
+            os.unlink(path)
+            raise
+        os.set_inheritable(fd, False)
+        self.fd, self.path = fd, path
 
     def unlink(self):
         """Remove the name; the mappings stay valid.  Safe to call twice."""
@@ -141,6 +176,9 @@ class ChannelWriter(object):
             self._mv.release()
             self._mv = None
             self._mm.close()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
     def set_rank(self, rank, world_size):
         self._mv[H_RANK] = rank
@@ -360,11 +398,24 @@ class ChannelReader(object):
     def __init__(self, path):
         fd = os.open(path, os.O_RDONLY)
         try:
-            size = os.fstat(fd).st_size
-            mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+            self._map(fd, path)
         finally:
             os.close(fd)
-        self._attach(mm, path, owns=True)
+
+    @classmethod
+    def from_fd(cls, fd):
+        """A reader over an inherited descriptor of the channel (the watchdog's way: the name may be gone)."""
+        self = cls.__new__(cls)
+        try:
+            self._map(fd, "channel descriptor %d" % fd)
+        finally:
+            os.close(fd)
+        return self
+
+    def _map(self, fd, name):
+        size = os.fstat(fd).st_size
+        mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+        self._attach(mm, name, owns=True)
 
     @classmethod
     def attach(cls, writer):

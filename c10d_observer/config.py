@@ -5,11 +5,13 @@ variable and what is accepted.  The rank resolves the config once; the watchdog 
 never reads the environment.
 """
 import datetime
+import json
 import math
 import os
 import signal as _signal
 import tempfile
 from collections import namedtuple
+from typing import NamedTuple, Optional
 
 ENV_TIMEOUT = "C10D_OBSERVER_TIMEOUT"
 ENV_POLL_INTERVAL = "C10D_OBSERVER_POLL_INTERVAL"
@@ -37,7 +39,8 @@ Config = namedtuple("Config", "timeout poll_interval dump_dir signal source on_t
 Config.__doc__ = """The resolved, validated configuration (immutable).
 
 timeout, poll_interval: seconds (float); dump_dir: an absolute path that exists and is writable;
-signal: an int; source: the requested source name ("auto" or a source); on_timeout: "dump" or "abort".
+signal: an int, or None (no signal is sent); source: the requested source name ("auto" or a source);
+on_timeout: "dump" or "abort".
 """
 
 
@@ -103,24 +106,28 @@ def _check_dump_dir(path, name):
 
 
 def _check_signal(value):
+    if value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError("signal must be a signal number or signal.Signals member, got %s %r"
+        raise TypeError("signal must be a signal number or signal.Signals member, or None (send none), got %s %r"
                         % (type(value).__name__, value))
     if int(value) not in ACCEPTED_SIGNALS:
-        raise ValueError("signal must be one of %s or a real-time signal, got %r"
+        raise ValueError("signal must be one of %s, a real-time signal or None, got %r"
                          % (", ".join(n for n in _NAMED_SIGNALS if hasattr(_signal, n)), value))
     return int(value)
 
 
 def parse_signal(raw, name):
-    """A signal given as text ('SIGUSR2', 'USR2' or '12', from a variable or the command line)."""
+    """A signal given as text ('SIGUSR2', 'USR2' or '12', from a variable or the command line); 'none': None."""
     text = str(raw).strip().upper()
+    if text == "NONE":
+        return None
     if text.isdigit():
         value = int(text)
     else:
         value = getattr(_signal, text if text.startswith("SIG") else "SIG" + text, None)
     if not isinstance(value, int) or int(value) not in ACCEPTED_SIGNALS:
-        raise ValueError("%s must be one of %s or a real-time signal number, got %r"
+        raise ValueError("%s must be one of %s, a real-time signal number or none, got %r"
                          % (name, ", ".join(n for n in _NAMED_SIGNALS if hasattr(_signal, n)), raw))
     return int(value)
 
@@ -193,3 +200,95 @@ def resolve(timeout=UNSET, poll_interval=UNSET, dump_dir=UNSET, signal=UNSET, so
         dump_dir = _check_dump_dir(dump_dir, "dump_dir")
 
     return Config(timeout, poll_interval, dump_dir, signal, source, on_timeout)
+
+
+def signal_name(signum):
+    """'SIGUSR1' for a signal number, 'SIGRTMIN+3' for a real-time one, 'none' for None."""
+    if signum is None:
+        return "none"
+    try:
+        return _signal.Signals(signum).name
+    except ValueError:
+        return "SIGRTMIN+%d" % (signum - _signal.SIGRTMIN) if hasattr(_signal, "SIGRTMIN") else str(signum)
+
+
+class Windows(NamedTuple):
+    """Every time window the observer derives from its poll interval, in seconds: computed here once
+    (``windows(poll, nodes)``), read by the rank (tracker, relay, on_hang) and the watchdog alike."""
+    poll: float
+    helper_answer: float  # the rank's helper thread (it beats every poll) answers a stacks request within this
+    frozen_after: float  # no beat for this long: the rank's Python cannot run (a thread holds the GIL, stopped)
+    gather_wait: float  # a merge waits this long for every rank's answer ...
+    gather_wait_max: float  # ... and on while answers still arrive, at most this long
+    gather_quiet: float  # ... until none came for this long
+    merge_look: float  # how often a merging watchdog looks at the answers
+    settle: float  # an overdue call that ended: how long to wait for its peers' ends to show (peers ended?)
+    relay_window: float  # how long a relayed gather stays on (the merge's longest wait and a second)
+    relay_fresh: float  # a node's relay whose beat is older than this no longer acts
+    on_hang_wait: float  # a rank with a report waits this long for the merged verdict before making one
+    abort_verdict: float  # on_timeout="abort": the verdict is waited for this long before the rank is ended
+    abort_culprit: float  # ... and the culprits' end this long (the launcher names the first failure; the
+    # culprit's watchdog sees the verdict within a poll, waits for its stacks, then ends it)
+    abort_stacks: float  # ... and the stack dump until the file stops growing, at most this long
+    abort_kill_after: float  # SIGKILL this long after SIGTERM
+    restart_window: float  # a watchdog that died is started again, at most 3 times in this long
+
+
+def windows(poll, nodes=1):
+    """The windows for a poll interval (seconds) and a job over ``nodes`` nodes.
+
+    One node: the watchdogs meet in dump_dir within a poll, so a gather waits max(2 s, 2.5 polls + 0.5 s).
+    Several: the relay adds up to two of its periods (a poll each) on the way out and back, so
+    max(4 s, 4 polls + 1 s), and the merge's longest wait grows 20 ms a node (the merging node reads and
+    merges about 12 ms of states a node: benchmarks/scale.py, docs/scale.md)."""
+    if nodes > 1:
+        gw = max(4.0, 4 * poll + 1.0)
+        gmax = 2 * gw + 0.02 * nodes
+    else:
+        gw = max(2.0, 2.5 * poll + 0.5)
+        gmax = 2 * gw
+    return Windows(poll=poll, helper_answer=2 * poll + 0.5, frozen_after=3 * poll + 1.0, gather_wait=gw,
+                   gather_wait_max=gmax, gather_quiet=max(1.0, 2 * poll), merge_look=0.05, settle=2 * poll + 0.5,
+                   relay_window=gmax + 1.0, relay_fresh=3 * poll + 1.0, on_hang_wait=gmax + 2 * poll,
+                   abort_verdict=gmax + 1.0, abort_culprit=3 * poll + 6.0, abort_stacks=5.0,
+                   abort_kill_after=10.0, restart_window=60.0)
+
+
+class WatchdogConfig(NamedTuple):
+    """What the rank hands its watchdog (one JSON line on its stdin), typed.  The watchdog never reads the
+    environment: everything it needs is here."""
+    rank_pid: int
+    dump_dir: str
+    stack_path: str
+    timeout: float
+    poll_interval: float
+    nodes: int = 1
+    channel: str = ""  # the channel's path (tests), else it comes as an inherited descriptor:
+    channel_fd: int = -1
+    signal: Optional[int] = None  # sent to the rank when one of its calls is overdue (None: none)
+    signal_name: str = "none"
+    dump_signal: Optional[int] = None  # faulthandler's all-thread dump, where the helper cannot answer
+    on_timeout: str = "dump"
+    host: str = ""
+    job_id: str = ""
+    error_file: str = ""  # torchelastic's error file for this rank (TORCHELASTIC_ERROR_FILE), for abort
+    py_spy: Optional[str] = None
+    torch_version: Optional[str] = None
+    source_in_use: Optional[str] = None
+    source_reasons: Optional[dict] = None
+    source_plan: Optional[dict] = None
+    source_rejected: Optional[dict] = None
+    public_config: Optional[dict] = None
+    restarts: int = 0  # how many watchdogs this rank had before this one (a restart restores their report)
+
+    @property
+    def windows(self):
+        return windows(self.poll_interval, self.nodes)
+
+    def to_json(self):
+        return json.dumps(self._asdict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text):
+        d = json.loads(text) if isinstance(text, str) else dict(text)
+        return cls(**{k: v for k, v in d.items() if k in cls._fields})

@@ -14,8 +14,8 @@ import sys
 import tempfile
 import time
 
+from . import dumpdir as _dumpdir
 from . import report as _report
-from . import verdict as _verdict
 
 STEP = 3
 
@@ -51,7 +51,7 @@ def main(args):
                 sys.stderr.write("demo: a rank failed\n")
                 return 1
             reports, _ = _report.load_dir(dump_dir)
-            found = {r["rank"]: r for r in reports if r.get("overdue")}
+            found = {r.rank: r for r in reports if r.overdue}
             time.sleep(0.1)
         if len(found) < len(waiting):
             sys.stderr.write("demo: no detection within 60 s\n")
@@ -60,7 +60,7 @@ def main(args):
         reports, problems = _report.load_dir(dump_dir)
         print("\n=== detected %.1f s after the demo started: the per-rank reports ===" % elapsed)
         print(_report.summarize(reports, problems))
-        verdict_path = os.path.join(dump_dir, _verdict.VERDICT_TEXT)
+        verdict_path = os.path.join(dump_dir, _dumpdir.VERDICT_TEXT)
         while time.monotonic() < deadline + 30 and not os.path.exists(verdict_path):
             time.sleep(0.1)
         if not os.path.exists(verdict_path):
@@ -88,8 +88,8 @@ def main(args):
 
 def _stacks_ready(dump_dir, ranks):
     for r in ranks:
-        paths = glob.glob(os.path.join(dump_dir, "stacks-rank%d-*.txt" % r))
-        if not paths or "Current thread" not in open(paths[0]).read() and "Thread" not in open(paths[0]).read():
+        paths = glob.glob(os.path.join(dump_dir, _dumpdir.STACKS % (r, 0)).replace("pid0", "pid*"))
+        if not paths or not _dumpdir.has_dump(open(paths[0]).read()):
             return False
     return True
 

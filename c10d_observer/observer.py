@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import select
-import signal as _signal
 import subprocess
 import sys
 import threading
@@ -20,8 +19,8 @@ import warnings
 from . import channel as _ch
 from . import compat
 from . import config as _config
+from . import dumpdir as _dumpdir
 from . import relay as _relay
-from . import report as _report
 from . import signals as _signals
 from . import tracker as _tracker
 
@@ -124,47 +123,65 @@ class Observer(object):
         self.rejected = _sources.rejected(self.source, caps, self.auto)
         self.watchdog_pid = None
         self.stack_path = None
+        self.off = None  # why the observer is off (a fault of its own), or None while it watches
         self._proc = None
+        self._restarts = []  # when watchdogs ended on their own (monotonic s)
+        self._restart_count = 0
         self._stopping = False
         self._undo = []
 
     def __repr__(self):
-        return "<c10d_observer.Observer source=%r watchdog_pid=%r timeout=%g>" % (
-            self.source, self.watchdog_pid, self.config.timeout)
+        return "<c10d_observer.Observer source=%r watchdog_pid=%r timeout=%g%s>" % (
+            self.source, self.watchdog_pid, self.config.timeout, " off: %s" % self.off if self.off else "")
+
+    @property
+    def active(self):
+        """Whether it watches (False where a fault of its own left it off: ``off`` says why)."""
+        return self.off is None and not self._stopping
 
     # -- start -----------------------------------------------------------------------------------------
     def start(self):
+        """Put the parts together.  The observer's own faults (no room for the channel, a watchdog that does
+        not start) leave it off, said in one line: the job goes on unobserved rather than harmed."""
         cfg = self.config
         rank, world = compat.rank_and_world()
         pid = os.getpid()
-        # the gather window: one node meets in dump_dir within a poll; across nodes the relay adds up to
-        # two of its periods (a poll each) on the way out and back
-        self._gather_wait = max(4.0, 4 * cfg.poll_interval + 1.0) if _relay.multi_node() else None
-        # the merge's longest wait while answers still arrive: twice that, and 20 ms a node (the merging
-        # node reads and merges about 12 ms of states a node: benchmarks/scale.py, docs/scale.md)
-        self._gather_wait_max = (2 * self._gather_wait + 0.02 * _relay.nodes()) if self._gather_wait else None
-        self.stack_path = os.path.join(cfg.dump_dir, _report.stacks_name(rank, pid))
+        self.windows = _config.windows(cfg.poll_interval, _relay.nodes() if _relay.multi_node() else 1)
+        self.dd = _dumpdir.DumpDir(cfg.dump_dir)  # a full dump_dir is said by the watchdog, once
+        self.stack_path = os.path.join(cfg.dump_dir, _dumpdir.stacks_name(rank, pid))
         try:
-            handler = _signals.StackDumpHandler(cfg.signal, self.stack_path)
-            handler.install()
-            self._undo.append(handler.uninstall)
+            notify = None
+            if cfg.signal is not None:
+                notify = _signals.NotifyHandler(cfg.signal)
+                notify.install()
+                self._undo.append(notify.uninstall)
+            self.notify = notify
+            dump = _signals.DumpSignal(self.stack_path, avoid=(cfg.signal,))
+            dump.install()
+            self._undo.append(dump.uninstall)
+            self.dump_signal = dump
 
-            chan = _ch.ChannelWriter()
+            try:
+                chan = _ch.ChannelWriter()
+            except _ch.ChannelError as e:
+                raise _Off(str(e))
             self._undo.append(chan.close)
+            self.channel = chan
             if rank >= 0:
                 chan.set_rank(rank, world)
             chan.set_main_thread(threading.main_thread().ident)
 
-            self._start_watchdog(chan, rank, handler.chained)
-            chan.unlink()  # the watchdog has it mapped: nothing is left behind if both die
+            self._start_watchdog(chan, rank)
+            chan.unlink()  # the watchdog has it mapped (and this rank its descriptor): nothing is left behind
 
             tracker = _tracker.Tracker(chan, cfg.poll_interval)
             tracker.rank = rank
             tracker.timeout = cfg.timeout
-            tracker.check_handler = _helper_checks(
-                _handler_check(handler, chan, os.path.join(cfg.dump_dir, _report.handler_name(rank, pid)),
-                               _signal.Signals(cfg.signal).name),
-                _stack_requests(os.path.join(cfg.dump_dir, _report.stack_request_name(pid)), self.stack_path))
+            checks = [_stack_requests(self.dd, _dumpdir.stack_request_name(pid), self.stack_path)]
+            if notify is not None:
+                checks.insert(0, _handler_check(notify, chan, self.dd, _dumpdir.handler_name(rank, pid),
+                                                _config.signal_name(cfg.signal)))
+            tracker.check_handler = _helper_checks(*checks)
             for pg in compat.all_groups():  # groups made later are checked when first seen
                 try:
                     tracker.check_torch_timeout(compat.describe_group(pg))
@@ -181,22 +198,22 @@ class Observer(object):
             self._undo.append(lambda: _patch.set_active_tracker(None))
             tracker.start_poller()
             self._undo.append(tracker.stop)
-            if self._gather_wait is not None:  # several nodes: the gather goes through the c10d store too
-                # the relay's window: the merge's longest wait and a second
-                rel = _relay.StoreRelay(cfg.dump_dir, rank, _job_id(), cfg.poll_interval, self._gather_wait_max + 1.0)
+            if _relay.multi_node():  # several nodes: the gather goes through the c10d store too
+                rel = _relay.StoreRelay(cfg.dump_dir, rank, _job_id(), cfg.poll_interval, self.windows.relay_window)
                 rel.start()
                 self._undo.append(rel.stop)
             if self.on_hang is not None:
                 from .on_hang import HangCallback
-                poll = cfg.poll_interval
-                # the merge's longest wait (twice the gather window the watchdog uses: its default where
-                # one node meets in dump_dir), and two polls for the merge to be written
-                window = self._gather_wait_max or 2 * max(2.0, 2.5 * poll + 0.5)
-                cb = HangCallback(self.on_hang, cfg.dump_dir, poll, window + 2 * poll)
+                cb = HangCallback(self.on_hang, cfg.dump_dir, cfg.poll_interval, self.windows.on_hang_wait)
                 cb.start()
                 self._undo.append(cb.stop)
             self.tracker = tracker
-            _name_threads(handler)
+            _name_threads(dump)
+        except _Off as e:
+            self._rollback()
+            self.off = str(e)
+            _say("not enabled: %s; the job goes on unobserved" % e)
+            return
         except BaseException:
             self._rollback()
             raise
@@ -210,57 +227,81 @@ class Observer(object):
                  "; ".join("%s: %s" % kv for kv in self.rejected.items()) or "none", cfg.timeout,
                  cfg.poll_interval, cfg.dump_dir, self.watchdog_pid)
 
-    def _start_watchdog(self, chan, rank, chained=False):
+    def _watchdog_config(self, chan, rank, restarts=0):
         cfg = self.config
         caps = self.capabilities
-        wcfg = {
-            "channel": chan.path, "timeout": cfg.timeout, "poll_interval": cfg.poll_interval,
-            "dump_dir": cfg.dump_dir, "signal": cfg.signal, "signal_name": _signal.Signals(cfg.signal).name,
-            "on_timeout": cfg.on_timeout, "rank_pid": os.getpid(), "stack_path": self.stack_path,
-            "host": compat.hostname(), "torch_version": caps["torch_version"], "source_in_use": self.source,
-            "source_reasons": {s: r["reason"] for s, r in caps["sources"].items()},
-            "source_plan": self.plan, "source_rejected": self.rejected,
-            "public_config": dict(cfg._asdict(), signal=_signal.Signals(cfg.signal).name),
-            "job_id": _job_id(),
-            # a handler of the user's runs after each dump: then only a stuck rank is signalled, never a
-            # healthy one for the gather (SIGUSR1 may mean "checkpoint and requeue" to the job)
-            "signal_chains_user_handler": bool(chained),
-            "gather_wait": self._gather_wait,
-            "gather_wait_max": self._gather_wait_max,
-            "py_spy": _py_spy(),
-        }
+        return _config.WatchdogConfig(
+            rank_pid=os.getpid(), dump_dir=cfg.dump_dir, stack_path=self.stack_path, timeout=cfg.timeout,
+            poll_interval=cfg.poll_interval, nodes=_relay.nodes() if _relay.multi_node() else 1,
+            channel=chan.path, channel_fd=chan.fd, signal=cfg.signal, signal_name=_config.signal_name(cfg.signal),
+            dump_signal=self.dump_signal.signum, on_timeout=cfg.on_timeout, host=compat.hostname(), job_id=_job_id(),
+            error_file=os.environ.get("TORCHELASTIC_ERROR_FILE", ""), py_spy=_py_spy(),
+            torch_version=caps["torch_version"], source_in_use=self.source,
+            source_reasons={s: r["reason"] for s, r in caps["sources"].items()}, source_plan=self.plan,
+            source_rejected=self.rejected, public_config=dict(cfg._asdict(), signal=_config.signal_name(cfg.signal)),
+            restarts=restarts)
+
+    def _start_watchdog(self, chan, rank, restarts=0):
+        """Start the watchdog with a readiness handshake; the channel goes to it as an inherited descriptor."""
+        wcfg = self._watchdog_config(chan, rank, restarts)
         env = dict(os.environ)
         pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
-        proc = subprocess.Popen([sys.executable, "-m", "c10d_observer.watchdog"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, env=env, close_fds=True)
-        self._proc = proc
-        self._undo.append(self._stop_watchdog)
         try:
-            proc.stdin.write((json.dumps(wcfg) + "\n").encode("utf-8"))
+            proc = subprocess.Popen([sys.executable, "-m", "c10d_observer.watchdog"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, env=env, close_fds=True, pass_fds=(chan.fd,))
+        except OSError as e:
+            raise _Off("the watchdog could not be started (%s)" % e)
+        try:
+            proc.stdin.write((wcfg.to_json() + "\n").encode("utf-8"))
             proc.stdin.flush()
             line = _read_line(proc.stdout.fileno(), READY_TIMEOUT)
         except OSError as e:
             line = "error: %s" % e
         if not line.startswith("READY "):
             rc = proc.poll()
-            raise RuntimeError("c10d_observer: the watchdog subprocess did not report ready within %g s "
-                               "(%s; got %r); see its messages above" % (
-                                   READY_TIMEOUT, "exit code %s" % rc if rc is not None else "still running",
-                                   line))
+            if rc is None:
+                proc.kill()
+                proc.wait()
+            raise _Off("the watchdog subprocess did not report ready within %g s (%s; got %r); see its messages "
+                       "above" % (READY_TIMEOUT, "exit code %s" % rc if rc is not None else "killed", line))
         proc.stdout.close()
+        first = self._proc is None
+        self._proc = proc
         self.watchdog_pid = proc.pid
-        t = threading.Thread(target=self._watch_watchdog, name="c10d_observer-watchdog-health", daemon=True)
+        if first:
+            self._undo.append(self._stop_watchdog)
+        t = threading.Thread(target=self._watch_watchdog, args=(proc,), name="c10d_observer-watchdog-health",
+                             daemon=True)
         t.start()
 
-    def _watch_watchdog(self):
-        proc = self._proc
+    def _watch_watchdog(self, proc):
+        """The watchdog ended on its own (the OOM killer, a kill -9): start another at once, said in one line;
+        at most 3 times a minute (then the rank goes on unwatched, said once)."""
         rc = proc.wait()
-        if not self._stopping:
-            msg = ("c10d_observer: the watchdog (pid %d) exited with code %s; collectives on this rank are "
-                   "no longer watched, training goes on" % (proc.pid, rc))
-            log.warning(msg)
-            warnings.warn(msg, RuntimeWarning)
+        if self._stopping or proc is not self._proc:
+            return
+        try:
+            proc.stdin.close()  # the lifeline of a watchdog that is gone
+        except OSError:
+            pass
+        now = time.monotonic()
+        self._restarts = [t for t in self._restarts if now - t < self.windows.restart_window] + [now]
+        if len(self._restarts) <= 3:
+            try:
+                self._start_watchdog(self.channel, compat.rank_and_world()[0], restarts=self._restart_count + 1)
+                self._restart_count += 1
+                _say("the watchdog (pid %d) exited with code %s; started again (pid %d): collectives on this rank "
+                     "are watched as before" % (proc.pid, rc, self.watchdog_pid))
+                return
+            except Exception as e:
+                why = "it could not be started again (%s)" % e
+        else:
+            why = "it exited %d times within %g s" % (len(self._restarts), self.windows.restart_window)
+        msg = ("c10d_observer: the watchdog (pid %d) exited with code %s and %s; collectives on this rank are no "
+               "longer watched, training goes on" % (proc.pid, rc, why))
+        log.warning(msg)
+        warnings.warn(msg, RuntimeWarning)
 
     def _stop_watchdog(self):
         proc = self._proc
@@ -298,18 +339,25 @@ class Observer(object):
                 log.warning("c10d_observer: cleanup step %r failed", undo, exc_info=True)
 
 
-def _name_threads(handler):
+class _Off(Exception):
+    """The observer cannot start for a fault of its own: it stays off, said in one line."""
+
+
+def _say(text):
+    try:
+        sys.stderr.write("c10d_observer: %s\n" % text)
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def _name_threads(dump):
     """Say in the stacks file which threads are the observer's: faulthandler names threads by id only."""
     ours = ["0x%016x %s" % (t.ident, t.name) for t in threading.enumerate()
             if t.name.startswith("c10d_observer") and t.ident]
-    f = getattr(handler, "_file", None)
-    if f is not None and ours:
-        try:
-            f.write("# c10d_observer: the observer's own threads in this process (not the job's): %s\n"
-                    % "; ".join(ours))
-            f.flush()
-        except (OSError, ValueError):
-            pass
+    if ours:
+        dump.note("# c10d_observer: the observer's own threads in this process (not the job's): %s\n"
+                  % "; ".join(ours))
 
 
 def _helper_checks(*checks):
@@ -319,27 +367,24 @@ def _helper_checks(*checks):
     return check
 
 
-def _stack_requests(request, stack_path):
+def _stack_requests(dd, request, stack_path):
     """Run by the rank's helper thread every poll or half poll: the watchdog asks for this rank's stacks by
     a file, and the helper writes them with the GIL held (signals.dump_threads), which is safe while other
-    threads run; the signal and faulthandler's dump remain for a rank whose helper cannot run (a thread
-    holds the GIL), when the watchdog gets no answer."""
+    threads run; faulthandler's dump on the observer's own signal remains for a rank whose helper cannot
+    run (a thread holds the GIL), when the watchdog gets no answer."""
     def check():
-        if not os.path.exists(request):
+        if not os.path.exists(dd.path(request)):
             return
-        doc = _report.read_json(request) or {}
+        doc = dd.read_json(request) or {}
+        dd.remove(request)
         try:
-            os.remove(request)
-        except OSError:
-            pass
-        try:
-            _signals.dump_threads(stack_path, doc.get("header") or "stacks asked by the watchdog")
+            _signals.dump_threads(stack_path, doc.get("header") or "stacks asked by the watchdog", dd)
         except Exception:
             log.debug("c10d_observer: could not write the stacks", exc_info=True)
     return check
 
 
-def _handler_check(handler, chan, path, signame):
+def _handler_check(handler, chan, dd, name, signame):
     """Run by the rank's helper thread every poll or half poll: is the observer's handler still the one
     installed?  When code replaces it after enable() (PyTorch Lightning installs its own SIGUSR1 handler
     for SLURM requeue), the watchdog must not send that signal: it would run their handler.  The rank
@@ -355,12 +400,12 @@ def _handler_check(handler, chan, path, signame):
             chan.set_handler_replaced(False)
             return
         try:
-            _report.write_atomic(path, {"signal": signame, "replaced_by": by, "detected_at": time.time()})
+            dd.write_json(name, {"signal": signame, "replaced_by": by, "detected_at": time.time()})
         except OSError:
-            log.debug("c10d_observer: cannot write %s", path, exc_info=True)
+            log.debug("c10d_observer: cannot write %s", name, exc_info=True)
         chan.set_handler_replaced(True)
         log.warning("c10d_observer: the %s handler was replaced after enable() by %s: the observer sends no %s "
-                    "to this rank (it would run that handler); stacks come from py-spy where it is installed. "
+                    "to this rank (it would run that handler); stacks still come from the rank's helper thread. "
                     "To keep both, choose another signal: enable(signal=signal.SIGUSR2), "
                     "C10D_OBSERVER_SIGNAL=SIGUSR2 or run --signal SIGUSR2", signame, by, signame)
 

@@ -73,7 +73,8 @@ class _Watch(object):
         self._thread.join(timeout=10)
 
     def _run(self):
-        path = os.path.join(self.dump_dir, "verdict.json")
+        from .dumpdir import VERDICT_JSON
+        path = os.path.join(self.dump_dir, VERDICT_JSON)
         while not self._stop.wait(self.period):
             if not os.path.exists(path):
                 continue
@@ -81,7 +82,7 @@ class _Watch(object):
                 v = _autostart_load(self.dump_dir)
             except Exception:
                 continue
-            if v.hangs:
+            if v.exit_code == 1:  # a call is stuck (not one that resolved)
                 self.verdict = v
                 self._end_ranks(v)
                 return

@@ -1,14 +1,23 @@
-"""Rank side: what the watchdog's signal does, and putting back what was there before.
+"""Rank side: the observer's two signals, the helper's stack dump, and putting back what was there before.
 
-faulthandler writes every thread's Python stack from C, inside the signal handler, so the dump is made
-even while the main thread is blocked in a collective (in C++, holding or not holding the GIL).  A handler
-the user installed earlier is chained (faulthandler calls it after the dump); the default action (which
-ends the process for SIGUSR1) or an ignore disposition is never chained to.
+- The **notification** (``NotifyHandler``, the configured signal, SIGUSR1 by default): the watchdog sends it
+  to the rank once per hang, when a call of the rank's own is overdue.  The observer's handler only
+  passes it on to the handler the job had before enable() (a Python handler: called with the signal and
+  the frame; one set from C: faulthandler's chain, dumping the receiving thread only); the default action
+  (which ends the process for SIGUSR1) or an ignore disposition is never chained to.  It dumps nothing.
+- The **stack dump** (``DumpSignal``): faulthandler's all-thread dump from C, registered on a real-time
+  signal of its own that no handler of the job uses.  It reads other threads' frames without the GIL (on
+  torch 2.15 it once crashed a rank with 10,000 async calls completing on the helper thread), so it is
+  only the fallback for a rank whose helper thread cannot answer (a thread holds the GIL); it can never
+  run a handler of the job's.
+- ``dump_threads``: what the helper thread writes when the watchdog asks by a file: every thread's stack,
+  with the GIL held (consistent, safe while other threads run), in faulthandler's format (dumpdir.py).
 """
 import faulthandler
 import os
 import signal as _signal
 
+from . import dumpdir as _dumpdir
 
 _LIBC = []
 
@@ -46,77 +55,158 @@ def describe_handler(handler):
     return name
 
 
-def dump_threads(path, header):
-    """Append every thread's Python stack to ``path``, in faulthandler's format, from a thread holding the
-    GIL (the rank's helper thread, asked by the watchdog): consistent, and safe while other threads run,
-    where faulthandler's dump from the signal handler reads other threads' frames without the GIL and can
-    crash the process (seen once on torch 2.15 with 10,000 async calls completing on the helper thread)."""
+def dump_threads(path, header, dd=None):
+    """Append every thread's Python stack to the stacks file, in faulthandler's format, from a thread holding
+    the GIL (the rank's helper thread, asked by the watchdog).  ``dd``: the DumpDir (its spill directory
+    takes the dump where dump_dir is full)."""
     import sys
     import threading
     import traceback
     me = threading.get_ident()
-    out = ["\n=== c10d_observer: %s ===\n" % header]
+    threads = []
     for ident, frame in list(sys._current_frames().items()):
-        out.append("%s 0x%016x (most recent call first):\n" % ("Current thread" if ident == me else "Thread", ident))
-        for fs in reversed(traceback.extract_stack(frame, limit=100)):
-            out.append('  File "%s", line %s in %s\n' % (fs.filename, fs.lineno, fs.name))
-        out.append("\n")
+        frames = [(fs.filename, fs.lineno, fs.name) for fs in reversed(traceback.extract_stack(frame, limit=100))]
+        threads.append((ident, frames))
+    text = _dumpdir.format_dump(header, threads, current=me)
+    if dd is not None:
+        return dd.append_text(os.path.basename(path), text)
     with open(path, "a") as f:
-        f.write("".join(out))
+        f.write(text)
+    return path
 
 
-class StackDumpHandler(object):
-    def __init__(self, signum, path):
+class NotifyHandler(object):
+    """The observer's handler of the notification signal: it passes the signal on to the handler the job
+    had before enable() and does nothing else.  ``replaced_by()`` says when code replaced it after enable()
+    (the watchdog then sends no signal: it would run their handler)."""
+
+    def __init__(self, signum):
         self.signum = signum
-        self.path = path
+        self.previous = None
+        self.installed = False
+        self.via_faulthandler = False  # the job's handler was set from C: faulthandler chains to it
         self._file = None
         self.view = None  # what signal.getsignal() says once installed: anything else replaced ours
-        self.os_view = None  # the kernel's handler address once installed (faulthandler's), where readable
+        self.os_view = None  # the kernel's handler address once installed, where readable
+        self.received = 0
 
-    def install(self):
+    @property
+    def chained(self):
+        """The job's own handler is called after ours."""
+        return self.previous not in (_signal.SIG_DFL, _signal.SIG_IGN)
+
+    def install(self, devnull_path=os.devnull):
         previous = self.previous = _signal.getsignal(self.signum)
-        # None: a handler installed from C; a callable: from Python.  Both are called after the dump.
-        chain = previous not in (_signal.SIG_DFL, _signal.SIG_IGN)
-        self._file = open(self.path, "a")
-        try:
-            faulthandler.register(self.signum, file=self._file, all_threads=True, chain=chain)
-        except BaseException:
-            self._close()
-            raise
-        self.chained = chain
+        python = previous is not None
+        if python:
+            try:
+                _signal.signal(self.signum, self._handle)
+            except ValueError:  # enable() off the main thread: Python sets handlers from the main thread only
+                python = False
+        if not python:
+            # a handler from C, or not on the main thread: faulthandler chains to the handler in place (for a
+            # Python one, Python's own C handler, which runs it); it dumps the receiving thread only, to nowhere
+            self._file = open(devnull_path, "a")
+            faulthandler.register(self.signum, file=self._file, all_threads=False, chain=previous not in (
+                _signal.SIG_DFL, _signal.SIG_IGN))
+            self.via_faulthandler = True
+        self.installed = True
         self.view = _signal.getsignal(self.signum)
         self.os_view = os_handler(self.signum)
+
+    def _handle(self, signum, frame):
+        self.received += 1
+        prev = self.previous
+        if callable(prev):
+            prev(signum, frame)
 
     def replaced_by(self):
         """None while ours is the handler in place; else what replaced it (signal.signal() after enable(),
         as PyTorch Lightning does for SLURM requeue, or a handler set from C), described."""
-        if self._file is None:
+        if not self.installed:
             return None
         current = _signal.getsignal(self.signum)
+        if not (current is self.view or current == self.view):
+            return describe_handler(current)
         if self.os_view:
             now = os_handler(self.signum)
-            if now is not None:
-                if now == self.os_view:
-                    return None
+            if now is not None and now != self.os_view:
                 if now in (0, 1):  # SIG_DFL, SIG_IGN
                     return describe_handler(_signal.SIG_DFL if now == 0 else _signal.SIG_IGN)
-                if current is self.view or current == self.view:  # Python's view did not change
-                    return "a handler installed outside Python's signal module (from C)"
-                return describe_handler(current)
-        if current is self.view or current == self.view:
-            return None
-        return describe_handler(current)
+                return "a handler installed outside Python's signal module (from C)"
+        return None
+
+    def uninstall(self):
+        if not self.installed:
+            return
+        self.installed = False
+        current = _signal.getsignal(self.signum)  # a handler the user set while we were installed
+        try:
+            if self.via_faulthandler:
+                faulthandler.unregister(self.signum)  # puts back what was there before install()
+                if current is not self.previous and current is not None:
+                    _signal.signal(self.signum, current)
+            elif current is self.view or current == self.view:
+                _signal.signal(self.signum, self.previous if self.previous is not None else _signal.SIG_DFL)
+            # else: theirs, set after ours, wins over the older one: left as it is
+        finally:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+def free_realtime_signal(avoid=()):
+    """A real-time signal no handler uses (Python's view and the kernel's both at the default), from the
+    top of the range down, or None."""
+    if not hasattr(_signal, "SIGRTMIN"):
+        return None
+    for s in range(_signal.SIGRTMAX - 1, _signal.SIGRTMIN + 2, -1):
+        if s in avoid:
+            continue
+        try:
+            if _signal.getsignal(s) is _signal.SIG_DFL and os_handler(s) in (0, None):
+                return s
+        except (ValueError, OSError):
+            continue
+    return None
+
+
+class DumpSignal(object):
+    """faulthandler's all-thread dump to the stacks file, on a signal of the observer's own: the fallback
+    for a rank whose helper thread cannot answer.  No handler of the job's is chained to it."""
+
+    def __init__(self, path, avoid=()):
+        self.path = path
+        self.signum = free_realtime_signal(avoid)
+        self._file = None
+
+    def install(self):
+        if self.signum is None:
+            return
+        self._file = open(self.path, "a")
+        try:
+            faulthandler.register(self.signum, file=self._file, all_threads=True, chain=False)
+        except BaseException:
+            self._close()
+            raise
 
     def uninstall(self):
         if self._file is None:
             return
-        current = _signal.getsignal(self.signum)  # a handler the user set while we were installed
         try:
-            faulthandler.unregister(self.signum)  # puts back what was there before install()
-            if current is not self.previous and current is not None:
-                _signal.signal(self.signum, current)  # theirs wins over the older one
+            faulthandler.unregister(self.signum)
         finally:
             self._close()
+
+    def note(self, text):
+        """A line in the stacks file from the rank itself (which of its threads are the observer's)."""
+        f = self._file
+        if f is not None:
+            try:
+                f.write(text)
+                f.flush()
+            except (OSError, ValueError):
+                pass
 
     def _close(self):
         f, self._file = self._file, None
@@ -126,7 +216,7 @@ class StackDumpHandler(object):
         try:  # no dump was made (at most the observer's own note on its threads): leave nothing behind
             with open(self.path) as f:
                 text = f.read(1 << 16)
-            if "Thread 0x" not in text and "Current thread" not in text and "Stack (most recent" not in text:
+            if not _dumpdir.has_dump(text):
                 os.unlink(self.path)
         except OSError:
             pass

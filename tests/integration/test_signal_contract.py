@@ -1,0 +1,34 @@
+"""The signal contract (README, "The signal"), with real gloo ranks and real watchdogs: the configured signal
+goes to each rank with an overdue call, once per hang, and runs the handler the job had before enable();
+the culprit (nothing overdue) is never signalled; signal=None sends none; a handler installed after
+enable() is never triggered (test_lifecycle.py::test_a_signal_handler_installed_after_enable_is_never_triggered).
+Python runs a handler once the main thread is back in Python: a rank blocked in the collective runs it when
+the collective returns, which is when these tests look."""
+import pytest
+
+
+@pytest.mark.parametrize("culprit", [1, 2])
+def test_the_handler_the_job_had_runs_once_on_each_rank_that_waited_never_on_the_culprit(job_factory, culprit):
+    job = job_factory("user_handler", 3, culprit=culprit, step=1, timeout=1.0)
+    for r in range(3):
+        if r != culprit:
+            job.wait_report(r)
+            job.wait_stacks(r, "in all_reduce")  # the stacks came from the helper, not from the signal
+    job.release()
+    assert job.finish() == [0, 0, 0], job.log_text()  # signalled ranks were not killed
+    for r in range(3):
+        f = job.facts(r)
+        assert f["handler_calls"] == (0 if r == culprit else 1), (r, f, job.log_text())
+        assert f["handler_calls_by_others"] == 1  # and a SIGUSR1 from elsewhere still runs it
+    assert culprit not in job.reports()
+
+
+def test_with_signal_none_no_handler_runs_and_the_hang_is_still_reported(job_factory):
+    job = job_factory("user_handler", 2, culprit=1, step=1, timeout=1.0, no_signal=True)
+    rep = job.wait_report(0)
+    job.wait_stacks(0, "in all_reduce")
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    assert rep["signal"] == "none" and rep["overdue"][0]["op"] == "all_reduce"
+    for r in (0, 1):
+        assert job.facts(r)["handler_calls"] == 0 and job.facts(r)["handler_calls_by_others"] == 1
