@@ -635,17 +635,19 @@ def with_outcome(records, docs_now):
 
 
 def _outcome(h, docs_now, v):
-    """What became of a recorded stuck call, from the documents now: resolved (every rank that waited
-    completed it: the late ranks caught up), ended (its ranks ended while it was stuck: the job was ended,
-    or aborted), or stuck (as of the newest document)."""
+    """What became of a recorded stuck call, from the documents written since the verdict: resolved (every
+    rank that waited and wrote since completed it: the late ranks caught up), ended (its ranks ended while
+    it was stuck: the job was ended, or aborted), or stuck (as of the newest document).  Ranks that wrote
+    nothing since (another node's, whose files stayed there) are named, never guessed."""
     key = (h.get("stream"), h.get("seq"))
+    t0 = v.get("verdict_at") or 0
     waited = list(h.get("waiting_ranks") or []) + list(h.get("missing_ranks") or [])
-    completed, ended, stuck_on = [], [], []
+    completed, ended, stuck_on, silent = [], [], [], []
     at = None
     for r in waited:
         d = docs_now.get(r)
-        if d is None:
-            stuck_on.append(r)
+        if d is None or (d.written_at or 0) <= t0:
+            silent.append(r)
             continue
         e = next((x for x in d.overdue if (x.stream, x.seq) == key), None)
         pos = d.position(key[0])
@@ -658,28 +660,31 @@ def _outcome(h, docs_now, v):
             ended.append(r)
         else:
             stuck_on.append(r)
+    unheard = " (nothing since from %s)" % rank_list(silent) if silent else ""
     late = [r for r in h.get("missing_ranks") or []]
-    if not ended and not stuck_on:
-        after = max([x.resolved_after_s or 0 for r in waited for x in (docs_now[r].overdue if r in docs_now else ())
+    if completed and not ended and not stuck_on:
+        after = max([x.resolved_after_s or 0 for r in completed for x in docs_now[r].overdue
                      if (x.stream, x.seq) == key] or [0]) or None
-        who = rank_list(late) if late else "the late rank"
-        text = "%s was %s late at %s #%s, then caught up%s" % (
-            who, "%.1f s" % after if after else "", h.get("op"), h.get("seq"),
-            "; the call completed at %s" % short_clock(at) if at else "")
-        if not late:
+        if late:
+            text = "%s was %s late at %s #%s, then caught up%s" % (
+                rank_list(late), "%.1f s" % after if after else "", h.get("op"), h.get("seq"),
+                "; the call completed at %s" % short_clock(at) if at else "")
+        else:
             text = "%s #%s completed %s: resolved" % (h.get("op"), h.get("seq"),
                                                        "after %.1f s" % after if after else "later")
-        return {"state": "resolved", "at": at, "after_s": after, "late_ranks": late, "text": text.replace("  ", " ")}
+        return {"state": "resolved", "at": at, "after_s": after, "late_ranks": late,
+                "text": text.replace("  ", " ") + unheard}
     if ended and not stuck_on:
-        aborted = [r for r in ended if "on_timeout=abort" in ((docs_now.get(r).exit_reason if docs_now.get(r) else "") or "")]
-        ends = [docs_now[r].written_at for r in ended if r in docs_now and docs_now[r].written_at]
+        aborted = [r for r in ended if "on_timeout=abort" in (docs_now[r].exit_reason or "")]
+        ends = [docs_now[r].written_at for r in ended if docs_now[r].written_at]
         text = "the job ended while it was stuck: %s ended%s" % (
             rank_list(ended), " (%s by the observer, on_timeout=abort)" % rank_list(aborted) if aborted else "")
         return {"state": "ended", "at": max(ends) if ends else None, "ended_ranks": ended, "aborted_ranks": aborted,
-                "text": text}
+                "text": text + unheard}
     newest = max([d.written_at or 0 for d in docs_now.values()] or [0])
-    return {"state": "stuck", "at": None, "stuck_on": stuck_on,
-            "text": "still stuck in the newest documents (%s)" % clock(newest) if newest else "still stuck"}
+    return {"state": "stuck", "at": None, "stuck_on": stuck_on or silent,
+            "text": ("still stuck in the newest documents (%s)" % clock(newest) if stuck_on else
+                     "no rank of it wrote anything since the verdict") + (unheard if stuck_on else "")}
 
 
 def exit_code(v):

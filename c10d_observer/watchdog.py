@@ -48,17 +48,23 @@ Overdue = namedtuple("Overdue", "stream seq op start_ns")
 Action = namedtuple("Action", "kind detail")  # what tick() decided; Watchdog.act runs it
 
 
-def find_overdue(snapshot, now_ns, timeout_ns):
+def find_overdue(snapshot, now_ns, timeout_ns, queued=None):
     """The (stream, seq) whose oldest call in flight has been so for longer than ``timeout_ns``.
 
     Only a stream's oldest call in flight can be the first overdue one: later calls started later.
+    ``queued``: {stream index: (seq, ns)}: a call that waited in a queue behind others of its stream (a
+    burst of async calls, perhaps behind a stuck one) counts from when it reached the front (``ns``), not
+    from when it was issued: a group's calls complete in order, so the calls of a burst draining after a
+    hang resolved are not new hangs.
     """
     out = []
     for st in snapshot:
         if st.oldest is None:
             continue
         seq, op, start = st.oldest
-        if now_ns - start > timeout_ns:
+        front = queued.get(st.idx) if queued else None
+        since = max(start, front[1]) if front is not None and front[0] == seq else start
+        if now_ns - since > timeout_ns:
             out.append(Overdue(st, seq, op, start))
     return out
 
@@ -105,6 +111,9 @@ class Detector(object):
         self.keys = []  # (stream index, seq) of each entry
         self.leaving = {}  # entry index -> (monotonic ns, wall) when first seen out of flight
         self.in_hang = False
+        self.front = {}  # stream index -> (its front call's seq or None, the tick that saw it: ns)
+        self.queued = {}  # stream index -> (seq, ns): the call that reached its stream's front behind others,
+        # and the earliest it can have got there (find_overdue counts it from then)
 
     def restore(self, entries, snapshot):
         """Entries a previous watchdog of this rank wrote (a restart): fired already, never again."""
@@ -121,7 +130,8 @@ class Detector(object):
 
     def tick(self, snapshot, now_ns, wall_now, dead_peers=lambda entry: (), aborting=False):
         out = []
-        overdue = find_overdue(snapshot, now_ns, self.timeout_ns)
+        self._fronts(snapshot, now_ns)
+        overdue = find_overdue(snapshot, now_ns, self.timeout_ns, self.queued)
         flying = {(o.stream.idx, o.seq) for o in overdue}
         for i, (key, e) in enumerate(zip(self.keys, self.entries)):
             if not e.in_flight:
@@ -158,6 +168,17 @@ class Detector(object):
         if self.on_timeout == "abort":
             out.append(Action("abort", None))
         return out
+
+    def _fronts(self, snapshot, now_ns):
+        """Note when each stream's front call got there: a group's calls complete in order, so a call behind
+        others (a burst of async calls, perhaps behind a stuck one) can only hang once it is at the front,
+        which it reached no earlier than the last poll that saw an earlier call there."""
+        for st in snapshot:
+            seq = st.oldest[0] if st.oldest is not None else None
+            prev = self.front.get(st.idx)
+            if seq is not None and prev is not None and prev[0] is not None and prev[0] < seq:
+                self.queued[st.idx] = (seq, prev[1])
+            self.front[st.idx] = (seq, now_ns)
 
     def _ended(self, i, e, wall_seen, dead, aborting):
         after = round(wall_seen - (e.started_at or wall_seen), 1)

@@ -182,6 +182,9 @@ def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
         for log in logs:
             log.close()
     assert codes == [0, 0], out
+    for d in dumps:  # after the job, on either node: the same culprit, and the hang resolved (issue 24)
+        from harness import assert_caught_up
+        assert_caught_up(str(d), 3)
     for path, v in found.items():
         assert v["culprit_ranks"] == [3], (path, v["summary"], out)
         assert v["ranks_reporting"] == [0, 1, 2, 3] and v["ranks_silent"] == [], (path, v)

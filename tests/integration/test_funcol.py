@@ -3,7 +3,7 @@ a hang in one is reported, with the rank that never arrived, on every source thi
 import pytest
 
 import c10d_observer
-from harness import read_verdict
+from harness import assert_caught_up, read_verdict
 
 
 def _usable():
@@ -36,6 +36,7 @@ def test_a_functional_all_reduce_hang_names_the_late_rank(job_factory, source):
     assert first["op"] == "all_reduce" and first["group_ranks"] == [0, 1], rep["overdue"]
     assert v["culprit_ranks"] == [1] and v["hangs"][0]["missing_ranks"] == [1], v["summary"]
     assert v["hangs"][0]["waiting_ranks"] == [0]
+    assert_caught_up(job.dump_dir, 1, v)  # after the job: the same culprit, resolved (issue 24)
     native = c10d_observer.capabilities()["funcol"] == "native"
     if source == "patch":  # its own numbering: the three healthy calls after enable(), then the stuck one
         # labelled by the funcol wrappers (2.3+); on 2.1-2.2 a plain all_reduce through torch.distributed
@@ -59,6 +60,7 @@ def test_a_dtensor_redistribution_hang_names_the_late_rank(job_factory, source):
     assert job.facts(0)["result"] == job.facts(1)["result"] == sum(range(16))
     assert "all_gather" in rep["overdue"][0]["op"], rep["overdue"]
     assert v["culprit_ranks"] == [1] and v["hangs"][0]["missing_ranks"] == [1], v["summary"]
+    assert_caught_up(job.dump_dir, 1, v)  # after the job: the same culprit, resolved (issue 24)
 
 
 def _sees_compiled(source):

@@ -134,8 +134,18 @@ def test_a_burst_of_10000_async_calls_keeps_the_stuck_one(job_factory, source):
     assert v["culprit_ranks"] == [1] and v["hangs"][0]["seq"] == 2, v["summary"]
     world = [g for g in rep["groups"] if g["stream"] == first["stream"]][0]
     assert world["ring_overflow"] > 0 and world["in_flight_seq"] == 2
-    # whatever else became overdue while the burst drained started during the job: a call whose slot was
-    # taken once read as started at boot (hours "in flight")
+    # nothing else is a hang: the calls of the burst queued behind the stuck one count from when they
+    # reached the front of their stream, so none is overdue as the burst drains (issue 25); and no call
+    # read as started at boot (a call whose slot was taken once read as hours "in flight")
+    # (the flight-recorder source puts the oldest and the newest 128 calls of a burst in the channel, not
+    # the ones between: a call at the channel's front may still queue behind those, docs/sources.md)
+    every_call = source != "flight_recorder"
     for r, rep_r in job.reports().items():
+        seqs = [e["seq"] for e in rep_r["overdue"]]
+        if every_call or r == 0:
+            assert seqs[:1] == ([2] if r == 0 else []) and (not every_call or len(seqs) <= 1), (r, rep_r["overdue"])
         for e in rep_r["overdue"]:
             assert e["started_at"] >= began - 1.0, (r, sorted(e.items()), rep_r["groups"])
+    if every_call:
+        from harness import assert_caught_up
+        assert_caught_up(job.dump_dir, 1, v)

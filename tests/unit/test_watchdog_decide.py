@@ -585,3 +585,37 @@ def test_an_action_that_fails_is_said_once_and_never_raised(rig):
     boom = Action("merge", None)  # no gather owned: merging raises
     assert rig.wd.act(boom) is False and rig.wd.act(boom) is False
     assert len([m for m in rig.logs if m.startswith("merge failed")]) == 1
+
+
+def test_calls_queued_behind_an_overdue_call_count_from_when_they_reach_the_front(rig):
+    """A burst of async calls behind the stuck one: once it completes, each call of the burst is older than
+    the timeout, yet none is a hang: it reached the front of its stream only then (within a poll)."""
+    d = Detector(TIMEOUT_S, W)
+    s = rig.streams[0]
+    for k in range(4):
+        s.start(ALL_REDUCE, T0 + k)  # issued together
+    t = T0 + TIMEOUT_NS + 1
+    found = d.tick(rig.reader.snapshot(), t, 0)
+    assert [e.seq for e in d.entries] == [1] and "notify" in kinds(found)
+    while t < T0 + 5 * TIMEOUT_NS:  # the late rank is away: polls
+        t += POLL_NS
+        d.tick(rig.reader.snapshot(), t, 0)
+    last_seen = t
+    s.done(1)  # it arrives: the queue drains
+    while t < last_seen + TIMEOUT_NS:
+        t += POLL_NS
+        assert "say_overdue" not in kinds(d.tick(rig.reader.snapshot(), t, 0)), t
+    found = d.tick(rig.reader.snapshot(), last_seen + TIMEOUT_NS + 1, 0)  # #2 at the front a whole timeout
+    assert [e.seq for e in d.entries] == [1, 2] and "say_overdue" in kinds(found)
+
+
+def test_a_call_issued_after_an_overdue_one_completed_counts_from_its_own_start(rig):
+    d = Detector(TIMEOUT_S, W)
+    s = rig.streams[0]
+    s.start(ALL_REDUCE, T0)
+    d.tick(rig.reader.snapshot(), T0 + TIMEOUT_NS + 1, 0)
+    s.done(1)
+    t = T0 + 3 * TIMEOUT_NS
+    d.tick(rig.reader.snapshot(), t, 0)
+    s.start(ALL_REDUCE, t)
+    assert "say_overdue" in kinds(d.tick(rig.reader.snapshot(), t + TIMEOUT_NS + 1, 0))
