@@ -118,9 +118,12 @@ class Observer(object):
         self.source = caps["auto"] if config.source == "auto" else config.source
         self.auto = config.source == "auto"
         from . import sources as _sources
-        self.nccl_on = _nccl_recorder_on(caps, self.auto or self.source == "flight_recorder")
-        self.plan = _sources.plan(self.source, caps, self.auto, self.nccl_on)
-        self.rejected = _sources.rejected(self.source, caps, self.auto)
+        from .sources import flight_recorder as _fr
+        self.nccl_on = _fr.nccl_recorder_on(caps, self.auto or self.source == "flight_recorder")
+        # the plan, computed once: the start-up line, the reports and build() all read this one
+        self.planned = _sources.make_plan(self.source, caps, self.auto, self.nccl_on)
+        self.plan = self.planned.view()
+        self.rejected = _sources.table.rejected(caps, None if self.auto else self.source, self.planned)
         self.watchdog_pid = None
         self.stack_path = None
         self.off = None  # why the observer is off (a fault of its own), or None while it watches
@@ -188,9 +191,7 @@ class Observer(object):
                 except Exception:
                     log.debug("c10d_observer: cannot describe a group", exc_info=True)
             from . import sources as _sources
-            if self.nccl_on == "enable":
-                self._undo.append(_turn_nccl_recorder_on())
-            src = _sources.build(self.source, tracker, cfg, self.capabilities, self.auto, bool(self.nccl_on))
+            src = _sources.build(self.planned, tracker, cfg, self.capabilities, self.nccl_on)
             src.install()
             self._undo.append(src.uninstall)
             from .sources import patch as _patch
@@ -410,61 +411,6 @@ def _handler_check(handler, chan, dd, name, signame):
                     "C10D_OBSERVER_SIGNAL=SIGUSR2 or run --signal SIGUSR2", signame, by, signame)
 
     return check
-
-
-_NCCL_TURNED_ON = [False]  # this process's NCCL recorder was made on by an enable() (it stays so)
-
-
-def _nccl_recorder_on(caps, wanted):
-    """Whether torch's legacy NCCL recorder records this process's NCCL groups: "default" (2.11+), "env"
-    (the user's TORCH_FR_BUFFER_SIZE / TORCH_NCCL_TRACE_BUFFER_SIZE > 0), "enable" (off by default, 2.5-2.10:
-    this enable() turns it on, which it can only do before the first NCCL group), or False.
-
-    Why enable() turns it on where it can (docs/sources.md, "NCCL"): on an H100 with torch 2.11 the recorder
-    costs torch 3-5 us per call and sees every NCCL call (DDP's and functional collectives included), where
-    the patch source costs 7-8 us per call (and a completion marker 2.6 us more) and sees only Python's."""
-    nplan = caps.get("nccl_plan") or {}
-    if not nplan.get("recorder"):
-        return False
-    if _NCCL_TURNED_ON[0]:
-        return "enable"  # an earlier enable() of this process turned it on
-    name, value = compat.fr_buffer_env()
-    if name is not None and value is not None:
-        return "env" if value > 0 else False
-    if nplan.get("recorder_on") == "default":
-        return "default"
-    if nplan.get("recorder_on") != "enable" or not wanted:
-        return False
-    if any("nccl" in compat.backend_name(pg) for pg in compat.all_groups()):
-        log.info("c10d_observer: torch's NCCL flight recorder is off (its default through torch 2.10) and NCCL "
-                 "groups exist already: NCCL calls are watched by the patch source (DDP's C++ all-reduce through "
-                 "its comm hook; functional collectives through their ops' wrappers).  Call enable() before init_process_group, or "
-                 "set %s=%d, to have the recorder", compat.NCCL_TRACE_ENV, compat.NCCL_TRACE_SIZE)
-        return False
-    return "enable"
-
-
-def _turn_nccl_recorder_on():
-    """Set the legacy NCCL recorder's buffer size before the first NCCL group (torch reads it once, when the
-    recorder is first used, so it stays on for the process); the undo removes the variable again."""
-    if not _NCCL_TURNED_ON[0]:
-        os.environ[compat.NCCL_TRACE_ENV] = str(compat.NCCL_TRACE_SIZE)
-        log.info("c10d_observer: set %s=%d: torch's NCCL flight recorder (off by default before torch 2.11) "
-                 "reports NCCL calls at no cost per call to the observer; torch records every NCCL call in a "
-                 "buffer of that many entries, as it does by default from 2.11 (on 2.8-2.10 gloo's recorder "
-                 "reads the same variable; docs/sources.md, NCCL groups)",
-                 compat.NCCL_TRACE_ENV, compat.NCCL_TRACE_SIZE)
-        try:
-            compat.nccl_status()  # torch creates the recorder now, with that size
-        except Exception:
-            log.debug("c10d_observer: reading the NCCL recorder failed", exc_info=True)
-        _NCCL_TURNED_ON[0] = True
-
-    def undo():
-        if os.environ.get(compat.NCCL_TRACE_ENV) == str(compat.NCCL_TRACE_SIZE):
-            del os.environ[compat.NCCL_TRACE_ENV]
-
-    return undo
 
 
 def _job_id():

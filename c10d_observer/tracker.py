@@ -81,6 +81,22 @@ class _Group(object):
         self.batch = None  # the calls of an open coalescing block (sources.patch._Batch)
         self.sides = {}
 
+    def end_call(self, st, seq, work):
+        """Where a call ends, decided in one place: a GPU backend's once the GPU has finished it (its work
+        says so, or, where torch returned none, a marker recorded behind it on the current stream); a CPU
+        backend's when its work completes (wait() returned, or the poller saw it); at once where it returned
+        no work.  (The patch source's call path inlines the CPU case with work, gloo's every call;
+        tests/unit/test_call_end.py holds that copy to this one.)"""
+        if self.gpu is not None:
+            if work is None:
+                self.gpu.mark(st, seq)
+            else:
+                self.gpu.follow(work, st, seq)
+        elif work is None:
+            st.done(seq)
+        else:
+            self.sink[work] = (st, seq)
+
     def plan(self, pg):
         """Ask the plan again who makes this group's events (a recorder turned out not to record it)."""
         native_for = self.tracker.native_for

@@ -23,12 +23,10 @@ on stdin, the channel as an inherited descriptor, and stdin then stays open as t
 (DataLoader workers) may hold the pipe open after the rank is gone, so each poll also checks that the
 rank is still the watchdog's parent.  Readiness is the line ``READY <pid>`` on stdout.
 """
-import json
 import os
 import select
 import signal
 import socket
-import subprocess
 import sys
 import time
 from collections import namedtuple
@@ -37,12 +35,8 @@ from . import channel as _ch
 from . import config as _config
 from . import documents as _documents
 from . import dumpdir as _dumpdir
-from . import verdict as _verdict
+from . import watchdog_io as _io
 from .text import rank_list, short_clock
-
-HISTORY = 16  # calls kept per stream in a document (the verdict reads ops, sizes and the order of calls)
-PY_SPY_EVERY_S = 60.0
-PY_SPY_LIMIT_S = 30.0
 
 Overdue = namedtuple("Overdue", "stream seq op start_ns")
 Action = namedtuple("Action", "kind detail")  # what tick() decided; Watchdog.act runs it
@@ -190,6 +184,17 @@ class Detector(object):
             how, text = "completed", "completed after %.1f s in flight (it was overdue): resolved" % after
         self.entries[i] = e._replace(in_flight=False, ended=how, completed_at=wall_seen, resolved_after_s=after)
         return [Action("report", None), Action("say", "%s %s" % (e.describe(), text))]
+
+    def settle(self, snapshot, now_ns, wall_now, dead_peers=lambda entry: ()):
+        """At disable(): every reported call that is no longer in flight is decided now (no settle window:
+        the rank stopped the observer, so its peers' ends are there by now or will not come)."""
+        out = []
+        flying = {(st.idx, st.oldest[0]) for st in snapshot if st.oldest is not None}
+        for i, (key, e) in enumerate(zip(self.keys, self.entries)):
+            if e.in_flight and key not in flying:
+                seen = self.leaving.pop(i, (now_ns, wall_now))
+                out.extend(self._ended(i, e, seen[1], tuple(dead_peers(e)), False))
+        return out
 
     def rank_ended(self, wall_now):
         """The rank is gone: its calls still in flight ended with it."""
@@ -404,6 +409,9 @@ class Abort(object):
 
 # -- the watchdog ---------------------------------------------------------------------------------------
 class Watchdog(object):
+    """The detector and the protocols, wired to their effects (watchdog_io.py).  ``tick(now)`` decides and
+    returns Actions; ``act`` runs one, as a no-throw step; ``run`` waits on the rank and the clock."""
+
     def __init__(self, cfg, reader, clock=time.monotonic_ns, wall=time.time, kill=os.kill, log=_log):
         if isinstance(cfg, dict):
             cfg = _config.WatchdogConfig.from_json(cfg)
@@ -412,70 +420,60 @@ class Watchdog(object):
         self.reader = reader
         self.clock = clock
         self.wall = wall
-        self.kill = kill
         self.log = log
-        self.rank_pid = cfg.rank_pid
-        self.dd = _dumpdir.DumpDir(cfg.dump_dir, said=self.say_once)
-        self.started_at = wall()
+        self.said = set()  # keys of things said once
+        dd = self.dd = _dumpdir.DumpDir(cfg.dump_dir, said=self.say_once)
         self.detector = Detector(cfg.timeout, self.w, cfg.on_timeout)
         self.stacks = StackCollection(self.w, has_dump_signal=cfg.dump_signal is not None)
-        self.gather = Gather(self.w, cfg.job_id, self.started_at)
+        self.gather = Gather(self.w, cfg.job_id, wall())
         self.abort = Abort(self.w)
-        self.last_report = None
+        self.notifier = _io.Notifier(cfg, reader, dd, kill, log)
+        self.taker = _io.StackTaker(cfg, reader, dd, kill, log, wall)
+        self.docs = _io.RankDocs(cfg, reader, dd, clock, wall, self.gather.started_at, self.notifier, self.taker,
+                                 self.stacks)
+        self.files = _io.GatherFiles(cfg, reader, dd, wall, log)
+        self.ender = _io.Ender(cfg, reader, dd, kill, log, wall)
+        self.snap = ()
         self.report_due = False  # a report to write (or to retry: the last write failed)
-        self.said = set()  # keys of things said once
-        self.withheld_by = None  # the handler that replaced the observer's, when the signal was last withheld
-        self.py_spy = cfg.py_spy  # its path where installed: native + Python stacks, taken from outside
-        self.py_spy_proc = None
-        self.py_spy_started = None
-        self.exit_reason = None
-        self.error_written = False  # this rank's torchelastic error file holds the verdict
-        if cfg.restarts:
-            self._restore()
+        self.run_action = {  # what each action does (the effect's owner), by kind
+            "report": self._report, "say": self._say, "say_overdue": self._say_overdue,
+            "notify": lambda reason, now: self.notifier.notify(reason), "stacks": self._stacks,
+            "stack_request": lambda reason, now: self.taker.request(reason),
+            "withdraw_request": lambda _, now: self.taker.withdraw(), "dump_signal": self._dump_signal,
+            "gather": self._request_gather, "answer": self._answer, "merge": self._merge,
+            "abort": self._abort, "abort_culprit": self._abort_culprit,
+            "error_file": lambda d, now: self.ender.error_file(*d), "term": lambda _, now: self.ender.term(),
+            "kill": lambda _, now: self.ender.kill_now()}
+        if cfg.restarts:  # a watchdog of this rank died: what it reported stays reported
+            self.detector.restore(self.docs.reported(), reader.snapshot())
 
-    # -- helpers ----------------------------------------------------------------------------------------
+    @property
+    def last_report(self):
+        return self.docs.last_report
+
     def say_once(self, text, key=None):
         key = key or text
         if key not in self.said:
             self.said.add(key)
             self.log(text)
 
-    def _rank(self):
-        return self.reader.rank()[0]
-
-    def _name(self, fmt):
-        return fmt(self._rank(), self.rank_pid)
-
-    def stacks_size(self):
-        return _dumpdir.size(self.dd.path(os.path.basename(self.cfg.stack_path)))
-
-    def helper_alive(self, now_ns):
-        """The rank's helper thread beat within ``helper_answer``: it can write the stacks itself."""
-        beat = self.reader.heartbeat_ns()
-        return bool(beat) and now_ns - beat < self.w.helper_answer * 1e9
-
-    def _restore(self):
-        doc = self.dd.read_json(self._name(_dumpdir.report_name))
-        try:
-            entries = _documents.RankDoc.from_json(doc).overdue if doc else ()
-        except _documents.DocumentError:
-            entries = ()
-        self.detector.restore(entries, self.reader.snapshot())
-
     # -- one poll ---------------------------------------------------------------------------------------
     def tick(self, now_ns):
         """What to do now, as Actions: the protocols' steps, then the detector's decisions."""
-        self.reap_py_spy()
-        size = self.stacks_size()
-        out = self.stacks.step(now_ns, size)
-        out += self._gather_step(now_ns)
-        snap = self.reader.snapshot()
-        self.snap = snap
-        out += self.detector.tick(snap, now_ns, self.wall(), self._dead_peers, aborting=self.abort.active
-                                  and self.abort.phase in (Abort.TERM, Abort.KILL))
+        self.taker.reap_py_spy()
+        out = self._protocols(now_ns, abort=False)
+        self.snap = self.reader.snapshot()
+        ending = self.abort.phase in (Abort.TERM, Abort.KILL)
+        out += self.detector.tick(self.snap, now_ns, self.wall(), self.docs.dead_peers, aborting=ending)
         if self.report_due and not any(a.kind == "report" for a in out):
             out.append(Action("report", None))
         if self.abort.active:
+            out += self._abort_step(now_ns)
+        return out
+
+    def _protocols(self, now_ns, abort=True):
+        out = self.stacks.step(now_ns, self.taker.size()) + self._gather_step(now_ns)
+        if abort and self.abort.active:
             out += self._abort_step(now_ns)
         return out
 
@@ -492,9 +490,7 @@ class Watchdog(object):
 
     def look(self, now_ns):
         """Between polls, while busy: the protocols' steps only, then their actions; returns the actions."""
-        actions = self.stacks.step(now_ns, self.stacks_size()) + self._gather_step(now_ns)
-        if self.abort.active:
-            actions += self._abort_step(now_ns)
+        actions = self._protocols(now_ns)
         for a in actions:
             self.act(a, now_ns)
         return actions
@@ -503,7 +499,7 @@ class Watchdog(object):
         """Run one action; a failure is said once (per kind and error) and never raised."""
         now_ns = self.clock() if now_ns is None else now_ns
         try:
-            getattr(self, "_do_" + a.kind)(a.detail, now_ns)
+            self.run_action[a.kind](a.detail, now_ns)
             return True
         except Exception as e:
             self.say_once("%s failed (will retry where it matters): %r" % (a.kind.replace("_", " "), e),
@@ -511,216 +507,50 @@ class Watchdog(object):
             return False
 
     # -- the detector's actions -------------------------------------------------------------------------
-    def _do_report(self, _, now_ns):
+    def _report(self, _, now_ns):
         self.report_due = True
-        self.write_report(self.snap, now_ns)
+        self.docs.report(self.detector.entries, self.snap, now_ns)
         self.report_due = False
 
-    def _do_say(self, text, now_ns):
-        self.log("rank %s: %s" % (self._rank(), text))
+    def _say(self, text, now_ns):
+        self.log("rank %s: %s" % (self.docs.rank(), text))
 
-    def _do_say_overdue(self, e, now_ns):
+    def _say_overdue(self, e, now_ns):
+        by = self.notifier.withheld_by if self.cfg.signal is not None else None
         self.log("rank %s: %s in flight for %.1f s (timeout %g s); report %s; stacks %s%s" % (
-            self._rank(), e.describe(), e.age_s, self.cfg.timeout, self.last_report or "not written",
-            self.cfg.stack_path, "" if self.cfg.signal is None or self.withheld_by is None else
-            " (no %s sent: its handler was replaced by %s)" % (self.cfg.signal_name, self.withheld_by)))
+            self.docs.rank(), e.describe(), e.age_s, self.cfg.timeout, self.last_report or "not written",
+            self.cfg.stack_path, " (no %s sent: its handler was replaced by %s)" % (self.cfg.signal_name, by)
+            if by else ""))
 
-    def _do_notify(self, reason, now_ns):
-        """The configured signal, to this rank, whose call is overdue (once per hang): it runs the handler
-        the job had before enable(); never where a handler installed later replaced the observer's."""
-        if self.cfg.signal is None:
-            return
-        by = self._say_withheld()
-        if by is not None:
-            return
-        self.kill(self.rank_pid, self.cfg.signal)
-
-    def _say_withheld(self):
-        """Once per handler: the job replaced the observer's handler after enable(), so the signal is never
-        sent (it would run theirs); how to have both."""
-        by = self.replaced_by()
-        if by is not None and by != self.withheld_by:
-            self.withheld_by = by
-            self.log("rank %s: no %s sent: its handler was replaced after enable() by %s (the signal would run "
-                     "it); stacks come from the rank's helper thread%s.  To have both, choose another signal: "
-                     "enable(signal=signal.SIGUSR2), C10D_OBSERVER_SIGNAL=SIGUSR2 or run --signal SIGUSR2"
-                     % (self._rank(), self.cfg.signal_name, by, " and py-spy" if self.py_spy else ""))
-        return by
-
-    def replaced_by(self):
-        """None while the rank says the observer's handler is the one installed; else what replaced it."""
-        if not self.reader.handler_replaced():
-            return None
-        doc = self.dd.read_json(self._name(_dumpdir.handler_name))
-        return (doc or {}).get("replaced_by") or "another handler (not named)"
-
-    def _do_stacks(self, detail, now_ns):
+    def _stacks(self, detail, now_ns):
         reason, py_spy = detail
         if py_spy:
-            self.dump_py_spy()
-        for a in self.stacks.ask(now_ns, reason, self.helper_alive(now_ns), self.stacks_size()):
+            self.taker.dump_py_spy()
+        for a in self.stacks.ask(now_ns, reason, self.taker.helper_alive(now_ns), self.taker.size()):
             self.act(a, now_ns)
 
-    def _header(self, reason):
-        return "stacks of rank %s (pid %d) at %s: %s" % (self._rank(), self.rank_pid,
-                                                         short_clock(self.wall()), reason or "asked")
+    def _dump_signal(self, reason, now_ns):
+        self.stacks.size_before = max(self.stacks.size_before or 0, self.taker.dump_signal(reason))
 
-    def _do_stack_request(self, reason, now_ns):
-        self.dd.write_json(_dumpdir.stack_request_name(self.rank_pid), {"header": self._header(reason)})
-
-    def _do_withdraw_request(self, _, now_ns):
-        self.dd.remove(_dumpdir.stack_request_name(self.rank_pid))
-
-    def _do_dump_signal(self, reason, now_ns):
-        """faulthandler's dump from C, on the observer's own signal (never the job's): a thread holds the
-        GIL, so the helper cannot answer.  The header first, then the signal."""
-        try:
-            self.dd.append_text(os.path.basename(self.cfg.stack_path), _dumpdir.HEADER % self._header(reason))
-        except OSError:
-            pass
-        self.stacks.size_before = max(self.stacks.size_before or 0, self.stacks_size())
-        self.kill(self.rank_pid, self.cfg.dump_signal)
-
-    def _do_abort(self, _, now_ns):
+    def _abort(self, _, now_ns):
         if self.abort.start(now_ns):
-            self.log("rank %s: on_timeout=abort: the rank will be ended once the verdict is merged" % self._rank())
-
-    # -- documents --------------------------------------------------------------------------------------
-    def positions(self, snap, now_ns, wall_now):
-        out = []
-        for st in snap:
-            d = st.desc
-            recent = []
-            for seq in range(max(1, st.last_started - HISTORY + 1), st.last_started + 1):
-                a, op, t, b, _ = self.reader.slot(st.idx, seq)
-                if a == b == seq:
-                    name, api = _ch.decode_op(op)
-                    recent.append(_documents.Call(seq, name, _ch.decode_sig(op), wall_now - (now_ns - t) / 1e9, api))
-            fly = None
-            if st.oldest:
-                seq, op, t = st.oldest
-                name, api = _ch.decode_op(op)
-                fly = _documents.Call(seq, name, _ch.decode_sig(op), wall_now - (now_ns - t) / 1e9, api)
-            ranks = d.get("ranks")
-            out.append(_documents.Position(
-                str(d.get("stream")), str(d.get("group")), d.get("kind") or "collective",
-                tuple(ranks) if isinstance(ranks, list) else None, d.get("backend"), d.get("peer"), d.get("src"),
-                d.get("dst"), d.get("torch_timeout_s"), st.last_started, st.last_completed, fly, tuple(recent),
-                st.overflow))
-        return tuple(out)
-
-    def document(self, kind, snap=None, now_ns=None, **fields):
-        """A RankDoc of this rank now: who, where in every group, and how alive."""
-        rank, world = self.reader.rank()
-        now_ns = self.clock() if now_ns is None else now_ns
-        wall_now = self.wall()
-        snap = self.reader.snapshot() if snap is None else snap
-        beat = self.reader.heartbeat_ns()
-        age = (now_ns - beat) / 1e9 if beat else None
-        spied = self.py_spy and self.py_spy_started is not None
-        c = self.cfg
-        doc = _documents.RankDoc(
-            kind, rank, world, c.host or socket.gethostname(), self.rank_pid, c.job_id, wall_now, self.started_at,
-            True, None, bool(beat) and age > self.w.frozen_after, None if age is None else round(age, 3),
-            self.reader.main_thread(), self.dd.path(os.path.basename(c.stack_path)), None,
-            self.dd.path(self._name(_dumpdir.py_spy_name)) if spied else None, None,
-            self.stacks.size_before if self.stacks.asked_ns is not None else None,
-            self.positions(snap, now_ns, wall_now), tuple(self.detector.entries), self._fr_entries(rank),
-            c.public_config, self._handler_state())
-        return doc._replace(**fields) if fields else doc
-
-    def _handler_state(self):
-        by = self.replaced_by()
-        return {"signal": self.cfg.signal_name, "ours": by is None, "replaced_by": by,
-                "signal_withheld": self.withheld_by is not None, "dump_signal": _config.signal_name(self.cfg.dump_signal)}
-
-    def write_report(self, snap, now_ns):
-        c = self.cfg
-        doc = self.document("report", snap, now_ns, extra={
-            "watchdog_pid": os.getpid(), "torch_version": c.torch_version, "source": c.source_in_use,
-            "source_reasons": c.source_reasons, "source_plan": c.source_plan, "source_rejected": c.source_rejected,
-            "untracked_streams": self.reader.dropped_streams(), "signal": c.signal_name,
-            "on_timeout": c.on_timeout, "watchdog_restarts": c.restarts})
-        self.last_report = self.dd.write_json(self._name(_dumpdir.report_name), doc.to_json())
-        return self.last_report
-
-    def write_state(self, gather_id):
-        """state-rank<R>-pid<P>.json: this rank's position in every group, answering gather ``gather_id``."""
-        return self.dd.write_json(self._name(_dumpdir.state_name), self.document("state", gather_id=gather_id).to_json())
-
-    def write_end(self, alive, exit_reason):
-        """end-rank<R>-pid<P>.json: the rank ended (disable(), or its process is gone).  A state the verdict
-        was built from is never overwritten by it."""
-        doc = self.document("end", alive=alive, exit_reason=exit_reason)
-        if not alive:
-            doc = doc._replace(frozen=False)
-        return self.dd.write_json(self._name(_dumpdir.end_name), doc.to_json())
-
-    def _fr_entries(self, rank):
-        """The flight-recorder entries the rank converted to JSON (calls in flight and neighbours), if any."""
-        doc = self.dd.read_json(_dumpdir.fr_name(rank, self.rank_pid))
-        return doc.get("groups") if isinstance(doc, dict) else None
-
-    def _dead_peers(self, entry):
-        """Ranks of ``entry``'s call whose process ended (their watchdogs' end documents) since it started."""
-        out = []
-        me = self._rank()
-        for path in self.dd.glob(_dumpdir.END_GLOB):
-            try:
-                docs = _documents.load(path)
-            except (_documents.DocumentError, OSError):
-                continue
-            for d in docs:
-                if (d.dead and d.rank != me and d.rank in (entry.group_ranks or ()) and d.job_id == self.cfg.job_id
-                        and (d.written_at or 0) >= (entry.started_at or 0)):
-                    out.append(d.rank)
-        return sorted(set(out))
-
-    def finish(self):
-        """At disable() (the rank stopped the observer): bring the report up to date and leave this rank's
-        end, so that ``report`` on a job that ran without a hang finds every rank and says so (exit 0)."""
-        now_ns = self.clock()
-        self.snap = self.reader.snapshot()
-        if self.detector.entries:
-            for a in self.detector.tick(self.snap, now_ns + self.detector.settle_ns, self.wall(), self._dead_peers):
-                if a.kind == "report":
-                    self.report_due = True
-            for a in self.detector.tick(self.snap, now_ns + 2 * self.detector.settle_ns + 1, self.wall(),
-                                        self._dead_peers):
-                if a.kind == "say":
-                    self.act(a, now_ns)
-            self.act(Action("report", None), now_ns)
-        self.write_end(True, "the observer was disabled")
-
-    def gone(self, reason):
-        """The rank is gone without disable(): its calls in flight ended with it; say so to the verdict."""
-        self.detector.rank_ended(self.wall())
-        self.snap = self.reader.snapshot()
-        if self.detector.entries:
-            self.act(Action("report", None))
-        why = "process %d ended without disable() (%s)" % (self.rank_pid, reason)
-        if self.abort.phase in (Abort.TERM, Abort.KILL, Abort.DONE):
-            why = "ended by the observer (on_timeout=abort)%s" % (
-                ": it was a culprit of the hang" if self.abort.culprit else " after its call was overdue")
-        self.write_end(False, why)
+            self.log("rank %s: on_timeout=abort: the rank will be ended once the verdict is merged" % self.docs.rank())
 
     # -- the gather ---------------------------------------------------------------------------------------
-    def _do_gather(self, _, now_ns):
+    def _request_gather(self, _, now_ns):
         """Ask every watchdog sharing dump_dir for its rank's state (or join the request already there)."""
         wall_now = self.wall()
-        req = self.dd.read_json(_dumpdir.GATHER)
+        req = self.files.request()
         if self.gather.fresh(req, wall_now):
             if req.get("id") == self.gather.answered:
-                self.write_state(req["id"])  # answered already: again, now naming the overdue call
+                self.docs.state(self.detector.entries, req["id"])  # answered: again, naming the overdue call
             else:
                 self._answer(req, now_ns)
             return
-        rank, world = self.reader.rank()
         gid = "%s-%d-%d" % (self.cfg.host or socket.gethostname(), os.getpid(), now_ns)
-        self.dd.write_json(_dumpdir.GATHER, {"id": gid, "job_id": self.cfg.job_id, "by_rank": rank,
-                                             "world_size": world, "requested_at": wall_now})
+        self.files.ask(gid, wall_now)
         self.gather.own(gid, now_ns)
-        self.write_state(gid)
+        self.docs.state(self.detector.entries, gid)
 
     def _answer(self, req, now_ns):
         self.gather.answered = req["id"]
@@ -728,164 +558,81 @@ class Watchdog(object):
         if self.stacks.asked_ns is None or now_ns - self.stacks.asked_ns > self.w.gather_wait * 1e9:
             # the stacks of every rank, not only the waiting ones; py-spy only of a rank in no collective (a
             # suspect: where is it?), not of one that waits, so as not to stop it for nothing
-            self._do_stacks(("the verdict's gather %s, asked by rank %s%s" % (
+            self._stacks(("the verdict's gather %s, asked by rank %s%s" % (
                 req["id"], req.get("by_rank"), self.detector.in_flight_text(snap, now_ns, self.wall())),
                 not any(st.oldest for st in snap)), now_ns)
-        self.write_state(req["id"])
+        self.docs.state(self.detector.entries, req["id"])
 
     def _gather_step(self, now_ns):
         """Answer a new request; merge the one this watchdog owns when it is due; under abort, take the
-        verdict that names this rank a culprit."""
+        verdict, which every rank's error file carries, and which may name this rank its culprit."""
         out = []
-        try:
-            st = os.stat(self.dd.path(_dumpdir.GATHER))
-            key = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            key = None
-        if key is not None and key != self.gather.seen:
-            self.gather.seen = key
-            req = self.dd.read_json(_dumpdir.GATHER)
+        req = self.files.new_request()
+        if req is not None:
             self.gather.superseded(req)
             if self.gather.mine(req) and req.get("id") != self.gather.answered:
                 out.append(Action("answer", req))
         if self.gather.owned is not None:
-            self._scan_answers()
-            if self.gather.due(now_ns, self.reader.rank()[1], self._stacks_arrived):
+            self.files.scan(self.gather)
+            if self.gather.due(now_ns, self.reader.rank()[1], self.files.stacks_arrived):
                 out.append(Action("merge", None))
         if self.cfg.on_timeout == "abort" and self.gather.answered is not None:
-            v = self._new_verdict()
+            v = self.files.new_verdict()
             if v is not None and v.get("gather_id") == self.gather.answered and v.get("hangs"):
                 # every rank's error file says the verdict before any rank is ended (the launcher then ends
                 # the others at once); the culprit is ended first, so that it is the launcher's first failure
-                out.append(Action("error_file", (v, self._rank() in (v.get("culprit_ranks") or ()))))
-                if self._rank() in (v.get("culprit_ranks") or ()) and not self.abort.active:
+                culprit = self.docs.rank() in (v.get("culprit_ranks") or ())
+                out.append(Action("error_file", (v, culprit)))
+                if culprit and not self.abort.active:
                     out.append(Action("abort_culprit", v))
         return out
 
-    def _do_answer(self, req, now_ns):
-        self._answer(req, now_ns)
+    def _merge(self, _, now_ns):
+        gid, asked = self.gather.merged()
+        self.files.merge(gid, (now_ns - asked) / 1e9)
 
-    def _do_abort_culprit(self, v, now_ns):
+    def _abort_culprit(self, v, now_ns):
         if self.abort.start(now_ns, culprit=True, verdict=v):
             self.log("rank %s: on_timeout=abort: this rank is a culprit of the hang (%s): it is ended first"
-                     % (self._rank(), v.get("summary", "")[len("c10d_observer: "):]))
+                     % (self.docs.rank(), v.get("summary", "")[len("c10d_observer: "):]))
 
-    def _new_verdict(self):
-        try:
-            st = os.stat(self.dd.path(_dumpdir.VERDICT_JSON))
-        except OSError:
-            return None
-        key = (st.st_mtime_ns, st.st_size)
-        if key == self.gather.verdict_seen:
-            return None
-        self.gather.verdict_seen = key
-        return self.dd.read_json(_dumpdir.VERDICT_JSON)
-
-    def _stacks_arrived(self, wanted):
-        stack_dump, before = wanted
-        return before is None or _dumpdir.size(stack_dump) > before
-
-    def _scan_answers(self):
-        """Read the answer files that changed since the last look (a merge across nodes looks at up to one
-        file per rank every 50 ms)."""
-        gid = self.gather.owned[0]
-        for p in self.dd.glob(_dumpdir.STATE_GLOB) + self.dd.glob(_dumpdir.END_GLOB) + self.dd.glob(_dumpdir.NODE_GLOB):
-            try:
-                st = os.stat(p)
-            except OSError:
-                continue
-            key = (st.st_mtime_ns, st.st_size)
-            if self.gather.known(p, key):
-                continue
-            try:
-                docs = _documents.load(p)
-            except (_documents.DocumentError, OSError):
-                docs = ()  # written atomically: never half a file; read again if it changes
-            self.gather.count(p, key, [d for d in docs if d.job_id == self.cfg.job_id], gid)
-
-    def _do_merge(self, _, now_ns):
-        gid, asked = self.gather.merged()
-        docs, _ = _verdict.load_docs(self.cfg.dump_dir, gather_id=gid)
-        v = _verdict.analyze(docs, world_size=self.reader.rank()[1] or None)
-        v["gather_id"] = gid
-        v["gather_s"] = round((now_ns - asked) / 1e9, 3)
-        v["verdict_at"] = self.wall()
-        _verdict.write(self.dd, v, docs)
-        req = self.dd.read_json(_dumpdir.GATHER)
-        if req and req.get("id") == gid:  # a later detection starts a new gather rather than join this one
-            req["merged_at"] = v["verdict_at"]
-            self.dd.write_json(_dumpdir.GATHER, req)
-        self.log("%s (verdict: %s)" % (v["summary"][len("c10d_observer: "):], self.dd.path(_dumpdir.VERDICT_TEXT)))
-
-    # -- abort --------------------------------------------------------------------------------------------
     def _abort_step(self, now_ns):
         verdict = None
         if self.abort.phase == Abort.VERDICT:
             gid = self.gather.answered
-            v = self.dd.read_json(_dumpdir.VERDICT_JSON) if self.gather.owned is None else None
+            v = self.files.verdict() if self.gather.owned is None else None
             if v is not None and (gid is None or v.get("gather_id") == gid):
                 verdict = v
         culprits_ended = True
         if self.abort.phase == Abort.CULPRIT and self.abort.verdict:
-            culprits_ended = self._culprits_ended(self.abort.verdict)
+            culprits_ended = self.ender.culprits_ended(self.abort.verdict)
         return self.abort.step(now_ns, verdict, culprits_ended, self.stacks.phase == StackCollection.IDLE)
 
-    def _culprits_ended(self, v):
-        """The verdict's culprits on this host are gone (their pids), or it names none here."""
-        host = self.cfg.host or socket.gethostname()
-        for r in v.get("culprit_ranks") or ():
-            h = (v.get("hosts") or {}).get(str(r)) or {}
-            if h.get("host") in (None, host) and h.get("pid") and _pid_alive(h["pid"]):
-                return False
-        return True
+    # -- the rank's end ---------------------------------------------------------------------------------
+    def finish(self):
+        """At disable() (the rank stopped the observer): decide how each reported call ended, bring the
+        report up to date and leave this rank's end, so that ``report`` on a job that ran without a hang
+        finds every rank and says so (exit 0)."""
+        now_ns = self.clock()
+        self.snap = self.reader.snapshot()
+        if self.detector.entries:
+            for a in self.detector.settle(self.snap, now_ns, self.wall(), self.docs.dead_peers):
+                if a.kind == "say":
+                    self.act(a, now_ns)
+            self.act(Action("report", None), now_ns)
+        self.docs.end(self.detector.entries, True, "the observer was disabled")
 
-    def _do_error_file(self, detail, now_ns):
-        """torchelastic's error file of this rank (TORCHELASTIC_ERROR_FILE): what torchrun's summary shows for
-        it.  The culprit's says it never arrived; a waiting rank's names the culprit; both name the verdict."""
-        verdict, culprit = detail
-        if not self.cfg.error_file or (self.error_written and verdict is None):
-            return
-        write_error_file(self.cfg.error_file, verdict, self._rank(), culprit, self.dd.path(_dumpdir.VERDICT_TEXT),
-                         self.wall(), old_format=str(self.cfg.torch_version or "").startswith("1.9"))
-        self.error_written = True
-
-    def _do_term(self, _, now_ns):
-        self.log("rank %s: on_timeout=abort: sending SIGTERM to rank pid %d" % (self._rank(), self.rank_pid))
-        self.kill(self.rank_pid, signal.SIGTERM)
-
-    def _do_kill(self, _, now_ns):
-        self.log("rank %s: rank pid %d still alive %g s after SIGTERM: sending SIGKILL"
-                 % (self._rank(), self.rank_pid, self.w.abort_kill_after))
-        self.kill(self.rank_pid, signal.SIGKILL)
-
-    # -- py-spy ---------------------------------------------------------------------------------------------
-    def dump_py_spy(self):
-        """Start ``py-spy dump --native`` of the rank (not waited for: the next polls reap it).  py-spy stops
-        the rank while it reads it (about 0.25 s): at most once per PY_SPY_EVERY_S."""
-        if not self.py_spy or self.py_spy_proc is not None or (
-                self.py_spy_started is not None and time.monotonic() - self.py_spy_started < PY_SPY_EVERY_S):
-            return
-        path = self.dd.join(self._name(_dumpdir.py_spy_name))
-        try:
-            with open(path, "w") as out:
-                self.py_spy_proc = subprocess.Popen([self.py_spy, "dump", "--native", "--pid", str(self.rank_pid)],
-                                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                                    close_fds=True)
-            self.py_spy_started = time.monotonic()
-        except OSError as e:
-            self.py_spy = None
-            self.log("py-spy could not run (%s); not used again" % (e,))
-
-    def reap_py_spy(self, force=False):
-        p = self.py_spy_proc
-        if p is None:
-            return
-        if p.poll() is None:
-            if not force and time.monotonic() - self.py_spy_started < PY_SPY_LIMIT_S:
-                return
-            p.kill()  # a stopped or unreadable rank: do not let it hang around
-            p.wait()
-        self.py_spy_proc = None
+    def gone(self, reason):
+        """The rank is gone without disable(): its calls in flight ended with it; say so to the verdict."""
+        self.detector.rank_ended(self.wall())
+        self.snap = self.reader.snapshot()
+        if self.detector.entries:
+            self.act(Action("report", None))
+        why = "process %d ended without disable() (%s)" % (self.cfg.rank_pid, reason)
+        if self.abort.phase in (Abort.TERM, Abort.KILL, Abort.DONE):
+            why = "ended by the observer (on_timeout=abort)%s" % (
+                ": it was a culprit of the hang" if self.abort.culprit else " after its call was overdue")
+        self.docs.end(self.detector.entries, False, why)
 
     # -- the loop ---------------------------------------------------------------------------------------------
     def run(self, lifeline_fd):
@@ -901,8 +648,8 @@ class Watchdog(object):
                 readable = []
             if readable:  # "stop" from disable(), or EOF: the rank exited or died
                 return "stop" if os.read(lifeline_fd, 4096) else "the rank closed its end"
-            if os.getppid() != self.rank_pid:
-                return "the rank (pid %d) is gone" % self.rank_pid
+            if os.getppid() != self.cfg.rank_pid:
+                return "the rank (pid %d) is gone" % self.cfg.rank_pid
             now = self.clock()
             try:
                 if now >= next_tick:
@@ -912,53 +659,6 @@ class Watchdog(object):
                     self.look(now)
             except Exception as e:  # never die of our own bugs: say it once, try again next time
                 self.say_once("a poll failed (will retry): %r" % (e,), key=("poll", type(e).__name__))
-
-
-def write_error_file(path, verdict, rank, culprit, verdict_path, wall_now, old_format=False):
-    """torchelastic's error file, in the format its ``ErrorHandler`` writes, atomically (a partial file
-    crashes torchrun's summary): torchrun prints its text for this rank, and names the failure with the
-    smallest ``timestamp`` (whole seconds) its Root Cause.  The culprit's is dated when the stuck call
-    began; the others' a second later at least.  torch 1.9 prints the dict form as a repr: the string form
-    there (``old_format``)."""
-    v = verdict or {}
-    summary = v.get("summary") or "no verdict was merged"
-    if summary.startswith("c10d_observer: "):
-        summary = summary[len("c10d_observer: "):]
-    began = min([h.get("started_at") for h in v.get("hangs") or () if h.get("started_at")] or [wall_now])
-    if culprit:
-        head = "c10d_observer: collective hang: rank %s (this rank) is its culprit; ended by on_timeout=abort" % rank
-        stamp = int(began)
-    else:
-        head = "c10d_observer: collective hang: rank %s (this rank) was ended by on_timeout=abort; culprit: %s" % (
-            rank, rank_list(v.get("culprit_ranks"), "unknown"))
-        stamp = max(int(wall_now), int(began) + 1)
-    message = "%s. %s (verdict: %s)" % (head, summary, verdict_path)
-    if old_format:
-        doc = {"message": "%s\n%s" % (message, _verdict_text(verdict_path)), "timestamp": stamp}
-    else:
-        doc = {"message": {"message": message, "extraInfo": {
-            "py_callstack": "%s\n\n%s" % (message, _verdict_text(verdict_path)), "timestamp": str(stamp)}}}
-    _dumpdir.write_text(path, json.dumps(doc))
-
-
-def _verdict_text(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
-def _pid_alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-            return True
-        except OSError:
-            return False
 
 
 def main():
@@ -981,7 +681,7 @@ def main():
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     reason = wd.run(stdin_fd)
-    wd.reap_py_spy(force=True)
+    wd.taker.reap_py_spy(force=True)
     if reason == "stop":
         try:
             wd.finish()

@@ -20,7 +20,7 @@ def _choice(name, auto):
 
 def make_plan(name, caps, auto=False, nccl_on=None):
     """The table's plan for source ``name`` (``auto``: the automatic choice) on this torch.  ``nccl_on``:
-    whether the legacy NCCL recorder records in this process (observer._nccl_recorder_on; None: as
+    whether the legacy NCCL recorder records in this process (flight_recorder.nccl_recorder_on; None: as
     the capabilities say)."""
     if nccl_on is not None and (caps.get("nccl_plan") or {}).get("recorder"):
         caps = dict(caps, nccl_plan=dict(caps["nccl_plan"], recorder_on=(
@@ -117,19 +117,23 @@ class Composite(object):
             p.uninstall()
 
 
-def build(name, tracker, cfg, caps, auto=False, nccl_on=False):
-    """The parts the plan uses, in install order: the patch wrappers for the cells they make (p2p and
-    monitored_barrier always; collectives at once where they make gloo's, else when the first group
-    whose collectives no recorder or hook makes appears), pg_hooks or hooks where chosen, the functional
-    collectives' wrappers where they make some cell's events, and the flight-recorder reader."""
+def build(plan_, tracker, cfg, caps, nccl_on=False):
+    """The parts a plan (make_plan's, made once by enable()) uses, in install order: the legacy NCCL
+    recorder's switch where this enable() turns it on (its row's side effect), the patch wrappers for the
+    cells they make (p2p and monitored_barrier always; collectives at once where they make gloo's, else
+    when the first group whose collectives no recorder or hook makes appears), pg_hooks or hooks where
+    chosen, the functional collectives' wrappers where they make some cell's events, and the
+    flight-recorder reader."""
     from .groups import GroupWatch
     from .patch import PatchRegistry, PatchSource
-    plan_ = make_plan(name, caps, auto, nccl_on)
     dispatch = Dispatch(plan_, caps)
     tracker.native_for = dispatch.native_for
     tracker.seq_base = dispatch.seq_base
     reg = PatchRegistry()
     parts = []
+    if nccl_on == "enable":
+        from .flight_recorder import NcclRecorderSwitch
+        parts.append(NcclRecorderSwitch())
     on_group = []  # called for every group as it is created (and for those made before enable())
     first = plan_.first
     gloo_by_call_path = first("gloo", "collective") in ("patch", "pg_hooks")
@@ -185,7 +189,7 @@ def build(name, tracker, cfg, caps, auto=False, nccl_on=False):
     parts.append(watch)
     if reader is not None:
         parts.append(reader)  # last: its thread starts once every group has been announced
-    return Composite(name, parts, plan_.view())
+    return Composite(plan_.main_source(), parts, plan_.view())
 
 
 class _CaptureWatch(object):

@@ -462,3 +462,75 @@ def _entry_json(e, in_flight, seq):
     out["in_flight"] = bool(in_flight)
     out["seq"] = seq  # the observer's number of this call on its stream
     return out
+
+
+# -- the legacy NCCL recorder's switch: its row's (nccl_recorder) side effect, owned here ----------------
+_NCCL_TURNED_ON = [False]  # this process's NCCL recorder was made on by an enable() (it stays so)
+
+
+def nccl_recorder_on(caps, wanted):
+    """Whether torch's legacy NCCL recorder records this process's NCCL groups: "default" (2.11+), "env"
+    (the user's TORCH_FR_BUFFER_SIZE / TORCH_NCCL_TRACE_BUFFER_SIZE > 0), "enable" (off by default, 2.5-2.10:
+    this enable() turns it on, which it can only do before the first NCCL group), or False.
+
+    Why enable() turns it on where it can (docs/sources.md, "NCCL"): on an H100 with torch 2.11 the recorder
+    costs torch 3-5 us per call and sees every NCCL call (DDP's and functional collectives included), where
+    the patch source costs 7-8 us per call (and a completion marker 2.6 us more) and sees only Python's."""
+    nplan = caps.get("nccl_plan") or {}
+    if not nplan.get("recorder"):
+        return False
+    if _NCCL_TURNED_ON[0]:
+        return "enable"  # an earlier enable() of this process turned it on
+    name, value = compat.fr_buffer_env()
+    if name is not None and value is not None:
+        return "env" if value > 0 else False
+    if nplan.get("recorder_on") == "default":
+        return "default"
+    if nplan.get("recorder_on") != "enable" or not wanted:
+        return False
+    if any("nccl" in compat.backend_name(pg) for pg in compat.all_groups()):
+        log.info("c10d_observer: torch's NCCL flight recorder is off (its default through torch 2.10) and NCCL "
+                 "groups exist already: NCCL calls are watched by the patch source (DDP's C++ all-reduce through "
+                 "its comm hook; functional collectives through their ops' wrappers).  Call enable() before init_process_group, or "
+                 "set %s=%d, to have the recorder", compat.NCCL_TRACE_ENV, compat.NCCL_TRACE_SIZE)
+        return False
+    return "enable"
+
+
+def _turn_nccl_recorder_on():
+    """Set the legacy NCCL recorder's buffer size before the first NCCL group (torch reads it once, when the
+    recorder is first used, so it stays on for the process); the undo removes the variable again."""
+    if not _NCCL_TURNED_ON[0]:
+        os.environ[compat.NCCL_TRACE_ENV] = str(compat.NCCL_TRACE_SIZE)
+        log.info("c10d_observer: set %s=%d: torch's NCCL flight recorder (off by default before torch 2.11) "
+                 "reports NCCL calls at no cost per call to the observer; torch records every NCCL call in a "
+                 "buffer of that many entries, as it does by default from 2.11 (on 2.8-2.10 gloo's recorder "
+                 "reads the same variable; docs/sources.md, NCCL groups)",
+                 compat.NCCL_TRACE_ENV, compat.NCCL_TRACE_SIZE)
+        try:
+            compat.nccl_status()  # torch creates the recorder now, with that size
+        except Exception:
+            log.debug("c10d_observer: reading the NCCL recorder failed", exc_info=True)
+        _NCCL_TURNED_ON[0] = True
+
+    def undo():
+        if os.environ.get(compat.NCCL_TRACE_ENV) == str(compat.NCCL_TRACE_SIZE):
+            del os.environ[compat.NCCL_TRACE_ENV]
+
+    return undo
+
+
+class NcclRecorderSwitch(object):
+    """The nccl_recorder row's part: where this enable() turns the legacy NCCL recorder on (2.5-2.10, off
+    by default), the variable is set at install and taken back at uninstall."""
+
+    def __init__(self):
+        self._undo = None
+
+    def install(self):
+        self._undo = _turn_nccl_recorder_on()
+
+    def uninstall(self):
+        if self._undo is not None:
+            self._undo()
+            self._undo = None

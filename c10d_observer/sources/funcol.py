@@ -40,8 +40,8 @@ class _Call(object):
         if self.ended:
             return
         self.ended = True
-        if waited and self.g.gpu is not None:
-            self.g.gpu.mark(self.st, self.seq)  # behind the wait on the current stream: the GPU's end
+        if waited:  # a GPU backend's ends behind the wait, on the current stream (a marker); a CPU's now
+            self.g.end_call(self.st, self.seq, None)
         else:
             self.st.done(self.seq)
 

@@ -131,15 +131,10 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
             raise
         if g.batch is not None:
             g.batch.calls.append((st, seq))
-        elif g.gpu is not None:
-            if work is None:
-                g.gpu.mark(st, seq)  # a synchronous NCCL collective (torch 2.8+): it ran on the current stream
-            else:
-                g.gpu.follow(work, st, seq)
-        elif work is not None:
+        elif work is not None and g.gpu is None:  # a CPU backend's call (gloo): _Group.end_call, inlined
             g.sink[work] = (st, seq)
-        else:
-            st.done(seq)
+        else:  # a GPU backend's, or one that returned no work (a synchronous NCCL collective, 2.8+)
+            g.end_call(st, seq, work)
         return work
 
     return wrapper
@@ -191,12 +186,7 @@ def _make_end_coalescing_wrapper(tracker, orig):
                 batch.done()
             raise
         if batch is not None and batch.calls:
-            if g.gpu is not None:  # torch 2.8+ returns no work for a synchronous block: it ran on the current stream
-                (g.gpu.mark(batch, 0) if work is None else g.gpu.follow(work, batch, 0))
-            elif work is None:
-                batch.done()
-            else:
-                g.sink[work] = (batch, 0)
+            g.end_call(batch, 0, work)  # torch 2.8+ returns no work for a synchronous block
         return work
 
     return wrapper

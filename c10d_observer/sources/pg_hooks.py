@@ -99,16 +99,7 @@ class PgHooksSource(object):
             if entry is None:
                 return
             st, seq, g = entry
-            work = args.work
-            if g.gpu is not None:  # done when the GPU has finished (a marker where torch gives no work)
-                if work is None:
-                    g.gpu.mark(st, seq)
-                else:
-                    g.gpu.follow(work, st, seq)
-            elif work is None:
-                st.done(seq)
-            else:
-                g.sink[work] = (st, seq)
+            g.end_call(st, seq, args.work)
 
         pg.register_pre_hook(HOOK_ID, pre)
         pg.register_post_hook(HOOK_ID, post)

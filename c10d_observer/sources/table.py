@@ -177,10 +177,10 @@ def view_text(view):
     return "; ".join(parts)
 
 
-def rejected(caps, choice):
+def rejected(caps, choice, plan=None):
     """{source: why it is not the one making gloo's collective events} for every choice that could have
-    been and is not."""
-    plan = Plan(caps, choice)
+    been and is not (``plan``: that choice's Plan, where it is made already)."""
+    plan = plan if plan is not None else Plan(caps, choice)
     main = plan.main_source()
     out = {}
     for name in CHOICES:

@@ -68,7 +68,8 @@ def test_run_under_the_launcher_needs_no_code_change(tmp_path):
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
     assert rep.returncode == 3, rep.stdout  # a hang was found, and it resolved once the script was released
     assert "OVERDUE all_reduce #2 on group" in rep.stdout and "ranks 0-1" in rep.stdout, rep.stdout
-    assert "RESOLVED: all_reduce #2 on group" in rep.stdout and "completed later" in rep.stdout, rep.stdout
+    assert "never arrived: rank 1" in rep.stdout and "completed later" in rep.stdout, rep.stdout
+    assert "after: rank 1 was" in rep.stdout and "late at all_reduce #2, then caught up" in rep.stdout, rep.stdout
 
 
 def test_a_bad_variable_under_the_launcher_is_said_once_per_node(tmp_path):

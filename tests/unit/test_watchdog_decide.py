@@ -553,7 +553,7 @@ def test_a_rank_with_nothing_overdue_answering_a_gather_is_never_notified(rig):
 
 def test_the_end_of_a_rank_never_overwrites_its_answer_to_a_gather(rig):
     rig.writer.set_rank(1, 2)
-    rig.wd.write_state("g1")
+    rig.wd.docs.state((), "g1")
     rig.wd.gone("the rank closed its end")
     state = dumpdir.read_json(str(rig.dump_dir / dumpdir.state_name(1, RANK_PID)))
     end = dumpdir.read_json(str(rig.dump_dir / dumpdir.end_name(1, RANK_PID)))

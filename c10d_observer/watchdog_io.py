@@ -1,0 +1,442 @@
+"""What the watchdog does to the world: the rank's documents, its signals, its stacks, the gather's files,
+the end of the rank.  watchdog.py decides (the Detector and the protocols, on a clock it is given); these
+act, each on one thing, and never decide.  No torch.
+
+- ``RankDocs``: the rank's position in every stream (from the channel), as a report, a state or an end
+  (documents.RankDoc), written through dumpdir; the ends of other ranks (whose calls ended with them).
+- ``Notifier``: the configured signal, to the rank, where the observer's handler is still the one in place.
+- ``StackTaker``: the rank's stacks: a request to its helper thread, the dump signal, py-spy.
+- ``GatherFiles``: the gather request, the answers, the merge into the verdict and its record.
+- ``Ender``: on_timeout="abort": torchelastic's error file, SIGTERM, SIGKILL.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+from . import channel as _ch
+from . import config as _config
+from . import documents as _documents
+from . import dumpdir as _dumpdir
+from . import verdict as _verdict
+from .text import rank_list, short_clock
+
+HISTORY = 16  # calls kept per stream in a document (the verdict reads ops, sizes and the order of calls)
+PY_SPY_EVERY_S = 60.0
+PY_SPY_LIMIT_S = 30.0
+
+
+class RankDocs(object):
+    """The rank's documents: what its watchdog knows of it, typed, written to dump_dir."""
+
+    def __init__(self, cfg, reader, dd, clock, wall, started_at, notifier, taker, stacks):
+        self.cfg = cfg
+        self.reader = reader
+        self.dd = dd
+        self.clock = clock
+        self.wall = wall
+        self.started_at = started_at
+        self.notifier = notifier
+        self.taker = taker  # StackTaker: where py-spy's dump is
+        self.stacks = stacks  # the StackCollection protocol: the stacks file's size when last asked
+        self.windows = cfg.windows
+        self.last_report = None
+
+    def rank(self):
+        return self.reader.rank()[0]
+
+    def name(self, fmt):
+        return fmt(self.rank(), self.cfg.rank_pid)
+
+    def positions(self, snap, now_ns, wall_now):
+        out = []
+        for st in snap:
+            d = st.desc
+            recent = []
+            for seq in range(max(1, st.last_started - HISTORY + 1), st.last_started + 1):
+                a, op, t, b, _ = self.reader.slot(st.idx, seq)
+                if a == b == seq:
+                    name, api = _ch.decode_op(op)
+                    recent.append(_documents.Call(seq, name, _ch.decode_sig(op), wall_now - (now_ns - t) / 1e9, api))
+            fly = None
+            if st.oldest:
+                seq, op, t = st.oldest
+                name, api = _ch.decode_op(op)
+                fly = _documents.Call(seq, name, _ch.decode_sig(op), wall_now - (now_ns - t) / 1e9, api)
+            ranks = d.get("ranks")
+            out.append(_documents.Position(
+                str(d.get("stream")), str(d.get("group")), d.get("kind") or "collective",
+                tuple(ranks) if isinstance(ranks, list) else None, d.get("backend"), d.get("peer"), d.get("src"),
+                d.get("dst"), d.get("torch_timeout_s"), st.last_started, st.last_completed, fly, tuple(recent),
+                st.overflow))
+        return tuple(out)
+
+    def document(self, kind, entries, snap=None, now_ns=None, **fields):
+        """A RankDoc of this rank now: who, where in every group, and how alive."""
+        rank, world = self.reader.rank()
+        now_ns = self.clock() if now_ns is None else now_ns
+        wall_now = self.wall()
+        snap = self.reader.snapshot() if snap is None else snap
+        beat = self.reader.heartbeat_ns()
+        age = (now_ns - beat) / 1e9 if beat else None
+        c = self.cfg
+        doc = _documents.RankDoc(
+            kind, rank, world, c.host or socket.gethostname(), c.rank_pid, c.job_id, wall_now, self.started_at,
+            True, None, bool(beat) and age > self.windows.frozen_after, None if age is None else round(age, 3),
+            self.reader.main_thread(), self.dd.path(os.path.basename(c.stack_path)), None, self.taker.py_spy_path(),
+            None, self.stacks.size_before if self.stacks.asked_ns is not None else None,
+            self.positions(snap, now_ns, wall_now), tuple(entries),
+            self._fr_entries(rank), c.public_config, self.notifier.handler_state())
+        return doc._replace(**fields) if fields else doc
+
+    def report(self, entries, snap, now_ns):
+        c = self.cfg
+        doc = self.document("report", entries, snap, now_ns, extra={
+            "watchdog_pid": os.getpid(), "torch_version": c.torch_version, "source": c.source_in_use,
+            "source_reasons": c.source_reasons, "source_plan": c.source_plan, "source_rejected": c.source_rejected,
+            "untracked_streams": self.reader.dropped_streams(), "signal": c.signal_name,
+            "on_timeout": c.on_timeout, "watchdog_restarts": c.restarts})
+        self.last_report = self.dd.write_json(self.name(_dumpdir.report_name), doc.to_json())
+        return self.last_report
+
+    def state(self, entries, gather_id):
+        """state-rank<R>-pid<P>.json: this rank's position in every group, answering gather ``gather_id``."""
+        return self.dd.write_json(self.name(_dumpdir.state_name),
+                                  self.document("state", entries, gather_id=gather_id).to_json())
+
+    def end(self, entries, alive, exit_reason):
+        """end-rank<R>-pid<P>.json: the rank ended (disable(), or its process is gone).  A state the verdict
+        was built from is never overwritten by it."""
+        doc = self.document("end", entries, alive=alive, exit_reason=exit_reason)
+        if not alive:
+            doc = doc._replace(frozen=False)
+        return self.dd.write_json(self.name(_dumpdir.end_name), doc.to_json())
+
+    def reported(self):
+        """The overdue calls a previous watchdog of this rank reported (a restart), as documents.Overdue."""
+        doc = self.dd.read_json(self.name(_dumpdir.report_name))
+        try:
+            return _documents.RankDoc.from_json(doc).overdue if doc else ()
+        except _documents.DocumentError:
+            return ()
+
+    def _fr_entries(self, rank):
+        """The flight-recorder entries the rank converted to JSON (calls in flight and neighbours), if any."""
+        doc = self.dd.read_json(_dumpdir.fr_name(rank, self.cfg.rank_pid))
+        return doc.get("groups") if isinstance(doc, dict) else None
+
+    def dead_peers(self, entry):
+        """Ranks of ``entry``'s call whose process ended (their watchdogs' end documents) since it started."""
+        out = []
+        me = self.rank()
+        for path in self.dd.glob(_dumpdir.END_GLOB):
+            try:
+                docs = _documents.load(path)
+            except (_documents.DocumentError, OSError):
+                continue
+            for d in docs:
+                if (d.dead and d.rank != me and d.rank in (entry.group_ranks or ()) and d.job_id == self.cfg.job_id
+                        and (d.written_at or 0) >= (entry.started_at or 0)):
+                    out.append(d.rank)
+        return sorted(set(out))
+
+
+class Notifier(object):
+    """The configured signal, sent to the rank (once per hang: the Detector decides when), where the
+    observer's handler is still the one installed: it then runs the handler the job had before enable().
+    Where code replaced the observer's handler after enable(), it is never sent (it would run theirs), said
+    once per handler."""
+
+    def __init__(self, cfg, reader, dd, kill, log):
+        self.cfg = cfg
+        self.reader = reader
+        self.dd = dd
+        self.kill = kill
+        self.log = log
+        self.withheld_by = None
+
+    def notify(self, reason=None):
+        if self.cfg.signal is None or self.withheld() is not None:
+            return False
+        self.kill(self.cfg.rank_pid, self.cfg.signal)
+        return True
+
+    def withheld(self):
+        by = self.replaced_by()
+        if by is not None and by != self.withheld_by:
+            self.withheld_by = by
+            self.log("rank %s: no %s sent: its handler was replaced after enable() by %s (the signal would run "
+                     "it); stacks come from the rank's helper thread%s.  To have both, choose another signal: "
+                     "enable(signal=signal.SIGUSR2), C10D_OBSERVER_SIGNAL=SIGUSR2 or run --signal SIGUSR2"
+                     % (self.reader.rank()[0], self.cfg.signal_name, by, " and py-spy" if self.cfg.py_spy else ""))
+        return by
+
+    def replaced_by(self):
+        """None while the rank says the observer's handler is the one installed; else what replaced it."""
+        if not self.reader.handler_replaced():
+            return None
+        doc = self.dd.read_json(_dumpdir.handler_name(self.reader.rank()[0], self.cfg.rank_pid))
+        return (doc or {}).get("replaced_by") or "another handler (not named)"
+
+    def handler_state(self):
+        by = self.replaced_by()
+        return {"signal": self.cfg.signal_name, "ours": by is None, "replaced_by": by,
+                "signal_withheld": self.withheld_by is not None, "dump_signal": _config.signal_name(self.cfg.dump_signal)}
+
+
+class StackTaker(object):
+    """The rank's stacks: a request file its helper thread answers (dump_threads, with the GIL held), the
+    dump signal where it cannot (faulthandler's dump from C, on the observer's own signal), py-spy beside."""
+
+    def __init__(self, cfg, reader, dd, kill, log, wall):
+        self.cfg = cfg
+        self.reader = reader
+        self.dd = dd
+        self.kill = kill
+        self.log = log
+        self.wall = wall
+        self.windows = cfg.windows
+        self.name = os.path.basename(cfg.stack_path)
+        self.py_spy = cfg.py_spy  # its path where installed: native + Python stacks, taken from outside
+        self.py_spy_proc = None
+        self.py_spy_started = None
+
+    def size(self):
+        return _dumpdir.size(self.dd.path(self.name))
+
+    def helper_alive(self, now_ns):
+        """The rank's helper thread beat within ``helper_answer``: it can write the stacks itself."""
+        beat = self.reader.heartbeat_ns()
+        return bool(beat) and now_ns - beat < self.windows.helper_answer * 1e9
+
+    def header(self, reason):
+        return "stacks of rank %s (pid %d) at %s: %s" % (self.reader.rank()[0], self.cfg.rank_pid,
+                                                         short_clock(self.wall()), reason or "asked")
+
+    def request(self, reason):
+        self.dd.write_json(_dumpdir.stack_request_name(self.cfg.rank_pid), {"header": self.header(reason)})
+
+    def withdraw(self):
+        self.dd.remove(_dumpdir.stack_request_name(self.cfg.rank_pid))
+
+    def dump_signal(self, reason):
+        """faulthandler's dump from C, on the observer's own signal (never the job's): a thread holds the
+        GIL, so the helper cannot answer.  The header first, then the signal.  Returns the file's size
+        after the header (the dump has come once it grows past it)."""
+        try:
+            self.dd.append_text(self.name, _dumpdir.HEADER % self.header(reason))
+        except OSError:
+            pass
+        size = self.size()
+        self.kill(self.cfg.rank_pid, self.cfg.dump_signal)
+        return size
+
+    def py_spy_path(self):
+        if self.py_spy and self.py_spy_started is not None:
+            return self.dd.path(_dumpdir.py_spy_name(self.reader.rank()[0], self.cfg.rank_pid))
+        return None
+
+    def dump_py_spy(self):
+        """Start ``py-spy dump --native`` of the rank (not waited for: the next polls reap it).  py-spy stops
+        the rank while it reads it (about 0.25 s): at most once per PY_SPY_EVERY_S."""
+        if not self.py_spy or self.py_spy_proc is not None or (
+                self.py_spy_started is not None and time.monotonic() - self.py_spy_started < PY_SPY_EVERY_S):
+            return
+        path = self.dd.join(_dumpdir.py_spy_name(self.reader.rank()[0], self.cfg.rank_pid))
+        try:
+            with open(path, "w") as out:
+                self.py_spy_proc = subprocess.Popen([self.py_spy, "dump", "--native", "--pid", str(self.cfg.rank_pid)],
+                                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                                    close_fds=True)
+            self.py_spy_started = time.monotonic()
+        except OSError as e:
+            self.py_spy = None
+            self.log("py-spy could not run (%s); not used again" % (e,))
+
+    def reap_py_spy(self, force=False):
+        p = self.py_spy_proc
+        if p is None:
+            return
+        if p.poll() is None:
+            if not force and time.monotonic() - self.py_spy_started < PY_SPY_LIMIT_S:
+                return
+            p.kill()  # a stopped or unreadable rank: do not let it hang around
+            p.wait()
+        self.py_spy_proc = None
+
+
+class GatherFiles(object):
+    """The gather's files on one node: the request, the answers (states, ends, other nodes' states), the
+    verdict and its record.  The Gather protocol decides when; this reads and writes."""
+
+    def __init__(self, cfg, reader, dd, wall, log):
+        self.cfg = cfg
+        self.reader = reader
+        self.dd = dd
+        self.wall = wall
+        self.log = log
+        self.request_key = None  # (mtime_ns, size) of the request file last looked at
+        self.verdict_key = None  # (mtime_ns, size) of verdict.json last looked at
+
+    def _key(self, name):
+        try:
+            st = os.stat(self.dd.path(name))
+            return (st.st_mtime_ns, st.st_size)
+        except OSError:
+            return None
+
+    def request(self):
+        return self.dd.read_json(_dumpdir.GATHER)
+
+    def new_request(self):
+        """The request file, where it changed since the last look, else None."""
+        key = self._key(_dumpdir.GATHER)
+        if key is None or key == self.request_key:
+            return None
+        self.request_key = key
+        return self.request()
+
+    def new_verdict(self):
+        """verdict.json, where it changed since the last look, else None."""
+        key = self._key(_dumpdir.VERDICT_JSON)
+        if key is None or key == self.verdict_key:
+            return None
+        self.verdict_key = key
+        return self.dd.read_json(_dumpdir.VERDICT_JSON)
+
+    def verdict(self):
+        return self.dd.read_json(_dumpdir.VERDICT_JSON)
+
+    def ask(self, gid, now_wall):
+        rank, world = self.reader.rank()
+        self.dd.write_json(_dumpdir.GATHER, {"id": gid, "job_id": self.cfg.job_id, "by_rank": rank,
+                                             "world_size": world, "requested_at": now_wall})
+
+    def scan(self, gather):
+        """Count the answer files that changed since the last look (a merge across nodes looks at up to one
+        file per rank every 50 ms) into the Gather protocol."""
+        gid = gather.owned[0]
+        for p in self.dd.glob(_dumpdir.STATE_GLOB) + self.dd.glob(_dumpdir.END_GLOB) + self.dd.glob(_dumpdir.NODE_GLOB):
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            key = (st.st_mtime_ns, st.st_size)
+            if gather.known(p, key):
+                continue
+            try:
+                docs = _documents.load(p)
+            except (_documents.DocumentError, OSError):
+                docs = ()  # written atomically: never half a file; read again if it changes
+            gather.count(p, key, [d for d in docs if d.job_id == self.cfg.job_id], gid)
+
+    @staticmethod
+    def stacks_arrived(wanted):
+        stack_dump, before = wanted
+        return before is None or _dumpdir.size(stack_dump) > before
+
+    def merge(self, gid, waited_s):
+        """verdict.txt, verdict.json and the record, from every rank's answer to ``gid``; the summary line."""
+        docs, _ = _verdict.load_docs(self.cfg.dump_dir, gather_id=gid)
+        v = _verdict.analyze(docs, world_size=self.reader.rank()[1] or None)
+        v["gather_id"] = gid
+        v["gather_s"] = round(waited_s, 3)
+        v["verdict_at"] = self.wall()
+        _verdict.write(self.dd, v, docs)
+        req = self.request()
+        if req and req.get("id") == gid:  # a later detection starts a new gather rather than join this one
+            req["merged_at"] = v["verdict_at"]
+            self.dd.write_json(_dumpdir.GATHER, req)
+        self.log("%s (verdict: %s)" % (v["summary"][len("c10d_observer: "):], self.dd.path(_dumpdir.VERDICT_TEXT)))
+        return v
+
+
+class Ender(object):
+    """on_timeout="abort": the rank's torchelastic error file, then SIGTERM, then SIGKILL."""
+
+    def __init__(self, cfg, reader, dd, kill, log, wall):
+        self.cfg = cfg
+        self.reader = reader
+        self.dd = dd
+        self.kill = kill
+        self.log = log
+        self.wall = wall
+        self.error_written = False  # this rank's error file holds the verdict
+
+    def error_file(self, verdict, culprit):
+        """What torchrun's summary shows for this rank: the culprit's says it is the culprit; a waiting
+        rank's names the culprit; both name the verdict."""
+        if not self.cfg.error_file or (self.error_written and verdict is None):
+            return
+        write_error_file(self.cfg.error_file, verdict, self.reader.rank()[0], culprit,
+                         self.dd.path(_dumpdir.VERDICT_TEXT), self.wall(),
+                         old_format=str(self.cfg.torch_version or "").startswith("1.9"))
+        self.error_written = True
+
+    def term(self):
+        self.log("rank %s: on_timeout=abort: sending SIGTERM to rank pid %d" % (self.reader.rank()[0],
+                                                                               self.cfg.rank_pid))
+        self.kill(self.cfg.rank_pid, signal.SIGTERM)
+
+    def kill_now(self):
+        self.log("rank %s: rank pid %d still alive %g s after SIGTERM: sending SIGKILL"
+                 % (self.reader.rank()[0], self.cfg.rank_pid, self.cfg.windows.abort_kill_after))
+        self.kill(self.cfg.rank_pid, signal.SIGKILL)
+
+    def culprits_ended(self, v):
+        """The verdict's culprits on this host are gone (their pids), or it names none here."""
+        host = self.cfg.host or socket.gethostname()
+        for r in v.get("culprit_ranks") or ():
+            h = (v.get("hosts") or {}).get(str(r)) or {}
+            if h.get("host") in (None, host) and h.get("pid") and pid_alive(h["pid"]):
+                return False
+        return True
+
+
+def write_error_file(path, verdict, rank, culprit, verdict_path, wall_now, old_format=False):
+    """torchelastic's error file, in the format its ``ErrorHandler`` writes, atomically (a partial file
+    crashes torchrun's summary): torchrun prints its text for this rank, and names the failure with the
+    smallest ``timestamp`` (whole seconds) its Root Cause.  The culprit's is dated when the stuck call
+    began; the others' a second later at least.  torch 1.9 prints the dict form as a repr: the string form
+    there (``old_format``)."""
+    v = verdict or {}
+    summary = v.get("summary") or "no verdict was merged"
+    if summary.startswith("c10d_observer: "):
+        summary = summary[len("c10d_observer: "):]
+    began = min([h.get("started_at") for h in v.get("hangs") or () if h.get("started_at")] or [wall_now])
+    if culprit:
+        head = "c10d_observer: collective hang: rank %s (this rank) is its culprit; ended by on_timeout=abort" % rank
+        stamp = int(began)
+    else:
+        head = "c10d_observer: collective hang: rank %s (this rank) was ended by on_timeout=abort; culprit: %s" % (
+            rank, rank_list(v.get("culprit_ranks"), "unknown"))
+        stamp = max(int(wall_now), int(began) + 1)
+    message = "%s. %s (verdict: %s)" % (head, summary, verdict_path)
+    if old_format:
+        doc = {"message": "%s\n%s" % (message, _read(verdict_path)), "timestamp": stamp}
+    else:
+        doc = {"message": {"message": message, "extraInfo": {
+            "py_callstack": "%s\n\n%s" % (message, _read(verdict_path)), "timestamp": str(stamp)}}}
+    _dumpdir.write_text(path, json.dumps(doc))
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def pid_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
