@@ -147,6 +147,8 @@ def load(directory, default_dir=None):
             "and no torch flight-recorder dump in JSON%s.  Pass the job's dump_dir: ./%s unless "
             "enable(dump_dir=...), run --dump-dir or $C10D_OBSERVER_DIR chose another."
             % (directory, "".join("\n  unreadable: %s" % p for p in problems), default_dir or "c10d_observer"))
+    if not records:
+        records = _gathered(directory)
     if records:
         v = with_outcome(records, docs)
     else:
@@ -156,9 +158,27 @@ def load(directory, default_dir=None):
     return v, problems, directory
 
 
+def _gathered(directory):
+    """Where no verdict was merged (the job ended, or the late rank caught up, within the gather window),
+    the verdict made now from the newest gather's answers: the states at hang time, not the ends since;
+    [] where no gather has states."""
+    all_docs, _ = _read_docs(_dumpdir.DumpDir(directory))
+    states = [d for d in all_docs if d.kind == "state" and d.gather_id and not d.relayed_from]
+    if not states:
+        return []
+    gid = max(states, key=lambda d: d.written_at or 0).gather_id
+    docs = per_rank(all_docs, gather_id=gid)
+    v = analyze(docs)
+    if not v["hangs"]:
+        return []
+    v.update(gather_id=gid, verdict_at=max(d.written_at or 0 for d in docs.values() if d.gather_id == gid),
+             gather_s=None, merged=False)
+    return [(v, list(docs.values()))]
+
+
 def record_documents(directory):
     """The documents the shown record was built from, by rank, or None (the page draws them)."""
-    records = load_records(directory)
+    records = load_records(directory) or _gathered(directory)
     main = _main_record(records)
     if main is None or main[1] is None:
         return None
@@ -746,7 +766,10 @@ def summary_line(v):
 
 def format_text(v, problems=()):
     head = "c10d_observer verdict"
-    if v.get("recorded"):
+    if v.get("recorded") and v.get("merged") is False:
+        head += " (made now from the states gathered at %s: the job went on before a verdict was merged)" % (
+            clock(v.get("verdict_at")))
+    elif v.get("recorded"):
         head += " (as merged at %s, %s after the first detection)" % (
             clock(v.get("verdict_at")), "%.2f s" % v["gather_s"] if v.get("gather_s") is not None else "?")
     elif v.get("recorded") is False and (v["hangs"] or v.get("resolved")):

@@ -52,6 +52,7 @@ def test_run_under_the_launcher_needs_no_code_change(tmp_path):
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env())
     try:
         wait_until(lambda: dump.is_dir() and _reports(str(dump)), 90, "a report from the waiting rank")
+        wait_until(lambda: (dump / "verdict.json").exists(), 60, "the verdict")
         release.touch()
         assert proc.wait(timeout=90) == 0
     finally:

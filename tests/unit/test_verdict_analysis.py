@@ -305,3 +305,22 @@ def test_a_rank_that_issued_another_op_at_the_seq_never_entered_the_call():
     assert h["finished_ranks"] == [] and h["waiting_ranks"] == [0, 1] and v["culprit_ranks"] == [2]
     text = verdict.format_text(v)
     assert "finished it" not in text and "issued another op at this seq: rank 2 (broadcast, the odd one out)" in text
+
+
+def test_with_no_verdict_merged_report_uses_the_states_gathered_at_hang_time(tmp_path):
+    """The late rank caught up (or the job ended) inside the gather window: no verdict was merged; the
+    states each rank gave the gather still say who never arrived, and the ends since say it resolved."""
+    overdue = [{"group": "0", "stream": "0", "group_ranks": [0, 1], "seq": 2, "op": "all_reduce",
+                "started_at": 90.0, "detected_at": 93.0, "age_s": 3.0, "in_flight": True}]
+    _write(tmp_path, "state-rank0-pid1.json", _doc(0, 2, [_g("0", [0, 1], 2, 1)], gather_id="g", written_at=93.1,
+                                                   overdue=overdue))
+    _write(tmp_path, "state-rank1-pid2.json", _doc(1, 2, [_g("0", [0, 1], 1, 1)], gather_id="g", written_at=93.2))
+    done = [dict(overdue[0], in_flight=False, ended="completed", completed_at=94.0, resolved_after_s=4.0)]
+    for r in (0, 1):
+        _write(tmp_path, "end-rank%d-pid%d.json" % (r, r + 1), _doc(r, 2, [_g("0", [0, 1], 2, 2)], kind="end",
+                                                                     written_at=95.0, overdue=done if r == 0 else [],
+                                                                     exit_reason="the observer was disabled"))
+    v, _, _ = verdict.load(str(tmp_path))
+    assert v["culprit_ranks"] == [1] and v["merged"] is False and v["exit_code"] == 3
+    assert v["hangs"][0]["outcome"]["text"].startswith("rank 1 was 4.0 s late at all_reduce #2, then caught up")
+    assert "made now from the states gathered at" in verdict.format_text(v)
