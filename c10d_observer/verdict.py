@@ -494,7 +494,9 @@ def _evaluate(by_rank, stream, seq, e, now):
     else:  # same op, different dtype or element count: also a desync
         sizes = {r: "%s of %s" % (c.op, c.size) for r, c in calls.items() if c.size}
         if len(set(sizes.values())) > 1:
-            h["mismatch"] = _mismatch(sizes, calls, "size")
+            h["mismatch"] = m = _mismatch(sizes, calls, "size")
+            if m["expected_op"]:  # the call named by what the majority issued, not by the odd rank's size
+                h["size"] = m["expected_op"].split(" of ", 1)[1]
     return h
 
 
