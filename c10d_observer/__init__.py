@@ -6,40 +6,69 @@ Importing this package does nothing: no torch import, no patch, no signal handle
 from ._unset import UNSET as _UNSET
 from ._version import __version__
 
-__all__ = ["enable", "disable", "capabilities", "load_verdict", "Verdict", "__version__"]
+__all__ = ["enable", "disable", "capabilities", "load_verdict", "phase", "begin_phase", "end_phase", "Verdict",
+           "__version__"]
 
 
 def enable(timeout=_UNSET, *, poll_interval=_UNSET, dump_dir=_UNSET, signal=_UNSET, source=_UNSET,
-           on_timeout=_UNSET, on_hang=None):
+           on_timeout=_UNSET, on_hang=None, soft=_UNSET):
     """Watch every collective of this rank; returns the active Observer (``.source``, ``.watchdog_pid``).
 
-    timeout: seconds (int or float) or datetime.timedelta, finite and > 0.  Default
-        $C10D_OBSERVER_TIMEOUT, else 300.
+    timeout: the hard deadline: seconds (int or float), datetime.timedelta or a duration string ("5m"),
+        finite and > 0.  Default $C10D_OBSERVER_TIMEOUT, else 300 (below torch's own 10 and 30 minutes, so the
+        observer speaks, and on_timeout acts, before torch ends the job).  There is no need to choose one:
+        soft deadlines are learned from each group's calls (see soft).
     poll_interval: seconds between the watchdog's checks, < timeout.  Default
         $C10D_OBSERVER_POLL_INTERVAL, else min(1.0, timeout / 10).
     dump_dir: where reports and stack dumps go.  Default $C10D_OBSERVER_DIR, else ./c10d_observer.
-    signal: the fallback for stack dumps (default SIGUSR1): the rank's helper thread writes every thread's
-        stack to dump_dir when asked; the signal (faulthandler's dump) is sent only where it cannot answer
-        (a thread holds the GIL).  A handler installed earlier is still called after that dump.
+    signal: sent to this rank once per hang when a call of its own is overdue (default SIGUSR1), where the
+        observer's handler is still the one installed: it runs the handler the job had before enable().
+        None: no signal.  Stacks never need it (the rank's helper thread writes them).
     source: "auto" (default; $C10D_OBSERVER_SOURCE) or the name of an event source, see capabilities().
     on_timeout: "dump" (report and stacks; training goes on; default, $C10D_OBSERVER_ON_TIMEOUT) or
-        "abort" (then SIGTERM, and SIGKILL 10 s later, so that the launcher can restart the rank).
+        "abort" (at the hard deadline only: then SIGTERM, and SIGKILL 10 s later, so that the launcher can
+        restart the job; the culprit first).
     on_hang: a callable taking one argument, or None.  Called in this rank, on a helper thread (never in a
-        signal handler), with a Verdict (see load_verdict) once a verdict with stuck calls is merged, or,
-        where none comes within the gather window, with the verdict made from dump_dir after this rank
-        reported an overdue call.  Once per set of stuck calls.  What it raises is logged, not raised.
+        signal handler), with a Verdict (see load_verdict; ``.level`` "soft" or "hard") once a verdict with
+        stuck calls is merged, or, where none comes within the gather window, with the verdict made from
+        dump_dir after this rank reported an overdue call.  Once per set of stuck calls and level.  What it
+        raises is logged, not raised.
+    soft: True (default; $C10D_OBSERVER_SOFT): a call past the deadline learned for its group, op and size
+        (several times the longest such calls took, at least 5 s) gets a soft verdict: report, stacks, the
+        signal and on_hang, never an abort.  False: the timeout alone.
 
     Explicit arguments beat the environment, which beats the defaults.  Calling enable() again with the
     same settings returns the active observer; with other settings it raises RuntimeError.
     """
     from . import observer
-    return observer.enable(timeout, poll_interval, dump_dir, signal, source, on_timeout, on_hang)
+    return observer.enable(timeout, poll_interval, dump_dir, signal, source, on_timeout, on_hang, soft)
 
 
 def disable():
     """Stop the watchdog and restore every patched function and signal handler.  Safe to call twice."""
     from . import observer
     observer.disable()
+
+
+def phase(name, up_to=None):
+    """``with c10d_observer.phase("checkpoint", up_to=600): ...``: this rank is busy on purpose (a checkpoint,
+    an evaluation).  The ranks that wait for it meanwhile get a soft verdict that names it and its phase,
+    and their hard verdict (and on_timeout="abort") is held until ``up_to`` (seconds, a timedelta or "10m";
+    None: no limit) has passed.  Phases nest; without an enabled observer a phase does nothing."""
+    from .phases import phase as _phase
+    return _phase(name, up_to)
+
+
+def begin_phase(name, up_to=None):
+    """The call form of phase(), for code that cannot use ``with``: end it with end_phase()."""
+    from .phases import begin_phase as _begin
+    return _begin(name, up_to)
+
+
+def end_phase():
+    """End the innermost phase begun by begin_phase() or phase()."""
+    from .phases import end_phase as _end
+    _end()
 
 
 def load_verdict(dump_dir):

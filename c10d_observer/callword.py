@@ -76,3 +76,11 @@ def decode_sig(word):
         return None
     code = sig >> DTYPE_SHIFT
     return "%d x %s" % (sig & NUMEL_MASK, DTYPES[code] if code < len(DTYPES) else "dtype%d" % code)
+
+
+def signature(word):
+    """(op code, dtype code, size bucket: the bit length of the element count) of an op word: what a
+    deadline is learned for (watchdog.Learner).  Calls of one op whose sizes are within a factor of two
+    share a bucket."""
+    sig = (word >> SIG_SHIFT) & (DTYPE_MASK << DTYPE_SHIFT | NUMEL_MASK)
+    return word & OP_MASK, sig >> DTYPE_SHIFT, (sig & NUMEL_MASK).bit_length()

@@ -50,7 +50,7 @@ from .callword import (API_CODES, APIS, DTYPE_CODES, DTYPES, OP_CODES, OPS, SCAL
                        decode_op, decode_sig, encode_op, encode_sig)
 
 MAGIC = 0x43313044_4F425356  # "C10DOBSV"
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = 3  # 3: the rank's declared phase in the header
 
 HEADER_WORDS = 32
 DESC_BYTES = 1024
@@ -61,7 +61,8 @@ DEFAULT_RING = 256  # a power of two
 
 # header word indices
 (H_MAGIC, H_VERSION, H_MAX_STREAMS, H_RING, H_NSTREAMS, H_RANK, H_WORLD, H_PID, H_DROPPED_STREAMS,
- H_HEARTBEAT, H_MAIN_THREAD, H_HANDLER_REPLACED) = range(12)
+ H_HEARTBEAT, H_MAIN_THREAD, H_HANDLER_REPLACED, H_PHASE_A, H_PHASE_SINCE, H_PHASE_UNTIL, H_PHASE_B) = range(16)
+H_PHASE_NAME, PHASE_NAME_BYTES = 16, 128  # words 16-31: the declared phase's name (UTF-8, NUL padded)
 # stream head word indices
 S_LAST_STARTED, S_DONE_HINT, S_OVERFLOW, S_PIN = range(4)  # S_PIN..S_PIN+3: seq_a, op, start_ns, seq_b
 
@@ -195,6 +196,20 @@ class ChannelWriter(object):
     def set_handler_replaced(self, replaced):
         """1 while the observer's signal handler is not the one installed (the watchdog then sends none)."""
         self._mv[H_HANDLER_REPLACED] = 1 if replaced else 0
+
+    def set_phase(self, number, name, since_ns, until_ns):
+        """The phase the rank declared (c10d_observer.phase): ``number`` counts phases (0: none), written
+        first and last around the rest, so that the reader sees a whole one or none; ``until_ns``
+        (monotonic) 0 where it has no limit."""
+        mv = self._mv
+        mv[H_PHASE_A] = -1  # being rewritten
+        data = (name or "").encode("utf-8", "replace")[:PHASE_NAME_BYTES - 1]
+        off = H_PHASE_NAME * _W
+        self._mm[off:off + PHASE_NAME_BYTES] = data + b"\0" * (PHASE_NAME_BYTES - len(data))
+        mv[H_PHASE_SINCE] = since_ns
+        mv[H_PHASE_UNTIL] = until_ns
+        mv[H_PHASE_B] = number
+        mv[H_PHASE_A] = number
 
     def add_stream(self, desc):
         """Publish a stream's description; returns its index, or -1 when the channel is full."""
@@ -476,6 +491,18 @@ class ChannelReader(object):
     def handler_replaced(self):
         return bool(self._mv[H_HANDLER_REPLACED])
 
+    def phase(self):
+        """(name, since_ns, until_ns or 0) of the phase the rank declared, or None (none, or being written)."""
+        mv = self._mv
+        b = mv[H_PHASE_B]
+        since, until = mv[H_PHASE_SINCE], mv[H_PHASE_UNTIL]
+        off = H_PHASE_NAME * _W
+        name = bytes(self._mm[off:off + PHASE_NAME_BYTES]).split(b"\0", 1)[0].decode("utf-8", "replace")
+        a = mv[H_PHASE_A]
+        if a <= 0 or a != b:
+            return None
+        return name, since, until
+
     def _desc(self, idx):
         off = (self.layout.desc_word + idx * (DESC_BYTES // _W)) * _W
         raw = bytes(self._mm[off:off + DESC_BYTES]).split(b"\0", 1)[0]
@@ -488,8 +515,11 @@ class ChannelReader(object):
             desc["ranks"] = expand_runs(runs)
         return desc
 
-    def snapshot(self):
-        """One consistent-per-stream view: a list of StreamState, one per published stream."""
+    def snapshot(self, passed=False):
+        """One consistent-per-stream view: a list of StreamState, one per published stream.  ``passed``:
+        each StreamState also lists the calls that completed since the last snapshot and are still in the
+        ring, as (seq, op word, start_ns) (the watchdog learns deadlines from them; the done hint would
+        otherwise skip them unread)."""
         mv = self._mv
         n = min(mv[H_NSTREAMS], self.layout.max_streams)
         while len(self._descs) < n:
@@ -502,6 +532,15 @@ class ChannelReader(object):
             last = mv[head + S_LAST_STARTED]
             hint = mv[head + S_DONE_HINT]
             ring = lay.ring_base(idx)
+            gone = []
+            if passed:  # the calls the hint lets the reader skip: read them, where their slots still hold them
+                s = max(self._cursor[idx], last - lay.ring + 1, 1)
+                while s <= min(hint, last):
+                    base = ring + (s & lay.mask) * SLOT_WORDS
+                    b, op, t, a = mv[base + 3], mv[base + 1], mv[base + 2], mv[base]
+                    if a == b == s:
+                        gone.append((s, op, t))
+                    s += 1
             seq = max(self._cursor[idx], hint + 1, last - lay.ring + 1, 1)
             oldest = None
             while seq <= last:
@@ -514,6 +553,8 @@ class ChannelReader(object):
                 if a != b or a < seq:
                     break  # being rewritten, or not visible yet: look again next time
                 if a > seq or d == seq:
+                    if passed and a == seq:
+                        gone.append((seq, op, t))
                     seq += 1  # completed (or lost to an overflow)
                     continue
                 oldest = (seq, op, t)
@@ -526,15 +567,16 @@ class ChannelReader(object):
             if pa == pb and 0 < pa <= last and (oldest is None or pa < oldest[0]):
                 oldest = (pa, pop, pt)
                 completed = min(completed, pa - 1)
-            out.append(StreamState(idx, self._descs[idx], last, completed, oldest,
-                                   mv[head + S_OVERFLOW]))
+            st = StreamState(idx, self._descs[idx], last, completed, oldest, mv[head + S_OVERFLOW])
+            st.passed = gone
+            out.append(st)
         return out
 
 
 class StreamState(object):
     """What the watchdog knows of one stream at one instant."""
 
-    __slots__ = ("idx", "desc", "last_started", "last_completed", "oldest", "overflow")
+    __slots__ = ("idx", "desc", "last_started", "last_completed", "oldest", "overflow", "passed")
 
     def __init__(self, idx, desc, last_started, last_completed, oldest, overflow):
         self.idx = idx
@@ -543,6 +585,7 @@ class StreamState(object):
         self.last_completed = last_completed
         self.oldest = oldest  # (seq, op word, start monotonic ns) of the oldest call in flight, or None
         self.overflow = overflow
+        self.passed = ()  # snapshot(passed=True): (seq, op word, start ns) of the calls completed since
 
     def __repr__(self):
         return "StreamState(%r, last_started=%r, last_completed=%r, oldest=%r)" % (

@@ -19,6 +19,7 @@ ENV_DIR = "C10D_OBSERVER_DIR"
 ENV_SOURCE = "C10D_OBSERVER_SOURCE"
 ENV_ON_TIMEOUT = "C10D_OBSERVER_ON_TIMEOUT"
 ENV_SIGNAL = "C10D_OBSERVER_SIGNAL"
+ENV_SOFT = "C10D_OBSERVER_SOFT"
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_DIR = "c10d_observer"
@@ -35,20 +36,22 @@ ACCEPTED_SIGNALS = tuple(sorted(
 
 from ._unset import UNSET  # noqa: F401  (re-exported)
 
-Config = namedtuple("Config", "timeout poll_interval dump_dir signal source on_timeout")
+Config = namedtuple("Config", "timeout poll_interval dump_dir signal source on_timeout soft")
 Config.__doc__ = """The resolved, validated configuration (immutable).
 
 timeout, poll_interval: seconds (float); dump_dir: an absolute path that exists and is writable;
 signal: an int, or None (no signal is sent); source: the requested source name ("auto" or a source);
-on_timeout: "dump" or "abort".
+on_timeout: "dump" or "abort"; soft: learned (soft) deadlines on or off (the timeout is the hard one).
 """
 
 
 def _seconds(value, name, allow_timedelta=True):
+    if isinstance(value, str):  # "90", "90s", "5m", "1h", as the environment and the command line take them
+        return parse_duration(value, name)
     if isinstance(value, bool) or not (isinstance(value, (int, float))
                                        or (allow_timedelta and isinstance(value, datetime.timedelta))):
-        raise TypeError("%s must be a number of seconds (int or float)%s, got %s %r"
-                        % (name, " or datetime.timedelta" if allow_timedelta else "",
+        raise TypeError("%s must be a number of seconds (int or float)%s or a duration string ('90s', '5m', "
+                        "'1h'), got %s %r" % (name, ", datetime.timedelta" if allow_timedelta else "",
                            type(value).__name__, value))
     if isinstance(value, datetime.timedelta):
         value = value.total_seconds()
@@ -144,8 +147,21 @@ def _check_source_type(value, name):
     return value
 
 
+_OFF = ("0", "false", "no", "off")
+_ON = ("1", "true", "yes", "on")
+
+
+def _check_soft(value, name):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _ON or text in _OFF:
+        return text in _ON
+    raise ValueError("%s must be True or False (1, 0, on, off), got %r" % (name, value))
+
+
 def resolve(timeout=UNSET, poll_interval=UNSET, dump_dir=UNSET, signal=UNSET, source=UNSET,
-            on_timeout=UNSET, env=None, check_source=None):
+            on_timeout=UNSET, env=None, check_source=None, soft=UNSET):
     """Merge arguments, environment and defaults into a validated Config.
 
     ``None`` for poll_interval or dump_dir means "not given" (their documented defaults are None); ``None``
@@ -199,7 +215,13 @@ def resolve(timeout=UNSET, poll_interval=UNSET, dump_dir=UNSET, signal=UNSET, so
     else:
         dump_dir = _check_dump_dir(dump_dir, "dump_dir")
 
-    return Config(timeout, poll_interval, dump_dir, signal, source, on_timeout)
+    if soft is UNSET:
+        raw = _env_choice(env, ENV_SOFT)
+        soft = True if raw is UNSET else _check_soft(raw, ENV_SOFT)
+    elif not isinstance(soft, bool):
+        raise TypeError("soft must be True or False, got %s %r" % (type(soft).__name__, soft))
+
+    return Config(timeout, poll_interval, dump_dir, signal, source, on_timeout, soft)
 
 
 def signal_name(signum):
@@ -269,6 +291,7 @@ class WatchdogConfig(NamedTuple):
     signal_name: str = "none"
     dump_signal: Optional[int] = None  # faulthandler's all-thread dump, where the helper cannot answer
     on_timeout: str = "dump"
+    soft: bool = True  # learned (soft) deadlines beside the timeout (the hard one)
     host: str = ""
     job_id: str = ""
     error_file: str = ""  # torchelastic's error file for this rank (TORCHELASTIC_ERROR_FILE), for abort

@@ -17,7 +17,7 @@ import time
 from . import dumpdir as _dumpdir
 from . import report as _report
 
-STEP = 3
+STEP = 30  # the step at which the culprit stalls: the steps before teach each watchdog its deadlines
 
 
 def main(args):
@@ -30,8 +30,10 @@ def main(args):
     work = tempfile.mkdtemp(prefix="c10d_observer-demo-")
     dump_dir = os.path.abspath(args.dump_dir) if args.dump_dir else os.path.join(work, "dumps")
     os.makedirs(dump_dir, exist_ok=True)
-    print("c10d-observer demo: %d ranks on gloo (CPU), observer timeout %g s; rank %d will skip the "
-          "all_reduce of step %d.\nreports go to %s\n" % (args.ranks, args.timeout, args.culprit, STEP, dump_dir))
+    print("c10d-observer demo: %d ranks on gloo (CPU), %s; rank %d will skip the all_reduce of step %d.\n"
+          "reports go to %s\n" % (args.ranks, "observer timeout %g s" % args.timeout if args.timeout else
+                                   "no timeout chosen (deadlines learned from the steps before)", args.culprit,
+                                   STEP, dump_dir))
     sys.stdout.flush()
     t0 = time.monotonic()
     procs = []
@@ -102,9 +104,10 @@ def _worker(spec):
 
     rank, world = spec["rank"], spec["world"]
     dist.init_process_group("gloo", init_method="file://" + os.path.join(spec["work"], "store"), rank=rank,
-                            world_size=world, timeout=datetime.timedelta(seconds=120))
+                            world_size=world, timeout=datetime.timedelta(seconds=600))
     dist.barrier()
-    c10d_observer.enable(timeout=spec["timeout"], dump_dir=spec["dump_dir"])
+    kw = {"timeout": spec["timeout"]} if spec["timeout"] else {}  # none: learned deadlines (soft), 300 s hard
+    c10d_observer.enable(dump_dir=spec["dump_dir"], **kw)
     grad = torch.ones(1024)
     for step in range(STEP + 2):
         if rank == spec["culprit"] and step == STEP:

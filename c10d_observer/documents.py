@@ -253,6 +253,9 @@ class Overdue(NamedTuple):
     ended: Optional[str] = None
     completed_at: Optional[float] = None
     resolved_after_s: Optional[float] = None
+    level: str = "hard"  # "soft": past its learned deadline only; "hard": past the timeout
+    deadline_s: Optional[float] = None  # the deadline it passed
+    held_until: Optional[float] = None  # a verdict held its hard level until then (a rank in a phase)
 
     @property
     def resolved(self):
@@ -276,7 +279,8 @@ class Overdue(NamedTuple):
                    d.get("api") or "", d.get("size"), _ranks_in(d, "group_ranks"), d.get("kind") or "collective",
                    d.get("peer"), d.get("backend"), _num(d.get("started_at")), _num(d.get("detected_at")),
                    _num(d.get("age_s")), bool(d.get("in_flight", True)), ended, _num(d.get("completed_at")),
-                   _num(d.get("resolved_after_s")))
+                   _num(d.get("resolved_after_s")), d.get("level") or "hard", _num(d.get("deadline_s")),
+                   _num(d.get("held_until")))
 
 
 class RankDoc(NamedTuple):
@@ -308,6 +312,7 @@ class RankDoc(NamedTuple):
     signal_handler: Optional[dict] = None
     ages_at_least: bool = False  # a torch dump's ages are lower bounds (torch_fr.py)
     relayed_from: Optional[str] = None
+    phase: Optional[dict] = None  # the phase the rank declared: {name, since, until (Unix s or None), up_to_s}
     path: Optional[str] = None  # where it was read from (not written)
     extra: Optional[dict] = None
 
@@ -372,7 +377,7 @@ class RankDoc(NamedTuple):
                 d[k] = [x.to_json() for x in v]
             elif k == "extra":
                 continue
-            elif k == "path" or (k in ("stacks_text", "relayed_from") and v is None):
+            elif k == "path" or (k in ("stacks_text", "relayed_from", "phase") and v is None):
                 continue
             else:
                 d[k] = v
@@ -405,7 +410,8 @@ class RankDoc(NamedTuple):
                    tuple(Position.from_json(g) for g in d.get("groups") or () if isinstance(g, dict)),
                    tuple(Overdue.from_json(e) for e in d.get("overdue") or () if isinstance(e, dict)),
                    fr if isinstance(fr, dict) else None, d.get("config") if isinstance(d.get("config"), dict) else {},
-                   d.get("signal_handler"), bool(d.get("ages_at_least")), d.get("relayed_from"), path, extra)
+                   d.get("signal_handler"), bool(d.get("ages_at_least")), d.get("relayed_from"),
+                   d.get("phase") if isinstance(d.get("phase"), dict) else None, path, extra)
 
 
 NODE_KIND = "node_states"

@@ -71,11 +71,11 @@ def _check_source(name, origin):
 
 
 def enable(timeout=_config.UNSET, poll_interval=_config.UNSET, dump_dir=_config.UNSET,
-           signal=_config.UNSET, source=_config.UNSET, on_timeout=_config.UNSET, on_hang=None):
+           signal=_config.UNSET, source=_config.UNSET, on_timeout=_config.UNSET, on_hang=None, soft=_config.UNSET):
     from . import on_hang as _on_hang
     _on_hang.check_callback(on_hang)
     cfg = _config.resolve(timeout, poll_interval, dump_dir, signal, source, on_timeout,
-                          check_source=_check_source)
+                          check_source=_check_source, soft=soft)
     with _state_lock:
         obs = _active[0]
         if obs is not None:
@@ -170,6 +170,9 @@ class Observer(object):
                 raise _Off(str(e))
             self._undo.append(chan.close)
             self.channel = chan
+            from . import phases as _phases
+            _phases.attach(chan)  # the phase this rank is in (c10d_observer.phase), for its watchdog
+            self._undo.append(lambda: _phases.attach(None))
             if rank >= 0:
                 chan.set_rank(rank, world)
             chan.set_main_thread(threading.main_thread().ident)
@@ -235,7 +238,8 @@ class Observer(object):
             rank_pid=os.getpid(), dump_dir=cfg.dump_dir, stack_path=self.stack_path, timeout=cfg.timeout,
             poll_interval=cfg.poll_interval, nodes=_relay.nodes() if _relay.multi_node() else 1,
             channel=chan.path, channel_fd=chan.fd, signal=cfg.signal, signal_name=_config.signal_name(cfg.signal),
-            dump_signal=self.dump_signal.signum, on_timeout=cfg.on_timeout, host=compat.hostname(), job_id=_job_id(),
+            dump_signal=self.dump_signal.signum, on_timeout=cfg.on_timeout, soft=cfg.soft, host=compat.hostname(),
+            job_id=_job_id(),
             error_file=os.environ.get("TORCHELASTIC_ERROR_FILE", ""), py_spy=_py_spy(),
             torch_version=caps["torch_version"], source_in_use=self.source,
             source_reasons={s: r["reason"] for s, r in caps["sources"].items()}, source_plan=self.plan,

@@ -100,11 +100,13 @@ class HangCallback(object):
         except (_report.ReportError, OSError) as e:
             log.debug("c10d_observer: on_hang: no verdict yet: %s", e)
             return None
-        stuck = frozenset((h.get("stream"), h.get("seq")) for h in v.to_dict()["hangs"]
+        doc = v.to_dict()
+        stuck = frozenset((h.get("stream"), h.get("seq")) for h in doc["hangs"]
                           if (h.get("outcome") or {}).get("state", "stuck") != "resolved")
-        if not stuck or stuck in self.delivered:
+        key = (stuck, doc.get("level") or "hard")  # a soft verdict, then the hard one on the same calls
+        if not stuck or key in self.delivered:
             return None
-        self.delivered.add(stuck)
+        self.delivered.add(key)
         self.calls += 1
         try:
             self.fn(v)

@@ -82,7 +82,7 @@ class _Watch(object):
                 v = _autostart_load(self.dump_dir)
             except Exception:
                 continue
-            if v.exit_code == 1:  # a call is stuck (not one that resolved)
+            if v.exit_code == 1 and v.get("level", "hard") == "hard":  # stuck past the hard deadline
                 self.verdict = v
                 self._end_ranks(v)
                 return

@@ -57,9 +57,11 @@ def summarize(reports, problems=()):
                 after = "; this rank ended while in it"
             else:
                 after = "; it ended once other ranks of it had ended (not resolved)"
-            lines.append("  OVERDUE %s: started %s, detected %s (%.1f s in flight, timeout %g s)%s"
+            deadline = ("soft: past its learned deadline of %g s" % e.deadline_s if e.level == "soft" and e.deadline_s
+                        else "timeout %g s" % rep.timeout)
+            lines.append("  OVERDUE %s: started %s, detected %s (%.1f s in flight, %s)%s"
                          % (describe_call(e._asdict()), clock(e.started_at), clock(e.detected_at), e.age_s or 0.0,
-                            rep.timeout, after))
+                            deadline, after))
         done = ["%s=%s" % (g.stream, g.last_completed) for g in rep.groups]
         if done:
             lines.append("  last completed seq: " + ", ".join(done))

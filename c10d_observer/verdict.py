@@ -271,6 +271,8 @@ def _candidates(by_rank):
                 entry = dict(e.to_json(), group_ranks=list(e.group_ranks) if e.group_ranks else e.group_ranks)
                 c = found.setdefault(key, dict(entry, _seen_by={r}))
                 c["_seen_by"].add(r)
+                if e.level == "hard":  # a call past the hard deadline on any rank is a hard one
+                    c["level"], c["deadline_s"] = "hard", e.deadline_s
                 if e.age_s is not None:  # the first detection's age: the number the console printed
                     c["age_s"] = min(c.get("age_s") or e.age_s, e.age_s)
         if doc.dead:
@@ -333,6 +335,9 @@ def _where(doc, frames, now):
                       if "for_s" in c else "") for c in out["calls"])
     else:
         out["text"] = "it is in no collective"
+    if doc.phase:  # busy on purpose: the rank said so (c10d_observer.phase)
+        out["phase"] = dict(doc.phase)
+        out["text"] += "; " + phase_text(doc.phase, doc.written_at or now)
     if doc.frozen:
         out["state"] = "frozen"
         out["text"] += ("; its Python has not run for %.1f s (a thread holds the GIL, or the process is "
@@ -342,6 +347,34 @@ def _where(doc, frames, now):
         out.update((k, v) for k, v in w.items() if k != "text")
         out["text"] += "; " + w["text"]
     return out
+
+
+def phase_text(ph, now):
+    """"it is in phase 'checkpoint', 40 s of up to 600 s" (or "40 s so far", with no limit)."""
+    spent = max(0.0, now - (ph.get("since") or now))
+    return "it is in phase %r, %s" % (ph.get("name"), "%.0f s of up to %.0f s" % (spent, ph["up_to_s"])
+                                       if ph.get("up_to_s") else "%.0f s so far (no limit declared)" % spent)
+
+
+def _holds(hangs, by_rank, now):
+    """A hard verdict on calls that wait for ranks in declared phases is held (soft) until the phases'
+    limits: each such hang gets ``held_until`` and ``held_why``; returns the latest limit, or None."""
+    latest = None
+    for h in hangs:
+        if h.get("level") != "hard":
+            continue
+        waits_on = [r for r in h["missing_ranks"] if (h["missing"].get(str(r)) or {}).get("state") != "stuck"]
+        phases = [(r, by_rank[r].phase) for r in waits_on if by_rank.get(r) is not None and by_rank[r].phase]
+        if not waits_on or len(phases) != len(waits_on):
+            continue
+        untils = [ph.get("until") or (now + (h.get("timeout") or 0)) for _, ph in phases]
+        until = max(untils)
+        if until <= now:
+            continue
+        h["level"], h["held_until"] = "soft", until
+        h["held_why"] = "; ".join("rank %d %s" % (r, phase_text(ph, now)[3:]) for r, ph in phases)
+        latest = until if latest is None else max(latest, until)
+    return latest
 
 
 def analyze(by_rank, world_size=None, now=None):
@@ -424,7 +457,12 @@ def analyze(by_rank, world_size=None, now=None):
         for m in h["missing"].values():
             if "in_hang" in m:
                 m["in_hang"] = order[m["in_hang"]]
+    held = _holds(hangs, by_rank, now)
+    levels = [h.get("level") for h in hangs]
     v = {"version": VERSION, "hangs": hangs, "culprit_ranks": sorted(culprits),
+         "level": ("hard" if "hard" in levels else "soft") if hangs else None,
+         "held_until": held if held is not None and "hard" not in levels else None,
+         "held_why": "; ".join(h["held_why"] for h in hangs if h.get("held_why")) or None,
          "ranks_reporting": sorted(by_rank), "ranks_silent": silent,
          "ranks_dead": sorted(r for r, d in by_rank.items() if d.dead),
          "exits": {str(r): d.exit_reason for r, d in sorted(by_rank.items()) if d.dead},
@@ -457,8 +495,8 @@ def _evaluate(by_rank, stream, seq, e, now):
         if c is not None and c.op and c.op != "unknown":
             calls[r] = c
     size = e.get("size") or next((calls[r].size for r in sorted(calls) if calls[r].size), None)
-    h = {"group": e.get("group"), "stream": stream, "group_ranks": e.get("group_ranks"),
-         "kind": e.get("kind"), "peer": e.get("peer"), "seq": seq, "op": e.get("op"),
+    h = {"group": e.get("group"), "stream": stream, "group_ranks": e.get("group_ranks"), "level": e.get("level") or
+         "hard", "deadline_s": e.get("deadline_s"), "kind": e.get("kind"), "peer": e.get("peer"), "seq": seq, "op": e.get("op"),
          "api": e.get("api") or "", "size": size, "waiting_ranks": waiting, "died_waiting": died,
          "missing_ranks": missing, "finished_ranks": finished, "finished_then_ended": ended_after,
          "started_at": e.get("started_at"), "detected_at": e.get("detected_at"),
@@ -741,6 +779,10 @@ def summary_line(v):
     h = v["hangs"][0]
     stuck = " stuck %s%.1f s" % ("at least " if h.get("stuck_at_least") else "", h["stuck_s"]) \
         if h.get("stuck_s") is not None else ""
+    if h.get("level") == "soft":
+        stuck += " (soft: %s)" % ("the hard verdict is held: %s" % h["held_why"] if h.get("held_why") else
+                                  "past its learned deadline of %g s" % h["deadline_s"] if h.get("deadline_s")
+                                  else "past its learned deadline")
     parts = []
     for r in h["missing_ranks"]:
         m = h["missing"].get(str(r)) or {}
@@ -783,10 +825,13 @@ def format_text(v, problems=()):
     for i, h in enumerate(v["hangs"]):
         tag = "ROOT" if h["root"] else "SYMPTOM (of #%s)" % ",".join(str(j) for j in h["caused_by"])
         lines.append("")
-        lines.append("#%d %s: %s, stuck %s%s s (timeout %g s; torch's own timeout of the group: %s)" % (
-            i, tag, describe_call(h), "at least " if h.get("stuck_at_least") else "", h.get("stuck_s", "?"),
-            h.get("timeout") or 0,
+        deadline = ("soft: past its learned deadline of %g s; hard deadline %g s" % (h["deadline_s"], h.get("timeout") or 0)
+                    if h.get("level") == "soft" and h.get("deadline_s") else "timeout %g s" % (h.get("timeout") or 0))
+        lines.append("#%d %s: %s, stuck %s%s s (%s; torch's own timeout of the group: %s)" % (
+            i, tag, describe_call(h), "at least " if h.get("stuck_at_least") else "", h.get("stuck_s", "?"), deadline,
             "%g s" % h["torch_timeout_s"] if h.get("torch_timeout_s") is not None else "unknown"))
+        if h.get("held_why"):
+            lines.append("  hard verdict held until %s: %s" % (short_clock(h["held_until"]), h["held_why"]))
         odd = set((h.get("mismatch") or {}).get("odd_ranks") or ())
         ops = (h.get("mismatch") or {}).get("ops") or {}
 

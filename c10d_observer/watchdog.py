@@ -31,6 +31,7 @@ import sys
 import time
 from collections import namedtuple
 
+from . import callword as _cw
 from . import channel as _ch
 from . import config as _config
 from . import documents as _documents
@@ -71,15 +72,133 @@ def _log(msg):
         pass
 
 
-def overdue_entry(o, now_ns, wall_now):
-    """The documents.Overdue of a call found overdue."""
+def overdue_entry(o, now_ns, wall_now, level="hard", deadline_s=None):
+    """The documents.Overdue of a call found overdue (past its learned deadline: ``level`` "soft")."""
     desc = o.stream.desc
     op, api = _ch.decode_op(o.op)
     age = (now_ns - o.start_ns) / 1e9
     ranks = desc.get("ranks")
     return _documents.Overdue(str(desc.get("stream")), str(desc.get("group")), o.seq, op, api, _ch.decode_sig(o.op),
                               tuple(ranks) if isinstance(ranks, list) else None, desc.get("kind") or "collective",
-                              desc.get("peer"), desc.get("backend"), wall_now - age, wall_now, round(age, 3))
+                              desc.get("peer"), desc.get("backend"), wall_now - age, wall_now, round(age, 3),
+                              level=level, deadline_s=deadline_s)
+
+
+# -- learned deadlines ----------------------------------------------------------------------------------
+SOFT_FLOOR_S = 5.0  # a learned deadline is never shorter (nor shorter than 3 polls)
+SOFT_MULT = 4.0  # times the learned high quantile
+SOFT_QUANTILE = 0.999
+SOFT_MIN_SAMPLES = 20  # calls of a signature before its learned deadline applies (warm-up, the first compile)
+SOFT_GAP_S = 30.0  # a stream quiet this long (an evaluation, a checkpoint between epochs) ...
+SOFT_WARM_CALLS = 3  # ... has no learned deadline for its next calls
+
+
+class Learner(object):
+    """Deadlines learned from the call stream, per (stream, op, size bucket): nothing added to the call path.
+
+    Each call's sample is the longest age the watchdog saw it in flight at a poll (its stream's front call),
+    0 where it started and completed between two polls.  The soft deadline of a signature is SOFT_MULT times
+    its SOFT_QUANTILE (rounded up to a power-of-two of milliseconds), at least SOFT_FLOOR_S and three polls,
+    once SOFT_MIN_SAMPLES of its calls completed; never for a signature still warming up, nor for the first
+    SOFT_WARM_CALLS calls after its stream was quiet SOFT_GAP_S (a change of phase, as into an evaluation),
+    nor at or past the hard deadline.  Ages are kept as log2 histograms of milliseconds: a few hundred bytes a
+    signature, O(1) per call."""
+
+    BUCKETS = 32  # bucket b: ages below 2**b ms (b = 0: below 1 ms); 2**31 ms is 25 days
+
+    def __init__(self, poll_s, hard_s):
+        self.floor_ns = int(max(SOFT_FLOOR_S, 3 * poll_s) * 1e9)
+        self.hard_ns = int(hard_s * 1e9)
+        self.hist = {}  # (stream index, op, dtype, size bucket) -> [count, [count per bucket]]
+        self.seen = {}  # stream index -> (front seq, its op word, its age ns) at the last poll
+        self.last_active = {}  # stream index -> ns of the last poll that saw it make progress
+        self.completed = {}  # stream index -> its last completed seq at the last poll
+        self.warm = {}  # stream index -> calls left before its learned deadlines apply again
+
+    @staticmethod
+    def key(idx, word):
+        return (idx,) + _cw.signature(word)
+
+    def observe(self, snapshot, now_ns, queued):
+        """One poll: the calls that completed since the last (st.passed) are samples; note each front.  Calls
+        that completed and left no slot (a recorder source skips those that started and ended between two of
+        its reads; a burst wider than the ring) are samples of age 0 of the stream's unnamed signature, where
+        a recorder's calls also sit until it names them."""
+        for st in snapshot:
+            idx = st.idx
+            prev = self.seen.get(idx)
+            before = self.completed.get(idx)  # first sight: every call it completed so far
+            done = st.last_completed - (before if before is not None else 0)
+            self.completed[idx] = st.last_completed
+            if done > 0:
+                last = self.last_active.get(idx)
+                if last is not None and now_ns - last > SOFT_GAP_S * 1e9:
+                    self.warm[idx] = SOFT_WARM_CALLS
+                self.last_active[idx] = now_ns
+                for seq, word, _ in st.passed:
+                    self.add(self.key(idx, word), prev[2] if prev is not None and prev[0] == seq else 0)
+                for _ in range(min(done - len(st.passed), 4096)):
+                    self.add((idx, 0, 0, 0), 0)
+                if self.warm.get(idx):
+                    self.warm[idx] = max(0, self.warm[idx] - done)
+            if st.oldest is None:
+                self.seen.pop(idx, None)
+                continue
+            seq, word, start = st.oldest
+            q = queued.get(idx)
+            since = max(start, q[1]) if q is not None and q[0] == seq else start
+            if prev is None or prev[0] != seq:
+                last = self.last_active.get(idx)
+                if last is not None and now_ns - last > SOFT_GAP_S * 1e9:
+                    self.warm[idx] = SOFT_WARM_CALLS
+                self.last_active[idx] = now_ns
+            self.seen[idx] = (seq, word, now_ns - since)
+
+    def add(self, key, age_ns):
+        b = min(int(age_ns // 1000000).bit_length(), self.BUCKETS - 1)
+        for k in (key, key[:1]):  # the signature's, and its stream's (a signature seen too rarely falls back)
+            h = self.hist.get(k)
+            if h is None:
+                h = self.hist[k] = [0, [0] * self.BUCKETS]
+            h[0] += 1
+            h[1][b] += 1
+
+    def deadline_ns(self, idx, word):
+        """The soft deadline (ns) of a call of this signature on stream ``idx`` now, or None: the
+        signature's own once it has SOFT_MIN_SAMPLES calls, else its stream's (a barrier after many
+        all_reduces: the group's calls say how long its calls take), never in the stream's warm-up."""
+        if self.warm.get(idx):
+            return None
+        h = self.hist.get(self.key(idx, word))
+        if h is None or h[0] < SOFT_MIN_SAMPLES:
+            h = self.hist.get((idx,))
+        if h is None or h[0] < SOFT_MIN_SAMPLES:
+            return None
+        allowed = (1.0 - SOFT_QUANTILE) * h[0]
+        above = 0
+        top = 0
+        for b in range(self.BUCKETS - 1, -1, -1):  # the smallest bucket edge with at most `allowed` above it
+            if above + h[1][b] > allowed:
+                top = b
+                break
+            above += h[1][b]
+        quantile_ns = (1 << top) * 1000000 if top else 1000000
+        d = max(self.floor_ns, int(SOFT_MULT * quantile_ns))
+        return d if d < self.hard_ns else None
+
+    def view(self, names):
+        """The learned deadlines, for the documents: [{stream, op, size bucket, calls, deadline_s}]."""
+        out = []
+        for key, h in sorted(self.hist.items()):
+            if len(key) == 1:
+                continue
+            idx, op, dtype, bucket = key
+            word = op | (dtype << _cw.DTYPE_SHIFT | ((1 << bucket) >> 1)) << _cw.SIG_SHIFT if dtype else op
+            d = self.deadline_ns(idx, word)
+            out.append({"stream": names.get(idx), "op": _cw.OPS[op] if op < len(_cw.OPS) else "unknown",
+                        "size": _cw.decode_sig(word), "calls": h[0],
+                        "deadline_s": round(d / 1e9, 3) if d is not None else None})
+        return out
 
 
 # -- detection ------------------------------------------------------------------------------------------
@@ -87,22 +206,27 @@ class Detector(object):
     """Which calls of this rank are overdue, each once, and how each ended.  No files, no signals: it
     turns a snapshot and the time into decisions (Actions).
 
-    - a call newly overdue: "report" (the report brought up to date), "notify" (the configured signal, once
-      per hang: only when the rank had no overdue call in flight before), "stacks", "gather", "say" (one
-      console line per call) and, under on_timeout="abort", "abort";
+    - a call past its learned deadline (Learner: "soft") or the hard one (the timeout): "report" (the
+      report brought up to date), "notify" (the configured signal, once per hang: only when the rank had no
+      overdue call in flight before), "stacks", "gather", "say_overdue" (one console line per call); past
+      the hard one, and under on_timeout="abort", also "abort".  A call first found soft that reaches the
+      hard deadline is gathered again, at the hard level ("report", "gather", "say_overdue", "abort"), unless
+      a verdict held it (a rank it waits for is in a declared phase: ``hold``);
     - a reported call that left flight is held for ``settle`` seconds, then decided: "completed" (the hang
       resolved) unless ``dead_peers(entry)`` names ranks of the call that ended meanwhile ("peers ended":
       torch raised, the hang did not resolve), or this rank is being ended ("rank ended").
     """
 
-    def __init__(self, timeout_s, windows, on_timeout="dump"):
+    def __init__(self, timeout_s, windows, on_timeout="dump", soft=True):
         self.timeout_ns = int(timeout_s * 1e9)
         self.timeout_s = timeout_s
         self.settle_ns = int(windows.settle * 1e9)
         self.on_timeout = on_timeout
+        self.learner = Learner(windows.poll, timeout_s) if soft else None
         self.fired = set()  # (stream index, seq)
         self.entries = []  # documents.Overdue, in the order found
         self.keys = []  # (stream index, seq) of each entry
+        self.held = {}  # entry index -> monotonic ns until which its hard verdict is held
         self.leaving = {}  # entry index -> (monotonic ns, wall) when first seen out of flight
         self.in_hang = False
         self.front = {}  # stream index -> (its front call's seq or None, the tick that saw it: ns)
@@ -122,11 +246,21 @@ class Detector(object):
                 self.keys.append((i, e.seq))
         self.in_hang = any(e.in_flight for e in self.entries)
 
+    def hold(self, until_ns, wall_until=None):
+        """A verdict held the hard level (a rank the calls wait for is in a declared phase): the calls in
+        flight stay soft until ``until_ns``."""
+        for i, e in enumerate(self.entries):
+            if e.in_flight:
+                self.held[i] = until_ns
+                if e.level == "hard":
+                    self.entries[i] = e._replace(level="soft", held_until=wall_until)
+
     def tick(self, snapshot, now_ns, wall_now, dead_peers=lambda entry: (), aborting=False):
         out = []
         self._fronts(snapshot, now_ns)
-        overdue = find_overdue(snapshot, now_ns, self.timeout_ns, self.queued)
-        flying = {(o.stream.idx, o.seq) for o in overdue}
+        if self.learner is not None:
+            self.learner.observe(snapshot, now_ns, self.queued)
+        flying = {(st.idx, st.oldest[0]) for st in snapshot if st.oldest is not None}
         for i, (key, e) in enumerate(zip(self.keys, self.entries)):
             if not e.in_flight:
                 continue
@@ -136,32 +270,74 @@ class Detector(object):
             seen = self.leaving.setdefault(i, (now_ns, wall_now))
             if aborting or now_ns - seen[0] >= self.settle_ns:
                 del self.leaving[i]
+                self.held.pop(i, None)
                 out.extend(self._ended(i, e, seen[1], () if aborting else tuple(dead_peers(e)), aborting))
-        new = [o for o in overdue if (o.stream.idx, o.seq) not in self.fired]
-        if not new:
+        hard = find_overdue(snapshot, now_ns, self.timeout_ns, self.queued)
+        hard_keys = {(o.stream.idx, o.seq) for o in hard}
+        found, upgraded = [], []
+        for o in hard:
+            key = (o.stream.idx, o.seq)
+            if key not in self.fired:
+                continue
+            i = self.keys.index(key)
+            e = self.entries[i]
+            if e.in_flight and e.level == "soft" and now_ns >= self.held.get(i, 0):
+                self.entries[i] = e._replace(level="hard", detected_at=wall_now, held_until=None,
+                                             age_s=round((now_ns - o.start_ns) / 1e9, 3), deadline_s=self.timeout_s)
+                upgraded.append(self.entries[i])
+        for o in hard:
+            if (o.stream.idx, o.seq) not in self.fired:
+                found.append(overdue_entry(o, now_ns, wall_now, "hard", self.timeout_s))
+                self._fire(o)
+        for o, d in self._soft(snapshot, now_ns, hard_keys):
+            found.append(overdue_entry(o, now_ns, wall_now, "soft", round(d / 1e9, 3)))
+            self._fire(o)
+        if not found and not upgraded:
             if not any(e.in_flight for e in self.entries):
                 self.in_hang = False
             return out
-        found = []
-        for o in new:
-            self.fired.add((o.stream.idx, o.seq))
-            e = overdue_entry(o, now_ns, wall_now)
-            self.entries.append(e)
-            self.keys.append((o.stream.idx, o.seq))
-            found.append(e)
-        first = found[0]
-        reason = "%s in flight for %.1f s (timeout %g s)" % (first.describe(), first.age_s, self.timeout_s)
+        self.entries.extend(found)
+        first = (found or upgraded)[0]
+        reason = "%s in flight for %.1f s (%s)" % (first.describe(), first.age_s, self._deadline_text(first))
         out.append(Action("report", None))
-        if not self.in_hang:
+        if found and not self.in_hang:
             out.append(Action("notify", reason))
         self.in_hang = True
-        out.append(Action("stacks", (reason, True)))
-        out.append(Action("gather", None))
-        for e in found:
+        if found:
+            out.append(Action("stacks", (reason, True)))
+        out.append(Action("gather", "hard" if any(e.level == "hard" for e in found + upgraded) else "soft"))
+        for e in found + upgraded:
             out.append(Action("say_overdue", e))
-        if self.on_timeout == "abort":
+        if self.on_timeout == "abort" and any(e.level == "hard" for e in found + upgraded):
             out.append(Action("abort", None))
         return out
+
+    def _fire(self, o):
+        self.fired.add((o.stream.idx, o.seq))
+        self.keys.append((o.stream.idx, o.seq))
+
+    def _soft(self, snapshot, now_ns, hard_keys):
+        """(call, its deadline ns) of the front calls past their learned deadline, not fired yet."""
+        if self.learner is None:
+            return []
+        out = []
+        for st in snapshot:
+            if st.oldest is None:
+                continue
+            seq, word, start = st.oldest
+            if (st.idx, seq) in self.fired or (st.idx, seq) in hard_keys:
+                continue
+            d = self.learner.deadline_ns(st.idx, word)
+            q = self.queued.get(st.idx)
+            since = max(start, q[1]) if q is not None and q[0] == seq else start
+            if d is not None and now_ns - since > d:
+                out.append((Overdue(st, seq, word, start), d))
+        return out
+
+    def _deadline_text(self, e):
+        if e.level == "soft":
+            return "past its learned deadline of %g s; the hard one is %g s" % (e.deadline_s, self.timeout_s)
+        return "timeout %g s" % self.timeout_s
 
     def _fronts(self, snapshot, now_ns):
         """Note when each stream's front call got there: a group's calls complete in order, so a call behind
@@ -403,6 +579,10 @@ class Abort(object):
                 return [Action("kill", None)]
         return []
 
+    def cancel(self):
+        """The verdict was held (a rank it waits for is in a declared phase): no abort until it is hard."""
+        self.phase, self.since_ns, self.verdict, self.culprit = self.IDLE, None, None, False
+
     def _to(self, phase, now_ns):
         self.phase, self.since_ns = phase, now_ns
 
@@ -423,7 +603,7 @@ class Watchdog(object):
         self.log = log
         self.said = set()  # keys of things said once
         dd = self.dd = _dumpdir.DumpDir(cfg.dump_dir, said=self.say_once)
-        self.detector = Detector(cfg.timeout, self.w, cfg.on_timeout)
+        self.detector = Detector(cfg.timeout, self.w, cfg.on_timeout, soft=cfg.soft)
         self.stacks = StackCollection(self.w, has_dump_signal=cfg.dump_signal is not None)
         self.gather = Gather(self.w, cfg.job_id, wall())
         self.abort = Abort(self.w)
@@ -440,7 +620,7 @@ class Watchdog(object):
             "notify": lambda reason, now: self.notifier.notify(reason), "stacks": self._stacks,
             "stack_request": lambda reason, now: self.taker.request(reason),
             "withdraw_request": lambda _, now: self.taker.withdraw(), "dump_signal": self._dump_signal,
-            "gather": self._request_gather, "answer": self._answer, "merge": self._merge,
+            "gather": self._request_gather, "answer": self._answer, "merge": self._merge, "hold": self._hold,
             "abort": self._abort, "abort_culprit": self._abort_culprit,
             "error_file": lambda d, now: self.ender.error_file(*d), "term": lambda _, now: self.ender.term(),
             "kill": lambda _, now: self.ender.kill_now()}
@@ -462,7 +642,7 @@ class Watchdog(object):
         """What to do now, as Actions: the protocols' steps, then the detector's decisions."""
         self.taker.reap_py_spy()
         out = self._protocols(now_ns, abort=False)
-        self.snap = self.reader.snapshot()
+        self.snap = self.reader.snapshot(passed=self.detector.learner is not None)
         ending = self.abort.phase in (Abort.TERM, Abort.KILL)
         out += self.detector.tick(self.snap, now_ns, self.wall(), self.docs.dead_peers, aborting=ending)
         if self.report_due and not any(a.kind == "report" for a in out):
@@ -509,7 +689,9 @@ class Watchdog(object):
     # -- the detector's actions -------------------------------------------------------------------------
     def _report(self, _, now_ns):
         self.report_due = True
-        self.docs.report(self.detector.entries, self.snap, now_ns)
+        learner = self.detector.learner
+        names = {st.idx: str(st.desc.get("stream")) for st in self.snap}
+        self.docs.report(self.detector.entries, self.snap, now_ns, learner.view(names) if learner else None)
         self.report_due = False
 
     def _say(self, text, now_ns):
@@ -517,8 +699,9 @@ class Watchdog(object):
 
     def _say_overdue(self, e, now_ns):
         by = self.notifier.withheld_by if self.cfg.signal is not None else None
-        self.log("rank %s: %s in flight for %.1f s (timeout %g s); report %s; stacks %s%s" % (
-            self.docs.rank(), e.describe(), e.age_s, self.cfg.timeout, self.last_report or "not written",
+        self.log("rank %s: %s%s in flight for %.1f s (%s); report %s; stacks %s%s" % (
+            self.docs.rank(), "soft: " if e.level == "soft" else "", e.describe(), e.age_s,
+            self.detector._deadline_text(e), self.last_report or "not written",
             self.cfg.stack_path, " (no %s sent: its handler was replaced by %s)" % (self.cfg.signal_name, by)
             if by else ""))
 
@@ -537,7 +720,7 @@ class Watchdog(object):
             self.log("rank %s: on_timeout=abort: the rank will be ended once the verdict is merged" % self.docs.rank())
 
     # -- the gather ---------------------------------------------------------------------------------------
-    def _request_gather(self, _, now_ns):
+    def _request_gather(self, level, now_ns):
         """Ask every watchdog sharing dump_dir for its rank's state (or join the request already there)."""
         wall_now = self.wall()
         req = self.files.request()
@@ -548,7 +731,7 @@ class Watchdog(object):
                 self._answer(req, now_ns)
             return
         gid = "%s-%d-%d" % (self.cfg.host or socket.gethostname(), os.getpid(), now_ns)
-        self.files.ask(gid, wall_now)
+        self.files.ask(gid, wall_now, level)
         self.gather.own(gid, now_ns)
         self.docs.state(self.detector.entries, gid)
 
@@ -576,9 +759,11 @@ class Watchdog(object):
             self.files.scan(self.gather)
             if self.gather.due(now_ns, self.reader.rank()[1], self.files.stacks_arrived):
                 out.append(Action("merge", None))
-        if self.cfg.on_timeout == "abort" and self.gather.answered is not None:
-            v = self.files.new_verdict()
-            if v is not None and v.get("gather_id") == self.gather.answered and v.get("hangs"):
+        v = self.files.new_verdict() if self.gather.answered is not None else None
+        if v is not None and v.get("gather_id") == self.gather.answered and v.get("held_until"):
+            out.append(Action("hold", v))  # a rank the calls wait for is in a declared phase
+        if self.cfg.on_timeout == "abort" and v is not None and v.get("level", "hard") == "hard":
+            if v.get("gather_id") == self.gather.answered and v.get("hangs"):
                 # every rank's error file says the verdict before any rank is ended (the launcher then ends
                 # the others at once); the culprit is ended first, so that it is the launcher's first failure
                 culprit = self.docs.rank() in (v.get("culprit_ranks") or ())
@@ -586,6 +771,16 @@ class Watchdog(object):
                 if culprit and not self.abort.active:
                     out.append(Action("abort_culprit", v))
         return out
+
+    def _hold(self, v, now_ns):
+        until = v["held_until"]
+        wall_now = self.wall()
+        self.detector.hold(now_ns + int(max(0.0, until - wall_now) * 1e9), until)
+        if self.abort.active and self.abort.phase in (Abort.VERDICT, Abort.CULPRIT, Abort.STACKS):
+            self.abort.cancel()
+        self.say_once("rank %s: the hard verdict is held until %s: %s" % (
+            self.docs.rank(), short_clock(until), v.get("held_why") or "a rank it waits for is in a declared phase"),
+            key=("hold", until))
 
     def _merge(self, _, now_ns):
         gid, asked = self.gather.merged()
@@ -602,6 +797,9 @@ class Watchdog(object):
             gid = self.gather.answered
             v = self.files.verdict() if self.gather.owned is None else None
             if v is not None and (gid is None or v.get("gather_id") == gid):
+                if v.get("held_until"):  # held: a rank it waits for is in a declared phase
+                    self.abort.cancel()
+                    return []
                 verdict = v
         culprits_ended = True
         if self.abort.phase == Abort.CULPRIT and self.abort.verdict:

@@ -82,18 +82,26 @@ class RankDocs(object):
         beat = self.reader.heartbeat_ns()
         age = (now_ns - beat) / 1e9 if beat else None
         c = self.cfg
+        phase = None
+        ph = self.reader.phase()
+        if ph is not None:  # the phase the rank declared (c10d_observer.phase)
+            name, since, until = ph
+            phase = {"name": name, "since": wall_now - (now_ns - since) / 1e9,
+                     "until": wall_now + (until - now_ns) / 1e9 if until else None,
+                     "up_to_s": round((until - since) / 1e9, 3) if until else None}
         doc = _documents.RankDoc(
             kind, rank, world, c.host or socket.gethostname(), c.rank_pid, c.job_id, wall_now, self.started_at,
             True, None, bool(beat) and age > self.windows.frozen_after, None if age is None else round(age, 3),
             self.reader.main_thread(), self.dd.path(os.path.basename(c.stack_path)), None, self.taker.py_spy_path(),
             None, self.stacks.size_before if self.stacks.asked_ns is not None else None,
             self.positions(snap, now_ns, wall_now), tuple(entries),
-            self._fr_entries(rank), c.public_config, self.notifier.handler_state())
+            self._fr_entries(rank), c.public_config, self.notifier.handler_state(), phase=phase)
         return doc._replace(**fields) if fields else doc
 
-    def report(self, entries, snap, now_ns):
+    def report(self, entries, snap, now_ns, deadlines=None):
         c = self.cfg
         doc = self.document("report", entries, snap, now_ns, extra={
+            "deadlines": deadlines,
             "watchdog_pid": os.getpid(), "torch_version": c.torch_version, "source": c.source_in_use,
             "source_reasons": c.source_reasons, "source_plan": c.source_plan, "source_rejected": c.source_rejected,
             "untracked_streams": self.reader.dropped_streams(), "signal": c.signal_name,
@@ -309,10 +317,10 @@ class GatherFiles(object):
     def verdict(self):
         return self.dd.read_json(_dumpdir.VERDICT_JSON)
 
-    def ask(self, gid, now_wall):
+    def ask(self, gid, now_wall, level="hard"):
         rank, world = self.reader.rank()
         self.dd.write_json(_dumpdir.GATHER, {"id": gid, "job_id": self.cfg.job_id, "by_rank": rank,
-                                             "world_size": world, "requested_at": now_wall})
+                                             "world_size": world, "requested_at": now_wall, "level": level})
 
     def scan(self, gather):
         """Count the answer files that changed since the last look (a merge across nodes looks at up to one

@@ -168,7 +168,8 @@ def build(plan_, tracker, cfg, caps, nccl_on=False):
     watch = GroupWatch(reg, on_group)
     if recorders:
         from .flight_recorder import FlightRecorderSource
-        reader = FlightRecorderSource(tracker, cfg.poll_interval / 2.0, cfg.timeout, cfg.dump_dir, recorders)
+        reader = FlightRecorderSource(tracker, cfg.poll_interval / 2.0, cfg.timeout, cfg.dump_dir, recorders,
+                                      soft=getattr(cfg, "soft", False))
 
         def announce(pg):  # an NCCL recorder is read once this rank has a group it records
             kind = compat.nccl_kind(pg)

@@ -58,6 +58,7 @@ log = logging.getLogger("c10d_observer")
 
 NEIGHBOURS = 3  # entries kept either side of a call in flight, per group
 HISTORY = 16  # a group's last calls kept while a call is long in flight (the verdict reads their order)
+LOOKUP_SOFT_S = 2.5  # with learned deadlines, a call is named once this long in flight (half their floor)
 MAX_START = 128  # calls started at once for one group when a read finds more enqueued (a burst): the
 # oldest, and the newest MAX_START
 FR_BACKENDS = frozenset(("gloo",))
@@ -128,11 +129,13 @@ class _Pg(object):
 class FlightRecorderSource(object):
     name = "flight_recorder"
 
-    def __init__(self, tracker, period, timeout, dump_dir, recorders=None):
+    def __init__(self, tracker, period, timeout, dump_dir, recorders=None, soft=False):
         self.tracker = tracker
         self.recorders = list(recorders) if recorders is not None else [gloo_recorder()]
         self.period = period
-        self.lookup_after_ns = int(timeout * 1e9 / 4)
+        # a call long in flight is named (op, size, start) a quarter of the timeout in, or, with learned
+        # deadlines (the first at 5 s at the earliest), at half that: a soft verdict names what it found
+        self.lookup_after_ns = int(min(timeout / 4.0, LOOKUP_SOFT_S if soft else timeout) * 1e9)
         self.verify_after_ns = int(2 * period * 1e9)  # one watchdog poll
         self.dump_dir = dump_dir
         self.pgs = {}  # (recorder name, pg_id) -> _Pg

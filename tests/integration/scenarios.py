@@ -27,6 +27,8 @@ def _enable(ctx, **over):
     if "on_timeout" in ctx.args:
         kw["on_timeout"] = ctx.args["on_timeout"]
     kw.update(over)
+    if kw["timeout"] is None:  # no timeout chosen: learned deadlines, and the default hard one
+        del kw["timeout"]
     dist.barrier()  # every rank is up: no rank waits on a slow start while watched
     obs = c10d_observer.enable(**kw)
     ctx.record(watchdog_pid=obs.watchdog_pid, source=obs.source, pid=os.getpid())
@@ -800,3 +802,47 @@ def ordering(ctx):
         if ctx.rank in (2, 3) and not (ctx.rank == 2 and step == ctx.args["step"]):
             dist.all_reduce(t, group=pair)
     ctx.stall_until_released()
+
+
+def _jittered_steps(ctx, n, t):
+    """``n`` training steps of jittered compute (5-50 ms, a rank's own draw) and an all_reduce each."""
+    import random
+    rng = random.Random(ctx.rank * 7919 + 1)
+    x = torch.ones(32, 32)
+    for _ in range(n):
+        until = time.monotonic() + rng.uniform(0.005, 0.05)
+        while time.monotonic() < until:
+            x = (x @ x).clamp_(-1, 1)
+        dist.all_reduce(t)
+
+
+def learned_stop(ctx):
+    """No timeout chosen (issue 26): ``steps`` sub-second steps, then rank ``culprit`` stops arriving."""
+    _enable(ctx, timeout=ctx.args.get("timeout"))
+    t = torch.ones(1024)
+    _jittered_steps(ctx, ctx.args["steps"], t)
+    ctx.record(stopped_at=time.time())
+    if ctx.rank == ctx.args["culprit"]:
+        ctx.stall_until_released()
+    dist.all_reduce(t)
+    ctx.record(result=t[0].item())
+    c10d_observer.disable()
+
+
+def checkpoint(ctx):
+    """Rank 0 saves a checkpoint for ``save_s`` behind a barrier, the others waiting in barrier() (issue 26);
+    with ``phase`` it says so (``c10d_observer.phase("checkpoint", up_to=...)``).  Then a few more steps."""
+    _enable(ctx, timeout=ctx.args.get("timeout"))
+    t = torch.ones(1024)
+    _jittered_steps(ctx, ctx.args["steps"], t)
+    if ctx.rank == 0:
+        ctx.record(saving=time.time())
+        if ctx.args.get("phase"):
+            with c10d_observer.phase("checkpoint", up_to=ctx.args["phase"]):
+                time.sleep(ctx.args["save_s"])
+        else:
+            time.sleep(ctx.args["save_s"])
+    dist.barrier()
+    _jittered_steps(ctx, 5, t)
+    ctx.record(result=t[0].item())
+    c10d_observer.disable()

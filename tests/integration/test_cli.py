@@ -279,3 +279,14 @@ def test_run_and_ranks_started_with_mp_spawn(tmp_path):
         assert "not observed" in out.stdout, out
         assert out.stderr.count("torch.multiprocessing.spawn are not watched") == 1, out.stderr
         assert "c10d_observer.enable()" in out.stderr
+
+
+def test_the_demo_needs_no_timeout(tmp_path):
+    """The README's demo: no timeout chosen; the deadlines are learned from the steps before the stall, and
+    the verdict (soft) names the rank that never arrived."""
+    out = subprocess.run([sys.executable, "-m", "c10d_observer", "demo", "--ranks", "3", "--culprit", "2",
+                          "--dump-dir", str(tmp_path)], env=_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, universal_newlines=True, timeout=180)
+    assert out.returncode == 0, out.stdout
+    assert "no timeout chosen" in out.stdout and "(soft: past its learned deadline of" in out.stdout, out.stdout
+    assert "never arrived: rank 2 (" in out.stdout and "culprit ranks: 2\n" in out.stdout, out.stdout

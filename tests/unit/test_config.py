@@ -108,6 +108,18 @@ def test_default_poll_interval_is_a_tenth_of_timeout_at_most_one_second(timeout)
     assert _resolve(env={config.ENV_TIMEOUT: str(timeout)}).poll_interval == min(1.0, timeout / 10.0)
 
 
+def test_duration_strings_are_accepted_for_timeout_and_poll_interval():
+    """Issue 28: enable(timeout="5m") takes the durations the environment and the command line take."""
+    cfg = _resolve(timeout="5m", poll_interval="2s")
+    assert (cfg.timeout, cfg.poll_interval) == (300.0, 2.0)
+    assert _resolve(timeout="90").timeout == 90.0 and _resolve(timeout="1h").timeout == 3600.0
+
+
+def test_soft_deadlines_are_on_unless_turned_off():
+    assert _resolve().soft is True and _resolve(soft=False).soft is False
+    assert _resolve(env={"C10D_OBSERVER_SOFT": "0"}).soft is False
+
+
 def test_timedelta_is_accepted_for_timeout_and_poll_interval():
     cfg = _resolve(timeout=datetime.timedelta(minutes=2), poll_interval=datetime.timedelta(milliseconds=500))
     assert (cfg.timeout, cfg.poll_interval) == (120.0, 0.5)
@@ -146,13 +158,14 @@ ARG_ERRORS = [
     ("timeout-nan", dict(timeout=float("nan")), ValueError, ["timeout", "finite"]),
     ("timeout-inf", dict(timeout=float("inf")), ValueError, ["timeout", "finite"]),
     ("timeout-neg-timedelta", dict(timeout=datetime.timedelta(seconds=-1)), ValueError, ["timeout", "> 0"]),
-    ("timeout-str", dict(timeout="30"), TypeError, ["timeout", "number of seconds", "timedelta"]),
+    ("timeout-str", dict(timeout="soon"), ValueError, ["timeout", "duration", "5m"]),
+    ("soft-str", dict(soft="yes please"), TypeError, ["soft", "True or False"]),
     ("timeout-none", dict(timeout=None), TypeError, ["timeout", "number of seconds"]),
     ("timeout-bool", dict(timeout=True), TypeError, ["timeout", "number of seconds"]),
     ("poll-equal", dict(timeout=5, poll_interval=5), ValueError, ["poll_interval", "< timeout"]),
     ("poll-greater", dict(timeout=5, poll_interval=6), ValueError, ["poll_interval", "< timeout"]),
     ("poll-zero", dict(poll_interval=0), ValueError, ["poll_interval", "> 0"]),
-    ("poll-str", dict(poll_interval="1"), TypeError, ["poll_interval", "number of seconds"]),
+    ("poll-str", dict(poll_interval="quickly"), ValueError, ["poll_interval", "duration"]),
     ("on-timeout", dict(on_timeout="explode"), ValueError, ["on_timeout", "'dump'", "'abort'"]),
     ("on-timeout-type", dict(on_timeout=1), ValueError, ["on_timeout", "'dump'", "'abort'"]),
     ("signal-kill", dict(signal=signal.SIGKILL), ValueError, ["signal", "SIGUSR1"]),
