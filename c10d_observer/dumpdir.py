@@ -24,6 +24,8 @@ Kinds of file (R: the rank, P: the rank's pid):
 ``verdict-<id>.json``                 watchdog, relay   each verdict as merged: the record, never rewritten
 ``relay-rank<R>.beat``                relay             the node's relays' liveness
 ``relay-seen.json``                   relay             store requests already seen
+``arrivals-rank<R>-pid<P>.json``      watchdog          the starts of the rank's recent calls
+``stragglers.json``                   watchdog (node)   who arrives last, per group (arrivals.py)
 ====================================  ================  ================================================
 
 A full ``dump_dir`` (``ENOSPC``, ``EDQUOT``) must not blind the observer: ``DumpDir`` then writes to a
@@ -53,15 +55,18 @@ VERDICT_TEXT = "verdict.txt"
 VERDICT_RECORD = "verdict-%s.json"
 RELAY_BEAT = "relay-rank%d.beat"
 RELAY_SEEN = "relay-seen.json"
+ARRIVALS = "arrivals-rank%s-pid%d.json"
+STRAGGLERS = "stragglers.json"
 
 REPORT_GLOB = "report-rank*.json"
 STATE_GLOB = "state-rank*.json"
 END_GLOB = "end-rank*.json"
 NODE_GLOB = "states-node*.json"
 RECORD_GLOB = "verdict-*.json"
+ARRIVALS_GLOB = "arrivals-rank*.json"
 
-_OURS = re.compile(r"^(report|state|end|stacks|pyspy|fr|signal)-rank|^states-node\d+\.json$|^stackreq-pid"
-                   r"|^(verdict|gather-request)\.|^verdict-.*\.json$|^relay-|^\.tmp-|^\.c10d_observer-")
+_OURS = re.compile(r"^(report|state|end|stacks|pyspy|fr|signal|arrivals)-rank|^states-node\d+\.json$|^stackreq-pid"
+                   r"|^(verdict|gather-request|stragglers)\.|^verdict-.*\.json$|^relay-|^\.tmp-|^\.c10d_observer-")
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 
@@ -107,6 +112,10 @@ def handler_name(rank, pid):
 
 def record_name(gather_id):
     return VERDICT_RECORD % re.sub(r"[^A-Za-z0-9_.-]", "_", str(gather_id))
+
+
+def arrivals_name(rank, pid):
+    return ARRIVALS % (_r(rank), pid)
 
 
 def beat_name(rank):

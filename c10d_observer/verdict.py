@@ -26,6 +26,7 @@ import json
 import os
 import re
 
+from . import arrivals as _arrivals
 from . import documents as _documents
 from . import dumpdir as _dumpdir
 from . import ordering as _ordering
@@ -152,7 +153,7 @@ def load(directory, default_dir=None):
     if records:
         v = with_outcome(records, docs)
     else:
-        v = analyze(docs)
+        v = analyze(docs, stragglers=_arrivals.read(directory))
         v["recorded"] = False
     v["exit_code"] = exit_code(v)
     return v, problems, directory
@@ -377,8 +378,9 @@ def _holds(hangs, by_rank, now):
     return latest
 
 
-def analyze(by_rank, world_size=None, now=None):
-    """The verdict (a dict, the JSON contract) from one document per rank (RankDoc, or its JSON)."""
+def analyze(by_rank, world_size=None, now=None, stragglers=None):
+    """The verdict (a dict, the JSON contract) from one document per rank (RankDoc, or its JSON);
+    ``stragglers``: the node's stragglers document (arrivals.py), named in the verdict."""
     by_rank = _as_docs(by_rank)
     frames = {r: main_thread_frames(doc) for r, doc in by_rank.items()}
     if world_size is None:
@@ -470,6 +472,10 @@ def analyze(by_rank, world_size=None, now=None):
          "undecided": undecided, "stack_groups": _stack_groups(frames), "resolved": _resolved(by_rank, cands),
          "hosts": {str(r): {"host": d.host, "pid": d.pid, "py_spy_dump": _existing(d.py_spy_dump)}
                    for r, d in sorted(by_rank.items())}}
+    if stragglers:
+        v["stragglers"] = [dict(g["straggler"], stream=g["stream"], ranks=g["ranks"])
+                           for g in stragglers.get("groups") or () if g.get("straggler")]
+        v["straggler_lines"] = _arrivals.lines(stragglers, now)
     v["summary"] = summary_line(v)
     return v
 
@@ -805,6 +811,8 @@ def summary_line(v):
                                                  "s" if len(h["waiting_ranks"]) == 1 else ""))
         else:
             parts.append("every rank of it is in it (waiting: %s)" % rank_list(h["waiting_ranks"]))
+    if v.get("straggler_lines"):  # who has been arriving last, live (arrivals.py)
+        parts.append("straggler: %s" % v["straggler_lines"][0])
     return "c10d_observer: %s%s: %s" % (describe_call(h), stuck, "; ".join(parts))
 
 
@@ -873,6 +881,8 @@ def format_text(v, problems=()):
         lines.append("ended: rank %s: %s" % (r, why or "its process is gone"))
     if v["frozen_ranks"]:
         lines.append("frozen processes (no Python progress): %s" % rank_list(v["frozen_ranks"]))
+    for text in v.get("straggler_lines") or ():
+        lines.append("straggler: %s" % text)
     if v["stack_groups"]:
         lines.append("main-thread stacks, grouped (innermost frame first; the odd one out is usually the culprit):")
         for g in v["stack_groups"]:

@@ -31,6 +31,7 @@ import sys
 import time
 from collections import namedtuple
 
+from . import arrivals as _arrivals
 from . import callword as _cw
 from . import channel as _ch
 from . import config as _config
@@ -615,6 +616,9 @@ class Watchdog(object):
         self.ender = _io.Ender(cfg, reader, dd, kill, log, wall)
         self.snap = ()
         self.report_due = False  # a report to write (or to retry: the last write failed)
+        self.arrivals = _arrivals.ArrivalLog()  # the starts of this rank's calls, written every period
+        self.stragglers = _arrivals.Stragglers()  # the node's join, where this rank's watchdog leads it
+        self.arrivals_due = clock() + int(_arrivals.PERIOD_S * 1e9)
         self.run_action = {  # what each action does (the effect's owner), by kind
             "report": self._report, "say": self._say, "say_overdue": self._say_overdue,
             "notify": lambda reason, now: self.notifier.notify(reason), "stacks": self._stacks,
@@ -623,7 +627,7 @@ class Watchdog(object):
             "gather": self._request_gather, "answer": self._answer, "merge": self._merge, "hold": self._hold,
             "abort": self._abort, "abort_culprit": self._abort_culprit,
             "error_file": lambda d, now: self.ender.error_file(*d), "term": lambda _, now: self.ender.term(),
-            "kill": lambda _, now: self.ender.kill_now()}
+            "kill": lambda _, now: self.ender.kill_now(), "arrivals": self._arrivals}
         if cfg.restarts:  # a watchdog of this rank died: what it reported stays reported
             self.detector.restore(self.docs.reported(), reader.snapshot())
 
@@ -642,7 +646,11 @@ class Watchdog(object):
         """What to do now, as Actions: the protocols' steps, then the detector's decisions."""
         self.taker.reap_py_spy()
         out = self._protocols(now_ns, abort=False)
-        self.snap = self.reader.snapshot(passed=self.detector.learner is not None)
+        self.snap = self.reader.snapshot(passed=True)
+        self.arrivals.observe(self.snap, now_ns, self.wall())
+        if now_ns >= self.arrivals_due:
+            self.arrivals_due = now_ns + int(_arrivals.PERIOD_S * 1e9)
+            out.append(Action("arrivals", None))
         ending = self.abort.phase in (Abort.TERM, Abort.KILL)
         out += self.detector.tick(self.snap, now_ns, self.wall(), self.docs.dead_peers, aborting=ending)
         if self.report_due and not any(a.kind == "report" for a in out):
@@ -781,6 +789,22 @@ class Watchdog(object):
         self.say_once("rank %s: the hard verdict is held until %s: %s" % (
             self.docs.rank(), short_clock(until), v.get("held_why") or "a rank it waits for is in a declared phase"),
             key=("hold", until))
+
+    def _arrivals(self, _, now_ns):
+        """Write this rank's starts since the last period; the node's leader (its lowest rank that wrote
+        within three periods) joins every rank's and writes stragglers.json."""
+        rank = self.docs.rank()
+        wall_now = self.wall()
+        members = {str(st.desc.get("stream")): st.desc.get("ranks") for st in self.snap
+                   if isinstance(st.desc.get("ranks"), list)}
+        # the last KEEP starts of each stream, every period: the leader joins the calls every member has
+        self.files.write_arrivals(self.arrivals.document(rank, self.cfg.rank_pid, self.cfg.job_id, wall_now, members))
+        docs = self.files.read_arrivals(wall_now - 3 * _arrivals.PERIOD_S)
+        if docs and rank == min(d["rank"] for d in docs):
+            known = {}
+            for d in docs:
+                known.update((k, v) for k, v in (d.get("members") or {}).items() if v)
+            self.files.write_stragglers(self.stragglers.update(docs, known, wall_now))
 
     def _merge(self, _, now_ns):
         gid, asked = self.gather.merged()

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import time
 
+from . import arrivals as _arrivals
 from . import channel as _ch
 from . import config as _config
 from . import documents as _documents
@@ -340,6 +341,22 @@ class GatherFiles(object):
                 docs = ()  # written atomically: never half a file; read again if it changes
             gather.count(p, key, [d for d in docs if d.job_id == self.cfg.job_id], gid)
 
+    def write_arrivals(self, doc):
+        self.dd.write_json(_dumpdir.arrivals_name(doc["rank"], doc["pid"]), doc)
+
+    def read_arrivals(self, since):
+        """This job's ranks' arrivals documents written since ``since`` (wall)."""
+        out = []
+        for path in self.dd.glob(_dumpdir.ARRIVALS_GLOB):
+            doc = _dumpdir.read_json(path)
+            if (isinstance(doc, dict) and isinstance(doc.get("rank"), int) and doc.get("job_id") == self.cfg.job_id
+                    and (doc.get("written_at") or 0) >= since):
+                out.append(doc)
+        return out
+
+    def write_stragglers(self, doc):
+        self.dd.write_json(_dumpdir.STRAGGLERS, doc)
+
     @staticmethod
     def stacks_arrived(wanted):
         stack_dump, before = wanted
@@ -348,7 +365,8 @@ class GatherFiles(object):
     def merge(self, gid, waited_s):
         """verdict.txt, verdict.json and the record, from every rank's answer to ``gid``; the summary line."""
         docs, _ = _verdict.load_docs(self.cfg.dump_dir, gather_id=gid)
-        v = _verdict.analyze(docs, world_size=self.reader.rank()[1] or None)
+        v = _verdict.analyze(docs, world_size=self.reader.rank()[1] or None,
+                             stragglers=_arrivals.read(self.cfg.dump_dir))
         v["gather_id"] = gid
         v["gather_s"] = round(waited_s, 3)
         v["verdict_at"] = self.wall()

@@ -2,7 +2,8 @@
 torchrun (rank, world and store then come from the launcher's environment).
 
 argv: store file (unused under torchrun), work dir.  Rank 1 skips the second all_reduce until WORK/release exists.  Each rank
-writes WORK/rank<R>.json: whether an observer was active in it, and its pid."""
+writes WORK/rank<R>.json: whether an observer was active in it, and its pid; and WORK/handler<R>.json: how
+many times the SIGUSR1 handler it installed before the observer started ran."""
 import json
 import os
 import sys
@@ -14,6 +15,9 @@ import torch.multiprocessing as mp
 
 
 def rank_main(rank, store, work):
+    import signal
+    calls = []
+    signal.signal(signal.SIGUSR1, lambda s, f: calls.append(s))  # the job's own handler, before the observer
     if "LOCAL_RANK" in os.environ:  # a worker of a launcher
         dist.init_process_group("gloo")
     else:
@@ -28,6 +32,9 @@ def rank_main(rank, store, work):
         while not os.path.exists(os.path.join(work, "release")):
             time.sleep(0.02)
     dist.all_reduce(t)
+    dist.barrier()  # past the hang: what the observer sent has been handled
+    with open(os.path.join(work, "handler%d.json" % rank), "w") as f:
+        json.dump({"calls": len(calls)}, f)
     dist.destroy_process_group()
 
 

@@ -846,3 +846,21 @@ def checkpoint(ctx):
     _jittered_steps(ctx, 5, t)
     ctx.record(result=t[0].item())
     c10d_observer.disable()
+
+
+def straggler(ctx):
+    """``steps`` steps of ``step_s`` compute and an all_reduce; rank ``slow`` (if any) computes 40 % longer
+    every step (it arrives last); then rank ``culprit`` (if any) stalls before the next all_reduce."""
+    _enable(ctx)
+    t = torch.ones(64)
+    x = torch.ones(32, 32)
+    for _ in range(ctx.args["steps"]):
+        until = time.monotonic() + ctx.args["step_s"] * (1.4 if ctx.rank == ctx.args.get("slow") else 1.0)
+        while time.monotonic() < until:
+            x = (x @ x).clamp_(-1, 1)
+        dist.all_reduce(t)
+    ctx.record(trained=True)
+    if ctx.rank == ctx.args.get("culprit"):
+        ctx.stall_until_released()
+    dist.all_reduce(t)
+    c10d_observer.disable()

@@ -55,7 +55,11 @@ def _job(tmp_path, cmd):
     assert v["culprit_ranks"] == [1] and v["hangs"][0]["waiting_ranks"] == [0], (v["summary"], out)
     ranks = [json.load(open(str(work / ("rank%d.json" % r)))) for r in (0, 1)]
     assert all(r["observed"] for r in ranks), ranks
-    pids = {json.load(open(p))["pid"] for p in glob.glob(str(dump / "*-rank*.json"))}
+    pids = {json.load(open(p))["pid"] for p in glob.glob(str(dump / "report-rank*.json")) + glob.glob(
+        str(dump / "state-rank*.json"))}
+    # the signal contract: the job's own SIGUSR1 handler ran once on the rank that waited, never on the culprit
+    calls = [json.load(open(str(work / ("handler%d.json" % r))))["calls"] for r in (0, 1)]
+    assert calls == [1, 0], calls
     return work, ranks, pids
 
 

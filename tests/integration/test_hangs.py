@@ -138,8 +138,10 @@ def test_a_burst_of_10000_async_calls_keeps_the_stuck_one(job_factory, source):
     # reached the front of their stream, so none is overdue as the burst drains (issue 25); and no call
     # read as started at boot (a call whose slot was taken once read as hours "in flight")
     # (the flight-recorder source puts the oldest and the newest 128 calls of a burst in the channel, not
-    # the ones between: a call at the channel's front may still queue behind those, docs/sources.md)
-    every_call = source != "flight_recorder"
+    # the ones between: a call at the channel's front may still queue behind those, docs/sources.md; the
+    # hooks stand-in hands its events over after the fact, from a queue that a burst fills: a call's end
+    # may come seconds late.  The patch and pg_hooks sources see each call start and end as it does)
+    every_call = source in ("patch", "pg_hooks")
     for r, rep_r in job.reports().items():
         seqs = [e["seq"] for e in rep_r["overdue"]]
         if every_call or r == 0:

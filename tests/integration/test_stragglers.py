@@ -1,0 +1,35 @@
+"""The rank that arrives last, live (issue 26): real gloo ranks, the patch source (it records each call's
+start on the call path; a recorder source's starts are when its reader saw the call: too coarse)."""
+import json
+import os
+
+from harness import read_verdict, wait_until
+
+
+def _stragglers(job):
+    try:
+        with open(os.path.join(job.dump_dir, "stragglers.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def test_a_rank_40_percent_slower_every_step_is_named_and_every_verdict_says_so(job_factory):
+    job = job_factory("straggler", 3, steps=250, step_s=0.04, slow=2, culprit=1, timeout=1.0, source="patch")
+    doc = wait_until(lambda: (_stragglers(job) or {}).get("groups") and _stragglers(job)["groups"][0]["straggler"]
+                     and _stragglers(job), 90, "a straggler named in stragglers.json\n" + job.log_text())
+    s = doc["groups"][0]["straggler"]
+    assert s["rank"] == 2 and s["share"] >= 0.5 and s["median_lag_s"] > 0.004, doc
+    v = read_verdict(job.dump_dir, 90, job.log_text())  # then rank 1 stalls: the verdict names the straggler too
+    job.release()
+    assert job.finish() == [0, 0, 0], job.log_text()
+    assert v["culprit_ranks"] == [1] and v["stragglers"][0]["rank"] == 2, v
+    assert "straggler: rank 2 arrived last at" in v["summary"], v["summary"]
+
+
+def test_a_balanced_job_names_nobody(job_factory):
+    job = job_factory("straggler", 3, steps=250, step_s=0.04, timeout=30.0, source="patch")
+    assert job.finish(timeout=120) == [0, 0, 0], job.log_text()
+    doc = _stragglers(job)
+    assert doc and doc["groups"] and doc["groups"][0]["calls"] >= 50, doc  # enough for the rule to speak
+    assert all(g["straggler"] is None for g in doc["groups"]), doc
