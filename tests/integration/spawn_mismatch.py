@@ -1,7 +1,6 @@
 """A job that knows nothing of c10d_observer, started with torch.multiprocessing.spawn (issue 24, row 6):
 three ranks; at the second call rank 2 broadcasts where the others all_reduce.  Run under
 ``c10d-observer run --on-timeout abort``.  argv: store file, work dir."""
-import os
 import sys
 
 import torch

@@ -1,9 +1,7 @@
 """No timeout to choose (issue 26): learned (soft) deadlines and the hard one, declared phases, with real
 gloo ranks and real watchdogs.  Timings here have generous bounds; what they are is measured in
 benchmarks/false_alarms.py."""
-import os
-
-from harness import read_verdict, wait_until
+from harness import read_verdict
 
 
 def _first_verdict(job, timeout=90):
