@@ -565,16 +565,21 @@ def _mismatch(ops, calls, kind="op"):
             "text": ", ".join("%s %s" % (rank_list(rs), op) for op, rs in by_op.items())}
 
 
-def _in_cycle(hangs, start):
-    seen, todo = set(), list(hangs[start]["caused_by"])
+def _reaches(hangs, a, b):
+    """Whether hang ``b`` is reached from hang ``a`` along caused_by (in one step or more)."""
+    seen, todo = set(), list(hangs[a]["caused_by"])
     while todo:
-        j = todo.pop()
-        if j == start:
+        k = todo.pop()
+        if k == b:
             return True
-        if j not in seen:
-            seen.add(j)
-            todo.extend(hangs[j]["caused_by"])
+        if k not in seen:
+            seen.add(k)
+            todo.extend(hangs[k]["caused_by"])
     return False
+
+
+def _in_cycle(hangs, start):
+    return _reaches(hangs, start, start)
 
 
 def _order_cycles(hangs, cycles, by_rank, undecided):
@@ -625,17 +630,7 @@ def _order_cycles(hangs, cycles, by_rank, undecided):
 
 def _in_cycle_with(hangs, i, j):
     """Whether hang j is reachable from hang i along caused_by and back."""
-    def reach(a, b):
-        seen, todo = set(), [a]
-        while todo:
-            k = todo.pop()
-            if k == b:
-                return True
-            if k not in seen:
-                seen.add(k)
-                todo.extend(hangs[k]["caused_by"])
-        return False
-    return reach(i, j) and reach(j, i)
+    return i == j or (_reaches(hangs, i, j) and _reaches(hangs, j, i))
 
 
 def _stack_groups(frames_by_rank):

@@ -29,6 +29,19 @@ PY_SPY_EVERY_S = 60.0
 PY_SPY_LIMIT_S = 30.0
 
 
+class _Part(object):
+    """What every part holds: the watchdog's config, the channel's reader, dump_dir, the console, the
+    wall clock, and how to signal the rank."""
+
+    def __init__(self, cfg, reader, dd, log=None, wall=time.time, kill=os.kill):
+        self.cfg = cfg
+        self.reader = reader
+        self.dd = dd
+        self.log = log
+        self.wall = wall
+        self.kill = kill
+
+
 class RankDocs(object):
     """The rank's documents: what its watchdog knows of it, typed, written to dump_dir."""
 
@@ -152,18 +165,14 @@ class RankDocs(object):
         return sorted(set(out))
 
 
-class Notifier(object):
+class Notifier(_Part):
     """The configured signal, sent to the rank (once per hang: the Detector decides when), where the
     observer's handler is still the one installed: it then runs the handler the job had before enable().
     Where code replaced the observer's handler after enable(), it is never sent (it would run theirs), said
     once per handler."""
 
     def __init__(self, cfg, reader, dd, kill, log):
-        self.cfg = cfg
-        self.reader = reader
-        self.dd = dd
-        self.kill = kill
-        self.log = log
+        _Part.__init__(self, cfg, reader, dd, log, kill=kill)
         self.withheld_by = None
 
     def notify(self, reason=None):
@@ -195,17 +204,12 @@ class Notifier(object):
                 "signal_withheld": self.withheld_by is not None, "dump_signal": _config.signal_name(self.cfg.dump_signal)}
 
 
-class StackTaker(object):
+class StackTaker(_Part):
     """The rank's stacks: a request file its helper thread answers (dump_threads, with the GIL held), the
     dump signal where it cannot (faulthandler's dump from C, on the observer's own signal), py-spy beside."""
 
     def __init__(self, cfg, reader, dd, kill, log, wall):
-        self.cfg = cfg
-        self.reader = reader
-        self.dd = dd
-        self.kill = kill
-        self.log = log
-        self.wall = wall
+        _Part.__init__(self, cfg, reader, dd, log, wall, kill)
         self.windows = cfg.windows
         self.name = os.path.basename(cfg.stack_path)
         self.py_spy = cfg.py_spy  # its path where installed: native + Python stacks, taken from outside
@@ -276,16 +280,12 @@ class StackTaker(object):
         self.py_spy_proc = None
 
 
-class GatherFiles(object):
+class GatherFiles(_Part):
     """The gather's files on one node: the request, the answers (states, ends, other nodes' states), the
     verdict and its record.  The Gather protocol decides when; this reads and writes."""
 
     def __init__(self, cfg, reader, dd, wall, log):
-        self.cfg = cfg
-        self.reader = reader
-        self.dd = dd
-        self.wall = wall
-        self.log = log
+        _Part.__init__(self, cfg, reader, dd, log, wall)
         self.request_key = None  # (mtime_ns, size) of the request file last looked at
         self.verdict_key = None  # (mtime_ns, size) of verdict.json last looked at
 
@@ -379,16 +379,11 @@ class GatherFiles(object):
         return v
 
 
-class Ender(object):
+class Ender(_Part):
     """on_timeout="abort": the rank's torchelastic error file, then SIGTERM, then SIGKILL."""
 
     def __init__(self, cfg, reader, dd, kill, log, wall):
-        self.cfg = cfg
-        self.reader = reader
-        self.dd = dd
-        self.kill = kill
-        self.log = log
-        self.wall = wall
+        _Part.__init__(self, cfg, reader, dd, log, wall, kill)
         self.error_written = False  # this rank's error file holds the verdict
 
     def error_file(self, verdict, culprit):
