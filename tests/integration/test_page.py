@@ -1,7 +1,6 @@
 """report DIR --html: one self-contained page of where every rank is, made from a real hang's documents
 and loaded in a real headless browser (Debian's chromium; .ci/run installs it; the browser checks skip,
 saying so, where it is missing)."""
-import json
 import os
 import re
 import shutil
@@ -82,11 +81,8 @@ def test_at_1024_ranks_the_page_opens_on_the_ranks_that_matter(stuck_dir, tmp_pa
     filter, on by default past 64 ranks, shows the ranks of the stuck call."""
     docs, _ = verdict.load_docs(stuck_dir)
     for r in range(3, 1024):
-        d = json.loads(json.dumps(docs[0]))
-        d["rank"] = r
-        docs[r] = d
-    for d in docs.values():
-        d["world_size"] = 1024
+        docs[r] = docs[0]._replace(rank=r)
+    docs = {r: d._replace(world_size=1024) for r, d in docs.items()}
     v = verdict.analyze(docs)
     h = v["hangs"][0]
     matter = set(h["waiting_ranks"]) | set(h["missing_ranks"]) | set(v["culprit_ranks"])
