@@ -7,7 +7,11 @@ from ._unset import UNSET as _UNSET
 from ._version import __version__
 
 __all__ = ["enable", "disable", "capabilities", "load_verdict", "phase", "begin_phase", "end_phase", "Verdict",
-           "__version__"]
+           "HANG_EXIT_CODE", "__version__"]
+
+# on_timeout="abort": every rank the observer ends exits with this code: "a collective hang was found; the
+# verdict is in dump_dir" (EX_TEMPFAIL of sysexits.h), never a crash's code (config.HANG_EXIT_CODE)
+HANG_EXIT_CODE = 75
 
 
 def enable(timeout=_UNSET, *, poll_interval=_UNSET, dump_dir=_UNSET, signal=_UNSET, source=_UNSET,
@@ -26,8 +30,10 @@ def enable(timeout=_UNSET, *, poll_interval=_UNSET, dump_dir=_UNSET, signal=_UNS
         None: no signal.  Stacks never need it (the rank's helper thread writes them).
     source: "auto" (default; $C10D_OBSERVER_SOURCE) or the name of an event source, see capabilities().
     on_timeout: "dump" (report and stacks; training goes on; default, $C10D_OBSERVER_ON_TIMEOUT) or
-        "abort" (at the hard deadline only: then SIGTERM, and SIGKILL 10 s later, so that the launcher can
-        restart the job; the culprit first).
+        "abort" (at the hard deadline only, once the verdict is merged: every rank of the hang, the culprit
+        first, exits with HANG_EXIT_CODE (75), "a collective hang was found; the verdict is in dump_dir",
+        and torchrun's error file names the culprit; a rank that cannot run Python ends by SIGTERM, then
+        SIGKILL 10 s later).
     on_hang: a callable taking one argument, or None.  Called in this rank, on a helper thread (never in a
         signal handler), with a Verdict (see load_verdict; ``.level`` "soft" or "hard") once a verdict with
         stuck calls is merged, or, where none comes within the gather window, with the verdict made from
@@ -74,7 +80,9 @@ def end_phase():
 def load_verdict(dump_dir):
     """The verdict for a dump_dir as ``report DIR --json`` gives it, as a Verdict: ``.hangs`` (each with
     ``.op``, ``.seq``, ``.group``, ``.waiting_ranks``, ``.missing_ranks``, ...), ``.culprit_ranks``,
-    ``.ranks_silent``, ``.ranks_dead``, ``.resolved``, ``.summary``, ``.exit_code``, ``.text``,
+    ``.culprits`` (each culprit's ``.rank``, ``.node`` as its scheduler names it, ``.node_from``, ``.host``,
+    ``.pid``, and the job's ``.slurm_job_id``/``.torchelastic_run_id`` where set), ``.ranks_silent``,
+    ``.ranks_dead``, ``.resolved``, ``.summary``, ``.exit_code``, ``.text``,
     ``.to_dict()``.  Reads DIR/c10d_observer where DIR holds nothing (the job's folder).  Raises ValueError
     naming the folder where it holds no report, state or torch dump.  Needs no torch."""
     from .on_hang import load_verdict as _load

@@ -86,7 +86,22 @@ def build_parser():
                           "call and the culprits marked), the calls in flight on a timeline, the verdict")
     rep.add_argument("--json", action="store_true",
                      help="print the verdict as one JSON object (version 1: hangs, culprit_ranks, "
-                          "ranks_reporting, ranks_silent, ...)")
+                          "culprits (each with its node, host, pid and the job's ids), ranks_reporting, ...)")
+    rep.add_argument("--exclude", action="store_true",
+                     help="print only the culprits' nodes, in Slurm's hostlist syntax (for sbatch --exclude "
+                          "or scontrol's ExcNodeList; the node as the scheduler names it: "
+                          "$C10D_OBSERVER_NODE_NAME, $SLURMD_NODENAME, Kubernetes' $NODE_NAME, else the host "
+                          "name); an empty line when no culprit is known.  Exit code 0, or 2 as above.")
+
+    watch = sub.add_parser("watch", help="a live view of a running job: where every rank is in every group",
+                           description="Redraw, every second, the job's ranks x groups: each rank's call in "
+                                       "flight on each group and for how long (! past the timeout), or the last "
+                                       "it completed; then the overdue calls, the stragglers and the latest "
+                                       "verdict.  The watchdogs sharing DIR write their ranks' positions while "
+                                       "a view is open.  Ctrl-C ends it (exit 0); exit 2 if DIR is not a folder.")
+    watch.add_argument("dir", help="the job's dump_dir")
+    watch.add_argument("--interval", type=_duration, default=1.0, help="seconds between frames (default 1)")
+    watch.add_argument("--once", action="store_true", help="print one frame and exit (scripts, logs)")
 
     demo = sub.add_parser("demo", help="spawn a few CPU ranks on gloo, hang one, show the detection")
     demo.add_argument("--ranks", type=int, default=4, help="number of ranks (default 4)")
@@ -128,7 +143,10 @@ def main(argv=None):
     if args.command == "run":
         return _run(args)
     if args.command == "report":
-        return _print_report(args.dir, args.json, args.html)
+        return _print_report(args.dir, args.json, args.html, args.exclude)
+    if args.command == "watch":
+        from . import live
+        return live.watch(args.dir, args.interval, args.once)
     if args.command == "demo":
         from . import demo
         return demo.main(args)
@@ -226,11 +244,11 @@ def _warn_on_spawn():
 RUN_OPTIONS = ("--timeout", "--poll-interval", "--dump-dir", "--source", "--on-timeout", "--signal")
 
 
-def _print_report(directory, as_json=False, html_path=None):
+def _print_report(directory, as_json=False, html_path=None, exclude=False):
     """``report DIR``: the verdict (the record merged while the job ran, with what happened after; else made
     now), then the per-rank reports.  Output to a closed pipe (``| head``) ends quietly."""
     try:
-        return _report_to(directory, as_json, html_path)
+        return _report_to(directory, as_json, html_path, exclude)
     except BrokenPipeError:
         try:  # the reader left: nothing more to say, and no traceback at exit either
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -240,7 +258,7 @@ def _print_report(directory, as_json=False, html_path=None):
         return 0
 
 
-def _report_to(directory, as_json, html_path):
+def _report_to(directory, as_json, html_path, exclude=False):
     from . import verdict as _verdict
     try:
         v, problems, read = _verdict.load(directory, DEFAULT_DIR)
@@ -262,6 +280,10 @@ def _report_to(directory, as_json, html_path):
             sys.stderr.write("c10d-observer report: error: --html %s: %s\n" % (html_path, e))
             return 2
         sys.stderr.write("c10d-observer report: page written to %s\n" % html_path)
+    if exclude:  # a script's input: the nodes, nothing else; whether a hang was found is in --json
+        sys.stdout.write(_verdict.culprit_nodes(v) + "\n")
+        sys.stdout.flush()
+        return 0
     if as_json:
         import json
         out = _verdict.public(v)

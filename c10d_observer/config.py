@@ -22,6 +22,10 @@ ENV_SIGNAL = "C10D_OBSERVER_SIGNAL"
 ENV_SOFT = "C10D_OBSERVER_SOFT"
 
 DEFAULT_TIMEOUT = 300.0
+# on_timeout="abort": the exit code of every rank the observer ends, meaning "a collective hang was found; the
+# verdict is in dump_dir" (EX_TEMPFAIL of sysexits.h: a temporary failure, worth a retry elsewhere); a rank
+# whose threads hold the GIL ends by SIGTERM (then SIGKILL) instead
+HANG_EXIT_CODE = 75
 DEFAULT_DIR = "c10d_observer"
 DEFAULT_SOURCE = "auto"
 ON_TIMEOUT_CHOICES = ("dump", "abort")
@@ -252,6 +256,7 @@ class Windows(NamedTuple):
     abort_culprit: float  # ... and the culprits' end this long (the launcher names the first failure; the
     # culprit's watchdog sees the verdict within a poll, waits for its stacks, then ends it)
     abort_stacks: float  # ... and the stack dump until the file stops growing, at most this long
+    abort_exit: float  # ... and the rank's own exit with HANG_EXIT_CODE this long, then SIGTERM
     abort_kill_after: float  # SIGKILL this long after SIGTERM
     restart_window: float  # a watchdog that died is started again, at most 3 times in this long
 
@@ -273,7 +278,7 @@ def windows(poll, nodes=1):
                    gather_wait_max=gmax, gather_quiet=max(1.0, 2 * poll), merge_look=0.05, settle=2 * poll + 0.5,
                    relay_window=gmax + 1.0, relay_fresh=3 * poll + 1.0, on_hang_wait=gmax + 2 * poll,
                    abort_verdict=gmax + 1.0, abort_culprit=3 * poll + 6.0, abort_stacks=5.0,
-                   abort_kill_after=10.0, restart_window=60.0)
+                   abort_exit=2 * poll + 1.5, abort_kill_after=10.0, restart_window=60.0)
 
 
 class WatchdogConfig(NamedTuple):
@@ -294,6 +299,7 @@ class WatchdogConfig(NamedTuple):
     soft: bool = True  # learned (soft) deadlines beside the timeout (the hard one)
     host: str = ""
     job_id: str = ""
+    scheduler: Optional[dict] = None  # the rank's node as its scheduler names it, the job's ids (scheduler.py)
     error_file: str = ""  # torchelastic's error file for this rank (TORCHELASTIC_ERROR_FILE), for abort
     py_spy: Optional[str] = None
     torch_version: Optional[str] = None

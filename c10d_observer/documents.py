@@ -313,6 +313,7 @@ class RankDoc(NamedTuple):
     ages_at_least: bool = False  # a torch dump's ages are lower bounds (torch_fr.py)
     relayed_from: Optional[str] = None
     phase: Optional[dict] = None  # the phase the rank declared: {name, since, until (Unix s or None), up_to_s}
+    scheduler: Optional[dict] = None  # its node as the scheduler names it, the job's ids (scheduler.py)
     path: Optional[str] = None  # where it was read from (not written)
     extra: Optional[dict] = None
 
@@ -377,7 +378,7 @@ class RankDoc(NamedTuple):
                 d[k] = [x.to_json() for x in v]
             elif k == "extra":
                 continue
-            elif k == "path" or (k in ("stacks_text", "relayed_from", "phase") and v is None):
+            elif k == "path" or (k in ("stacks_text", "relayed_from", "phase", "scheduler") and v is None):
                 continue
             else:
                 d[k] = v
@@ -411,7 +412,8 @@ class RankDoc(NamedTuple):
                    tuple(Overdue.from_json(e) for e in d.get("overdue") or () if isinstance(e, dict)),
                    fr if isinstance(fr, dict) else None, d.get("config") if isinstance(d.get("config"), dict) else {},
                    d.get("signal_handler"), bool(d.get("ages_at_least")), d.get("relayed_from"),
-                   d.get("phase") if isinstance(d.get("phase"), dict) else None, path, extra)
+                   d.get("phase") if isinstance(d.get("phase"), dict) else None,
+                   d.get("scheduler") if isinstance(d.get("scheduler"), dict) else None, path, extra)
 
 
 NODE_KIND = "node_states"

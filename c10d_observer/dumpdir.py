@@ -18,6 +18,9 @@ Kinds of file (R: the rank, P: the rank's pid):
 ``pyspy-rank<R>-pid<P>.txt``          watchdog          py-spy's native and Python stacks
 ``fr-rank<R>-pid<P>.json``            rank              flight-recorder entries near the calls in flight
 ``stackreq-pid<P>.json``              watchdog -> rank  "write your stacks" (the helper thread answers)
+``exitreq-pid<P>.json``               watchdog -> rank  on_timeout=abort: "exit with HANG_EXIT_CODE"
+``watch-request.json``                ``watch``         a live view is open: write live documents
+``live-rank<R>-pid<P>.json``          watchdog          the rank's positions now, while a view is open
 ``signal-rank<R>-pid<P>.json``        rank              the observer's handler was replaced: by what
 ``gather-request.json``               watchdog, relay   the gather now on
 ``verdict.json``, ``verdict.txt``     watchdog, relay   the latest verdict
@@ -48,6 +51,10 @@ STACKS = "stacks-rank%s-pid%d.txt"
 PYSPY = "pyspy-rank%s-pid%d.txt"
 FR = "fr-rank%s-pid%d.json"
 STACK_REQUEST = "stackreq-pid%d.json"
+EXIT_REQUEST = "exitreq-pid%d.json"
+WATCH_REQUEST = "watch-request.json"
+LIVE = "live-rank%s-pid%d.json"
+LIVE_GLOB = "live-rank*.json"
 HANDLER = "signal-rank%s-pid%d.json"
 GATHER = "gather-request.json"
 VERDICT_JSON = "verdict.json"
@@ -65,8 +72,9 @@ NODE_GLOB = "states-node*.json"
 RECORD_GLOB = "verdict-*.json"
 ARRIVALS_GLOB = "arrivals-rank*.json"
 
-_OURS = re.compile(r"^(report|state|end|stacks|pyspy|fr|signal|arrivals)-rank|^states-node\d+\.json$|^stackreq-pid"
-                   r"|^(verdict|gather-request|stragglers)\.|^verdict-.*\.json$|^relay-|^\.tmp-|^\.c10d_observer-")
+_OURS = re.compile(r"^(report|state|end|stacks|pyspy|fr|signal|arrivals|live)-rank|^states-node\d+\.json$"
+                   r"|^(stack|exit)req-pid|^(verdict|gather-request|stragglers|watch-request)\.|^verdict-.*\.json$"
+                   r"|^relay-|^\.tmp-|^\.c10d_observer-")
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 
@@ -104,6 +112,14 @@ def fr_name(rank, pid):
 
 def stack_request_name(pid):
     return STACK_REQUEST % pid
+
+
+def exit_request_name(pid):
+    return EXIT_REQUEST % pid
+
+
+def live_name(rank, pid):
+    return LIVE % (_r(rank), pid)
 
 
 def handler_name(rank, pid):

@@ -21,6 +21,7 @@ from . import compat
 from . import config as _config
 from . import dumpdir as _dumpdir
 from . import relay as _relay
+from . import scheduler as _scheduler
 from . import signals as _signals
 from . import tracker as _tracker
 
@@ -183,7 +184,8 @@ class Observer(object):
             tracker = _tracker.Tracker(chan, cfg.poll_interval)
             tracker.rank = rank
             tracker.timeout = cfg.timeout
-            checks = [_stack_requests(self.dd, _dumpdir.stack_request_name(pid), self.stack_path)]
+            checks = [_stack_requests(self.dd, _dumpdir.stack_request_name(pid), self.stack_path),
+                      _exit_requests(self.dd, _dumpdir.exit_request_name(pid), rank, time.time())]
             if notify is not None:
                 checks.insert(0, _handler_check(notify, chan, self.dd, _dumpdir.handler_name(rank, pid),
                                                 _config.signal_name(cfg.signal)))
@@ -239,7 +241,7 @@ class Observer(object):
             poll_interval=cfg.poll_interval, nodes=_relay.nodes() if _relay.multi_node() else 1,
             channel=chan.path, channel_fd=chan.fd, signal=cfg.signal, signal_name=_config.signal_name(cfg.signal),
             dump_signal=self.dump_signal.signum, on_timeout=cfg.on_timeout, soft=cfg.soft, host=compat.hostname(),
-            job_id=_job_id(),
+            job_id=_job_id(), scheduler=_scheduler.info(),
             error_file=os.environ.get("TORCHELASTIC_ERROR_FILE", ""), py_spy=_py_spy(),
             torch_version=caps["torch_version"], source_in_use=self.source,
             source_reasons={s: r["reason"] for s, r in caps["sources"].items()}, source_plan=self.plan,
@@ -386,6 +388,59 @@ def _stack_requests(dd, request, stack_path):
             _signals.dump_threads(stack_path, doc.get("header") or "stacks asked by the watchdog", dd)
         except Exception:
             log.debug("c10d_observer: could not write the stacks", exc_info=True)
+    return check
+
+
+def _exit_requests(dd, request, rank, since):
+    """Run by the rank's helper thread every poll or half poll.  Under on_timeout="abort" the watchdog asks
+    the rank to end itself with HANG_EXIT_CODE, so that a launcher tells "a hang was found" from a crash by
+    the code: first *armed* (at the hard detection: from now on, whatever ends this process ends it with that
+    code: under gloo the culprit's end makes the collective raise in the ranks that wait, before their own
+    turn), then *now* (the main thread waits in a collective with the GIL released, and this thread ends
+    the process; where a thread holds the GIL this never runs, and the watchdog's SIGTERM follows).
+    os._exit: the stuck call would never let atexit handlers or finally blocks finish."""
+    state = {"armed": False}
+
+    def end(code, why):
+        _say("rank %s: %s; ending this rank with exit code %d (on_timeout=abort); the verdict: %s"
+             % (rank, why, code, dd.path(_dumpdir.VERDICT_TEXT)))
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(code)
+
+    def at_exit(code):
+        try:  # the job's own exit handlers first (they ran already where the process is ending normally)
+            atexit.unregister(at_exit)
+            atexit._run_exitfuncs()
+        finally:
+            end(code, "a collective hang was found and this rank was being ended for it")
+
+    def check():
+        path = dd.path(request)
+        if not os.path.exists(path):
+            return
+        taken = path + ".taken"
+        try:  # taken away whole: a request written meanwhile (arm, then now) is a new file, never lost
+            os.rename(path, taken)
+        except OSError:
+            return
+        doc = _dumpdir.read_json(taken) or {}
+        try:
+            os.remove(taken)
+        except OSError:
+            pass
+        if not isinstance(doc.get("written_at"), (int, float)) or doc["written_at"] < since:
+            return  # an earlier process's with this pid
+        code = doc.get("code") if isinstance(doc.get("code"), int) else _config.HANG_EXIT_CODE
+        if not doc.get("now"):
+            if not state["armed"]:  # kept past disable(): the rank is being ended
+                state["armed"] = True
+                atexit.register(at_exit, code)
+            return
+        end(code, "a collective hang was found%s" % (" and this rank is its culprit" if doc.get("culprit") else ""))
     return check
 
 

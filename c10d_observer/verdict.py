@@ -155,6 +155,12 @@ def load(directory, default_dir=None):
     else:
         v = analyze(docs, stragglers=_arrivals.read(directory))
         v["recorded"] = False
+    if "culprits" not in v:  # a record written before culprits carried their node: the host stands for it
+        v["culprits"] = [dict(culprit_entry(r, None), **{k: (v.get("hosts") or {}).get(str(r), {}).get(k)
+                                                         for k in ("host", "pid")})
+                         for r in v.get("culprit_ranks") or ()]
+        for c in v["culprits"]:
+            c["node"], c["node_from"] = c["host"], "hostname" if c["host"] else None
     v["exit_code"] = exit_code(v)
     return v, problems, directory
 
@@ -470,8 +476,10 @@ def analyze(by_rank, world_size=None, now=None, stragglers=None):
          "exits": {str(r): d.exit_reason for r, d in sorted(by_rank.items()) if d.dead},
          "frozen_ranks": sorted(r for r, d in by_rank.items() if d.frozen), "world_size": world_size,
          "undecided": undecided, "stack_groups": _stack_groups(frames), "resolved": _resolved(by_rank, cands),
-         "hosts": {str(r): {"host": d.host, "pid": d.pid, "py_spy_dump": _existing(d.py_spy_dump)}
+         "hosts": {str(r): {"host": d.host, "pid": d.pid, "py_spy_dump": _existing(d.py_spy_dump),
+                            "node": (d.scheduler or {}).get("node") or d.host}
                    for r, d in sorted(by_rank.items())}}
+    v["culprits"] = [culprit_entry(r, by_rank.get(r)) for r in v["culprit_ranks"]]
     if stragglers:
         v["stragglers"] = [dict(g["straggler"], stream=g["stream"], ranks=g["ranks"])
                            for g in stragglers.get("groups") or () if g.get("straggler")]
@@ -757,6 +765,27 @@ def exit_code(v):
     return 3 if hangs or v.get("resolved") else 0
 
 
+def culprit_entry(rank, doc):
+    """What a scheduler needs of one culprit: its node by the scheduler's name for it (``node_from`` says
+    which: scheduler.NODE_SOURCES or "hostname"), its host and pid, the job's ids."""
+    out = {"rank": rank, "node": None, "node_from": None, "host": None, "pid": None}
+    if doc is None:
+        return out
+    sched = doc.scheduler or {}
+    out.update(host=doc.host, pid=doc.pid, node=sched.get("node") or doc.host,
+               node_from=sched.get("node_from") or ("hostname" if doc.host else None))
+    for key in ("slurm_job_id", "torchelastic_run_id"):
+        if sched.get(key):
+            out[key] = sched[key]
+    return out
+
+
+def culprit_nodes(v):
+    """The nodes of a verdict's culprits, as Slurm's hostlist (``report DIR --exclude``); '' for none."""
+    from .scheduler import hostlist
+    return hostlist(c.get("node") for c in v.get("culprits") or ())
+
+
 # -- text ---------------------------------------------------------------------------------------------
 def _existing(path):
     return path if path and os.path.exists(path) else None
@@ -872,6 +901,10 @@ def format_text(v, problems=()):
             describe_call(r), r.get("resolved_after_s"), rank_list(r["reported_by"])))
     lines.append("")
     lines.append("culprit ranks: %s" % (format_ranks(v["culprit_ranks"]) or "none found"))
+    named = [c for c in v.get("culprits") or () if c.get("node") and c.get("node_from") != "hostname"]
+    if named:  # the scheduler's name differs from the host's, or may: say which to exclude
+        lines.append("culprit nodes (%s): %s" % (", ".join(sorted(set(c["node_from"] for c in named))),
+                                                 culprit_nodes(v)))
     for r, why in sorted((v.get("exits") or {}).items(), key=lambda x: int(x[0])):
         lines.append("ended: rank %s: %s" % (r, why or "its process is gone"))
     if v["frozen_ranks"]:

@@ -38,6 +38,7 @@ from . import config as _config
 from . import documents as _documents
 from . import dumpdir as _dumpdir
 from . import watchdog_io as _io
+from .config import HANG_EXIT_CODE
 from .text import rank_list, short_clock
 
 Overdue = namedtuple("Overdue", "stream seq op start_ns")
@@ -525,6 +526,9 @@ class Gather(object):
         return gid, asked
 
 
+LIVE_PERIOD_S = 1.0  # c10d-observer watch redraws every second
+
+
 # -- abort ----------------------------------------------------------------------------------------------
 class Abort(object):
     """on_timeout="abort": end the rank so the launcher restarts the job, once the verdict is known.
@@ -532,10 +536,13 @@ class Abort(object):
     VERDICT: the gather this watchdog joined is merged (at most ``abort_verdict``) -> CULPRIT: a rank that
     waited lets the culprits end first, so that the launcher's first failure (torchrun's "Root Cause") is
     the culprit (at most ``abort_culprit``; skipped for the culprit itself) -> STACKS: the stack dump has
-    arrived (at most ``abort_stacks``) -> TERM: the error file written, SIGTERM sent -> KILL: SIGKILL once
-    ``abort_kill_after`` passed with the rank still there -> DONE."""
+    arrived (at most ``abort_stacks``) -> EXIT: the error file written, the rank asked to end itself with
+    HANG_EXIT_CODE (its helper thread does, within a poll, unless a thread holds the GIL) -> TERM: SIGTERM,
+    once ``abort_exit`` passed with the rank still there -> KILL: SIGKILL once ``abort_kill_after`` passed
+    -> DONE."""
 
-    IDLE, VERDICT, CULPRIT, STACKS, TERM, KILL, DONE = "idle", "verdict", "culprit", "stacks", "term", "kill", "done"
+    IDLE, VERDICT, CULPRIT, STACKS, EXIT, TERM, KILL, DONE = ("idle", "verdict", "culprit", "stacks", "exit", "term",
+                                                             "kill", "done")
 
     def __init__(self, windows):
         self.w = windows
@@ -572,8 +579,12 @@ class Abort(object):
                 return self.step(now_ns, verdict, culprits_ended, stacks_done)
         elif self.phase == self.STACKS:
             if stacks_done or waited > self.w.abort_stacks:
+                self._to(self.EXIT, now_ns)
+                return [Action("error_file", (None, self.culprit)), Action("exit_request", self.culprit)]
+        elif self.phase == self.EXIT:
+            if waited > self.w.abort_exit:
                 self._to(self.TERM, now_ns)
-                return [Action("error_file", (None, self.culprit)), Action("term", None)]
+                return [Action("term", None)]
         elif self.phase == self.TERM:
             if waited > self.w.abort_kill_after:
                 self._to(self.KILL, now_ns)
@@ -619,6 +630,7 @@ class Watchdog(object):
         self.arrivals = _arrivals.ArrivalLog()  # the starts of this rank's calls, written every period
         self.stragglers = _arrivals.Stragglers()  # the node's join, where this rank's watchdog leads it
         self.arrivals_due = clock() + int(_arrivals.PERIOD_S * 1e9)
+        self.live_due = clock()  # a live document each LIVE_PERIOD_S while a view is open (watch-request.json)
         self.run_action = {  # what each action does (the effect's owner), by kind
             "report": self._report, "say": self._say, "say_overdue": self._say_overdue,
             "notify": lambda reason, now: self.notifier.notify(reason), "stacks": self._stacks,
@@ -627,7 +639,9 @@ class Watchdog(object):
             "gather": self._request_gather, "answer": self._answer, "merge": self._merge, "hold": self._hold,
             "abort": self._abort, "abort_culprit": self._abort_culprit,
             "error_file": lambda d, now: self.ender.error_file(*d), "term": lambda _, now: self.ender.term(),
-            "kill": lambda _, now: self.ender.kill_now(), "arrivals": self._arrivals}
+            "exit_request": lambda culprit, now: self.ender.exit_request(culprit),
+            "kill": lambda _, now: self.ender.kill_now(), "arrivals": self._arrivals,
+            "live": lambda _, now: self.docs.live(self.detector.entries, self.snap, now)}
         if cfg.restarts:  # a watchdog of this rank died: what it reported stays reported
             self.detector.restore(self.docs.reported(), reader.snapshot())
 
@@ -651,7 +665,11 @@ class Watchdog(object):
         if now_ns >= self.arrivals_due:
             self.arrivals_due = now_ns + int(_arrivals.PERIOD_S * 1e9)
             out.append(Action("arrivals", None))
-        ending = self.abort.phase in (Abort.TERM, Abort.KILL)
+        if now_ns >= self.live_due:  # c10d-observer watch: a look for its request, once a second
+            self.live_due = now_ns + int(LIVE_PERIOD_S * 1e9)
+            if self.docs.watched(self.wall()):
+                out.append(Action("live", None))
+        ending = self.abort.phase in (Abort.EXIT, Abort.TERM, Abort.KILL)
         out += self.detector.tick(self.snap, now_ns, self.wall(), self.docs.dead_peers, aborting=ending)
         if self.report_due and not any(a.kind == "report" for a in out):
             out.append(Action("report", None))
@@ -725,6 +743,7 @@ class Watchdog(object):
 
     def _abort(self, _, now_ns):
         if self.abort.start(now_ns):
+            self.ender.arm(False)
             self.log("rank %s: on_timeout=abort: the rank will be ended once the verdict is merged" % self.docs.rank())
 
     # -- the gather ---------------------------------------------------------------------------------------
@@ -812,6 +831,7 @@ class Watchdog(object):
 
     def _abort_culprit(self, v, now_ns):
         if self.abort.start(now_ns, culprit=True, verdict=v):
+            self.ender.arm(True)
             self.log("rank %s: on_timeout=abort: this rank is a culprit of the hang (%s): it is ended first"
                      % (self.docs.rank(), v.get("summary", "")[len("c10d_observer: "):]))
 
@@ -851,9 +871,11 @@ class Watchdog(object):
         if self.detector.entries:
             self.act(Action("report", None))
         why = "process %d ended without disable() (%s)" % (self.cfg.rank_pid, reason)
-        if self.abort.phase in (Abort.TERM, Abort.KILL, Abort.DONE):
-            why = "ended by the observer (on_timeout=abort)%s" % (
-                ": it was a culprit of the hang" if self.abort.culprit else " after its call was overdue")
+        if self.abort.phase in (Abort.EXIT, Abort.TERM, Abort.KILL, Abort.DONE):
+            how = {Abort.EXIT: "exit code %d" % HANG_EXIT_CODE, Abort.TERM: "SIGTERM"}.get(self.abort.phase,
+                                                                                        "SIGKILL")
+            why = "ended by the observer (on_timeout=abort, %s)%s" % (
+                how, ": it was a culprit of the hang" if self.abort.culprit else " after its call was overdue")
         self.docs.end(self.detector.entries, False, why)
 
     # -- the loop ---------------------------------------------------------------------------------------------

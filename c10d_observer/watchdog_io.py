@@ -22,6 +22,7 @@ from . import config as _config
 from . import documents as _documents
 from . import dumpdir as _dumpdir
 from . import verdict as _verdict
+from .config import HANG_EXIT_CODE
 from .text import rank_list, short_clock
 
 HISTORY = 16  # calls kept per stream in a document (the verdict reads ops, sizes and the order of calls)
@@ -109,7 +110,8 @@ class RankDocs(object):
             self.reader.main_thread(), self.dd.path(os.path.basename(c.stack_path)), None, self.taker.py_spy_path(),
             None, self.stacks.size_before if self.stacks.asked_ns is not None else None,
             self.positions(snap, now_ns, wall_now), tuple(entries),
-            self._fr_entries(rank), c.public_config, self.notifier.handler_state(), phase=phase)
+            self._fr_entries(rank), c.public_config, self.notifier.handler_state(), phase=phase,
+            scheduler=c.scheduler)
         return doc._replace(**fields) if fields else doc
 
     def report(self, entries, snap, now_ns, deadlines=None):
@@ -127,6 +129,16 @@ class RankDocs(object):
         """state-rank<R>-pid<P>.json: this rank's position in every group, answering gather ``gather_id``."""
         return self.dd.write_json(self.name(_dumpdir.state_name),
                                   self.document("state", entries, gather_id=gather_id).to_json())
+
+    def live(self, entries, snap, now_ns):
+        """live-rank<R>-pid<P>.json: this rank's positions now, while ``c10d-observer watch`` is open."""
+        return self.dd.write_json(self.name(_dumpdir.live_name),
+                                  self.document("live", entries, snap, now_ns).to_json())
+
+    def watched(self, wall_now):
+        """A live view is open on dump_dir: its request (refreshed every second) is not past its ``until``."""
+        req = self.dd.read_json(_dumpdir.WATCH_REQUEST)
+        return isinstance(req, dict) and isinstance(req.get("until"), (int, float)) and req["until"] >= wall_now
 
     def end(self, entries, alive, exit_reason):
         """end-rank<R>-pid<P>.json: the rank ended (disable(), or its process is gone).  A state the verdict
@@ -396,9 +408,31 @@ class Ender(_Part):
                          old_format=str(self.cfg.torch_version or "").startswith("1.9"))
         self.error_written = True
 
+    def arm(self, culprit):
+        """At the hard detection: from now on, the rank's end (a collective that raised once the culprit
+        ended, under gloo) is with HANG_EXIT_CODE."""
+        try:
+            self.dd.write_json(_dumpdir.exit_request_name(self.cfg.rank_pid), {
+                "code": HANG_EXIT_CODE, "now": False, "culprit": bool(culprit), "written_at": self.wall()})
+        except OSError:
+            pass  # the exit request itself is written again; SIGTERM follows where it cannot be
+
+    def exit_request(self, culprit):
+        """Ask the rank to end itself with HANG_EXIT_CODE (its helper thread reads the file within a poll):
+        a launcher then tells a hang from a crash by the code; SIGTERM follows where it cannot."""
+        rank = self.reader.rank()[0]
+        self.log("rank %s: on_timeout=abort: asking rank pid %d to exit with code %d (a collective hang was "
+                 "found%s; the verdict is in %s)" % (rank, self.cfg.rank_pid, HANG_EXIT_CODE,
+                                                     ", this rank is its culprit" if culprit else "", self.cfg.dump_dir))
+        try:
+            self.dd.write_json(_dumpdir.exit_request_name(self.cfg.rank_pid), {
+                "code": HANG_EXIT_CODE, "now": True, "culprit": bool(culprit), "written_at": self.wall()})
+        except OSError as e:
+            self.log("rank %s: cannot ask the rank to exit (%s): SIGTERM follows" % (rank, e))
+
     def term(self):
-        self.log("rank %s: on_timeout=abort: sending SIGTERM to rank pid %d" % (self.reader.rank()[0],
-                                                                               self.cfg.rank_pid))
+        self.log("rank %s: on_timeout=abort: rank pid %d did not exit within %g s (a thread holds the GIL?): "
+                 "sending SIGTERM" % (self.reader.rank()[0], self.cfg.rank_pid, self.cfg.windows.abort_exit))
         self.kill(self.cfg.rank_pid, signal.SIGTERM)
 
     def kill_now(self):

@@ -369,16 +369,21 @@ def test_abort_of_the_culprit_skips_waiting_for_itself():
     a = Abort(W)
     a.start(0, culprit=True, verdict={"culprit_ranks": [1]})
     assert a.phase == Abort.CULPRIT
-    assert kinds(a.step(1, culprits_ended=False, stacks_done=True)) == ["error_file", "term"]
-    assert a.phase == Abort.TERM
+    assert kinds(a.step(1, culprits_ended=False, stacks_done=True)) == ["error_file", "exit_request"]
+    assert a.phase == Abort.EXIT
 
 
-def test_abort_stacks_to_term_then_kill():
+def test_abort_asks_the_rank_to_exit_then_terms_then_kills():
+    """The error file and the exit request (HANG_EXIT_CODE) first; SIGTERM only once the rank has not
+    exited within abort_exit (a thread holds the GIL); SIGKILL abort_kill_after later."""
     a = Abort(W)
     a.start(0, culprit=True)
     assert a.step(1, stacks_done=False) == [] and a.phase == Abort.STACKS
-    assert kinds(a.step(2 + int(W.abort_stacks * 1e9), stacks_done=False)) == ["error_file", "term"]
     t = 2 + int(W.abort_stacks * 1e9)
+    assert kinds(a.step(t, stacks_done=False)) == ["error_file", "exit_request"]
+    assert a.step(t + int(W.abort_exit * 1e9)) == [] and a.phase == Abort.EXIT
+    t += int(W.abort_exit * 1e9) + 1
+    assert kinds(a.step(t)) == ["term"] and a.phase == Abort.TERM
     assert a.step(t + int(W.abort_kill_after * 1e9)) == []
     assert kinds(a.step(t + int(W.abort_kill_after * 1e9) + 1)) == ["kill"] and a.phase == Abort.KILL
 

@@ -1,0 +1,54 @@
+"""Issue 28: what a launcher and a scheduler act on.  Under on_timeout="abort" every rank of a hang ends
+with HANG_EXIT_CODE (75), not a crash's code; the verdict carries each culprit's node as the scheduler names
+it and the job's ids; ``report DIR --exclude`` prints the nodes to leave out, in Slurm's syntax.
+Real gloo ranks; the Slurm variables are set in their environment as srun would (no Slurm runs here)."""
+import json
+import os
+import subprocess
+import sys
+
+import c10d_observer
+from harness import ROOT, wait_until
+
+
+def _report(dump_dir, *args):
+    return subprocess.run([sys.executable, "-m", "c10d_observer", "report", dump_dir] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+
+
+def test_under_abort_every_rank_exits_75_and_the_verdict_names_the_culprits_node(job_factory):
+    env = {"SLURMD_NODENAME": "gpu07", "SLURM_JOB_ID": "4242"}
+    job = job_factory("skip", 3, culprit=2, step=1, timeout=1.0, on_timeout="abort", env=env)
+    codes = job.finish(timeout=120)
+    log = job.log_text()
+    # the culprit stalls in Python, the others wait in all_reduce (or raise there once the culprit ended,
+    # under gloo): each ends with the code that says "a hang was found", never SIGTERM's or a crash's
+    assert codes == [c10d_observer.HANG_EXIT_CODE] * 3 == [75] * 3, (codes, log)
+    assert "rank 2: a collective hang was found and this rank is its culprit; ending this rank with exit code 75" \
+        in log, log
+    assert "sending SIGTERM" not in log, log
+    wait_until(lambda: len([n for n in os.listdir(job.dump_dir) if n.startswith("end-rank")]) == 3, 30,
+               "every rank's end\n" + log)
+
+    out = _report(job.dump_dir, "--json")
+    assert out.returncode == 1, out.stdout + out.stderr
+    v = json.loads(out.stdout)
+    assert v["culprit_ranks"] == [2], v["summary"]
+    [c] = v["culprits"]
+    assert (c["rank"], c["node"], c["node_from"], c["slurm_job_id"]) == (2, "gpu07", "SLURMD_NODENAME", "4242"), c
+    assert c["host"] and c["pid"] == job.procs[2].pid, c
+    ends = [json.load(open(os.path.join(job.dump_dir, n))) for n in os.listdir(job.dump_dir) if n.startswith("end-")]
+    assert all("exit code 75" in e["exit_reason"] for e in ends), [e["exit_reason"] for e in ends]
+
+    out = _report(job.dump_dir, "--exclude")
+    assert (out.returncode, out.stdout) == (0, "gpu07\n"), out
+    text = _report(job.dump_dir).stdout
+    assert "culprit nodes (SLURMD_NODENAME): gpu07" in text, text
+
+
+def test_exclude_prints_an_empty_line_when_no_call_was_overdue(job_factory):
+    job = job_factory("skip", 2, culprit=-1, step=1, timeout=30.0)  # nobody skips
+    assert job.finish() == [0, 0], job.log_text()
+    out = _report(job.dump_dir, "--exclude")
+    assert (out.returncode, out.stdout) == (0, "\n"), out
