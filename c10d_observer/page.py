@@ -1,12 +1,15 @@
 """``report DIR --html OUT.html``: one self-contained page that shows where every rank is.
 
 A rank x group grid (each cell: the group's last completed call on that rank and the call it has in flight;
-the stuck call's cells and the culprits marked), a timeline of the calls each rank has in flight (start to
-the time its state was written, the detection marked), and the verdict's text.  No network, no external
+the stuck call's cells and the culprits marked, each culprit's main-thread stack under its row), a timeline
+of the calls each rank has in flight (start to the time its state was written, the detection marked, on a
+time axis in seconds), and the verdict's text.  No network, no external
 file: inline CSS and one small inline script (a filter that keeps the ranks that matter at 1,024 ranks).
 No torch: the page is made from the documents the watchdogs wrote.
 """
 import html
+import math
+import os
 
 from . import verdict as _verdict
 from .text import clock, format_ranks
@@ -28,6 +31,11 @@ tr.dead th{text-decoration:line-through} td.none{color:#bbb}
 .tlrow{display:flex;align-items:center;font:11px ui-monospace,monospace}
 .tlrow .who{width:150px;flex:none}.tlrow .tl{flex:1}
 pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}
+pre.stack{margin:0;padding:4px 8px;text-align:left;font-size:11px;background:#fff3e6}
+pre.stack b{color:#a33}
+.tl.axis{background:none;border-bottom:1px solid #999;height:18px}
+.tick{position:absolute;bottom:0;height:6px;border-left:1px solid #666}
+.tick span{position:absolute;top:-12px;left:2px;font-size:10px;color:#444;white-space:nowrap}
 """
 
 _SCRIPT = """
@@ -118,11 +126,49 @@ def render(by_rank, v, directory=""):
             cells.append("<td class='%s' data-rank='%d' data-stream='%s'>%s</td>" % (c, r, _e(s), _e(text)))
         who = "%d%s" % (r, " culprit" if r in culprits else "") if doc is not None else "%d (silent)" % r
         out.append("<tr class='%s'><th>%s</th>%s</tr>" % (" ".join(cls), _e(who), "".join(cells)))
+        if r in culprits and doc is not None:
+            out.append(_stack_row(r, doc, directory, len(cols) + 1))
     out.append("</tbody></table>")
     out.append(_timeline(by_rank, v, ranks, culprits, stuck))
     out.append("<h2>Verdict</h2><pre id='verdict'>%s</pre>" % _e(_verdict.format_text(v)))
     out.append("<script>%s</script></body></html>" % _SCRIPT)
     return "".join(out)
+
+
+def _stack_row(rank, doc, directory, span):
+    """A culprit's main thread, as Python prints a traceback (most recent call last), the job's own frames
+    in bold; from its stacks file (where the documents were copied elsewhere, the file beside them)."""
+    frames = _verdict.main_thread_frames(doc)
+    if not frames and doc.stack_dump and directory:
+        frames = _verdict.main_thread_frames(doc._replace(
+            stack_dump=os.path.join(directory, os.path.basename(doc.stack_dump))))
+    if not frames:
+        text = _e("no stack dump of rank %d's main thread was found" % rank)
+    else:
+        lines = [_e("main thread of rank %d (most recent call last):" % rank)]
+        for f in reversed(frames):
+            line = _e('  File "%s", line %s, in %s' % f)
+            lines.append(line if _verdict.is_library(f) else "<b>%s</b>" % line)
+        text = "\n".join(lines)
+    return "<tr class='rank key stack'><td colspan='%d'><pre class='stack' data-rank='%d'>%s</pre></td></tr>" % (
+        span, rank, text)
+
+
+def _ticks(width):
+    """Tick marks for a span of ``width`` seconds: a step of 1, 2 or 5 x 10^k, about six of them."""
+    raw = width / 6.0
+    mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    return step, [i * step for i in range(int(width / step) + 1)]
+
+
+def _axis(lo, width):
+    step, ticks = _ticks(width)
+    fmt = "+%d s" if step >= 1 else "+%.1f s" if step >= 0.1 else "+%.2f s"
+    marks = "".join("<div class='tick' style='left:%.2f%%'><span>%s</span></div>" % (100.0 * t / width, fmt % t)
+                    for t in ticks)
+    return ("<div class='tlrow axis-row'><div class='who'>%s</div><div class='tl axis' id='axis'>%s</div></div>"
+            % (_e("s after %s" % clock(lo)), marks))
 
 
 def _timeline(by_rank, v, ranks, culprits, stuck):
@@ -140,7 +186,7 @@ def _timeline(by_rank, v, ranks, culprits, stuck):
     lo, hi = min(s[4] for s in spans), max(s[5] for s in spans)
     width = max(hi - lo, 1e-3)
     det = [h.get("detected_at") for h in stuck.values() if h.get("detected_at")]
-    out = ["<h2>Calls in flight (%.1f s, from %s)</h2>" % (width, _e(clock(lo)))]
+    out = ["<h2>Calls in flight (%.1f s, from %s)</h2>" % (width, _e(clock(lo))), _axis(lo, width)]
     keys = set(culprits)
     for h in stuck.values():
         keys.update(h.get("waiting_ranks") or [])

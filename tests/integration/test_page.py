@@ -55,6 +55,17 @@ def test_the_page_shows_the_stuck_cells_and_the_culprit_and_needs_nothing_outsid
     assert re.search(r"<td class='stuck' data-rank='2'", text)
     assert re.search(r"<td class='missing' data-rank='1'", text)
     assert "never arrived: rank 1" in text and "Calls in flight" in text
+    # the culprit's main thread under its row, its own frames in bold: it stalls in the scenario's loop
+    stack = re.search(r"<pre class='stack' data-rank='1'>(.*?)</pre>", text, re.S).group(1)
+    assert "most recent call last" in stack and re.search(r"<b>.*in stall_until_released</b>", stack), stack
+    assert text.count("<pre class='stack'") == 1  # only the culprit's
+    # a time axis under the timeline: ticks from +0 s, evenly spaced, labelled in seconds
+    axis = re.search(r"<div class='tl axis' id='axis'>(.*?)</div></div>", text).group(1)
+    ticks = re.findall(r"left:([\d.]+)%'><span>\+([\d.]+) s</span>", axis)
+    lefts, secs = [float(x) for x, _ in ticks], [float(t) for _, t in ticks]
+    assert len(ticks) >= 2 and lefts[0] == 0.0 and secs[0] == 0.0, axis
+    assert all(abs((b - a) - (lefts[1] - lefts[0])) < 0.02 for a, b in zip(lefts, lefts[1:])), lefts
+    assert all(abs((b - a) - (secs[1] - secs[0])) < 1e-9 for a, b in zip(secs, secs[1:])), secs
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (.ci/run installs Debian's)")
