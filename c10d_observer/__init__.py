@@ -10,8 +10,8 @@ __all__ = ["enable", "disable", "capabilities", "load_verdict", "phase", "begin_
            "HANG_EXIT_CODE", "__version__"]
 
 # on_timeout="abort": every rank the observer ends exits with this code: "a collective hang was found; the
-# verdict is in dump_dir" (EX_TEMPFAIL of sysexits.h), never a crash's code (config.HANG_EXIT_CODE)
-HANG_EXIT_CODE = 75
+# verdict is in dump_dir", never a crash's or a test skip's code (config.HANG_EXIT_CODE says why 93)
+HANG_EXIT_CODE = 93
 
 
 def enable(timeout=_UNSET, *, poll_interval=_UNSET, dump_dir=_UNSET, signal=_UNSET, source=_UNSET,
@@ -31,7 +31,7 @@ def enable(timeout=_UNSET, *, poll_interval=_UNSET, dump_dir=_UNSET, signal=_UNS
     source: "auto" (default; $C10D_OBSERVER_SOURCE) or the name of an event source, see capabilities().
     on_timeout: "dump" (report and stacks; training goes on; default, $C10D_OBSERVER_ON_TIMEOUT) or
         "abort" (at the hard deadline only, once the verdict is merged: every rank of the hang, the culprit
-        first, exits with HANG_EXIT_CODE (75), "a collective hang was found; the verdict is in dump_dir",
+        first, exits with HANG_EXIT_CODE (93), "a collective hang was found; the verdict is in dump_dir",
         and torchrun's error file names the culprit; a rank that cannot run Python ends by SIGTERM, then
         SIGKILL 10 s later).
     on_hang: a callable taking one argument, or None.  Called in this rank, on a helper thread (never in a

@@ -23,9 +23,11 @@ ENV_SOFT = "C10D_OBSERVER_SOFT"
 
 DEFAULT_TIMEOUT = 300.0
 # on_timeout="abort": the exit code of every rank the observer ends, meaning "a collective hang was found; the
-# verdict is in dump_dir" (EX_TEMPFAIL of sysexits.h: a temporary failure, worth a retry elsewhere); a rank
-# whose threads hold the GIL ends by SIGTERM (then SIGKILL) instead
-HANG_EXIT_CODE = 75
+# verdict is in dump_dir"; a rank whose threads hold the GIL ends by SIGTERM (then SIGKILL) instead.  Chosen
+# outside the codes others give a meaning: Python's 1 and 2, sysexits.h's 64-78, torch's MultiProcessTestCase
+# (10, and 72-89: its subprocesses' "skip" codes; 75 there would make a hung test a skipped one), the
+# shell's 124-127 and signals' 128+
+HANG_EXIT_CODE = 93
 DEFAULT_DIR = "c10d_observer"
 DEFAULT_SOURCE = "auto"
 ON_TIMEOUT_CHOICES = ("dump", "abort")

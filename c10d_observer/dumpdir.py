@@ -19,6 +19,7 @@ Kinds of file (R: the rank, P: the rank's pid):
 ``fr-rank<R>-pid<P>.json``            rank              flight-recorder entries near the calls in flight
 ``stackreq-pid<P>.json``              watchdog -> rank  "write your stacks" (the helper thread answers)
 ``exitreq-pid<P>.json``               watchdog -> rank  on_timeout=abort: "exit with HANG_EXIT_CODE"
+``notify-pid<P>.json``                watchdog -> rank  "the signal on its way is mine" (else: a foreign one)
 ``watch-request.json``                ``watch``         a live view is open: write live documents
 ``live-rank<R>-pid<P>.json``          watchdog          the rank's positions now, while a view is open
 ``signal-rank<R>-pid<P>.json``        rank              the observer's handler was replaced: by what
@@ -52,6 +53,7 @@ PYSPY = "pyspy-rank%s-pid%d.txt"
 FR = "fr-rank%s-pid%d.json"
 STACK_REQUEST = "stackreq-pid%d.json"
 EXIT_REQUEST = "exitreq-pid%d.json"
+NOTIFY = "notify-pid%d.json"
 WATCH_REQUEST = "watch-request.json"
 LIVE = "live-rank%s-pid%d.json"
 LIVE_GLOB = "live-rank*.json"
@@ -73,7 +75,7 @@ RECORD_GLOB = "verdict-*.json"
 ARRIVALS_GLOB = "arrivals-rank*.json"
 
 _OURS = re.compile(r"^(report|state|end|stacks|pyspy|fr|signal|arrivals|live)-rank|^states-node\d+\.json$"
-                   r"|^(stack|exit)req-pid|^(verdict|gather-request|stragglers|watch-request)\.|^verdict-.*\.json$"
+                   r"|^(stack|exit)req-pid|^notify-pid|^(verdict|gather-request|stragglers|watch-request)\.|^verdict-.*\.json$"
                    r"|^relay-|^\.tmp-|^\.c10d_observer-")
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
@@ -116,6 +118,10 @@ def stack_request_name(pid):
 
 def exit_request_name(pid):
     return EXIT_REQUEST % pid
+
+
+def notify_name(pid):
+    return NOTIFY % pid
 
 
 def live_name(rank, pid):

@@ -157,6 +157,8 @@ class Observer(object):
             notify = None
             if cfg.signal is not None:
                 notify = _signals.NotifyHandler(cfg.signal)
+                notify.mine = _notify_mark(self.dd, _dumpdir.notify_name(pid))
+                notify.said_foreign = _say_foreign(rank)
                 notify.install()
                 self._undo.append(notify.uninstall)
             self.notify = notify
@@ -414,6 +416,7 @@ def _exit_requests(dd, request, rank, since):
     def at_exit(code):
         try:  # the job's own exit handlers first (they ran already where the process is ending normally)
             atexit.unregister(at_exit)
+            atexit.unregister(disable)  # the watchdog says how the rank ended (abort), not "disabled"
             atexit._run_exitfuncs()
         finally:
             end(code, "a collective hang was found and this rank was being ended for it")
@@ -442,6 +445,33 @@ def _exit_requests(dd, request, rank, since):
             return
         end(code, "a collective hang was found%s" % (" and this rank is its culprit" if doc.get("culprit") else ""))
     return check
+
+
+def _notify_mark(dd, name):
+    """In the observer's signal handler: did the watchdog send this signal (its mark, taken away)?"""
+    def mine():
+        try:
+            os.remove(dd.path(name))
+            return True
+        except OSError:
+            return False
+    return mine
+
+
+def _say_foreign(rank):
+    said = set()
+
+    def say(signum, had):
+        if signum in said:
+            return
+        said.add(signum)
+        name = _config.signal_name(signum)
+        _say("rank %s received %s, which the observer's watchdog did not send (the scheduler's? Slurm's "
+             "--signal, a kill): the job had no handler of its own for it before enable(), so nothing ran.  "
+             "PyTorch Lightning installs its Slurm auto-requeue handler only where none is installed, and "
+             "finds the observer's: to keep both, give the observer another signal (C10D_OBSERVER_SIGNAL=SIGUSR2, "
+             "enable(signal=signal.SIGUSR2) or run --signal SIGUSR2)" % (rank, name))
+    return say
 
 
 def _handler_check(handler, chan, dd, name, signame):

@@ -89,6 +89,9 @@ class NotifyHandler(object):
         self.view = None  # what signal.getsignal() says once installed: anything else replaced ours
         self.os_view = None  # the kernel's handler address once installed, where readable
         self.received = 0
+        self.mine = None  # () -> whether the watchdog sent the signal now received (observer.py), or None
+        self.foreign = 0  # signals received that the watchdog did not send
+        self.said_foreign = None  # (signum, had) -> None: says once what a foreign signal met (observer.py)
 
     @property
     def chained(self):
@@ -117,6 +120,10 @@ class NotifyHandler(object):
     def _handle(self, signum, frame):
         self.received += 1
         prev = self.previous
+        if self.mine is not None and not self.mine():
+            self.foreign += 1  # Slurm's --signal, a kill: with no handler of the job's own it meets nothing
+            if not callable(prev) and self.said_foreign is not None:
+                self.said_foreign(signum, prev)
         if callable(prev):
             prev(signum, frame)
 

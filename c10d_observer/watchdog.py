@@ -640,6 +640,7 @@ class Watchdog(object):
             "abort": self._abort, "abort_culprit": self._abort_culprit,
             "error_file": lambda d, now: self.ender.error_file(*d), "term": lambda _, now: self.ender.term(),
             "exit_request": lambda culprit, now: self.ender.exit_request(culprit),
+            "arm": lambda culprit, now: self.ender.arm(culprit),
             "kill": lambda _, now: self.ender.kill_now(), "arrivals": self._arrivals,
             "live": lambda _, now: self.docs.live(self.detector.entries, self.snap, now)}
         if cfg.restarts:  # a watchdog of this rank died: what it reported stays reported
@@ -795,6 +796,7 @@ class Watchdog(object):
                 # the others at once); the culprit is ended first, so that it is the launcher's first failure
                 culprit = self.docs.rank() in (v.get("culprit_ranks") or ())
                 out.append(Action("error_file", (v, culprit)))
+                out.append(Action("arm", culprit))  # armed already where this rank's call was found overdue
                 if culprit and not self.abort.active:
                     out.append(Action("abort_culprit", v))
         return out
@@ -846,8 +848,10 @@ class Watchdog(object):
                     return []
                 verdict = v
         culprits_ended = True
-        if self.abort.phase == Abort.CULPRIT and self.abort.verdict:
-            culprits_ended = self.ender.culprits_ended(self.abort.verdict)
+        known = verdict or self.abort.verdict
+        if self.abort.phase in (Abort.VERDICT, Abort.CULPRIT) and known:
+            # computed before the step: VERDICT goes on to CULPRIT in the same step, and must wait there
+            culprits_ended = self.ender.culprits_ended(known)
         return self.abort.step(now_ns, verdict, culprits_ended, self.stacks.phase == StackCollection.IDLE)
 
     # -- the rank's end ---------------------------------------------------------------------------------
@@ -871,7 +875,11 @@ class Watchdog(object):
         if self.detector.entries:
             self.act(Action("report", None))
         why = "process %d ended without disable() (%s)" % (self.cfg.rank_pid, reason)
-        if self.abort.phase in (Abort.EXIT, Abort.TERM, Abort.KILL, Abort.DONE):
+        if self.abort.phase in (Abort.VERDICT, Abort.CULPRIT, Abort.STACKS):
+            why = "ended while the observer was ending it (on_timeout=abort, exit code %d)%s" % (
+                HANG_EXIT_CODE, ": it was a culprit of the hang" if self.abort.culprit
+                else ": its collective raised once its peers had ended")
+        elif self.abort.phase in (Abort.EXIT, Abort.TERM, Abort.KILL, Abort.DONE):
             how = {Abort.EXIT: "exit code %d" % HANG_EXIT_CODE, Abort.TERM: "SIGTERM"}.get(self.abort.phase,
                                                                                         "SIGKILL")
             why = "ended by the observer (on_timeout=abort, %s)%s" % (

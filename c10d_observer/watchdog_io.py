@@ -190,6 +190,10 @@ class Notifier(_Part):
     def notify(self, reason=None):
         if self.cfg.signal is None or self.withheld() is not None:
             return False
+        try:  # the rank's handler tells the observer's signal from one the scheduler sent by this mark
+            self.dd.write_json(_dumpdir.notify_name(self.cfg.rank_pid), {"written_at": time.time()})
+        except OSError:
+            pass
         self.kill(self.cfg.rank_pid, self.cfg.signal)
         return True
 
@@ -397,6 +401,7 @@ class Ender(_Part):
     def __init__(self, cfg, reader, dd, kill, log, wall):
         _Part.__init__(self, cfg, reader, dd, log, wall, kill)
         self.error_written = False  # this rank's error file holds the verdict
+        self.armed = False
 
     def error_file(self, verdict, culprit):
         """What torchrun's summary shows for this rank: the culprit's says it is the culprit; a waiting
@@ -410,7 +415,11 @@ class Ender(_Part):
 
     def arm(self, culprit):
         """At the hard detection: from now on, the rank's end (a collective that raised once the culprit
-        ended, under gloo) is with HANG_EXIT_CODE."""
+        ended, under gloo) is with HANG_EXIT_CODE; again when the verdict comes (where this rank's own
+        detection came late).  Once."""
+        if self.armed:
+            return
+        self.armed = True
         try:
             self.dd.write_json(_dumpdir.exit_request_name(self.cfg.rank_pid), {
                 "code": HANG_EXIT_CODE, "now": False, "culprit": bool(culprit), "written_at": self.wall()})

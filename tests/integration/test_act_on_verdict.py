@@ -1,5 +1,5 @@
 """Issue 28: what a launcher and a scheduler act on.  Under on_timeout="abort" every rank of a hang ends
-with HANG_EXIT_CODE (75), not a crash's code; the verdict carries each culprit's node as the scheduler names
+with HANG_EXIT_CODE (93), not a crash's code; the verdict carries each culprit's node as the scheduler names
 it and the job's ids; ``report DIR --exclude`` prints the nodes to leave out, in Slurm's syntax.
 Real gloo ranks; the Slurm variables are set in their environment as srun would (no Slurm runs here)."""
 import json
@@ -24,8 +24,8 @@ def test_under_abort_every_rank_exits_75_and_the_verdict_names_the_culprits_node
     log = job.log_text()
     # the culprit stalls in Python, the others wait in all_reduce (or raise there once the culprit ended,
     # under gloo): each ends with the code that says "a hang was found", never SIGTERM's or a crash's
-    assert codes == [c10d_observer.HANG_EXIT_CODE] * 3 == [75] * 3, (codes, log)
-    assert "rank 2: a collective hang was found and this rank is its culprit; ending this rank with exit code 75" \
+    assert codes == [c10d_observer.HANG_EXIT_CODE] * 3 == [93] * 3, (codes, log)
+    assert "rank 2: a collective hang was found and this rank is its culprit; ending this rank with exit code 93" \
         in log, log
     assert "sending SIGTERM" not in log, log
     wait_until(lambda: len([n for n in os.listdir(job.dump_dir) if n.startswith("end-rank")]) == 3, 30,
@@ -39,7 +39,10 @@ def test_under_abort_every_rank_exits_75_and_the_verdict_names_the_culprits_node
     assert (c["rank"], c["node"], c["node_from"], c["slurm_job_id"]) == (2, "gpu07", "SLURMD_NODENAME", "4242"), c
     assert c["host"] and c["pid"] == job.procs[2].pid, c
     ends = [json.load(open(os.path.join(job.dump_dir, n))) for n in os.listdir(job.dump_dir) if n.startswith("end-")]
-    assert all("exit code 75" in e["exit_reason"] for e in ends), [e["exit_reason"] for e in ends]
+    assert all("exit code 93" in e["exit_reason"] for e in ends), [e["exit_reason"] for e in ends]
+    # the culprit ended first (a launcher's first failure, torchrun's Root Cause), the waiting ranks after
+    ended_at = {e["rank"]: e["written_at"] for e in ends}
+    assert ended_at[2] < min(ended_at[0], ended_at[1]), ended_at
 
     out = _report(job.dump_dir, "--exclude")
     assert (out.returncode, out.stdout) == (0, "gpu07\n"), out

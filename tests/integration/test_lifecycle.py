@@ -73,8 +73,8 @@ def test_on_timeout_abort_ends_the_waiting_rank_after_the_dump_and_the_verdict(j
     rep = job.wait_report(0)
     wait_until(lambda: job.procs[0].poll() is not None, 60, "rank 0 to be ended\n" + job.log_text())
     # the exit-code contract: "a collective hang was found; the verdict is in dump_dir", not a crash's code
-    assert job.procs[0].returncode == c10d_observer.HANG_EXIT_CODE == 75, job.log_text()
-    assert "ending this rank with exit code 75" in job.log_text() and "sending SIGTERM" not in job.log_text()
+    assert job.procs[0].returncode == c10d_observer.HANG_EXIT_CODE == 93, job.log_text()
+    assert "ending this rank with exit code 93" in job.log_text() and "sending SIGTERM" not in job.log_text()
     assert "in all_reduce" in job.stacks(0)  # the dump came first
     assert rep["on_timeout"] == "abort"
     # the verdict was merged and written before the rank was ended (issue 13, case 3)

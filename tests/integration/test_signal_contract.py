@@ -32,3 +32,24 @@ def test_with_signal_none_no_handler_runs_and_the_hang_is_still_reported(job_fac
     assert rep["signal"] == "none" and rep["overdue"][0]["op"] == "all_reduce"
     for r in (0, 1):
         assert job.facts(r)["handler_calls"] == 0 and job.facts(r)["handler_calls_by_others"] == 1
+
+
+def test_a_signal_the_watchdog_did_not_send_is_named_once_where_the_job_had_no_handler(job_factory):
+    """Slurm's --signal=USR1 (PyTorch Lightning's auto-requeue finds the observer's handler and installs
+    none): where the job had no handler of its own, the rank says in one line that the signal met nothing
+    and how to keep both; the observer's own signal to the rank that waited is not taken for a foreign one."""
+    import os
+    import signal
+    from harness import wait_until
+    job = job_factory("skip", 2, culprit=1, step=1, timeout=1.0)
+    job.wait_report(0)  # rank 0's watchdog sent it SIGUSR1 (it runs once all_reduce returns)
+    wait_until(lambda: (job.facts(1) or {}).get("stalled_at") == 1, 30, "rank 1 to stall\n" + job.log_text())
+    os.kill(job.procs[1].pid, signal.SIGUSR1)  # the scheduler's, to the rank stalled in Python
+    os.kill(job.procs[1].pid, signal.SIGUSR1)
+    line = "rank 1 received SIGUSR1, which the observer's watchdog did not send"
+    wait_until(lambda: line in job.log_text(), 30, "the line\n" + job.log_text())
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()  # nothing ended the rank: the default action did not run
+    logs = job.log_text().split("--- rank 1 log ---")
+    assert "did not send" not in logs[0], logs[0]  # rank 0's signal was the watchdog's
+    assert logs[1].count("which the observer's watchdog did not send") == 1, logs[1]  # said once
