@@ -876,12 +876,13 @@ class Watchdog(object):
             self.act(Action("report", None))
         why = "process %d ended without disable() (%s)" % (self.cfg.rank_pid, reason)
         if self.abort.phase in (Abort.VERDICT, Abort.CULPRIT, Abort.STACKS):
-            why = "ended while the observer was ending it (on_timeout=abort, exit code %d)%s" % (
+            # the watchdog is not the rank's parent: it says what it asked for, a launcher may have ended it first
+            why = "ended while the observer was ending it (on_timeout=abort, armed to exit with code %d)%s" % (
                 HANG_EXIT_CODE, ": it was a culprit of the hang" if self.abort.culprit
                 else ": its collective raised once its peers had ended")
         elif self.abort.phase in (Abort.EXIT, Abort.TERM, Abort.KILL, Abort.DONE):
-            how = {Abort.EXIT: "exit code %d" % HANG_EXIT_CODE, Abort.TERM: "SIGTERM"}.get(self.abort.phase,
-                                                                                        "SIGKILL")
+            how = {Abort.EXIT: "asked to exit with code %d" % HANG_EXIT_CODE,
+                   Abort.TERM: "SIGTERM"}.get(self.abort.phase, "SIGKILL")
             why = "ended by the observer (on_timeout=abort, %s)%s" % (
                 how, ": it was a culprit of the hang" if self.abort.culprit else " after its call was overdue")
         self.docs.end(self.detector.entries, False, why)

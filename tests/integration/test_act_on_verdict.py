@@ -39,7 +39,7 @@ def test_under_abort_every_rank_exits_75_and_the_verdict_names_the_culprits_node
     assert (c["rank"], c["node"], c["node_from"], c["slurm_job_id"]) == (2, "gpu07", "SLURMD_NODENAME", "4242"), c
     assert c["host"] and c["pid"] == job.procs[2].pid, c
     ends = [json.load(open(os.path.join(job.dump_dir, n))) for n in os.listdir(job.dump_dir) if n.startswith("end-")]
-    assert all("exit code 93" in e["exit_reason"] for e in ends), [e["exit_reason"] for e in ends]
+    assert all("exit with code 93" in e["exit_reason"] for e in ends), [e["exit_reason"] for e in ends]
     # the culprit ended first (a launcher's first failure, torchrun's Root Cause), the waiting ranks after
     ended_at = {e["rank"]: e["written_at"] for e in ends}
     assert ended_at[2] < min(ended_at[0], ended_at[1]), ended_at
