@@ -438,6 +438,11 @@ def _exit_requests(dd, request, rank, since):
         if not isinstance(doc.get("written_at"), (int, float)) or doc["written_at"] < since:
             return  # an earlier process's with this pid
         code = doc.get("code") if isinstance(doc.get("code"), int) else _config.HANG_EXIT_CODE
+        if doc.get("disarm"):  # the verdict was held (a declared phase): the rank's end is its own again
+            if state["armed"]:
+                state["armed"] = False
+                atexit.unregister(at_exit)
+            return
         if not doc.get("now"):
             if not state["armed"]:  # kept past disable(): the rank is being ended
                 state["armed"] = True

@@ -807,6 +807,7 @@ class Watchdog(object):
         self.detector.hold(now_ns + int(max(0.0, until - wall_now) * 1e9), until)
         if self.abort.active and self.abort.phase in (Abort.VERDICT, Abort.CULPRIT, Abort.STACKS):
             self.abort.cancel()
+            self.ender.disarm()
         self.say_once("rank %s: the hard verdict is held until %s: %s" % (
             self.docs.rank(), short_clock(until), v.get("held_why") or "a rank it waits for is in a declared phase"),
             key=("hold", until))
@@ -845,6 +846,7 @@ class Watchdog(object):
             if v is not None and (gid is None or v.get("gather_id") == gid):
                 if v.get("held_until"):  # held: a rank it waits for is in a declared phase
                     self.abort.cancel()
+                    self.ender.disarm()
                     return []
                 verdict = v
         culprits_ended = True

@@ -426,6 +426,18 @@ class Ender(_Part):
         except OSError:
             pass  # the exit request itself is written again; SIGTERM follows where it cannot be
 
+    def disarm(self):
+        """The verdict was held (a declared phase): the rank's end is its own again, until a hard one."""
+        if not self.armed:
+            return
+        self.armed = False
+        try:
+            self.dd.write_json(_dumpdir.exit_request_name(self.cfg.rank_pid), {
+                "code": HANG_EXIT_CODE, "now": False, "disarm": True, "written_at": self.wall()})
+        except OSError:
+            self.log("rank %s: cannot disarm the rank's exit code %d: if it ends now, it ends with it"
+                     % (self.reader.rank()[0], HANG_EXIT_CODE))
+
     def exit_request(self, culprit):
         """Ask the rank to end itself with HANG_EXIT_CODE (its helper thread reads the file within a poll):
         a launcher then tells a hang from a crash by the code; SIGTERM follows where it cannot."""
