@@ -273,6 +273,24 @@ class DumpDir(object):
     def read_json(self, name):
         return read_json(self.path(name))
 
+    def take(self, name):
+        """A request file (watchdog -> rank), taken away whole: its JSON ({} where unreadable), or None where
+        there is none.  Renamed before it is read, so a request written meanwhile is a new file, never lost."""
+        path = self.path(name)
+        if not os.path.exists(path):
+            return None
+        taken = path + ".taken"
+        try:
+            os.rename(path, taken)
+        except OSError:
+            return None
+        doc = read_json(taken)
+        try:
+            os.remove(taken)
+        except OSError:
+            pass
+        return doc if isinstance(doc, dict) else {}
+
     def remove(self, name):
         for path in (self.join(name), os.path.join(self.spill, name)):
             try:

@@ -36,15 +36,9 @@ def withdraw(dd):
 
 def current(directory):
     """{rank: RankDoc}: each rank's newest document of the newest job in ``directory`` (live ones included)."""
-    dd = _dumpdir.DumpDir(directory)
-    docs = []
-    for pattern in (_dumpdir.LIVE_GLOB, _dumpdir.REPORT_GLOB, _dumpdir.STATE_GLOB, _dumpdir.END_GLOB,
-                    _dumpdir.NODE_GLOB):
-        for path in dd.glob(pattern):
-            try:
-                docs.extend(d for d in _documents.load(path) if d.rank >= 0)
-            except (_documents.DocumentError, OSError):
-                continue  # being replaced: the next frame reads it
+    from .verdict import _read_docs
+    docs, _ = _read_docs(_dumpdir.DumpDir(directory), live=True)  # a file being replaced: the next frame
+    docs = [d for d in docs if d.rank >= 0]
     if not docs:
         return {}
     job = max(docs, key=lambda d: d.written_at or 0).job_id

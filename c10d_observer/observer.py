@@ -382,10 +382,9 @@ def _stack_requests(dd, request, stack_path):
     threads run; faulthandler's dump on the observer's own signal remains for a rank whose helper cannot
     run (a thread holds the GIL), when the watchdog gets no answer."""
     def check():
-        if not os.path.exists(dd.path(request)):
+        doc = dd.take(request)
+        if doc is None:
             return
-        doc = dd.read_json(request) or {}
-        dd.remove(request)
         try:
             _signals.dump_threads(stack_path, doc.get("header") or "stacks asked by the watchdog", dd)
         except Exception:
@@ -422,19 +421,9 @@ def _exit_requests(dd, request, rank, since):
             end(code, "a collective hang was found and this rank was being ended for it")
 
     def check():
-        path = dd.path(request)
-        if not os.path.exists(path):
+        doc = dd.take(request)  # whole: a request written meanwhile (arm, then now) is never lost
+        if doc is None:
             return
-        taken = path + ".taken"
-        try:  # taken away whole: a request written meanwhile (arm, then now) is a new file, never lost
-            os.rename(path, taken)
-        except OSError:
-            return
-        doc = _dumpdir.read_json(taken) or {}
-        try:
-            os.remove(taken)
-        except OSError:
-            pass
         if not isinstance(doc.get("written_at"), (int, float)) or doc["written_at"] < since:
             return  # an earlier process's with this pid
         code = doc.get("code") if isinstance(doc.get("code"), int) else _config.HANG_EXIT_CODE
@@ -455,11 +444,7 @@ def _exit_requests(dd, request, rank, since):
 def _notify_mark(dd, name):
     """In the observer's signal handler: did the watchdog send this signal (its mark, taken away)?"""
     def mine():
-        try:
-            os.remove(dd.path(name))
-            return True
-        except OSError:
-            return False
+        return dd.take(name) is not None
     return mine
 
 

@@ -40,9 +40,11 @@ RECORD_DOCS_UP_TO = 1024  # a record keeps the documents it was built from up to
 
 
 # -- loading ------------------------------------------------------------------------------------------
-def _read_docs(dd):
+def _read_docs(dd, live=False):
+    """(every rank document in ``dd``, problems); ``live``: the live view's documents too (live.py)."""
     docs, problems = [], []
-    for pattern in (_dumpdir.REPORT_GLOB, _dumpdir.STATE_GLOB, _dumpdir.END_GLOB, _dumpdir.NODE_GLOB):
+    for pattern in (_dumpdir.REPORT_GLOB, _dumpdir.STATE_GLOB, _dumpdir.END_GLOB, _dumpdir.NODE_GLOB) + (
+            (_dumpdir.LIVE_GLOB,) if live else ()):
         for path in dd.glob(pattern):
             try:
                 docs.extend(_documents.load(path))
