@@ -25,9 +25,10 @@ def enable(timeout=_UNSET, *, poll_interval=_UNSET, dump_dir=_UNSET, signal=_UNS
     poll_interval: seconds between the watchdog's checks, < timeout.  Default
         $C10D_OBSERVER_POLL_INTERVAL, else min(1.0, timeout / 10).
     dump_dir: where reports and stack dumps go.  Default $C10D_OBSERVER_DIR, else ./c10d_observer.
-    signal: sent to this rank once per hang when a call of its own is overdue (default SIGUSR1), where the
-        observer's handler is still the one installed: it runs the handler the job had before enable().
-        None: no signal.  Stacks never need it (the rank's helper thread writes them).
+    signal: sent to this rank once per hang at a hard verdict on a call of its own (past the timeout;
+        default SIGUSR1), where the observer's handler is still the one installed: it runs the handler the job
+        had before enable().  Soft verdicts never send it.  None: no signal.  Stacks never need it (the rank's
+        helper thread writes them).
     source: "auto" (default; $C10D_OBSERVER_SOURCE) or the name of an event source, see capabilities().
     on_timeout: "dump" (report and stacks; training goes on; default, $C10D_OBSERVER_ON_TIMEOUT) or
         "abort" (at the hard deadline only, once the verdict is merged: every rank of the hang, the culprit
@@ -40,8 +41,9 @@ def enable(timeout=_UNSET, *, poll_interval=_UNSET, dump_dir=_UNSET, signal=_UNS
         dump_dir after this rank reported an overdue call.  Once per set of stuck calls and level.  What it
         raises is logged, not raised.
     soft: True (default; $C10D_OBSERVER_SOFT): a call past the deadline learned for its group, op and size
-        (several times the longest such calls took, at least 5 s) gets a soft verdict: report, stacks, the
-        signal and on_hang, never an abort.  False: the timeout alone.
+        (several times the longest such calls took, at least 10 s; from the first steps) gets a soft verdict:
+        report, stacks and on_hang; it informs and never acts (no signal, no abort).  False: the timeout
+        alone.
 
     Explicit arguments beat the environment, which beats the defaults.  Calling enable() again with the
     same settings returns the active observer; with other settings it raises RuntimeError.
@@ -59,8 +61,8 @@ def disable():
 def phase(name, up_to=None):
     """``with c10d_observer.phase("checkpoint", up_to=600): ...``: this rank is busy on purpose (a checkpoint,
     an evaluation).  The ranks that wait for it meanwhile get a soft verdict that names it and its phase,
-    and their hard verdict (and on_timeout="abort") is held until ``up_to`` (seconds, a timedelta or "10m";
-    None: no limit) has passed.  Phases nest; without an enabled observer a phase does nothing."""
+    and their verdicts, soft and hard alike, are held (no signal, no on_timeout="abort") until ``up_to``
+    (seconds, a timedelta or "10m"; None: no limit) has passed.  Phases nest; without an enabled observer a phase does nothing."""
     from .phases import phase as _phase
     return _phase(name, up_to)
 

@@ -30,14 +30,17 @@ def _say(msg):
         pass
 
 
+SETTINGS = {}  # enable()'s arguments once the group exists: ``run``'s options (the environment's otherwise)
+
+
 def _start():
     try:
         import c10d_observer
         from c10d_observer import observer as _observer
         if _observer.active() is None:  # a second group, or enable() called by the job itself: as it is
-            c10d_observer.enable()
+            c10d_observer.enable(**SETTINGS)
     except Exception as e:  # a bad C10D_OBSERVER_* value or anything else: say it, never break the job
-        _say("not enabled (%s=%s): %s" % (ENV, os.environ.get(ENV), e))
+        _say("not enabled (%s): %s" % ("run's options" if SETTINGS else "%s=%s" % (ENV, os.environ.get(ENV)), e))
 
 
 def _arm(module):
@@ -123,6 +126,21 @@ def export(cfg, environ=None):
     env[_config.ENV_SOURCE] = cfg.source
     env[_config.ENV_ON_TIMEOUT] = cfg.on_timeout
     env[_config.ENV_SIGNAL] = _config.signal_name(cfg.signal)
+
+
+def arm(settings=None):
+    """Enable the observer right after the process's first ``init_process_group`` returns, with ``settings``
+    (``run`` does, so that a signal handler the script installs at its top is the one the observer's passes
+    its signal on to, as under C10D_OBSERVER=1).  Returns the undo: the settings cleared, the wrapper left
+    in place (it only enables where none is active)."""
+    SETTINGS.clear()
+    SETTINGS.update(settings or {})
+    mod = sys.modules.get(_TARGET)
+    if mod is not None:
+        _arm(mod)
+    elif not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
+    return SETTINGS.clear
 
 
 def install():

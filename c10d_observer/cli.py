@@ -55,18 +55,24 @@ def build_parser():
     sub.required = True
 
     run = sub.add_parser("run", help="run a training script with the observer enabled (no code change)",
-                         description="Run SCRIPT as __main__ with c10d_observer.enable() in effect.  Works "
-                                     "under torchrun: torchrun --nproc_per_node=4 -m c10d_observer run "
-                                     "--timeout 60 train.py")
+                         description="Run SCRIPT as __main__ with the observer enabled as soon as its process "
+                                     "group exists (its init_process_group), as C10D_OBSERVER=1 does: a signal "
+                                     "handler the script installs at its top runs on a hard verdict.  Every "
+                                     "option is checked before the script starts.  Works under torchrun: "
+                                     "torchrun --nproc_per_node=4 -m c10d_observer run --timeout 60 train.py")
     run.add_argument("--timeout", type=_duration,
                      help="90, 90s, 5m or 1h (default $C10D_OBSERVER_TIMEOUT, else 300 s)")
     run.add_argument("--poll-interval", type=_duration, help="time between the watchdog's checks (as --timeout)")
     run.add_argument("--dump-dir", help="reports and stack dumps (default $C10D_OBSERVER_DIR, else ./c10d_observer)")
     run.add_argument("--source", help="'auto' or an event source name (see the capabilities command)")
-    run.add_argument("--on-timeout", choices=("dump", "abort"), help="what to do once a call is overdue")
-    run.add_argument("--signal", help="the signal that makes a rank dump its stacks (default "
-                                      "$C10D_OBSERVER_SIGNAL, else SIGUSR1; e.g. SIGUSR2 where the job "
-                                      "uses SIGUSR1 itself)")
+    run.add_argument("--on-timeout", choices=("dump", "abort"),
+                     help="what a hard verdict (a call past the timeout) does: dump (report and stacks, training "
+                          "goes on; the default) or abort (every rank of the hang exits with code 93, the culprit "
+                          "first).  Soft verdicts (learned deadlines) never abort")
+    run.add_argument("--signal", help="the signal sent to each rank with a call past the hard deadline, which "
+                                      "runs the handler the script installed at its top (default "
+                                      "$C10D_OBSERVER_SIGNAL, else SIGUSR1; SIGUSR2 where the job wants SIGUSR1 "
+                                      "for itself; none: no signal).  Soft verdicts send none; stacks never need it")
     run.add_argument("-m", dest="module", metavar="MODULE",
                      help="run a module as __main__ instead of a script (like python -m); its arguments follow")
     run.add_argument("script", nargs="?", help="the training script")
@@ -184,13 +190,18 @@ def _run(args):
             return _error("run needs a script or -m MODULE (see c10d-observer run --help)")
         if not os.path.exists(args.script):
             return _error("no such script: %s" % args.script)
-    try:
-        obs = c10d_observer.enable(**kw)
+    from . import _autostart
+    from . import config as _config
+    from . import observer as _observer
+    try:  # every setting checked now, before the script runs
+        cfg = _config.resolve(check_source=_observer._check_source, **kw)
     except (ValueError, TypeError) as e:  # a bad option or C10D_OBSERVER_* variable: one line, not a traceback
         return _error(e)
-    from . import _autostart
+    # enabled once the script's process group exists, as under C10D_OBSERVER=1: a signal handler the script
+    # installs at its top is then the one the observer's passes the signal on to
+    unarm = _autostart.arm(kw)
     if _autostart.pth_installed():  # ranks the script starts itself (mp.spawn) are observed as this one
-        _autostart.export(obs.config)
+        _autostart.export(cfg)
         unwarn = lambda: None  # noqa: E731
     else:
         unwarn = _warn_on_spawn()
@@ -205,6 +216,7 @@ def _run(args):
             runpy.run_path(args.script, run_name="__main__")
     finally:
         unwarn()
+        unarm()
         c10d_observer.disable()
     return 0
 

@@ -366,12 +366,11 @@ def phase_text(ph, now):
 
 
 def _holds(hangs, by_rank, now):
-    """A hard verdict on calls that wait for ranks in declared phases is held (soft) until the phases'
-    limits: each such hang gets ``held_until`` and ``held_why``; returns the latest limit, or None."""
+    """A verdict on calls that wait for ranks in declared phases is held until the phases' limits, soft or
+    hard alike (a hard one becomes soft): each such hang gets ``held_until`` and ``held_why``; returns the
+    latest limit, or None."""
     latest = None
     for h in hangs:
-        if h.get("level") != "hard":
-            continue
         waits_on = [r for r in h["missing_ranks"] if (h["missing"].get(str(r)) or {}).get("state") != "stuck"]
         phases = [(r, by_rank[r].phase) for r in waits_on if by_rank.get(r) is not None and by_rank[r].phase]
         if not waits_on or len(phases) != len(waits_on):
@@ -782,9 +781,20 @@ def culprit_entry(rank, doc):
     return out
 
 
+def acts(v):
+    """Whether a verdict is one to act on (the signal, on_timeout="abort", ``--exclude``): one of its stuck
+    calls is past the hard deadline, not held by a declared phase, and did not resolve.  Soft verdicts
+    (learned deadlines) inform only."""
+    return any(h.get("level") == "hard" and not h.get("held_until")
+               and (h.get("outcome") or {}).get("state") != "resolved" for h in v.get("hangs") or ())
+
+
 def culprit_nodes(v):
-    """The nodes of a verdict's culprits, as Slurm's hostlist (``report DIR --exclude``); '' for none."""
+    """The nodes of the culprits of a verdict to act on (``acts``), as Slurm's hostlist (``report DIR
+    --exclude``); '' for none, and for a soft, held or resolved verdict."""
     from .scheduler import hostlist
+    if not acts(v):
+        return ""
     return hostlist(c.get("node") for c in v.get("culprits") or ())
 
 
@@ -905,8 +915,11 @@ def format_text(v, problems=()):
     lines.append("culprit ranks: %s" % (format_ranks(v["culprit_ranks"]) or "none found"))
     named = [c for c in v.get("culprits") or () if c.get("node") and c.get("node_from") != "hostname"]
     if named:  # the scheduler's name differs from the host's, or may: say which to exclude
-        lines.append("culprit nodes (%s): %s" % (", ".join(sorted(set(c["node_from"] for c in named))),
-                                                 culprit_nodes(v)))
+        from .scheduler import hostlist
+        lines.append("culprit nodes (%s): %s%s" % (", ".join(sorted(set(c["node_from"] for c in named))),
+                                                   hostlist(c.get("node") for c in named),
+                                                   "" if acts(v) else " (not to exclude: the verdict is %s)" % (
+                                                       "soft" if v.get("level") != "hard" else "resolved or held")))
     for r, why in sorted((v.get("exits") or {}).items(), key=lambda x: int(x[0])):
         lines.append("ended: rank %s: %s" % (r, why or "its process is gone"))
     if v["frozen_ranks"]:

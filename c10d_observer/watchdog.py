@@ -32,9 +32,9 @@ import time
 from collections import namedtuple
 
 from . import arrivals as _arrivals
-from . import callword as _cw
 from . import channel as _ch
 from . import config as _config
+from . import deadlines as _deadlines
 from . import documents as _documents
 from . import dumpdir as _dumpdir
 from . import watchdog_io as _io
@@ -86,134 +86,19 @@ def overdue_entry(o, now_ns, wall_now, level="hard", deadline_s=None):
                               level=level, deadline_s=deadline_s)
 
 
-# -- learned deadlines ----------------------------------------------------------------------------------
-SOFT_FLOOR_S = 5.0  # a learned deadline is never shorter (nor shorter than 3 polls)
-SOFT_MULT = 4.0  # times the learned high quantile
-SOFT_QUANTILE = 0.999
-SOFT_MIN_SAMPLES = 20  # calls of a signature before its learned deadline applies (warm-up, the first compile)
-SOFT_GAP_S = 30.0  # a stream quiet this long (an evaluation, a checkpoint between epochs) ...
-SOFT_WARM_CALLS = 3  # ... has no learned deadline for its next calls
-
-
-class Learner(object):
-    """Deadlines learned from the call stream, per (stream, op, size bucket): nothing added to the call path.
-
-    Each call's sample is the longest age the watchdog saw it in flight at a poll (its stream's front call),
-    0 where it started and completed between two polls.  The soft deadline of a signature is SOFT_MULT times
-    its SOFT_QUANTILE (rounded up to a power-of-two of milliseconds), at least SOFT_FLOOR_S and three polls,
-    once SOFT_MIN_SAMPLES of its calls completed; never for a signature still warming up, nor for the first
-    SOFT_WARM_CALLS calls after its stream was quiet SOFT_GAP_S (a change of phase, as into an evaluation),
-    nor at or past the hard deadline.  Ages are kept as log2 histograms of milliseconds: a few hundred bytes a
-    signature, O(1) per call."""
-
-    BUCKETS = 32  # bucket b: ages below 2**b ms (b = 0: below 1 ms); 2**31 ms is 25 days
-
-    def __init__(self, poll_s, hard_s):
-        self.floor_ns = int(max(SOFT_FLOOR_S, 3 * poll_s) * 1e9)
-        self.hard_ns = int(hard_s * 1e9)
-        self.hist = {}  # (stream index, op, dtype, size bucket) -> [count, [count per bucket]]
-        self.seen = {}  # stream index -> (front seq, its op word, its age ns) at the last poll
-        self.last_active = {}  # stream index -> ns of the last poll that saw it make progress
-        self.completed = {}  # stream index -> its last completed seq at the last poll
-        self.warm = {}  # stream index -> calls left before its learned deadlines apply again
-
-    @staticmethod
-    def key(idx, word):
-        return (idx,) + _cw.signature(word)
-
-    def observe(self, snapshot, now_ns, queued):
-        """One poll: the calls that completed since the last (st.passed) are samples; note each front.  Calls
-        that completed and left no slot (a recorder source skips those that started and ended between two of
-        its reads; a burst wider than the ring) are samples of age 0 of the stream's unnamed signature, where
-        a recorder's calls also sit until it names them."""
-        for st in snapshot:
-            idx = st.idx
-            prev = self.seen.get(idx)
-            before = self.completed.get(idx)  # first sight: every call it completed so far
-            done = st.last_completed - (before if before is not None else 0)
-            self.completed[idx] = st.last_completed
-            if done > 0:
-                last = self.last_active.get(idx)
-                if last is not None and now_ns - last > SOFT_GAP_S * 1e9:
-                    self.warm[idx] = SOFT_WARM_CALLS
-                self.last_active[idx] = now_ns
-                for seq, word, _ in st.passed:
-                    self.add(self.key(idx, word), prev[2] if prev is not None and prev[0] == seq else 0)
-                for _ in range(min(done - len(st.passed), 4096)):
-                    self.add((idx, 0, 0, 0), 0)
-                if self.warm.get(idx):
-                    self.warm[idx] = max(0, self.warm[idx] - done)
-            if st.oldest is None:
-                self.seen.pop(idx, None)
-                continue
-            seq, word, start = st.oldest
-            q = queued.get(idx)
-            since = max(start, q[1]) if q is not None and q[0] == seq else start
-            if prev is None or prev[0] != seq:
-                last = self.last_active.get(idx)
-                if last is not None and now_ns - last > SOFT_GAP_S * 1e9:
-                    self.warm[idx] = SOFT_WARM_CALLS
-                self.last_active[idx] = now_ns
-            self.seen[idx] = (seq, word, now_ns - since)
-
-    def add(self, key, age_ns):
-        b = min(int(age_ns // 1000000).bit_length(), self.BUCKETS - 1)
-        for k in (key, key[:1]):  # the signature's, and its stream's (a signature seen too rarely falls back)
-            h = self.hist.get(k)
-            if h is None:
-                h = self.hist[k] = [0, [0] * self.BUCKETS]
-            h[0] += 1
-            h[1][b] += 1
-
-    def deadline_ns(self, idx, word):
-        """The soft deadline (ns) of a call of this signature on stream ``idx`` now, or None: the
-        signature's own once it has SOFT_MIN_SAMPLES calls, else its stream's (a barrier after many
-        all_reduces: the group's calls say how long its calls take), never in the stream's warm-up."""
-        if self.warm.get(idx):
-            return None
-        h = self.hist.get(self.key(idx, word))
-        if h is None or h[0] < SOFT_MIN_SAMPLES:
-            h = self.hist.get((idx,))
-        if h is None or h[0] < SOFT_MIN_SAMPLES:
-            return None
-        allowed = (1.0 - SOFT_QUANTILE) * h[0]
-        above = 0
-        top = 0
-        for b in range(self.BUCKETS - 1, -1, -1):  # the smallest bucket edge with at most `allowed` above it
-            if above + h[1][b] > allowed:
-                top = b
-                break
-            above += h[1][b]
-        quantile_ns = (1 << top) * 1000000 if top else 1000000
-        d = max(self.floor_ns, int(SOFT_MULT * quantile_ns))
-        return d if d < self.hard_ns else None
-
-    def view(self, names):
-        """The learned deadlines, for the documents: [{stream, op, size bucket, calls, deadline_s}]."""
-        out = []
-        for key, h in sorted(self.hist.items()):
-            if len(key) == 1:
-                continue
-            idx, op, dtype, bucket = key
-            word = op | (dtype << _cw.DTYPE_SHIFT | ((1 << bucket) >> 1)) << _cw.SIG_SHIFT if dtype else op
-            d = self.deadline_ns(idx, word)
-            out.append({"stream": names.get(idx), "op": _cw.OPS[op] if op < len(_cw.OPS) else "unknown",
-                        "size": _cw.decode_sig(word), "calls": h[0],
-                        "deadline_s": round(d / 1e9, 3) if d is not None else None})
-        return out
-
-
 # -- detection ------------------------------------------------------------------------------------------
 class Detector(object):
     """Which calls of this rank are overdue, each once, and how each ended.  No files, no signals: it
     turns a snapshot and the time into decisions (Actions).
 
     - a call past its learned deadline (Learner: "soft") or the hard one (the timeout): "report" (the
-      report brought up to date), "notify" (the configured signal, once per hang: only when the rank had no
-      overdue call in flight before), "stacks", "gather", "say_overdue" (one console line per call); past
-      the hard one, and under on_timeout="abort", also "abort".  A call first found soft that reaches the
-      hard deadline is gathered again, at the hard level ("report", "gather", "say_overdue", "abort"), unless
-      a verdict held it (a rank it waits for is in a declared phase: ``hold``);
+      report brought up to date), "stacks", "gather", "say_overdue" (one console line per call).  Soft
+      verdicts inform, hard verdicts act: only a call past the hard deadline adds "notify" (the configured
+      signal, once per hang: the first hard call of this rank's overdue calls; the Watchdog sends it once the
+      verdict says the hang is hard and not held) and, under on_timeout="abort", "abort".  A call first found
+      soft that reaches the hard deadline is gathered again, at the hard level ("report", "gather",
+      "say_overdue", "notify", "abort"), unless a verdict held it (a rank it waits for is in a declared
+      phase: ``hold``);
     - a reported call that left flight is held for ``settle`` seconds, then decided: "completed" (the hang
       resolved) unless ``dead_peers(entry)`` names ranks of the call that ended meanwhile ("peers ended":
       torch raised, the hang did not resolve), or this rank is being ended ("rank ended").
@@ -224,13 +109,14 @@ class Detector(object):
         self.timeout_s = timeout_s
         self.settle_ns = int(windows.settle * 1e9)
         self.on_timeout = on_timeout
-        self.learner = Learner(windows.poll, timeout_s) if soft else None
+        self.learner = _deadlines.Learner(windows.poll, timeout_s) if soft else None
         self.fired = set()  # (stream index, seq)
         self.entries = []  # documents.Overdue, in the order found
         self.keys = []  # (stream index, seq) of each entry
         self.held = {}  # entry index -> monotonic ns until which its hard verdict is held
         self.leaving = {}  # entry index -> (monotonic ns, wall) when first seen out of flight
         self.in_hang = False
+        self.notified = False  # "notify" was decided in this hang (at its first hard call)
         self.front = {}  # stream index -> (its front call's seq or None, the tick that saw it: ns)
         self.queued = {}  # stream index -> (seq, ns): the call that reached its stream's front behind others,
         # and the earliest it can have got there (find_overdue counts it from then)
@@ -247,10 +133,12 @@ class Detector(object):
                 self.entries.append(e)
                 self.keys.append((i, e.seq))
         self.in_hang = any(e.in_flight for e in self.entries)
+        self.notified = any(e.in_flight and e.level == "hard" for e in self.entries)
 
     def hold(self, until_ns, wall_until=None):
         """A verdict held the hard level (a rank the calls wait for is in a declared phase): the calls in
-        flight stay soft until ``until_ns``."""
+        flight stay soft until ``until_ns``; the signal, not sent yet, waits for the hard level again."""
+        self.notified = False
         for i, e in enumerate(self.entries):
             if e.in_flight:
                 self.held[i] = until_ns
@@ -261,7 +149,7 @@ class Detector(object):
         out = []
         self._fronts(snapshot, now_ns)
         if self.learner is not None:
-            self.learner.observe(snapshot, now_ns, self.queued)
+            self.learner.observe(snapshot, now_ns, self.queued, self.fired)
         flying = {(st.idx, st.oldest[0]) for st in snapshot if st.oldest is not None}
         for i, (key, e) in enumerate(zip(self.keys, self.entries)):
             if not e.in_flight:
@@ -296,14 +184,17 @@ class Detector(object):
             self._fire(o)
         if not found and not upgraded:
             if not any(e.in_flight for e in self.entries):
-                self.in_hang = False
+                self.in_hang = self.notified = False
             return out
         self.entries.extend(found)
         first = (found or upgraded)[0]
         reason = "%s in flight for %.1f s (%s)" % (first.describe(), first.age_s, self._deadline_text(first))
         out.append(Action("report", None))
-        if found and not self.in_hang:
-            out.append(Action("notify", reason))
+        hard = [e for e in found + upgraded if e.level == "hard"]
+        if hard and not self.notified:  # soft verdicts inform: the signal is the hard verdict's
+            self.notified = True
+            out.append(Action("notify", "%s in flight for %.1f s (%s)" % (
+                hard[0].describe(), hard[0].age_s, self._deadline_text(hard[0]))))
         self.in_hang = True
         if found:
             out.append(Action("stacks", (reason, True)))
@@ -627,13 +518,15 @@ class Watchdog(object):
         self.ender = _io.Ender(cfg, reader, dd, kill, log, wall)
         self.snap = ()
         self.report_due = False  # a report to write (or to retry: the last write failed)
+        self.pending_signal = None  # (reason, monotonic ns): a hard detection's signal, sent at its verdict
+        self.verdict_seen = None  # the last verdict.json read (the gather's verdict may come before the signal)
         self.arrivals = _arrivals.ArrivalLog()  # the starts of this rank's calls, written every period
         self.stragglers = _arrivals.Stragglers()  # the node's join, where this rank's watchdog leads it
         self.arrivals_due = clock() + int(_arrivals.PERIOD_S * 1e9)
         self.live_due = clock()  # a live document each LIVE_PERIOD_S while a view is open (watch-request.json)
         self.run_action = {  # what each action does (the effect's owner), by kind
             "report": self._report, "say": self._say, "say_overdue": self._say_overdue,
-            "notify": lambda reason, now: self.notifier.notify(reason), "stacks": self._stacks,
+            "notify": self._notify, "signal": lambda reason, now: self.notifier.notify(reason), "stacks": self._stacks,
             "stack_request": lambda reason, now: self.taker.request(reason),
             "withdraw_request": lambda _, now: self.taker.withdraw(), "dump_signal": self._dump_signal,
             "gather": self._request_gather, "answer": self._answer, "merge": self._merge, "hold": self._hold,
@@ -679,7 +572,7 @@ class Watchdog(object):
         return out
 
     def _protocols(self, now_ns, abort=True):
-        out = self.stacks.step(now_ns, self.taker.size()) + self._gather_step(now_ns)
+        out = self.stacks.step(now_ns, self.taker.size()) + self._gather_step(now_ns) + self._signal_step(now_ns)
         if abort and self.abort.active:
             out += self._abort_step(now_ns)
         return out
@@ -731,6 +624,33 @@ class Watchdog(object):
             self.detector._deadline_text(e), self.last_report or "not written",
             self.cfg.stack_path, " (no %s sent: its handler was replaced by %s)" % (self.cfg.signal_name, by)
             if by else ""))
+
+    def _notify(self, reason, now_ns):
+        """A hard detection: the signal goes once the verdict of the gather this rank is in says the hang is
+        hard and not held (a rank it waits for is in a declared phase), or no verdict came in time."""
+        if self.cfg.signal is not None and self.pending_signal is None:
+            self.pending_signal = (reason, now_ns)
+
+    def _signal_step(self, now_ns):
+        """The pending signal's decision: "signal" at the hard verdict, or, where none came within
+        ``abort_verdict``, while this rank's hard call is still in flight; dropped where the verdict was held
+        (the hold ends in a hard detection, which asks again)."""
+        if self.pending_signal is None:
+            return []
+        reason, since = self.pending_signal
+        v = self.verdict_seen
+        mine = v is not None and self.gather.answered is not None and v.get("gather_id") == self.gather.answered
+        if mine and v.get("held_until"):
+            self.pending_signal = None
+            return []
+        if mine and v.get("level") == "hard":
+            self.pending_signal = None
+            return [Action("signal", reason)]
+        if now_ns - since > self.w.abort_verdict * 1e9:  # no hard verdict came: this rank's call decides
+            self.pending_signal = None
+            if any(e.in_flight and e.level == "hard" for e in self.detector.entries):
+                return [Action("signal", reason)]
+        return []
 
     def _stacks(self, detail, now_ns):
         reason, py_spy = detail
@@ -788,6 +708,8 @@ class Watchdog(object):
             if self.gather.due(now_ns, self.reader.rank()[1], self.files.stacks_arrived):
                 out.append(Action("merge", None))
         v = self.files.new_verdict() if self.gather.answered is not None else None
+        if v is not None:
+            self.verdict_seen = v
         if v is not None and v.get("gather_id") == self.gather.answered and v.get("held_until"):
             out.append(Action("hold", v))  # a rank the calls wait for is in a declared phase
         if self.cfg.on_timeout == "abort" and v is not None and v.get("level", "hard") == "hard":
@@ -831,6 +753,7 @@ class Watchdog(object):
     def _merge(self, _, now_ns):
         gid, asked = self.gather.merged()
         self.files.merge(gid, (now_ns - asked) / 1e9)
+        self.verdict_seen = self.files.verdict()  # the owner's own signal need not wait for its next look
 
     def _abort_culprit(self, v, now_ns):
         if self.abort.start(now_ns, culprit=True, verdict=v):

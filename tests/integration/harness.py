@@ -96,6 +96,15 @@ class Job(object):
         return wait_until(lambda: needle in self.stacks(rank) and self.stacks(rank), timeout,
                           "%r in the stack dump of rank %d\n%s" % (needle, rank, self.log_text()))
 
+    def wait_signalled(self, rank, timeout=60):
+        """Until the watchdog has sent rank ``rank`` its signal: the mark it writes just before (the rank's
+        handler takes it away when it runs, once the main thread is back in Python)."""
+        pid = self.wait_facts(rank, "pid", timeout)
+        from c10d_observer import dumpdir
+        path = os.path.join(self.dump_dir, dumpdir.notify_name(pid))
+        return wait_until(lambda: os.path.exists(path), timeout,
+                          "the signal to rank %d (%s)\n%s" % (rank, path, self.log_text()))
+
     def log_text(self):
         out = []
         for rank, log in enumerate(self.logs):
@@ -157,6 +166,13 @@ def read_verdict(dump_dir, timeout=60, log=""):
     wait_until(lambda: os.path.exists(path), timeout, "a verdict in %s\n%s" % (dump_dir, log))
     with open(path) as f:
         return json.load(f)
+
+
+def wait_signal_sent(dump_dir, timeout=30, log=""):
+    """Until a watchdog has sent its rank the signal (the mark it writes just before, which the rank's handler
+    takes away when it runs: a rank blocked in the collective runs it once the collective returns)."""
+    return wait_until(lambda: glob.glob(os.path.join(dump_dir, "notify-pid*.json")), timeout,
+                      "a watchdog's signal in %s\n%s" % (dump_dir, log))
 
 
 def report_after(dump_dir):

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from harness import ROOT, read_verdict
+from harness import ROOT, read_verdict, wait_signal_sent
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -43,6 +43,7 @@ def _job(tmp_path, cmd):
                             env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         v = read_verdict(str(dump), 90, "")
+        wait_signal_sent(str(dump))  # at the hard verdict
         (work / "release").touch()
         assert proc.wait(timeout=90) == 0
     finally:

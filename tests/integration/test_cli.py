@@ -223,13 +223,43 @@ def _relayed_ranks(here):
     return sorted(d.rank for d in docs if d.relayed_from)
 
 
+def test_run_keeps_the_handler_the_script_installs_at_its_top(tmp_path):
+    """Issue 31: under run, the SIGUSR1 handler a script installs at its top (PyTorch Lightning's, for Slurm's
+    requeue) runs on each rank that waited, at the hard verdict, as under C10D_OBSERVER=1; never on the
+    culprit.  (run enables the observer once the script's process group exists.)"""
+    dump = tmp_path / "dumps"
+    release = tmp_path / "release"
+    cmd = _launcher(2) + ["-m", "c10d_observer", "run", "--timeout", "1", "--dump-dir", str(dump),
+                          os.path.join(HERE, "handler_script.py"), str(release), "1"]
+    log = open(str(tmp_path / "launcher.log"), "w+")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env())
+    try:
+        wait_until(lambda: (dump / "verdict.json").exists(), 90, "the verdict")
+        wait_until(lambda: any(n.startswith("notify-pid") for n in os.listdir(str(dump))), 30,
+                   "the signal to the rank that waited")
+        release.touch()
+        assert proc.wait(timeout=90) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.seek(0)
+        out = log.read()
+        log.close()
+    assert "rank 0 handler calls: 1" in out and "rank 1 handler calls: 0" in out, out
+    assert "handler was replaced" not in out, out
+
+
 def test_run_a_module_and_keep_runs_own_options_out_of_the_script(tmp_path):
     """Issue 13: `run -m package.module args...`; run's own options after the script are refused (they
     would go to the script), unless after '--'."""
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "train.py").write_text("import sys\nprint('module args', sys.argv[1:])\n")
+    (pkg / "train.py").write_text(  # the observer starts with the module's process group
+        "import os, sys, torch.distributed as dist\n"
+        "dist.init_process_group('gloo', init_method='file://' + os.path.abspath('store'), rank=0, world_size=1)\n"
+        "print('module args', sys.argv[1:])\n")
     (tmp_path / "s.py").write_text("import sys\nprint('script args', sys.argv[1:])\n")
     dump = str(tmp_path / "dumps")
 

@@ -14,6 +14,7 @@ def test_the_handler_the_job_had_runs_once_on_each_rank_that_waited_never_on_the
         if r != culprit:
             job.wait_report(r)
             job.wait_stacks(r, "in all_reduce")  # the stacks came from the helper, not from the signal
+            job.wait_signalled(r)  # at the hard verdict
     job.release()
     assert job.finish() == [0, 0, 0], job.log_text()  # signalled ranks were not killed
     for r in range(3):

@@ -1,10 +1,13 @@
-"""Learned deadlines (issue 26): the Learner's rules and the Detector's two levels, with a fake clock over a
-real channel.  A call's sample is the longest age the watchdog saw it at a poll (0 between two polls)."""
+"""Learned (soft) deadlines (issues 26, 31): the Learner's rules (deadlines.py) and the Detector's two levels,
+with a fake clock over a real channel.  A call's sample is the longest age the watchdog saw it at a poll (0
+between two polls).  Soft verdicts inform; only the hard deadline signals and aborts."""
 import pytest
 
 from c10d_observer import channel as ch
 from c10d_observer import config
-from c10d_observer.watchdog import (SOFT_FLOOR_S, SOFT_GAP_S, SOFT_MIN_SAMPLES, SOFT_WARM_CALLS, Detector, Learner)
+from c10d_observer import deadlines as dl
+from c10d_observer.deadlines import FLOOR_S, GAP_S, Learner, margin
+from c10d_observer.watchdog import Detector
 
 POLL = 0.5
 POLL_NS = int(POLL * 1e9)
@@ -16,14 +19,16 @@ BC = ch.encode_op("broadcast") | ch.encode_sig(ch.DTYPE_CODES["float32"], 1024)
 
 
 class Job(object):
-    """One stream of one rank; calls made by hand; the detector polled every POLL by ``run``."""
+    """Streams of one rank; calls made by hand; the detector polled every POLL by ``poll``."""
 
-    def __init__(self, tmp_path, soft=True):
-        self.w = ch.ChannelWriter(max_streams=2, ring=64, directory=str(tmp_path))
+    def __init__(self, tmp_path, soft=True, hard_s=HARD_S):
+        self.w = ch.ChannelWriter(max_streams=4, ring=64, directory=str(tmp_path))
         self.idx = self.w.add_stream({"group": "0", "stream": "0", "ranks": [0, 1], "kind": "collective"})
+        self.idx2 = self.w.add_stream({"group": "1", "stream": "1", "ranks": [0, 1], "kind": "collective"})
         self.s = self.w.stream_writer(self.idx)
+        self.s2 = self.w.stream_writer(self.idx2)
         self.r = ch.ChannelReader(self.w.path)
-        self.d = Detector(HARD_S, W, soft=soft)
+        self.d = Detector(hard_s, W, soft=soft)
         self.now = 10 ** 12
         self.actions = []
 
@@ -33,25 +38,36 @@ class Job(object):
         self.actions.extend(out)
         return out
 
-    def call(self, word=AR, duration_s=0.01):
+    def call(self, word=AR, duration_s=0.01, s=None):
         """One call that takes ``duration_s``, polled as it goes."""
-        seq = self.s.start(word, self.now)
+        s = s or self.s
+        seq = s.start(word, self.now)
         end = self.now + int(duration_s * 1e9)
         while self.now + POLL_NS <= end:
             self.poll()
-        self.s.done(seq)
+        s.done(seq)
         self.now = max(self.now, end)
         return seq
 
-    def steps(self, n, word=AR, duration_s=0.01, gap_s=0.2):
+    def steps(self, n, word=AR, duration_s=0.01, gap_s=0.2, s=None):
         for _ in range(n):
-            self.call(word, duration_s)
+            self.call(word, duration_s, s)
             self.now += int(gap_s * 1e9)
             self.poll()
 
-    def deadline(self, word=AR):
-        d = self.d.learner.deadline_ns(self.idx, word)
+    def deadline(self, word=AR, idx=None):
+        d = self.d.learner.deadline_ns(self.idx if idx is None else idx, word)
         return None if d is None else d / 1e9
+
+    def stall(self, word=AR, limit_s=600):
+        """A call that never completes: polls until the first say_overdue; returns (its entry, seconds)."""
+        self.s.start(word, self.now)
+        started = self.now
+        while self.now - started < limit_s * 1e9:
+            fired = [a for a in self.poll() if a.kind == "say_overdue"]
+            if fired:
+                return fired[0].detail, (self.now - started) / 1e9
+        return None, None
 
     def close(self):
         self.r.close()
@@ -69,105 +85,188 @@ def kinds(actions):
     return [a.kind for a in actions]
 
 
-def test_no_learned_deadline_before_enough_calls_of_a_signature(job):
-    job.steps(SOFT_MIN_SAMPLES - 1)
-    assert job.deadline() is None
-    job.steps(1)
-    assert job.deadline() == max(SOFT_FLOOR_S, 3 * POLL)
+def edge(age_s):
+    """The upper edge of the bucket of an age (s), as the learner keeps it."""
+    return dl.bucket_ns(dl.bucket(int(age_s * 1e9))) / 1e9
 
 
-def test_the_deadline_is_a_multiple_of_the_longest_calls_at_least_the_floor(job):
-    job.steps(SOFT_MIN_SAMPLES)
-    assert job.deadline() == SOFT_FLOOR_S  # calls of 10 ms: the floor
-    for _ in range(3):
-        job.call(duration_s=3.0)  # slow calls of this signature, seen at polls up to ~3 s old
-    # 3 of 23 calls are above 2 s: the 99.9th percentile is in the 2.048-4.096 s bucket: 4 x 4.096 s
-    assert job.deadline() == pytest.approx(4 * 4.096)
+def test_with_no_sample_at_all_the_deadline_is_the_floor(job):
+    assert job.deadline() == FLOOR_S  # the rank's first call: a soft deadline from the start
 
 
-def test_each_op_and_size_learns_its_own_deadline_a_rare_one_takes_its_groups(job):
-    job.steps(SOFT_MIN_SAMPLES)
-    for _ in range(SOFT_MIN_SAMPLES):
-        job.call(AR_BIG, duration_s=3.0)  # big all_reduces of this group take seconds
-    assert job.deadline(AR) == SOFT_FLOOR_S and job.deadline(AR_BIG) == pytest.approx(4 * 4.096)
-    # a barrier (seen too rarely to learn) waits as long as this group's calls take: the group's deadline
-    assert job.deadline(BC) == pytest.approx(4 * 4.096)
+def test_the_first_call_of_a_signature_is_a_change_of_phase_not_a_sample(job):
+    job.call(duration_s=3.0)  # the first step: a first compile, ranks starting at different times
+    job.poll()
+    assert job.d.learner.evidence(job.idx, AR) == (None, None) and job.deadline() == FLOOR_S
+    job.steps(6)  # then steps of 10 ms: a stall at step 7 has a deadline of the floor
+    h, which = job.d.learner.evidence(job.idx, AR)
+    assert which == "signature" and h.n == 6 and job.deadline() == FLOOR_S
 
 
-def test_a_call_past_its_learned_deadline_is_a_soft_verdict_and_never_an_abort(tmp_path):
+def test_a_stall_in_the_first_steps_is_named_softly_at_the_floor(job):
+    """Issue 31: a rank that stops at step 7 of a 0.2 s-step loop was never reported (20 samples needed)."""
+    job.call(duration_s=2.0)
+    job.steps(6)
+    e, after = job.stall()
+    assert e.level == "soft" and e.deadline_s == FLOOR_S
+    assert FLOOR_S < after <= FLOOR_S + POLL
+
+
+def test_the_margin_narrows_as_evidence_grows(job):
+    job.call()  # the signature's first call: a change of phase
+    job.call(duration_s=4.0)  # one sample of ~4 s: 10 x it
+    job.poll()
+    assert margin(1) == 10.0
+    assert job.deadline() == pytest.approx(margin(1) * edge(4.0), rel=1e-6)
+    for n in (4, 49):
+        while job.d.learner.evidence(job.idx, AR)[0].n < n:
+            job.call(duration_s=4.0)
+            job.poll()
+        assert job.deadline() == pytest.approx(margin(n) * edge(4.0), rel=1e-6)
+    assert margin(4) == 6.5 and margin(49) == 4.0 and margin(10 ** 6) == pytest.approx(3.007, abs=1e-3)
+
+
+def test_the_resolution_is_finer_than_powers_of_two():
+    """Ages are kept in buckets of 1/8 octave: a deadline is at most 9 % above what exact ages give (the old
+    log2 buckets made 2.1 s samples a 4.096 s quantile and 3 s ones an 16.4 s deadline)."""
+    for age in (0.3, 1.5, 2.1, 3.0, 7.7, 60.0):
+        assert age <= edge(age) <= age * 2 ** (1 / 8.0) + 1e-9
+
+
+def test_from_a_thousand_samples_the_quantile_leaves_out_the_top_tenth_of_a_percent(tmp_path):
+    lrn = Learner(POLL, HARD_S)
+    for _ in range(1999):
+        lrn.sample(0, AR, int(3e9))
+    lrn.sample(0, AR, int(60e9))  # one long wait in 2,000 (the signature's first call was its phase change)
+    lrn.sample(0, AR, int(60e9))
+    h, _ = lrn.evidence(0, AR)
+    assert h.n == 2000 and h.quantile_ns() / 1e9 == pytest.approx(edge(3.0))
+    lrn.sample(0, AR, int(60e9))  # a third: more than 0.1 % of the samples
+    assert lrn.evidence(0, AR)[0].quantile_ns() / 1e9 == pytest.approx(edge(60.0))
+
+
+def test_a_signature_with_no_samples_takes_its_streams_and_a_new_stream_the_ranks(job):
+    job.call(AR_BIG)  # first: a change of phase
+    for _ in range(9):
+        job.call(AR_BIG, duration_s=4.0)  # the group's big all_reduces take seconds
+        job.poll()
+    stream = margin(9) * edge(4.0)
+    assert job.deadline(AR_BIG) == pytest.approx(stream, rel=1e-6)
+    assert job.d.learner.evidence(job.idx, BC)[1] == "stream"
+    assert job.deadline(BC) == pytest.approx(stream, rel=1e-6)  # a barrier no rank of it issued before
+    assert job.d.learner.evidence(job.idx2, AR)[1] == "rank"
+    assert job.deadline(AR, idx=job.idx2) == pytest.approx(stream, rel=1e-6)  # another group: the rank's
+
+
+def test_a_call_found_overdue_is_not_a_sample(job):
+    """A rank paused 30 s, then caught up: its soft verdict informs; the calls after it keep their deadline."""
+    job.steps(10)
+    e, _ = job.stall()
+    assert e.level == "soft"
+    started = job.now
+    while job.now - started < 20e9:  # the pause resolves after ~30 s in all
+        job.poll()
+    job.s.done(job.s.seq)
+    job.steps(3)
+    assert job.deadline() == FLOOR_S  # never 10 x 30 s
+
+
+def test_after_a_quiet_gap_the_next_call_is_a_change_of_phase(job):
+    job.steps(5)
+    n = job.d.learner.evidence(job.idx, AR)[0].n
+    job.now += int((GAP_S + 1) * 1e9)
+    job.poll()
+    job.call(duration_s=6.0)  # the first call after an evaluation: the ranks come back at their own pace
+    job.poll()
+    assert job.d.learner.evidence(job.idx, AR)[0].n == n and job.deadline() == FLOOR_S
+    job.call(duration_s=6.0)  # the next one is a sample
+    job.poll()
+    assert job.d.learner.evidence(job.idx, AR)[0].n == n + 1 and job.deadline() > FLOOR_S
+
+
+def test_a_soft_verdict_never_signals_nor_aborts(tmp_path):
     j = Job(tmp_path)
     j.d.on_timeout = "abort"
     try:
-        j.steps(SOFT_MIN_SAMPLES)
-        j.s.start(AR, j.now)  # a rank stops arriving
+        j.steps(20)
+        e, after = j.stall(limit_s=HARD_S - 10)
+        assert e.level == "soft" and e.deadline_s == FLOOR_S and FLOOR_S < after <= FLOOR_S + POLL
         started = j.now
-        fired = []
-        while not fired and j.now - started < 60e9:
-            fired = [a for a in j.poll() if a.kind == "say_overdue"]
-        e = fired[0].detail
-        assert e.level == "soft" and e.deadline_s == SOFT_FLOOR_S
-        assert SOFT_FLOOR_S < (j.now - started) / 1e9 <= SOFT_FLOOR_S + POLL
-        assert "notify" in kinds(j.actions) and "abort" not in kinds(j.actions)
+        while j.now - started < 60e9:
+            j.poll()
+        assert "notify" not in kinds(j.actions) and "abort" not in kinds(j.actions)
         assert [a.detail for a in j.actions if a.kind == "gather"] == ["soft"]
     finally:
         j.close()
 
 
-def test_a_soft_verdict_becomes_hard_at_the_timeout_once_and_without_a_second_signal(tmp_path):
+def test_a_soft_verdict_that_becomes_hard_signals_once_at_the_hard_deadline(tmp_path):
     j = Job(tmp_path)
     j.d.on_timeout = "abort"
     try:
-        j.steps(SOFT_MIN_SAMPLES)
+        j.steps(20)
         j.s.start(AR, j.now)
         started = j.now
-        while j.now - started < (HARD_S + 2) * 1e9:
-            j.poll()
+        notified_at = None
+        while j.now - started < (HARD_S + 20) * 1e9:
+            if "notify" in kinds(j.poll()) and notified_at is None:
+                notified_at = (j.now - started) / 1e9
         says = [a.detail for a in j.actions if a.kind == "say_overdue"]
         assert [e.level for e in says] == ["soft", "hard"]
-        assert kinds(j.actions).count("notify") == 1 and kinds(j.actions).count("abort") == 1
+        assert kinds(j.actions).count("notify") == 1 and HARD_S < notified_at <= HARD_S + POLL
+        assert kinds(j.actions).count("abort") == 1
         assert [a.detail for a in j.actions if a.kind == "gather"] == ["soft", "hard"]
         assert j.d.entries[0].level == "hard" and len(j.d.entries) == 1
     finally:
         j.close()
 
 
-def test_a_held_verdict_stays_soft_until_the_phase_limit(tmp_path):
+def test_a_hard_detection_signals_at_once_and_once_per_hang(tmp_path):
+    j = Job(tmp_path, soft=False, hard_s=3.0)
+    try:
+        j.steps(3)
+        e, _ = j.stall(limit_s=10)
+        assert e.level == "hard" and kinds(j.actions).count("notify") == 1
+        j.s2.start(AR, j.now)  # another call of this rank overdue in the same hang: no second signal
+        started = j.now
+        while j.now - started < 5e9:
+            j.poll()
+        assert len(j.d.entries) == 2 and kinds(j.actions).count("notify") == 1
+        j.s.done(1 + 3)
+        j.s2.done(1)
+        for _ in range(10):
+            j.poll()
+        e, _ = j.stall(limit_s=10)  # a new hang: signalled again
+        assert kinds(j.actions).count("notify") == 2
+    finally:
+        j.close()
+
+
+def test_a_held_verdict_stays_soft_and_silent_until_the_phase_limit(tmp_path):
     j = Job(tmp_path)
     try:
-        j.steps(SOFT_MIN_SAMPLES)
+        j.steps(20)
         j.s.start(AR, j.now)
         started = j.now
-        while j.now - started < (SOFT_FLOOR_S + 1) * 1e9:
+        while j.now - started < (FLOOR_S + 1) * 1e9:
             j.poll()
         j.d.hold(started + int((HARD_S + 100) * 1e9))  # the rank it waits for is in a phase up to then
         while j.now - started < (HARD_S + 50) * 1e9:
             j.poll()
         assert [e.level for e in (a.detail for a in j.actions if a.kind == "say_overdue")] == ["soft"]
+        assert "notify" not in kinds(j.actions)
         while j.now - started < (HARD_S + 101) * 1e9:
             j.poll()
         assert [e.level for e in (a.detail for a in j.actions if a.kind == "say_overdue")] == ["soft", "hard"]
+        assert kinds(j.actions).count("notify") == 1  # the phase is over: the hard verdict acts
     finally:
         j.close()
-
-
-def test_after_a_quiet_gap_the_next_calls_have_no_learned_deadline(job):
-    """A change of phase (an evaluation, a checkpoint between epochs): the stream was quiet, then calls
-    come again; the first few get no soft verdict from what was learned before."""
-    job.steps(SOFT_MIN_SAMPLES)
-    assert job.deadline() is not None
-    job.now += int((SOFT_GAP_S + 1) * 1e9)
-    job.poll()
-    job.call()
-    job.poll()
-    assert job.deadline() is None
-    job.steps(SOFT_WARM_CALLS)
-    assert job.deadline() is not None
 
 
 def test_with_soft_deadlines_off_only_the_timeout_speaks(tmp_path):
     j = Job(tmp_path, soft=False)
     try:
-        j.steps(SOFT_MIN_SAMPLES * 2)
+        j.steps(40)
         j.s.start(AR, j.now)
         started = j.now
         while j.now - started < 60e9:
@@ -178,25 +277,25 @@ def test_with_soft_deadlines_off_only_the_timeout_speaks(tmp_path):
 
 
 def test_a_learned_deadline_is_never_at_or_past_the_hard_one(tmp_path):
-    j = Job(tmp_path)
-    j.d.learner = Learner(POLL, 4.0)  # a hard deadline of 4 s: below the 5 s floor
+    j = Job(tmp_path, hard_s=8.0)  # a hard deadline below the floor: no soft one
     try:
-        j.steps(SOFT_MIN_SAMPLES)
+        j.steps(20)
         assert j.deadline() is None
+        e, after = j.stall(limit_s=20)
+        assert e.level == "hard" and 8.0 < after <= 8.0 + POLL
     finally:
         j.close()
 
 
 def test_a_recorder_sources_skipped_calls_teach_the_streams_unnamed_signature(job):
     """The flight-recorder source puts in the channel only the calls it sees in flight at a read, unnamed
-    (op unknown) until long in flight: the calls it skipped count as samples of that signature."""
+    (op unknown) until named: the calls it skipped count as samples of age 0 of that signature."""
     for n in range(1, 40):
         job.s.skip_to(n)  # started and completed between two reads
         job.poll()
     unnamed = ch.encode_op("unknown")
-    assert job.deadline(unnamed) == SOFT_FLOOR_S == job.deadline(AR)  # the stream's, for any op
-    job.s.start(unnamed, job.now)  # a call the reader sees in flight, and that stays so
-    started = job.now
-    while not any(a.kind == "say_overdue" for a in job.actions) and job.now - started < 60e9:
-        job.poll()
-    assert SOFT_FLOOR_S < (job.now - started) / 1e9 <= SOFT_FLOOR_S + POLL
+    h, which = job.d.learner.evidence(job.idx, unnamed)
+    assert which == "signature" and h.n == 38  # the first was the signature's change of phase
+    assert job.deadline(unnamed) == FLOOR_S == job.deadline(AR)  # the stream's, for any op
+    e, after = job.stall(unnamed)
+    assert e.level == "soft" and FLOOR_S < after <= FLOOR_S + POLL

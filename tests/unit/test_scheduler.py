@@ -58,4 +58,9 @@ def test_a_verdict_carries_each_culprits_node_and_the_jobs_ids():
     assert v["culprits"][0] == {"rank": 2, "node": "gpu07", "node_from": "SLURMD_NODENAME", "host": "host2",
                                 "pid": 102, "slurm_job_id": "4242"}
     assert v["culprits"][1]["node"] == "host1" and v["culprits"][1]["node_from"] == "hostname"
+    assert verdict.culprit_nodes(v) == ""  # no stuck call: nothing to act on
+    v["hangs"] = [{"level": "hard", "outcome": {"state": "stuck"}}]
     assert verdict.culprit_nodes(v) == "gpu07,host1"
+    for soft in ({"level": "soft"}, {"level": "soft", "held_until": 1e10}, {"level": "hard", "outcome": {"state": "resolved"}}):
+        v["hangs"] = [soft]  # soft verdicts inform: a scheduler excludes no node for them, nor for a resolved hang
+        assert verdict.culprit_nodes(v) == "", soft
