@@ -5,17 +5,18 @@ Each watchdog keeps the start of the last ``KEEP`` calls of each stream its rank
 slots: the calls the reader passed over since the last poll, read anyway to learn deadlines) and writes
 them every ``PERIOD_S`` to ``arrivals-rank<R>-pid<P>.json``: one small document per rank and period.  The watchdog of the node's
 lowest rank joins them per (stream, seq) where every member's start is known: the last arriver and by how
-much it was last.  Over a group's last ``WINDOW`` calls, a rank that arrived last at a fraction of them far
-above its share (at least ``max(0.5, 2 / n)`` of n ranks, 0.75 of two: 5 standard deviations above chance over 100 calls), by a median ``MIN_LAG_S`` or more,
-is a straggler; ``stragglers.json`` says so, with since when, and every verdict carries it.
+much it was last.  Over a group's last ``WINDOW`` calls, a rank that arrived last at the calls where the ranks
+did not arrive together far more often than chance (``straggler``), by a median ``MIN_LAG_S`` or more, is a
+straggler; ``stragglers.json`` says so, with since when, and every verdict carries it.
 
 Times: starts are on each rank's monotonic clock, turned into wall time by its watchdog; the ranks of one
-node share the clock (the join is exact to microseconds there).  Groups that span nodes are not joined
-(their other members' starts stay on their nodes).  Under a recorder source a call's start is when the
-reader first saw it (every half poll): too coarse to tell arrivals apart; the patch, funcol and pg_hooks
-sources record each call's start on the call path.
+node share the clock (the join is exact to microseconds there).  The patch, funcol and pg_hooks sources
+record each call's start on the call path; a recorder source (torch's flight recorders) puts the starts
+torch recorded (``time_created_ns``) on the group's arrivals stream when it reads its buffer in batches
+(sources/flight_recorder.py): every call, or, above 2,000 calls per batch period, a sample of them.
 """
 import collections
+import math
 import os
 
 from . import dumpdir as _dumpdir
@@ -33,9 +34,13 @@ class ArrivalLog(object):
     def __init__(self):
         self.starts = {}  # stream name -> OrderedDict(seq -> wall start)
 
-    def observe(self, snapshot, now_ns, wall_now):
-        for st in snapshot:
-            if not st.passed:
+    def observe(self, snapshot, now_ns, wall_now, exact=()):
+        """``snapshot``: the streams' calls passed since the last poll, with their starts; ``exact``: the
+        arrivals streams (channel.ARRIVALS) on which a recorder source puts the exact starts of the calls it
+        read: their group's own stream has only the times its reader first saw its calls, and is left out."""
+        read_later = {str(st.desc.get("stream")) for st in exact}
+        for st in list(snapshot) + list(exact):
+            if not st.passed or (st.desc.get("kind") != "arrivals" and str(st.desc.get("stream")) in read_later):
                 continue
             name = str(st.desc.get("stream"))
             d = self.starts.get(name)
@@ -80,20 +85,35 @@ def last_arrivals(calls, members):
 
 def straggler(window, n):
     """The rule, over a group's recent (seq, last rank, lag, first start) of n ranks: {"rank", "share",
-    "median_lag_s", "calls"} of the rank that arrives last far more often than its share, by a median lag
-    worth naming (MIN_LAG_S and a tenth of the median time between the group's calls), or None."""
-    if n < 2 or len(window) < MIN_CALLS:
+    "median_lag_s", "calls", "apart"} of the rank that arrives last far more often than chance, by a lag
+    worth naming, or None.
+
+    Only the calls at which the ranks did not arrive together count (``apart``: the last came MIN_LAG_S or
+    more after the first): after a straggler's late arrival at a step's first call, the ranks leave that call
+    together, and who is last at the step's other calls is chance (a rank 50 ms late every step of three
+    ranks was last at 66 % of all calls, and at every call of those its lateness decided).  Among them, a
+    rank is named where it was last at a share of at least max(0.5, 1/n + 5 standard deviations of a fair
+    draw: sqrt((1/n)(1 - 1/n) / calls)), over at least MIN_CALLS of them, with a median lag of at least
+    MIN_LAG_S and a tenth of the median time between the group's calls.  Under the fair draw of a balanced
+    job the share reaches that bound with odds below 1 in 3 million, at any world size."""
+    if n < 2:
         return None
-    counts = collections.Counter(w[1] for w in window)
+    apart = [w for w in window if w[2] >= MIN_LAG_S]
+    if len(apart) < MIN_CALLS:
+        return None
+    counts = collections.Counter(w[1] for w in apart)
     rank, c = counts.most_common(1)[0]
-    share = c / float(len(window))
-    lags = sorted(w[2] for w in window if w[1] == rank)
+    share = c / float(len(apart))
+    fair = 1.0 / n
+    need = max(0.5, fair + 5.0 * math.sqrt(fair * (1.0 - fair) / len(apart)))
+    lags = sorted(w[2] for w in apart if w[1] == rank)
     median = lags[len(lags) // 2]
     gaps = sorted(b[3] - a[3] for a, b in zip(window, window[1:]) if b[0] == a[0] + 1)
     between = gaps[len(gaps) // 2] if gaps else 0.0
-    if share < (0.75 if n == 2 else max(0.5, 2.0 / n)) or median < max(MIN_LAG_S, 0.1 * between):
+    if share < need or median < max(MIN_LAG_S, 0.1 * between):
         return None
-    return {"rank": rank, "share": round(share, 3), "median_lag_s": round(median, 4), "calls": len(window)}
+    return {"rank": rank, "share": round(share, 3), "median_lag_s": round(median, 4), "calls": len(apart),
+            "of_calls": len(window)}
 
 
 class Stragglers(object):
@@ -132,16 +152,20 @@ class Stragglers(object):
 
 
 def lines(doc, now=None):
-    """The stragglers a document names, as a person reads them."""
+    """The stragglers a document names, as a person reads them, with since when."""
+    from .text import clock
     out = []
     for g in (doc or {}).get("groups") or ():
         s = g.get("straggler")
         if not s:
             continue
-        text = "rank %d arrived last at %.0f %% of the last %d calls on group %s, median %.0f ms after the first" % (
-            s["rank"], 100 * s["share"], s["calls"], g["stream"], 1000 * s["median_lag_s"])
-        if now is not None and s.get("since") is not None and now - s["since"] >= 60:
-            text += "; it has been the last to arrive for %.0f min" % ((now - s["since"]) / 60.0)
+        text = ("rank %d arrived last at %.0f %% of the last %d calls on group %s at which the ranks did not arrive "
+                "together, median %.0f ms after the first" % (s["rank"], 100 * s["share"], s["calls"], g["stream"],
+                                                             1000 * s["median_lag_s"]))
+        if s.get("since") is not None:
+            text += "; the straggler since %s" % clock(s["since"], ms=False)
+            if now is not None and now - s["since"] >= 60:
+                text += " (%.0f min)" % ((now - s["since"]) / 60.0)
         out.append(text)
     return out
 

@@ -66,6 +66,8 @@ H_PHASE_NAME, PHASE_NAME_BYTES = 16, 128  # words 16-31: the declared phase's na
 # stream head word indices
 S_LAST_STARTED, S_DONE_HINT, S_OVERFLOW, S_PIN = range(4)  # S_PIN..S_PIN+3: seq_a, op, start_ns, seq_b
 
+ARRIVALS = "arrivals"  # the kind of a stream that carries only exact starts of calls already read (no detection)
+
 _START = struct.Struct("=4q")
 _W = 8
 SLOT_BYTES = SLOT_WORDS * _W
@@ -515,11 +517,12 @@ class ChannelReader(object):
             desc["ranks"] = expand_runs(runs)
         return desc
 
-    def snapshot(self, passed=False):
+    def snapshot(self, passed=False, arrivals=False):
         """One consistent-per-stream view: a list of StreamState, one per published stream.  ``passed``:
         each StreamState also lists the calls that completed since the last snapshot and are still in the
         ring, as (seq, op word, start_ns) (the watchdog learns deadlines from them; the done hint would
-        otherwise skip them unread)."""
+        otherwise skip them unread).  ``arrivals``: the streams of kind "arrivals" instead, on which a
+        recorder source puts its calls' exact starts once it has read them (never calls in flight)."""
         mv = self._mv
         n = min(mv[H_NSTREAMS], self.layout.max_streams)
         while len(self._descs) < n:
@@ -528,6 +531,8 @@ class ChannelReader(object):
         out = []
         lay = self.layout
         for idx in range(n):
+            if (self._descs[idx].get("kind") == ARRIVALS) != arrivals:
+                continue
             head = lay.head(idx)
             last = mv[head + S_LAST_STARTED]
             hint = mv[head + S_DONE_HINT]

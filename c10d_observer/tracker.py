@@ -57,7 +57,7 @@ class _Group(object):
     """
 
     __slots__ = ("desc", "coll", "sends", "recvs", "sides", "ranks", "wait_done", "sink", "gpu", "tracker",
-                 "batch", "native", "native_p2p", "native_functional")
+                 "batch", "native", "native_p2p", "native_functional", "other_ops")
 
     def __init__(self, tracker, desc, pg=None):
         self.tracker = tracker
@@ -80,6 +80,10 @@ class _Group(object):
         self.recvs = {}
         self.batch = None  # the calls of an open coalescing block (sources.patch._Batch)
         self.sides = {}
+        # gloo, where its recorder makes the collectives' events: (torch's op count before, after, p2p?) of each
+        # op the recorder does not record (a send, a recv, monitored_barrier): torch's pg_status counts them
+        # with the collectives, which it numbers apart (sources/flight_recorder.py, _Numbers)
+        self.other_ops = []
 
     def end_call(self, st, seq, work):
         """Where a call ends, decided in one place: a GPU backend's once the GPU has finished it (its work

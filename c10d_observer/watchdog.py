@@ -555,7 +555,7 @@ class Watchdog(object):
         self.taker.reap_py_spy()
         out = self._protocols(now_ns, abort=False)
         self.snap = self.reader.snapshot(passed=True)
-        self.arrivals.observe(self.snap, now_ns, self.wall())
+        self.arrivals.observe(self.snap, now_ns, self.wall(), self.reader.snapshot(passed=True, arrivals=True))
         if now_ns >= self.arrivals_due:
             self.arrivals_due = now_ns + int(_arrivals.PERIOD_S * 1e9)
             out.append(Action("arrivals", None))

@@ -44,11 +44,15 @@ entries are read; gloo: a retired entry, or a number with no entry, which is not
 Which groups get their events from here is the plan's decision (sources.Dispatch: ``_Group.native`` names
 the recorder); the others are snapshotted only, for the report.
 """
+import bisect
+import collections
 import logging
+import math
 import os
 import threading
 import time
-from time import sleep as _sleep  # kept apart from time, which the unit tests replace by a clock
+from time import perf_counter as _perf_counter  # kept apart from time, which the unit tests replace by a clock
+from time import sleep as _sleep
 
 from .. import channel as _ch
 from .. import compat
@@ -58,26 +62,34 @@ log = logging.getLogger("c10d_observer")
 
 NEIGHBOURS = 3  # entries kept either side of a call in flight, per group
 HISTORY = 16  # a group's last calls kept while a call is long in flight (the verdict reads their order)
-LOOKUP_SOFT_S = 2.5  # with learned deadlines, a call is named once this long in flight (half their floor)
+LOOKUP_SOFT_S = 2.5  # with learned deadlines, a call is named once this long in flight (a quarter of their floor)
+WATCHED_S = 0.5  # ... and this long while c10d-observer watch is open
 MAX_START = 128  # calls started at once for one group when a read finds more enqueued (a burst): the
 # oldest, and the newest MAX_START
 FR_BACKENDS = frozenset(("gloo",))
+BUDGET = 0.002  # the share of the time the batch reads of a recorder's whole buffer may hold the GIL
+LADDER = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0)  # their periods (s): the ranks of a job pick the same
+BACKFILL = 100  # exact starts put on a group's arrivals stream per read (the watchdog takes 256 a poll)
 FINAL_READS, FINAL_READ_GAP_S = 50, 0.005  # at disable(), a call still in flight is read again (uninstall)
 
 
 class Recorder(object):
-    """How to read one of torch's recorders.  ``status``/``entries``: names of compat functions (looked up
-    at each call, so that tests can stand in for torch).  ``seq_key``: the entry field that numbers a call
-    on its stream; ``relative``: numbers count from the group's counter at enable() (else torch's own);
-    ``active_only``: ``entries`` returns only works not completed (cheap); ``uid_keyed``: pg_status keys are
-    the backend's uid, known from the group object (else a group is named from its entries)."""
+    """How to read one of torch's recorders.  ``status``/``entries``/``all_entries``: names of compat
+    functions (looked up at each call, so that tests can stand in for torch): pg_status, the entries a lookup
+    reads (NCCL: only the works not completed, cheap), and the whole buffer (every entry: the batch reads).
+    ``seq_key``: the entry field that numbers a call on its stream, the same on every rank of it;
+    ``maps_ops``: pg_status counts every op of a group by torch's op id (gloo: p2p and monitored_barrier
+    too), which ``_Numbers`` maps to the collectives' numbers; ``active_only``: ``entries`` returns only works
+    not completed; ``uid_keyed``: pg_status keys are the backend's uid, known from the group object (else a
+    group is named from its entries)."""
 
-    def __init__(self, name, status, entries, seq_key, relative, active_only, uid_keyed, events=True):
+    def __init__(self, name, status, entries, all_entries, seq_key, maps_ops, active_only, uid_keyed, events=True):
         self.name = name
         self._status = status
         self._entries = entries
+        self._all_entries = all_entries
         self.seq_key = seq_key
-        self.relative = relative
+        self.maps_ops = maps_ops
         self.active_only = active_only
         self.uid_keyed = uid_keyed
         self.events = events  # False: snapshots for reports only, another source makes the events
@@ -89,41 +101,154 @@ class Recorder(object):
     def entries(self):
         return getattr(compat, self._entries)()
 
+    def all_entries(self):
+        return getattr(compat, self._all_entries)()
+
 
 def gloo_recorder(events=True):
-    return Recorder("gloo", "fr_status", "fr_entries", "op_id", True, False, False, events)
+    return Recorder("gloo", "fr_status", "fr_entries", "fr_entries", "collective_seq_id", True, False, False, events)
 
 
 def nccl_recorder(events=True):
-    return Recorder("nccl", "nccl_status", "nccl_active_entries", "collective_seq_id", False, True, True, events)
+    return Recorder("nccl", "nccl_status", "nccl_active_entries", "nccl_entries", "collective_seq_id", False, True,
+                    True, events)
 
 
 def nccl2_recorder(events=True):
-    return Recorder("nccl2", "nccl2_status", "nccl2_active_entries", "op_id", False, True, False, events)
+    return Recorder("nccl2", "nccl2_status", "nccl2_active_entries", "nccl2_entries", "op_id", False, True, False,
+                    events)
+
+
+class _Numbers(object):
+    """gloo: which collective a number of pg_status is.  torch counts every op of a group with one op id (a
+    send, a recv, monitored_barrier's messages too: different counts on different ranks), records the
+    collectives only, and numbers them apart, the same on every rank (``collective_seq_id``).  pg_status
+    says the op id of the last collective enqueued and completed; this turns it into the collective's number.
+
+    The anchor is one op id whose number is known (from the entries, at every read of them).  Beyond it, an
+    op id is a collective's unless a patch wrapper saw a p2p op take it: the wrappers note torch's op count
+    before and after each op the recorder does not record (``_Group.other_ops``).  A p2p op that took one id
+    is exact; any other (monitored_barrier, whose messages may also count as collectives; two threads
+    issuing at once) leaves the count unknown from there until the next read of the entries (``seq_of`` is
+    None: the reader reads them then)."""
+
+    __slots__ = ("group", "op", "seq", "p2p", "unsure_from", "known")
+
+    def __init__(self, group, op_id, seq, known=None):
+        self.group = group  # the tracker's _Group (its other_ops), or None
+        self.op, self.seq = op_id, seq  # the anchor
+        self.p2p = []  # op ids past the anchor that p2p ops took, ascending
+        self.unsure_from = None  # the count is unknown past this op id (an op of unknown kind took ids there)
+        self.known = known or {}  # op id -> number, from the last read of the entries (ids below the anchor)
+
+    def anchor(self, by_op):
+        """The entries were read: {op id: number} of this group's recorded collectives."""
+        if not by_op:
+            return
+        top = max(by_op)
+        if top >= self.op:
+            self.op, self.seq = top, by_op[top]
+            self.p2p = [i for i in self.p2p if i > top]
+            if self.unsure_from is not None and self.unsure_from < top:
+                self.unsure_from = None
+        self.known = by_op
+
+    def _take(self):
+        ops = self.group.other_ops if self.group is not None else None
+        if not ops:
+            return
+        n = len(ops)
+        for before, after, p2p in ops[:n]:
+            if after is None or after <= self.op:
+                continue
+            if p2p and before is not None and after == before + 1:
+                self.p2p.append(after)
+            else:
+                start = before if before is not None and before >= self.op else self.op
+                self.unsure_from = start if self.unsure_from is None else min(self.unsure_from, start)
+        del ops[:n]  # appended on the rank's threads meanwhile stay (del of a slice is one step under the GIL)
+        self.p2p.sort()
+
+    def seq_of(self, op_id):
+        """The number of the collective that took op id ``op_id`` (as pg_status says it), or None (unknown
+        until the entries are read).  Below the anchor, where the entries read held no such op, a lower bound:
+        pg_status's completions are taken as a high-water mark, for which one is enough."""
+        self._take()
+        if op_id <= self.op:  # below the anchor: read, else a lower bound (each op id counts one number at most)
+            if op_id == self.op:
+                return self.seq
+            n = self.known.get(op_id)
+            return n if n is not None else max(0, self.seq - (self.op - op_id))
+        if self.unsure_from is not None and op_id > self.unsure_from:
+            return None
+        return self.seq + (op_id - self.op) - bisect.bisect_right(self.p2p, op_id)
+
+    def advance(self, op_id):
+        """Move the anchor to a completed op id whose number is sure (keeps the p2p list short)."""
+        seq = self.seq_of(op_id)
+        if seq is not None and op_id > self.op:
+            self.op, self.seq = op_id, seq
+            self.p2p = [i for i in self.p2p if i > op_id]
 
 
 class _Pg(object):
-    """One recorded group: its stream, numbered ``op_id - base`` (base: its counter at enable(), or 0)."""
+    """One recorded group: its stream, numbered by torch's own collective numbers less ``base`` (``numbers``
+    maps gloo's op ids to them), and the stream its calls' exact starts go to (``arrivals``), from the batch
+    reads.  ``nums(by_pg)``: a read's entries of this group by the observer's numbers."""
 
     __slots__ = ("name", "key_id", "stream", "base", "inflight", "looked", "completed", "group", "p2p_before",
-                 "held")
+                 "held", "numbers", "arrivals", "backfilled", "pending")
 
-    def __init__(self, name, stream, base, group=None, p2p_before=False, key_id=None):
+    def __init__(self, name, stream, base=0, group=None, p2p_before=False, key_id=None, numbers=None, arrivals=None):
         self.name = name
         self.key_id = key_id  # torch's pg_id of the group in its recorder
         self.stream = stream  # None when only snapshotting for reports (another source makes the events)
-        self.base = base
-        self.inflight = {}  # op_id -> monotonic ns when first seen in flight
-        self.looked = {}  # op_id -> monotonic ns when its entry was last looked up
-        self.completed = base  # the highest completion seen (torch's own value can go back)
+        self.base = base  # gloo: its collective number at enable() (the observer counts from there), else 0
+        self.inflight = {}  # number -> monotonic ns when first seen in flight
+        self.looked = {}  # number -> monotonic ns when its entry was last looked up
+        self.completed = 0  # the highest completion seen (torch's own value can go back)
         self.group = group  # the tracker's _Group (its p2p streams tell whether it carries p2p)
         self.p2p_before = p2p_before  # it carried p2p before enable()
-        self.held = set()  # op_ids pg_status calls completed while their entry is still active
+        self.held = set()  # numbers pg_status calls completed while their entry is still active
+        self.numbers = numbers  # gloo: _Numbers (pg_status's op ids to collective numbers), else None
+        self.arrivals = arrivals  # the stream of exact starts (kind "arrivals"), or None
+        self.backfilled = 0  # the highest number put on it
+        self.pending = collections.deque()  # (number, op word, start ns) read, not yet put on it
+
+    def nums(self, by_pg):
+        by_num = by_pg.get(self.key_id) or {}
+        if not self.base:
+            return by_num
+        return {k - self.base: e for k, e in by_num.items() if k > self.base}
 
     def mixed(self):
-        """p2p numbers share pg_status with collectives on this group: follow its active entries."""
+        """NCCL: p2p numbers share pg_status with collectives on this group: follow its active entries."""
         g = self.group
         return self.p2p_before or (g is not None and bool(g.sends or g.recvs))
+
+
+class _Batches(object):
+    """When to read a recorder's whole buffer for the calls' exact starts (arrivals), off the call path.
+
+    A read holds the rank's GIL while torch builds the dump (measured on torch 2.13, gloo, 2,000 entries: 25-30
+    ms, then 9 ms to load it; benchmarks/fr_reads.py): reads are spaced so that they take at most ``BUDGET``
+    of the time, ``period = cost / BUDGET`` rounded up on ``LADDER``, and fall on multiples of the period on
+    the wall clock, so that the ranks of a job (who read alike) read the same calls.  A buffer holds its last
+    2,000 calls: below 2,000 / period calls a second every call is read; above, a sample of them."""
+
+    def __init__(self):
+        self.cost_s = None  # the last whole read's duration
+        self.period = LADDER[0]
+        self.next_at = 0.0  # wall time of the next read
+
+    def due(self, wall_now):
+        return wall_now >= self.next_at
+
+    def done(self, wall_now, cost_s):
+        self.cost_s = cost_s
+        want = cost_s / BUDGET
+        self.period = next((p for p in LADDER if p >= want), LADDER[-1])
+        self.next_at = (math.floor(wall_now / self.period) + 1) * self.period
 
 
 class FlightRecorderSource(object):
@@ -134,30 +259,55 @@ class FlightRecorderSource(object):
         self.recorders = list(recorders) if recorders is not None else [gloo_recorder()]
         self.period = period
         # a call long in flight is named (op, size, start) a quarter of the timeout in, or, with learned
-        # deadlines (the first at 5 s at the earliest), at half that: a soft verdict names what it found
-        self.lookup_after_ns = int(min(timeout / 4.0, LOOKUP_SOFT_S if soft else timeout) * 1e9)
+        # deadlines (their floor is 10 s), at LOOKUP_SOFT_S: a soft verdict names what it found; while a live
+        # view is open, at WATCHED_S (c10d-observer watch shows each call's op)
+        self.lookup_base_ns = self.lookup_after_ns = int(min(timeout / 4.0, LOOKUP_SOFT_S if soft else timeout) * 1e9)
         self.verify_after_ns = int(2 * period * 1e9)  # one watchdog poll
         self.dump_dir = dump_dir
         self.pgs = {}  # (recorder name, pg_id) -> _Pg
         self.ignored = set()  # (recorder name, pg_id) of groups another source covers
-        self._baseline = {}
+        self._baseline = {}  # (recorder name, pg_id) -> pg_status's last enqueued at install
         self._unnamed = {}  # key -> when the entries were last read for it and held none (monotonic ns)
         self._by_uid = {}  # (recorder name, uid) -> (group, torch's collective count, monotonic ns) announced
         self._keep = {}  # recorder name -> {group: entries} last written to fr-*.json
+        self._batches = {}  # recorder name -> _Batches
+        self._anchors = {}  # (recorder name, pg_id) -> _Numbers made at install, for groups named later
+        self._watched = (0, False)  # (monotonic ns of the last look for a live view's request, open?)
         self._lock = threading.Lock()  # register_group runs on the rank's thread, polls on the reader's
         self._stop = threading.Event()
         self._thread = None
         self._pid = os.getpid()
         self.on_not_recorded = None  # callback(pg): a group the recorder does not record after all
+        self.read_s = 0.0  # time spent reading entries (the GIL held), for the benchmarks
+        self.reads = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     def install(self):
-        # gloo's numbers count from enable(): everything recorded before is history
         for rec in self.recorders:
-            if rec.relative and rec.active:
-                self._baseline.update({(rec.name, k): v[0] for k, v in rec.status().items()})
+            if not rec.active:
+                continue
+            self._baseline.update({(rec.name, k): v[0] for k, v in rec.status().items()})
+            if rec.maps_ops:  # where each group's op ids and collective numbers stand now: one read, at enable()
+                self._anchor_at_install(rec)
         self._thread = threading.Thread(target=self._run, daemon=True, name="c10d_observer-flight-recorder")
         self._thread.start()
+
+    def _anchor_at_install(self, rec):
+        """gloo: each group's newest recorded collective (op id and number); the ops since, up to torch's op
+        count now, were not collectives (p2p), as pg_status shows no later one."""
+        try:
+            entries = self._read(rec, whole=True)
+        except Exception:
+            log.debug("c10d_observer: reading the %s flight recorder at enable() failed", rec.name, exc_info=True)
+            return
+        for pg_id, by_op in _ops_by_pg(entries).items():
+            top = max(by_op)
+            nums = _Numbers(None, top, by_op[top], by_op)
+            pg = compat.find_group(_group_name(entries, pg_id))
+            now_op = compat.torch_seq(pg) if pg is not None else None
+            if now_op is not None and now_op > top:
+                nums.op = now_op  # the op ids between were p2p ops: no collective number taken
+            self._anchors[(rec.name, pg_id)] = nums
 
     def uninstall(self):
         self._stop.set()
@@ -171,7 +321,7 @@ class FlightRecorderSource(object):
             if i:
                 _sleep(FINAL_READ_GAP_S)
             try:
-                self.poll_once()
+                self.poll_once(final=True)
             except Exception:
                 log.debug("c10d_observer: the last flight-recorder read failed", exc_info=True)
                 return
@@ -200,21 +350,44 @@ class FlightRecorderSource(object):
         return True
 
     # -- one read ----------------------------------------------------------------------------------------
-    def poll_once(self):
+    def poll_once(self, final=False):
         now = time.monotonic_ns()
+        self._look_for_a_view(now)
         for rec in self.recorders:
             if not rec.active:
                 continue
             try:
-                self._poll(rec, now)
+                self._poll(rec, now, final)
             except Exception:  # one recorder failing leaves the others read
                 log.debug("c10d_observer: reading the %s flight recorder failed", rec.name, exc_info=True)
 
-    def _poll(self, rec, now):
+    def _look_for_a_view(self, now):
+        """While ``c10d-observer watch`` is open (its request in dump_dir), calls in flight are named sooner."""
+        last, open_ = self._watched
+        if now - last < 1e9:
+            return
+        try:
+            open_ = os.path.exists(os.path.join(self.dump_dir, _dumpdir.WATCH_REQUEST))
+        except (OSError, AttributeError):
+            open_ = False
+        self._watched = (now, open_)
+        self.lookup_after_ns = min(self.lookup_base_ns, int(WATCHED_S * 1e9)) if open_ else self.lookup_base_ns
+
+    def _read(self, rec, whole=False):
+        """The entries (``whole``: the whole buffer), timed: a read holds the GIL all along."""
+        t0 = _perf_counter()
+        try:
+            return rec.all_entries() if whole else rec.entries()
+        finally:
+            self.read_s += _perf_counter() - t0
+            self.reads += 1
+
+    def _poll(self, rec, now, final=False):
         status = rec.status()
         lookup = False
         mixed = []
-        verify = [] if rec.active_only else None  # (pg, op_id): completed per pg_status after a long flight
+        unsure = []  # (p, enq, comp): gloo groups whose op ids cannot be numbered without the entries
+        verify = [] if rec.active_only else None  # (pg, number): completed per pg_status after a long flight
         for pg_id, (enq, comp) in status.items():
             key = (rec.name, pg_id)
             p = self.pgs.get(key)
@@ -231,78 +404,122 @@ class FlightRecorderSource(object):
                 lookup = lookup or (key not in self.ignored and enq > self._baseline.get(key, 0) and
                                     now - self._unnamed.get(key, now - self.lookup_after_ns) >= self.lookup_after_ns)
                 continue
-            if p.stream is not None and p.mixed():
+            if p.stream is not None and rec.active_only and p.mixed():
                 mixed.append(p)
                 continue
+            if p.numbers is not None:
+                e, c = p.numbers.seq_of(enq), p.numbers.seq_of(comp)
+                if e is None or c is None:
+                    unsure.append((p, enq, comp))
+                    continue
+                enq, comp = e - p.base, c - p.base
             self._advance(p, enq, comp, now, verify)
             lookup = lookup or any(now - p.looked.get(k, t) >= self.lookup_after_ns
                                    for k, t in p.inflight.items())
         if rec.uid_keyed:
             self._check_recording(status, now)
-        if not lookup and not mixed and not verify:
-            return
-        entries = rec.entries()
-        by_pg = _by_pg(entries, rec)
-        for p in mixed:
-            self._advance_active(rec, p, by_pg.get(p.key_id, {}), now)
-        for p, op_id in verify or ():
-            e = by_pg.get(p.key_id, {}).get(op_id)
-            if e is None:
-                self._end(p, op_id)
-            else:  # the GPU has not finished it: it stays in flight until its entry is no longer active
-                p.held.add(op_id)
-                self._name(p, op_id, e, now)
-        if lookup:
-            self._lookup(rec, status, entries, now)
+        batches = self._batches.setdefault(rec.name, _Batches())
+        wall_now = time.time()
+        batch = rec.events and not final and batches.due(wall_now) and any(
+            p.arrivals is not None for k, p in self.pgs.items() if k[0] == rec.name)
+        if lookup or mixed or verify or unsure or batch:
+            whole = batch or not rec.active_only
+            t0 = self.read_s
+            try:
+                entries = self._read(rec, whole)
+            except Exception:
+                if not batch or not rec.active_only:
+                    raise
+                # the whole buffer could not be read (a release whose dump differs): no exact starts; the
+                # lookups go on with the works not completed
+                log.debug("c10d_observer: reading the %s recorder's whole buffer failed", rec.name, exc_info=True)
+                batches.done(wall_now, LADDER[-1] * BUDGET)
+                batch, whole = False, False
+                entries = self._read(rec)
+            if whole:
+                batches.done(wall_now, self.read_s - t0)
+            every = entries
+            if whole and rec.active_only:  # what a lookup reads: the works not completed
+                entries = [e for e in entries if not e.get("retired") and e.get("state") != "completed"]
+            by_pg = _by_pg(entries, rec)
+            if rec.maps_ops:
+                for pg_id, by_op in _ops_by_pg(entries).items():
+                    q = self.pgs.get((rec.name, pg_id))
+                    if q is not None and q.numbers is not None:
+                        q.numbers.anchor(by_op)
+            for p, enq, comp in unsure:
+                e, c = p.numbers.seq_of(enq), p.numbers.seq_of(comp)
+                if e is not None and c is not None:
+                    self._advance(p, e - p.base, c - p.base, now, recorded=p.nums(by_pg))
+            for p in mixed:
+                self._advance_active(rec, p, p.nums(by_pg), now)
+            for p, number in verify or ():
+                e = p.nums(by_pg).get(number)
+                if e is None:
+                    self._end(p, number)
+                else:  # the GPU has not finished it: it stays in flight until its entry is no longer active
+                    p.held.add(number)
+                    self._name(p, number, e, now)
+            if lookup or batch:
+                self._lookup(rec, status, entries, by_pg, now, lookup)
+            if batch:
+                self._queue_arrivals(rec, by_pg if every is entries else _by_pg(every, rec))
+        self._backfill(rec)
 
-    def _advance(self, p, enq, comp, now, verify=None):
+    def _advance(self, p, enq, comp, now, verify=None, recorded=None):
+        """``recorded``: {number: entry} just read: numbers below the first recorded one past the stream's last
+        were taken by no recorded collective (monitored_barrier's) and are not started."""
         st = p.stream
         comp = p.completed = max(p.completed, comp)
-        for op_id in [k for k in p.inflight if k <= comp]:
-            if verify is None or now - p.inflight[op_id] < self.verify_after_ns:
-                self._end(p, op_id)
-            elif op_id not in p.held:  # long in flight: ended once its entry says so (_poll)
-                verify.append((p, op_id))
+        for number in [k for k in p.inflight if k <= comp]:
+            if verify is None or now - p.inflight[number] < self.verify_after_ns:
+                self._end(p, number)
+            elif number not in p.held:  # long in flight: ended once its entry says so (_poll)
+                verify.append((p, number))
         if st is None:  # snapshots only: the oldest call in flight is enough to date
-            oldest = max(comp, p.base) + 1
+            oldest = comp + 1
             if oldest <= enq and oldest not in p.inflight:
                 p.inflight.clear()
                 p.looked.clear()
                 p.inflight[oldest] = now
             return
-        if comp - p.base > st.seq:
-            st.skip_to(comp - p.base)  # started and completed between two reads: nothing to watch
-        first = st.seq + p.base + 1  # the first number not started yet
+        if comp > st.seq:
+            st.skip_to(comp)  # started and completed between two reads: nothing to watch
+        if recorded:
+            nxt = min([k for k in recorded if k > st.seq] or [enq + 1])
+            if nxt - 1 > st.seq:
+                st.skip_to(min(nxt - 1, enq))
+        first = st.seq + 1  # the first number not started yet
         if enq - first + 1 > MAX_START:
             # a burst: the oldest call is kept (it is the one that will be overdue first), then the newest
             # MAX_START; the ones between are counted as not tracked one by one (the channel pins the oldest)
             st.start(_UNKNOWN, now)
             p.inflight[first] = now
-            st.skip_to(enq - MAX_START - p.base)
+            st.skip_to(enq - MAX_START)
             st.untracked(enq - MAX_START - first)
             first = enq - MAX_START + 1
-        for op_id in range(first, enq + 1):
+        for number in range(first, enq + 1):
             st.start(_UNKNOWN, now)
-            p.inflight[op_id] = now
+            p.inflight[number] = now
 
     def _advance_active(self, rec, p, active, now):
         """A group that carries p2p: its collectives in flight are its active entries ({number: entry})."""
         st = p.stream
-        for op_id in [k for k in p.inflight if k not in active]:
-            self._end(p, op_id)  # its entry is no longer active: completed
-            p.completed = max(p.completed, op_id)
+        for number in [k for k in p.inflight if k not in active]:
+            self._end(p, number)  # its entry is no longer active: completed
+            p.completed = max(p.completed, number)
         wall_minus_mono = time.time_ns() - time.monotonic_ns()
-        for op_id in sorted(active):
+        for number in sorted(active):
             # an entry older than a completed collective never completes: a coalesced collective recorded
             # while a CUDA graph was captured (torch records it and enqueues nothing)
-            if op_id <= p.completed or op_id in p.inflight or op_id - p.base <= st.seq:
+            if number <= p.completed or number in p.inflight or number <= st.seq:
                 continue
-            if op_id - p.base - 1 > st.seq:
-                st.skip_to(op_id - p.base - 1)
-            e = active[op_id]
+            if number - 1 > st.seq:
+                st.skip_to(number - 1)
+            e = active[number]
             st.start(_op_word(e), _start_ns(e, wall_minus_mono, now))
-            p.inflight[op_id] = now
-            p.looked[op_id] = now
+            p.inflight[number] = now
+            p.looked[number] = now
 
     def _check_recording(self, status, now):
         """A legacy NCCL group whose collectives torch counts but its recorder never lists is not recorded
@@ -326,18 +543,22 @@ class FlightRecorderSource(object):
             if self.on_not_recorded is not None:
                 self.on_not_recorded(pg)
 
-    def _lookup(self, rec, status, entries, now):
-        """Name new groups, name and date calls long in flight, end those done, write the entries out."""
-        by_pg = _by_pg(entries, rec)
+    def _lookup(self, rec, status, entries, by_pg, now, named=True):
+        """Name new groups, name and date the calls in flight, end those done, write the entries out
+        (``named``: a call was long in flight; else a batch read, which writes nothing)."""
         for pg_id, (enq, comp) in status.items():
             key = (rec.name, pg_id)
             if key in self.pgs or key in self.ignored:
                 continue
-            named = by_pg.get(pg_id)
-            name = (next(iter(named.values())).get("process_group") or [None])[0] if named else None
-            if name is not None and self._add_pg(rec, pg_id, name=str(name), enq=enq):
+            named_pg = by_pg.get(pg_id)
+            name = (next(iter(named_pg.values())).get("process_group") or [None])[0] if named_pg else None
+            if name is not None and self._add_pg(rec, pg_id, name=str(name), enq=enq, entries=entries):
                 self._unnamed.pop(key, None)
-                self._advance(self.pgs[key], enq, comp, now)
+                p = self.pgs[key]
+                if p.numbers is not None:
+                    enq, comp = p.numbers.seq_of(enq), p.numbers.seq_of(comp)
+                if enq is not None and comp is not None:
+                    self._advance(p, enq - p.base, comp - p.base, now)
             else:
                 self._unnamed[key] = now
         keep = {}
@@ -345,54 +566,88 @@ class FlightRecorderSource(object):
         for key, p in self.pgs.items():
             if key[0] != rec.name or not flying:
                 continue
-            by_op = by_pg.get(key[1], {})
-            recorded_from = min(by_op) if by_op else None
-            for op_id in sorted(p.inflight):
-                e = by_op.get(op_id)
-                if e is None and not rec.active_only and (recorded_from is None or op_id <= recorded_from):
+            by_num = p.nums(by_pg)
+            recorded_from = min(by_num) if by_num else None
+            for number in sorted(p.inflight):
+                e = by_num.get(number)
+                if e is None and not rec.active_only and (recorded_from is None or number <= recorded_from):
                     continue  # gloo: not recorded yet, or before what the buffer still holds
                 if e is None or e.get("retired"):
                     # NCCL: no active entry, completed; gloo: retired (completed, though last_completed went
                     # back past it), or no entry: not a recorded collective (p2p, monitored_barrier)
-                    self._end(p, op_id)
+                    self._end(p, number)
                     continue
-                self._name(p, op_id, e, now)
-            ops = [k for k in sorted(by_op) if k > p.base]
+                self._name(p, number, e, now)
+            if not named:
+                continue
+            nums = sorted(by_num)
             # the calls in flight and their neighbours, and every group's last HISTORY calls: their ops and
             # sizes (a desync of calls that completed) and their order across groups (an ordering deadlock)
-            near = set(ops[-HISTORY:])
-            for op_id in p.inflight:
-                if op_id in by_op:
-                    i = ops.index(op_id) if op_id in ops else 0
-                    near.update(ops[max(0, i - NEIGHBOURS):i + NEIGHBOURS + 1])
+            near = set(nums[-HISTORY:])
+            for number in p.inflight:
+                if number in by_num:
+                    i = nums.index(number)
+                    near.update(nums[max(0, i - NEIGHBOURS):i + NEIGHBOURS + 1])
             if near:
-                keep[p.name] = [_entry_json(by_op[k], k in p.inflight, k - p.base) for k in sorted(near)]
+                keep[p.name] = [_entry_json(by_num[k], k in p.inflight, k) for k in sorted(near)]
+        if not named:
+            return
         self._keep[rec.name] = keep
         if any(self._keep.values()):
             self._write()
 
+    # -- exact starts, from the batch reads -----------------------------------------------------------
+    def _queue_arrivals(self, rec, by_pg):
+        """The calls a batch read found, past those put on their group's arrivals stream already."""
+        wall_minus_mono = time.time_ns() - time.monotonic_ns()
+        for key, p in self.pgs.items():
+            if key[0] != rec.name or p.arrivals is None:
+                continue
+            last = p.pending[-1][0] if p.pending else p.backfilled
+            by_num = p.nums(by_pg)
+            for number in sorted(n for n in by_num if n > last):
+                e = by_num[number]
+                t = _start_ns(e, wall_minus_mono, None)
+                if t is not None:
+                    p.pending.append((number, _op_word(e), t))
+
+    def _backfill(self, rec):
+        """Put up to BACKFILL queued starts of each group on its arrivals stream (the watchdog reads a
+        stream's last 256 calls each poll: a batch of 2,000 goes over several reads, none lost)."""
+        for key, p in self.pgs.items():
+            if key[0] != rec.name or not p.pending:
+                continue
+            st = p.arrivals
+            for _ in range(min(BACKFILL, len(p.pending))):
+                number, word, t = p.pending.popleft()
+                if number <= st.seq:
+                    continue
+                if number - 1 > st.seq:
+                    st.skip_to(number - 1)
+                st.done(st.start(word, t))
+                p.backfilled = number
+
     @staticmethod
-    def _name(p, op_id, e, now):
+    def _name(p, number, e, now):
         """At the first look at a call's entry: its op, size signature and creation time go to its slot."""
-        first = op_id not in p.looked
-        p.looked[op_id] = now
+        first = number not in p.looked
+        p.looked[number] = now
         if first and p.stream is not None:
             wall_minus_mono = time.time_ns() - time.monotonic_ns()
-            p.stream.amend(op_id - p.base, _op_word(e), _start_ns(e, wall_minus_mono, p.inflight[op_id]))
+            p.stream.amend(number, _op_word(e), _start_ns(e, wall_minus_mono, p.inflight[number]))
 
     @staticmethod
-    def _end(p, op_id):
-        del p.inflight[op_id]
-        p.looked.pop(op_id, None)
-        p.held.discard(op_id)
+    def _end(p, number):
+        del p.inflight[number]
+        p.looked.pop(number, None)
+        p.held.discard(number)
         if p.stream is not None:
-            p.stream.done(op_id - p.base)
+            p.stream.done(number)
         else:  # only the oldest call is followed: the next one starts after it
-            p.completed = max(p.completed, op_id)
+            p.completed = max(p.completed, number)
 
-    def _add_pg(self, rec, pg_id, name=None, pg=None, enq=0, torch_seq=None):
+    def _add_pg(self, rec, pg_id, name=None, pg=None, enq=0, torch_seq=None, entries=None):
         key = (rec.name, pg_id)
-        base = self._baseline.get(key, 0) if rec.relative else 0
         if pg is None:
             pg = compat.find_group(name)
             if pg is None and not name:  # a group outside torch's registry (our own probe's): no user calls
@@ -402,9 +657,23 @@ class FlightRecorderSource(object):
         if rec.events and g.native != rec.name:  # the plan gives this group's events to another source
             self.ignored.add(key)
             return False
-        # torch's collective counter disagrees with pg_status: the group's last op was a p2p one
-        p2p_before = torch_seq is not None and 0 <= torch_seq != enq
-        self.pgs[key] = _Pg(g.desc["group"], g.coll if rec.events else None, base, g, p2p_before, pg_id)
+        numbers, base = None, 0
+        if rec.maps_ops:
+            numbers = self._anchors.pop(key, None)
+            if numbers is not None:  # a group made before enable(): the observer counts from its number then
+                base = numbers.seq
+            else:  # a group made after enable(): its newest recorded collective is the anchor
+                by_op = _ops_by_pg(entries or ()).get(pg_id) or {}
+                top = max(by_op) if by_op else 0
+                numbers = _Numbers(None, top, by_op.get(top, 0), by_op)
+            numbers.group = g
+        # torch's collective counter disagrees with pg_status: the group's last op was a p2p one (NCCL)
+        p2p_before = not rec.maps_ops and torch_seq is not None and 0 <= torch_seq != enq
+        arrivals = None
+        if rec.events and hasattr(self.tracker, "_stream"):
+            arrivals = self.tracker._stream(dict(g.desc, kind=_ch.ARRIVALS, stream=g.desc["group"]))
+        self.pgs[key] = _Pg(g.desc["group"], g.coll if rec.events else None, base, g, p2p_before, pg_id, numbers,
+                            arrivals)
         return True
 
     def _write(self):
@@ -427,6 +696,26 @@ _FIELDS = ("record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_
            "retired", "timeout_ms", "is_p2p", "thread_name")
 
 
+def _ops_by_pg(entries):
+    """{pg_id: {op id: collective number}} of the recorded collectives among gloo's entries."""
+    out = {}
+    for e in entries:
+        if e.get("is_p2p"):
+            continue
+        try:
+            out.setdefault(str(e.get("pg_id")), {})[int(e["op_id"])] = int(e["collective_seq_id"])
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def _group_name(entries, pg_id):
+    for e in entries:
+        if str(e.get("pg_id")) == pg_id:
+            return (e.get("process_group") or [None])[0]
+    return None
+
+
 def _by_pg(entries, rec):
     """{pg_id: {number: entry}} of the collectives among a recorder's entries (p2p entries are left out:
     the patch source follows p2p, and torch leaves those of a batch_isend_irecv 'scheduled' for ever)."""
@@ -442,7 +731,8 @@ def _by_pg(entries, rec):
 
 
 def _start_ns(e, wall_minus_mono, fallback):
-    """The monotonic time of an entry's creation, or ``fallback`` when it has none or it is in the future."""
+    """The monotonic time of an entry's creation (torch's wall clock, turned into this process's monotonic
+    one), or ``fallback`` when it has none or it is in the future."""
     t0 = int(e.get("time_created_ns") or 0) - wall_minus_mono
     return t0 if 0 < t0 <= time.monotonic_ns() else fallback
 

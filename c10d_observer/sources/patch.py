@@ -125,7 +125,14 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
                 word |= (code << dtype_shift | (x.numel() & numel_mask)) << sig_shift
         seq = st.start(word)
         try:
-            work = orig(self, *args, **kwargs)
+            if not plain and g.native == "gloo":
+                # gloo's recorder counts this op (not recorded) with the collectives, which torch numbers apart:
+                # the reader needs its place (flight_recorder._Numbers); only p2p and side ops come here
+                before = compat.torch_seq(self)
+                work = orig(self, *args, **kwargs)
+                g.other_ops.append((before, compat.torch_seq(self), p2p is not None))
+            else:
+                work = orig(self, *args, **kwargs)
         except BaseException:
             st.done(seq)
             raise

@@ -3,19 +3,25 @@ call streams (each rank's starts on its own wall clock, as its watchdog writes t
 import random
 
 from c10d_observer import arrivals
+from c10d_observer.text import clock
 
 
-def _docs(n, calls, late=None, slower=0.0, jitter=0.004, seed=0):
-    """n ranks issue ``calls`` calls of one group; each rank's step takes 10 ms +- jitter; rank ``late``
-    takes ``slower`` (a fraction) longer every step, so it arrives last, by that much."""
+def _docs(n, calls, late=None, slower=0.0, jitter=0.004, seed=0, per_step=1, late_s=0.0, step_s=0.010):
+    """n ranks issue ``calls`` calls of one group, ``per_step`` calls a step; each rank's step takes ``step_s``
+    +- jitter before its first call (the calls after it follow 0.1 ms apart, +- 50 us); rank ``late`` takes
+    ``slower`` (a fraction) longer and ``late_s`` more every step, so it arrives last at the step's first call."""
     rng = random.Random(seed)
     docs = [{"rank": r, "streams": {"0": []}} for r in range(n)]
     t = 1000.0
     for seq in range(1, calls + 1):
+        first = (seq - 1) % per_step == 0
         arrive = {}
         for r in range(n):
-            step = 0.010 * (1 + (slower if r == late else 0)) + rng.uniform(-jitter, jitter)
-            arrive[r] = t + step
+            if first:
+                step = step_s * (1 + (slower if r == late else 0)) + (late_s if r == late else 0)
+                arrive[r] = t + step + rng.uniform(-jitter, jitter)
+            else:
+                arrive[r] = t + 0.0001 + rng.uniform(-0.00005, 0.00005)
         for r in range(n):
             docs[r]["streams"]["0"].append([seq, arrive[r]])
         t = max(arrive.values())  # the collective completes when the last one arrives
@@ -63,4 +69,29 @@ def test_since_when_a_straggler_has_been_named_is_kept_across_periods():
     s.update(first, {"0": [0, 1, 2, 3]}, 5000.0)
     doc = s.update(rest, {"0": [0, 1, 2, 3]}, 5000.0 + 720)
     assert doc["groups"][0]["straggler"]["since"] == 5000.0 and doc["groups"][0]["calls"] == 400
-    assert "it has been the last to arrive for 12 min" in arrivals.lines(doc, now=5000.0 + 720)[0]
+    assert "the straggler since %s (12 min)" % clock(5000.0, ms=False) in arrivals.lines(doc, now=5000.0 + 720)[0]
+
+
+def test_a_rank_late_at_each_steps_first_call_is_named_though_last_at_a_third_of_the_others():
+    """Issue 31: 3 ranks, rank 1 50 ms late every step, a step of two calls (DDP's gradients, the loss): it was
+    last at 66 % of the calls (by chance at the second of each step) and never named (the rule wanted 2/3)."""
+    for per_step in (2, 3, 5):
+        s = arrivals.Stragglers()
+        docs = _docs(3, 100 * per_step, late=1, late_s=0.05, per_step=per_step, step_s=0.2, jitter=0.01)
+        doc = s.update(docs, {"0": [0, 1, 2]}, 5000.0)
+        g = doc["groups"][0]
+        assert g["last_share"]["1"] < 0.75, g  # last at the step's first call, by chance at the others
+        found = g["straggler"]
+        assert found and found["rank"] == 1 and found["calls"] >= 50 and found["share"] > 0.95, (per_step, g)
+        assert 0.04 <= found["median_lag_s"] <= 0.07
+
+
+def test_the_share_needed_is_five_standard_deviations_above_a_fair_draw_at_any_world_size():
+    for n in (2, 3, 4, 16, 64):
+        for seed in range(3):
+            s = arrivals.Stragglers()  # balanced: whoever is last is chance, each call apart
+            doc = s.update(_docs(n, 1000, seed=seed, jitter=0.008), {"0": list(range(n))}, 5000.0)
+            assert doc["groups"][0]["straggler"] is None, (n, seed)
+        s = arrivals.Stragglers()  # one rank slower by a clear margin: named at any world size
+        doc = s.update(_docs(n, 200, late=n // 2, slower=0.5, jitter=0.002), {"0": list(range(n))}, 5000.0)
+        assert doc["groups"][0]["straggler"]["rank"] == n // 2, n

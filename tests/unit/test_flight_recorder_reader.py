@@ -47,7 +47,7 @@ class Recorder(object):
 
     def call(self, op_id, op="all_reduce"):
         self.enq = op_id
-        self.entries[op_id] = {"pg_id": 0, "op_id": op_id, "process_group": ["0", "default_pg"],
+        self.entries[op_id] = {"pg_id": 0, "op_id": op_id, "collective_seq_id": op_id, "process_group": ["0", "default_pg"],
                                "profiling_name": "gloo:" + op, "time_created_ns": 0, "retired": False,
                                "is_p2p": False}
 
@@ -195,3 +195,137 @@ def test_disable_leaves_a_call_that_never_completes_in_flight_after_a_bounded_wa
     src.uninstall()
     assert in_flight(reader) == (1, 0, 1)
     assert rec.entry_reads == 0  # young: pg_status alone says it is in flight
+
+
+# -- gloo's numbers: pg_status counts every op, the collectives are numbered apart (issue 31) -----------------
+
+class GlooGroup(object):
+    """torch's gloo group as the reader and the patch wrappers see it: one op id for every op (a p2p op, each
+    of monitored_barrier's messages), entries for the collectives only, numbered by collective_seq_id.  This
+    is what torch 2.13 does (measured: after 2 all_reduces, a send, an all_reduce and 2 sends, pg_status said
+    7 and the entries op ids 1, 2, 4, 7 with collective numbers 1-4; monitored_barrier on 3 ranks took 4 op
+    ids on rank 0 and 2 on the others, and 2 collective numbers on every rank)."""
+
+    def __init__(self, rec, group):
+        self.rec, self.group = rec, group
+        self.op_id = 0
+        self.cseq = 0
+
+    def collective(self, op="all_reduce"):
+        self.op_id += 1
+        self.cseq += 1
+        self.rec.call(self.op_id, op)
+        self.rec.entries[self.op_id]["collective_seq_id"] = self.cseq
+        return self.cseq
+
+    def p2p(self, ids=1, exact=True):
+        """A send or recv through the patch wrapper, which notes torch's op count around it."""
+        before = self.op_id
+        self.op_id += ids
+        self.group.other_ops.append((before, self.op_id if exact else self.op_id + 1, True))
+
+    def monitored_barrier(self, ids, collective_numbers):
+        before = self.op_id
+        self.op_id += ids
+        self.cseq += collective_numbers
+        self.group.other_ops.append((before, self.op_id, False))
+
+    def complete_all(self):
+        for op_id, e in self.rec.entries.items():
+            e["retired"] = True
+        self.rec.comp = max(self.rec.entries)
+
+
+@pytest.fixture
+def gloo(rig):
+    src, rec, clock, reader = rig
+    group = types.SimpleNamespace(other_ops=[])
+    p = src.pgs[("gloo", "0")]
+    p.numbers = fr._Numbers(group, 0, 0)
+    return src, rec, clock, reader, GlooGroup(rec, group)
+
+
+def test_gloo_collectives_keep_their_numbers_across_p2p_ops(gloo):
+    """The phantom of issue 31: a rank that sends every step counted its sends as collectives (its numbers ran
+    ahead of a rank that sends nothing), so the verdict compared different calls."""
+    src, rec, clock, reader, g = gloo
+    for step in range(5):
+        g.collective()
+        g.p2p()  # a send each step
+        g.p2p()
+    g.collective()
+    src.poll_once()
+    assert rec.enq == 16 and in_flight(reader) == (6, 0, 1)  # torch's op id 16 is collective #6
+    g.complete_all()
+    n = g.collective()
+    src.poll_once()
+    assert n == 7 and in_flight(reader) == (7, 6, 7)
+    assert rec.entry_reads == 0  # exact p2p counts need no read of the entries
+
+
+def test_an_op_whose_place_is_not_exact_is_numbered_from_the_entries(gloo):
+    """monitored_barrier takes op ids and collective numbers in ways that differ by rank: the count is
+    unknown past it until the entries say (one read), never guessed."""
+    src, rec, clock, reader, g = gloo
+    g.collective()
+    g.complete_all()
+    src.poll_once()
+    g.monitored_barrier(ids=4, collective_numbers=2)  # rank 0 of 3
+    n = g.collective()
+    src.poll_once()
+    # #2 and #3 were monitored_barrier's (no entry): passed over, never a call in flight; #4 is
+    assert n == 4 and rec.entry_reads == 1 and in_flight(reader) == (4, 3, 4)
+    g.p2p(exact=False)  # another thread's collective between the counts: not exact either
+    g.complete_all()
+    src.poll_once()
+    assert rec.entry_reads == 1 and in_flight(reader) == (4, 4, None)  # #4 is before it: known
+    n = g.collective()
+    g.complete_all()
+    src.poll_once()
+    assert n == 5 and rec.entry_reads == 2 and in_flight(reader) == (5, 5, None)
+
+
+# -- batch reads: every call's exact start, within a budget of the GIL ------------------------------------------
+
+def test_batch_reads_are_spaced_by_their_cost_and_fall_on_the_same_wall_clock_instants():
+    b = fr._Batches()
+    assert b.due(0.0)
+    b.done(1000.3, 0.0015)  # a read of 1.5 ms: 0.75 s at a 0.2 % budget: every second
+    assert b.period == 1.0 and b.next_at == 1001.0
+    b.done(1001.1, 0.038)  # 38 ms (2,000 gloo entries on torch 2.13): 19 s, on the ladder 20 s
+    assert b.period == 20.0 and b.next_at == 1020.0 and not b.due(1019.9) and b.due(1020.0)
+    b.done(1020.0, 1.0)  # never rarer than the ladder's top
+    assert b.period == fr.LADDER[-1]
+
+
+def test_a_batch_read_puts_exact_starts_on_the_arrivals_stream_paced_and_in_order(monkeypatch, tmp_path):
+    writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))  # the watchdog's ring
+    reader = ch.ChannelReader.attach(writer)
+    rec, clock = Recorder(), Clock()
+    monkeypatch.setattr(compat, "fr_status", rec.status)
+    monkeypatch.setattr(compat, "fr_entries", rec.read_entries)
+    monkeypatch.setattr(fr, "time", clock)
+    src = fr.FlightRecorderSource(tracker=types.SimpleNamespace(rank=0), period=0.01, timeout=TIMEOUT_S,
+                                  dump_dir=str(tmp_path))
+    main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
+    arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
+    src.pgs[("gloo", "0")] = fr._Pg("0", main, key_id="0", arrivals=arr)
+    try:
+        for op_id in range(1, 251):
+            rec.call(op_id)
+            rec.entries[op_id]["time_created_ns"] = clock.time_ns() - (300 - op_id) * 1000000  # 1 ms apart
+            rec.retire(op_id, last_completed=op_id)
+        src.poll_once()  # the first read is due at once: 250 starts read, BACKFILL of them put on the stream
+        assert rec.entry_reads == 1
+        [st] = reader.snapshot(passed=True, arrivals=True)
+        assert [c[0] for c in st.passed] == list(range(1, fr.BACKFILL + 1))
+        starts = [c[2] for c in st.passed]
+        assert starts[1] - starts[0] == 1000000  # torch's own creation times, 1 ms apart
+        src.poll_once()
+        src.poll_once()
+        [st] = reader.snapshot(passed=True, arrivals=True)
+        assert [c[0] for c in st.passed] == list(range(fr.BACKFILL + 1, 251)) and rec.entry_reads == 1
+        assert [s.desc["kind"] for s in reader.snapshot()] == ["collective"]  # detection never sees it
+    finally:
+        reader.close()
+        writer.close()

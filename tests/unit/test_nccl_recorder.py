@@ -79,6 +79,9 @@ def rig(monkeypatch, tmp_path):
     readings = Readings()
     monkeypatch.setattr(compat, "nccl_status", readings.status)
     monkeypatch.setattr(compat, "nccl_active_entries", readings.entries)
+    # the whole buffer (the batch reads of every call's start): the recordings kept the active entries only.
+    # These tests are about detection: no batch read is due (tests/unit/test_fr_batches.py has theirs)
+    monkeypatch.setattr(compat, "nccl_entries", readings.entries)
     monkeypatch.setattr(compat, "describe_group", lambda pg: {"group": pg.name, "name": pg.name, "ranks": [0],
                                                               "backend": "nccl"})
     monkeypatch.setattr(compat, "nccl_uid", lambda pg: pg.uid)
@@ -90,6 +93,8 @@ def rig(monkeypatch, tmp_path):
     src = fr.FlightRecorderSource(tr, period=PERIOD_S, timeout=TIMEOUT_S, dump_dir=str(tmp_path),
                                   recorders=[fr.nccl_recorder()])
     src.activate("nccl")
+    src._batches["nccl"] = fr._Batches()
+    src._batches["nccl"].next_at = float("inf")
     rig = types.SimpleNamespace(src=src, tracker=tr, clock=clock, readings=readings, reader=reader,
                                 tmp=str(tmp_path))
 
