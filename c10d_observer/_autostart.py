@@ -43,6 +43,26 @@ def _start():
         _say("not enabled (%s): %s" % ("run's options" if SETTINGS else "%s=%s" % (ENV, os.environ.get(ENV)), e))
 
 
+_RECORDER = []  # the recorder's switch is looked at once, before the process's first group
+
+
+def _before_init():
+    """torch 2.5-2.10 record calls in their flight recorder only where a buffer size is set before the first
+    group: set it then (compat.recorder_on_before_init), said once on local rank 0."""
+    if _RECORDER:
+        return
+    _RECORDER.append(True)
+    try:
+        from c10d_observer import compat
+        name = compat.recorder_on_before_init()
+        if name and os.environ.get("LOCAL_RANK", "0") in ("", "0") and not os.environ.get("C10D_OBSERVER_QUIET"):
+            _say("set %s=%s before the first process group: torch's flight recorder (off by default before torch "
+                 "2.11) records this job's calls, and the observer reads it at no cost per call (set %s=0 in the "
+                 "job's environment to keep the recorder off)" % (name, os.environ[name], name))
+    except Exception as e:
+        _say("could not turn torch's flight recorder on: %r" % (e,))
+
+
 def _arm(module):
     """Wrap ``init_process_group`` where user code finds it (``torch.distributed`` and ``distributed_c10d``)."""
     c10d = getattr(module, "distributed_c10d", None)
@@ -52,6 +72,7 @@ def _arm(module):
 
     @functools.wraps(orig)
     def init_process_group(*args, **kwargs):
+        _before_init()
         result = orig(*args, **kwargs)
         _start()
         return result

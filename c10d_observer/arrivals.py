@@ -3,7 +3,8 @@ arrives last far more often than its share named a straggler, live.  No torch; n
 
 Each watchdog keeps the start of the last ``KEEP`` calls of each stream its rank completed (the channel's
 slots: the calls the reader passed over since the last poll, read anyway to learn deadlines) and writes
-them every ``PERIOD_S`` to ``arrivals-rank<R>-pid<P>.json``: one small document per rank and period.  The watchdog of the node's
+those seen in the last ``RECENT_PERIODS`` periods every ``PERIOD_S`` to ``arrivals-rank<R>-pid<P>.json``:
+one small document per rank and period.  The watchdog of the node's
 lowest rank joins them per (stream, seq) where every member's start is known: the last arriver and by how
 much it was last.  Over a group's last ``WINDOW`` calls, a rank that arrived last at the calls where the ranks
 did not arrive together far more often than chance (``straggler``), by a median ``MIN_LAG_S`` or more, is a
@@ -21,18 +22,22 @@ import os
 
 from . import dumpdir as _dumpdir
 
-PERIOD_S = 5.0  # how often a watchdog writes its rank's starts, and the node's leader joins them
+PERIOD_S = 2.0  # how often a watchdog writes its rank's starts, and the node's leader joins them
+RECENT_PERIODS = 3  # a document carries the starts seen in this many periods (a leader that missed one still
+# joins them), at most KEEP a stream
 WINDOW = 1000  # calls of a group the rule looks at
 KEEP = 2000  # starts a watchdog keeps per stream until it writes them
 MIN_CALLS = 50  # calls of a group joined before the rule names anyone
 MIN_LAG_S = 0.001  # a median lag worth naming: at least this, and a tenth of the time between calls
+END_SKEW_S = 0.001  # how far apart the members of a collective may see its end (clock offsets between hosts)
+MIN_OFFSET_CALLS = 20  # calls whose bounds agree on a host's clock offset before its starts are joined
 
 
 class ArrivalLog(object):
-    """One rank's starts (seq -> wall time) per stream, from the calls its reader passed over."""
+    """One rank's starts (seq -> (wall time, when seen)) per stream, from the calls its reader passed over."""
 
     def __init__(self):
-        self.starts = {}  # stream name -> OrderedDict(seq -> wall start)
+        self.starts = {}  # stream name -> OrderedDict(seq -> (wall start, wall time it was seen))
 
     def observe(self, snapshot, now_ns, wall_now, exact=()):
         """``snapshot``: the streams' calls passed since the last poll, with their starts; ``exact``: the
@@ -47,14 +52,18 @@ class ArrivalLog(object):
             if d is None:
                 d = self.starts[name] = collections.OrderedDict()
             for seq, _, t in st.passed:
-                d[seq] = wall_now - (now_ns - t) / 1e9
+                d[seq] = (wall_now - (now_ns - t) / 1e9, wall_now)
             while len(d) > KEEP:
                 d.popitem(last=False)
 
-    def document(self, rank, pid, job_id, wall_now, members):
+    def document(self, rank, pid, job_id, wall_now, members, host=None):
+        """The starts seen in the last RECENT_PERIODS periods (the leader joins each call once every member's
+        start is in: it keeps what it joined)."""
+        since = wall_now - RECENT_PERIODS * PERIOD_S
         return {"format": "c10d_observer.arrivals", "version": 1, "rank": rank, "pid": pid, "job_id": job_id,
-                "written_at": wall_now, "members": members,
-                "streams": {s: [[q, round(t, 6)] for q, t in d.items()] for s, d in self.starts.items()}}
+                "written_at": wall_now, "members": members, "host": host,
+                "streams": {s: [[q, round(t, 6)] for q, (t, seen) in d.items() if seen >= since]
+                            for s, d in self.starts.items()}}
 
 
 def join(docs):
@@ -67,6 +76,73 @@ def join(docs):
             for seq, t in pairs:
                 calls.setdefault(seq, {})[r] = t
     return out
+
+
+def clock_offsets(calls, members, host_of, ref):
+    """How far each other host's clock is from ``ref``'s, from the calls their ranks share: {host: {"offset_s",
+    "error_s", "calls"}} (a start on ``host`` is ``offset_s`` ahead of the same instant on ``ref``), for the
+    hosts whose calls say it clearly.
+
+    A collective ends at nearly the same instant on every member.  On each host it ends after the last of its
+    ranks started it and before the first of them started the next call of the stream (calls issued one after
+    the other): in ``ref``'s clock within [lo_ref, hi_ref], in the host's within [lo_h, hi_h], so the offset
+    is within [lo_h - hi_ref, hi_h - lo_ref], widened by END_SKEW_S (the members do not see the end at
+    exactly the same instant).  Calls issued back to back (a step's second call) make that interval narrow;
+    the estimate is the middle of the range inside the most intervals, and is kept only where at least half
+    of them (and MIN_OFFSET_CALLS) agree on it: a call issued before the previous one ended (async) gives a
+    wrong interval, outvoted.  ``error_s`` is half that range: the estimate is within it of the offset the
+    intervals allow.  {stream: {seq: {rank: start}}}, members {stream: ranks}, host_of {rank: host}."""
+    intervals = collections.defaultdict(list)
+    for stream, by_seq in calls.items():
+        ranks = [r for r in members.get(stream) or () if r in host_of]
+        hosts = collections.defaultdict(list)
+        for r in ranks:
+            hosts[host_of[r]].append(r)
+        if ref not in hosts or len(hosts) < 2 or len(ranks) != len(members.get(stream) or ()):
+            continue
+        for seq in sorted(by_seq):
+            cur, nxt = by_seq[seq], by_seq.get(seq + 1)
+            if nxt is None or not all(r in cur and r in nxt for r in ranks):
+                continue
+            lo0, hi0 = max(cur[r] for r in hosts[ref]), min(nxt[r] for r in hosts[ref])
+            if hi0 < lo0:
+                continue  # the next call was issued before this one ended on ref: no bound from it
+            for h, hr in hosts.items():
+                if h == ref:
+                    continue
+                lo, hi = max(cur[r] for r in hr), min(nxt[r] for r in hr)
+                if hi >= lo:
+                    intervals[h].append((lo - hi0 - END_SKEW_S, hi - lo0 + END_SKEW_S))
+    out = {}
+    for h, iv in intervals.items():
+        iv = iv[-WINDOW:]
+        events = sorted([(a, 0) for a, b in iv] + [(b, 1) for a, b in iv])  # opens before closes at a tie
+        count = best = 0
+        region = None
+        for i, (x, closes) in enumerate(events):
+            if closes:
+                count -= 1
+                continue
+            count += 1
+            if count > best:
+                best, region = count, (x, events[i + 1][0] if i + 1 < len(events) else x)
+        if region is None or best < max(MIN_OFFSET_CALLS, 0.5 * len(iv)):
+            continue
+        out[h] = {"offset_s": round((region[0] + region[1]) / 2.0, 6), "error_s": round((region[1] - region[0]) / 2.0, 6),
+                  "calls": best}
+    return out
+
+
+def _merge_calls(old, new, keep=KEEP):
+    """The calls of ``old`` and ``new`` ({stream: {seq: {rank: start}}}), each stream's last ``keep``."""
+    for stream, by_seq in new.items():
+        mine = old.setdefault(stream, {})
+        for seq, starts in by_seq.items():
+            mine.setdefault(seq, {}).update(starts)
+        if len(mine) > keep:
+            for seq in sorted(mine)[:len(mine) - keep]:
+                del mine[seq]
+    return old
 
 
 def last_arrivals(calls, members):
@@ -123,19 +199,50 @@ class Stragglers(object):
         self.windows = {}  # stream -> deque of (seq, last rank, lag, first start)
         self.done = {}  # stream -> the highest seq joined
         self.named = {}  # stream -> (rank, since wall)
+        self.clock_calls = {}  # the calls of groups that span hosts, kept to estimate the hosts' clocks
+        self.pending = {}  # stream -> {seq: {rank: start}}: calls not joined yet (a member's start not in)
+        self.hosts = {}  # rank -> its host (whose clock its starts are on)
 
-    def update(self, docs, members, wall_now):
-        """Join the documents; returns the stragglers document."""
+    def update(self, docs, members, wall_now, host=None):
+        """Join the documents; returns the stragglers document.  Calls wait in ``pending`` until every member's
+        start is in (another node's come by its relay, later).  Starts of ranks on other hosts are joined in
+        ``host``'s clock, once ``clock_offsets`` knows how far each other host's is; until then their calls
+        wait."""
+        for d in docs:
+            self.hosts[d.get("rank")] = d.get("host") or host
         calls = join(docs)
+        _merge_calls(self.pending, calls)
+        clocks = {}
+        multi = host is not None and len(set(self.hosts.values())) > 1
+        if multi:
+            _merge_calls(self.clock_calls, calls)
+            clocks = clock_offsets(self.clock_calls, members, self.hosts, host)
         groups = []
-        for stream, by_seq in sorted(calls.items()):
+        for stream in sorted(set(self.pending) | set(self.windows)):  # a group quiet of late keeps what was joined
             ranks = members.get(stream)
             if not ranks or len(ranks) < 2:
                 continue
+            by_seq = self.pending.get(stream, {})
+            done = self.done.get(stream, 0)
+            complete = {}
+            for q, starts in by_seq.items():
+                if q <= done or not all(r in starts for r in ranks):
+                    continue
+                shifted = {}
+                for r in ranks:
+                    h = self.hosts.get(r, host)
+                    if not multi or h == host:
+                        shifted[r] = starts[r]
+                    elif h in clocks:
+                        shifted[r] = starts[r] - clocks[h]["offset_s"]
+                if len(shifted) == len(ranks):
+                    complete[q] = shifted
             w = self.windows.setdefault(stream, collections.deque(maxlen=WINDOW))
-            for item in last_arrivals({q: s for q, s in by_seq.items() if q > self.done.get(stream, 0)}, ranks):
+            for item in last_arrivals(complete, ranks):
                 w.append(item)
                 self.done[stream] = item[0]
+            for q in [q for q in by_seq if q <= self.done.get(stream, 0)]:
+                del by_seq[q]
             found = straggler(list(w), len(ranks))
             prev = self.named.get(stream)
             if found is None:
@@ -148,7 +255,10 @@ class Stragglers(object):
             groups.append({"stream": stream, "ranks": list(ranks), "calls": len(w),
                            "last_share": {str(r): round(c / float(len(w)), 3) for r, c in sorted(counts.items())}
                            if w else {}, "straggler": found})
-        return {"format": "c10d_observer.stragglers", "version": 1, "written_at": wall_now, "groups": groups}
+        out = {"format": "c10d_observer.stragglers", "version": 1, "written_at": wall_now, "groups": groups}
+        if multi:  # how far each other host's clock is from this one's, as the calls say it (None: not yet)
+            out["clocks"] = {h: clocks.get(h) for h in sorted(set(self.hosts.values()) - {host}, key=str)}
+        return out
 
 
 def lines(doc, now=None):

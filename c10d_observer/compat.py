@@ -138,6 +138,34 @@ def fr_buffer_env():
     return None, None
 
 
+# torch's flight recorder (gloo's and the legacy NCCL one's) records by default from 2.11 (a 2,000-entry
+# buffer); on 2.5-2.10 it records only where a buffer size variable is > 0 when the first process group is
+# made: torch reads it once, then.  Measured on 2.8.0, 2.9.1 and 2.10.0 (benchmarks/fr_reads.py --late): set
+# after `import torch` and before init_process_group, TORCH_NCCL_TRACE_BUFFER_SIZE=2000 turns gloo's on;
+# set after init_process_group, it does not.
+FR_OFF_BY_DEFAULT = ((2, 5), (2, 11))
+
+
+def recorder_on_before_init(version=None):
+    """Where torch's flight recorder is off by default (2.5-2.10) and no buffer size variable is set, set
+    NCCL_TRACE_ENV=NCCL_TRACE_SIZE now: the caller is about to make the first process group (C10D_OBSERVER=1
+    and ``run`` call this from their wrapper of init_process_group), so that the recorder source, which costs
+    nothing per call, covers gloo (2.8+) and NCCL (2.5+) there too.  Returns the variable set, or None."""
+    if fr_buffer_env()[0] is not None:
+        return None  # the user chose
+    if version is None:
+        import torch
+        version = torch.__version__
+    rel = release(version)
+    if rel is None or not (FR_OFF_BY_DEFAULT[0] <= tuple(rel[:2]) < FR_OFF_BY_DEFAULT[1]):
+        return None
+    from torch._C import _distributed_c10d as C
+    if not (hasattr(C, "_dump_fr_trace_json") or hasattr(C, "_dump_nccl_trace_json")):
+        return None
+    os.environ[NCCL_TRACE_ENV] = str(NCCL_TRACE_SIZE)
+    return NCCL_TRACE_ENV
+
+
 _FR_PROBE = []
 
 

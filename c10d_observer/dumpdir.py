@@ -30,6 +30,7 @@ Kinds of file (R: the rank, P: the rank's pid):
 ``relay-seen.json``                   relay             store requests already seen
 ``arrivals-rank<R>-pid<P>.json``      watchdog          the starts of the rank's recent calls
 ``stragglers.json``                   watchdog (node)   who arrives last, per group (arrivals.py)
+``arrivals-node-<key>.json``           relay             another node's ranks' arrivals documents (relay.py)
 ====================================  ================  ================================================
 
 A full ``dump_dir`` (``ENOSPC``, ``EDQUOT``) must not blind the observer: ``DumpDir`` then writes to a
@@ -73,8 +74,10 @@ END_GLOB = "end-rank*.json"
 NODE_GLOB = "states-node*.json"
 RECORD_GLOB = "verdict-*.json"
 ARRIVALS_GLOB = "arrivals-rank*.json"
+ARRIVALS_NODE = "arrivals-node-%s.json"  # another node's ranks' arrivals, brought by the relay (by its key)
+ARRIVALS_NODE_GLOB = "arrivals-node-*.json"
 
-_OURS = re.compile(r"^(report|state|end|stacks|pyspy|fr|signal|arrivals|live)-rank|^states-node\d+\.json$"
+_OURS = re.compile(r"^(report|state|end|stacks|pyspy|fr|signal|arrivals|live)-rank|^states-node\d+\.json$|^arrivals-node-"
                    r"|^(stack|exit)req-pid|^notify-pid|^(verdict|gather-request|stragglers|watch-request)\.|^verdict-.*\.json$"
                    r"|^relay-|^\.tmp-|^\.c10d_observer-")
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))

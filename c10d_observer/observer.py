@@ -133,6 +133,7 @@ class Observer(object):
         self._restart_count = 0
         self._stopping = False
         self._undo = []
+        self.parts = None  # the event source's parts (sources.Composite), once started
 
     def __repr__(self):
         return "<c10d_observer.Observer source=%r watchdog_pid=%r timeout=%g%s>" % (
@@ -198,7 +199,7 @@ class Observer(object):
                 except Exception:
                     log.debug("c10d_observer: cannot describe a group", exc_info=True)
             from . import sources as _sources
-            src = _sources.build(self.planned, tracker, cfg, self.capabilities, self.nccl_on)
+            src = self.parts = _sources.build(self.planned, tracker, cfg, self.capabilities, self.nccl_on)
             src.install()
             self._undo.append(src.uninstall)
             from .sources import patch as _patch

@@ -26,9 +26,13 @@ start together).  The leader, every ``period``:
   the bundles that changed and are labelled with its request, each into one file of its ``dump_dir``
   (``states-node<slot>.json``), where its watchdog merges them with the local ones;
 - the merged verdict goes back out (``<P>verdict/<n>``, squeezed), and every other node writes it into its
-  ``dump_dir`` (``"relayed_from"``), so ``on_hang`` callbacks and ``report DIR`` see it on every node.
+  ``dump_dir`` (``"relayed_from"``), so ``on_hang`` callbacks and ``report DIR`` see it on every node;
+- off the gather, every ARRIVALS_EVERY_S, the starts of the node's ranks on groups that span nodes go out
+  (``<P>arrivals/<rank>``, one ``set``; ``<P>arrival_nodes`` numbers the nodes that share), and the node
+  numbered 1 brings the others' into its ``dump_dir``, where its watchdog joins them in its own clock
+  (who arrives last, arrivals.py: the hosts' clock offsets come from the calls themselves).
 
-No clock is compared across nodes.  Only ``set``, ``get`` and ``add`` are used (``get`` only of keys known
+No clock is compared across nodes for the gather.  Only ``set``, ``get`` and ``add`` are used (``get`` only of keys known
 to exist): they exist on every store of every torch in the matrix and never block on a missing key.  It
 runs only when the job spans several nodes (``LOCAL_WORLD_SIZE < WORLD_SIZE``, as torchrun sets them); on
 one node ``dump_dir`` is enough.  A store that fails is retried later; the relay never raises into
@@ -56,6 +60,9 @@ PREFIX = "c10d_observer/"
 STACKS_TAIL = 256 * 1024  # bytes of a stacks file sent: its last dump is at the end
 SUMMARY_BYTES = 16 * 1024  # at most this much of a rank's stacks goes to another node
 STACKS_WAIT_S = 1.0  # how long a state's asked-for stack dump is waited for before it is sent without
+ARRIVALS_EVERY_S = 3.0  # how often a node's starts on groups that span nodes go out (and the collector's come
+# in); at least 20 ms a node (the collector reads one key per node: 50 a second at most)
+ARRIVALS_SENT = 400  # at most this many starts a stream and rank go out each time
 
 
 def multi_node(env=None):
@@ -134,6 +141,9 @@ class StoreRelay(object):
         self._verdict_taken = None  # request number whose verdict this node took
         self._next_read = 0.0  # during a gather, a node that does not merge reads the store once a period
         self._ahead = None  # a lower rank of this node whose relay beat: this one does not act while it does
+        self._arrivals_at = 0.0  # when this node's arrivals last went out (and, at the collector, came in)
+        self._arrivals_index = None  # this node's number among those that share arrivals (1: the collector)
+        self._arrivals_nodes = {}  # number -> the key another node shares its arrivals under
         self.leader = False
         self._stop = threading.Event()
         self._thread = None
@@ -235,12 +245,52 @@ class StoreRelay(object):
                 self._send_verdict()
             elif read:
                 self._take_verdict()
+        if not self._active and now - self._arrivals_at >= max(ARRIVALS_EVERY_S, 0.02 * nodes()):
+            self._arrivals_at = now
+            self._share_arrivals(now)
         for gid, deadline in list(self._active.items()):
             if now > deadline:
                 del self._active[gid]
         if not self._active:  # the window ended: the next gather starts from nothing
             self._winner = self._own = self._bundled_for = None
             self._node_docs, self._seen_files = {}, {}
+
+    # -- who arrives last, across nodes ---------------------------------------------------------------------
+    def _share_arrivals(self, now):
+        """The starts of this node's ranks on groups that span nodes go out (one ``set``), and the node that
+        shares first (the collector) brings the other nodes' into its dump_dir (``arrivals-node-<key>.json``),
+        where its watchdog joins them in its own clock (arrivals.clock_offsets).  Every ARRIVALS_EVERY_S, off
+        the gather: a node's collector reads one key per node."""
+        docs = []
+        for path in glob.glob(os.path.join(self.dump_dir, _dumpdir.ARRIVALS_GLOB)):
+            doc = _dumpdir.read_json(path)
+            if (isinstance(doc, dict) and doc.get("job_id") == self.job_id and isinstance(doc.get("rank"), int)
+                    and now - (doc.get("written_at") or 0) < ARRIVALS_EVERY_S + 10):
+                docs.append(doc)
+        here = {d["rank"] for d in docs}
+        out = []
+        for d in docs:
+            members = d.get("members") or {}
+            spanning = {st: pairs[-ARRIVALS_SENT:] for st, pairs in (d.get("streams") or {}).items()
+                        if members.get(st) and not set(members[st]) <= here}
+            if spanning:
+                out.append(dict(d, streams=spanning, members={st: members[st] for st in spanning}))
+        if out:
+            self.store.set(self._key("arrivals", self.rank), pack({"written_at": now, "docs": out}))
+            if self._arrivals_index is None:
+                self._arrivals_index = int(self.store.add(self._key("arrival_nodes"), 1))
+                self.store.set(self._key("arrival_node", self._arrivals_index), str(self.rank))
+        if self._arrivals_index != 1:
+            return
+        n = int(self.store.add(self._key("arrival_nodes"), 0))
+        for i in range(2, n + 1):
+            key = self._arrivals_nodes.get(i)
+            if key is None:
+                key = self._arrivals_nodes[i] = _text(self.store.get(self._key("arrival_node", i)))
+            got = unpack(self.store.get(self._key("arrivals", key)))
+            _dumpdir.write_json(os.path.join(self.dump_dir, _dumpdir.ARRIVALS_NODE % key),
+                                {"format": "c10d_observer.arrivals_node", "job_id": self.job_id, "written_at": now,
+                                 "from_rank": key, "docs": got.get("docs") or []})
 
     def _host(self):
         for doc in self._node_docs.values():

@@ -742,13 +742,16 @@ class Watchdog(object):
         members = {str(st.desc.get("stream")): st.desc.get("ranks") for st in self.snap
                    if isinstance(st.desc.get("ranks"), list)}
         # the last KEEP starts of each stream, every period: the leader joins the calls every member has
-        self.files.write_arrivals(self.arrivals.document(rank, self.cfg.rank_pid, self.cfg.job_id, wall_now, members))
+        host = self.cfg.host or socket.gethostname()
+        self.files.write_arrivals(self.arrivals.document(rank, self.cfg.rank_pid, self.cfg.job_id, wall_now, members,
+                                                         host))
         docs = self.files.read_arrivals(wall_now - 3 * _arrivals.PERIOD_S)
-        if docs and rank == min(d["rank"] for d in docs):
+        local = [d for d in docs if not d.get("relayed")]  # this node's ranks: the lowest one's watchdog joins
+        if local and rank == min(d["rank"] for d in local):
             known = {}
             for d in docs:
                 known.update((k, v) for k, v in (d.get("members") or {}).items() if v)
-            self.files.write_stragglers(self.stragglers.update(docs, known, wall_now))
+            self.files.write_stragglers(self.stragglers.update(docs, known, wall_now, host))
 
     def _merge(self, _, now_ns):
         gid, asked = self.gather.merged()

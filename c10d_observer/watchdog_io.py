@@ -361,13 +361,19 @@ class GatherFiles(_Part):
         self.dd.write_json(_dumpdir.arrivals_name(doc["rank"], doc["pid"]), doc)
 
     def read_arrivals(self, since):
-        """This job's ranks' arrivals documents written since ``since`` (wall)."""
+        """This job's ranks' arrivals documents written since ``since`` (wall): this node's, and those another
+        node's relay brought (``arrivals-node-*.json``, dated by this node's clock when they came)."""
         out = []
         for path in self.dd.glob(_dumpdir.ARRIVALS_GLOB):
             doc = _dumpdir.read_json(path)
             if (isinstance(doc, dict) and isinstance(doc.get("rank"), int) and doc.get("job_id") == self.cfg.job_id
                     and (doc.get("written_at") or 0) >= since):
                 out.append(doc)
+        for path in self.dd.glob(_dumpdir.ARRIVALS_NODE_GLOB):
+            node = _dumpdir.read_json(path)
+            if isinstance(node, dict) and node.get("job_id") == self.cfg.job_id and (node.get("written_at") or 0) >= since:
+                out.extend(dict(d, relayed=True) for d in node.get("docs") or ()
+                           if isinstance(d, dict) and isinstance(d.get("rank"), int))
         return out
 
     def write_stragglers(self, doc):

@@ -25,7 +25,8 @@ def rank_main(rank, store, work):
     obs = sys.modules.get("c10d_observer.observer")
     active = obs is not None and obs.active() is not None
     with open(os.path.join(work, "rank%d.json" % rank), "w") as f:
-        json.dump({"pid": os.getpid(), "observed": active}, f)
+        json.dump({"pid": os.getpid(), "observed": active, "source": active and obs.active().source,
+                   "trace_env": os.environ.get("TORCH_NCCL_TRACE_BUFFER_SIZE")}, f)
     t = torch.ones(4)
     dist.all_reduce(t)
     if rank == 1:

@@ -864,3 +864,106 @@ def straggler(ctx):
         ctx.stall_until_released()
     dist.all_reduce(t)
     c10d_observer.disable()
+
+
+def ddp_loop(ctx):
+    """A job as users write it (issue 31): a DDP model, a DataLoader with a worker, jittered compute, the
+    step's loss all_reduced; faults by step, each optional:
+
+    - ``handler``: a SIGUSR1 handler of the job's own, installed first (as PyTorch Lightning does for Slurm's
+      requeue); its calls are recorded at the end (``handler_calls``);
+    - ``stall`` [rank, step]: that rank's DataLoader worker waits for the release at the batch of that step
+      (``stalled_at``: when the rank asked for it);
+    - ``pause`` [rank, step, seconds]: that rank sleeps, then goes on (a pause that resolves);
+    - ``ckpt`` [step, seconds]: rank 0 saves behind a barrier (``phase``: inside phase("checkpoint", up_to));
+    - ``slow`` [rank, factor] / ``late`` [rank, seconds]: that rank computes longer every step (a straggler);
+    - ``p2p``: rank 0 sends rank 1 a tensor every step; ``skip_recv`` step: rank 1 skips that step's recv;
+    - ``pairs``: an all_reduce on new_group([0, 1]) and new_group([2, 3]) every step; ``pair_skip`` step:
+      rank 2 skips its own.
+    Each rank records ``step_at`` (when each step began: {step: wall time}) every 10 steps, and ``result``.
+    """
+    import random
+    calls = [0]
+    if ctx.args.get("handler"):
+        def handler(signum, frame):
+            calls[0] += 1
+        signal.signal(signal.SIGUSR1, handler)
+    release = os.path.join(ctx.work_dir, "release")
+    stall = ctx.args.get("stall")
+
+    class Data(torch.utils.data.Dataset):
+        def __len__(self):
+            return 1 << 20
+
+        def __getitem__(self, i):
+            if stall and stall[0] == ctx.rank and i == stall[1]:
+                while not os.path.exists(release):
+                    time.sleep(0.02)
+            return torch.ones(16) * (i % 7), torch.ones(4)
+
+    loader = iter(torch.utils.data.DataLoader(Data(), batch_size=1, num_workers=ctx.args.get("workers", 1)))
+    torch.manual_seed(0)
+    obs = _enable(ctx, timeout=ctx.args.get("timeout"))
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(
+        torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    pair = None
+    if ctx.args.get("pairs"):
+        pairs = [dist.new_group([r, r + 1]) for r in range(0, ctx.world - 1, 2)]
+        pair = pairs[ctx.rank // 2] if ctx.rank // 2 < len(pairs) else None
+    rng = random.Random(ctx.rank * 7919 + 11)
+    x = torch.ones(32, 32)
+    slow, late = ctx.args.get("slow"), ctx.args.get("late")
+    step_at = {}
+    for step in range(ctx.args.get("steps", 50)):
+        step_at[step] = time.time()
+        if step % 10 == 0:
+            ctx.record(step_at=step_at, source=obs.source)
+        if stall and stall[0] == ctx.rank and step == stall[1]:
+            ctx.record(stalled_at=time.time())
+        inputs, target = next(loader)
+        pause = ctx.args.get("pause")
+        if pause and pause[0] == ctx.rank and pause[1] == step:
+            ctx.record(paused_at=time.time())
+            time.sleep(pause[2])
+        compute = ctx.args.get("step_s", 0.05) * (1.0 + ctx.args.get("jitter", 0.3) * (rng.random() - 0.5))
+        if slow and slow[0] == ctx.rank:
+            compute *= slow[1]
+        if late and late[0] == ctx.rank:
+            compute += late[1]
+        until = time.monotonic() + compute
+        while time.monotonic() < until:
+            x = (x @ x).clamp_(-1, 1)
+        loss = torch.nn.functional.mse_loss(model(inputs), target)
+        loss.backward()  # DDP's gradient all_reduce
+        opt.step()
+        opt.zero_grad()
+        if ctx.args.get("p2p"):
+            t = torch.ones(4) * step
+            if ctx.rank == 0:
+                dist.send(t, 1)
+            elif ctx.rank == 1:
+                if ctx.args.get("skip_recv") == step:
+                    ctx.record(skipped_recv=step)
+                else:
+                    dist.recv(t, 0)
+        if pair is not None:
+            if ctx.args.get("pair_skip") == step and ctx.rank == 2:
+                ctx.record(skipped_pair=step)
+            else:
+                dist.all_reduce(torch.ones(8), group=pair)
+        dist.all_reduce(loss.detach().reshape(1))  # the step's loss, averaged for the log
+        ckpt = ctx.args.get("ckpt")
+        if ckpt and step == ckpt[0]:
+            if ctx.rank == 0:
+                ctx.record(saving=time.time())
+                if ctx.args.get("phase"):
+                    with c10d_observer.phase("checkpoint", up_to=ctx.args["phase"]):
+                        time.sleep(ckpt[1])
+                else:
+                    time.sleep(ckpt[1])
+            dist.barrier()
+    ctx.record(step_at=step_at, trained=True)
+    dist.barrier()  # every rank is past every hang: what the observer sent has been handled
+    ctx.record(handler_calls=calls[0], result=x[0, 0].item())
+    c10d_observer.disable()

@@ -100,3 +100,18 @@ def test_a_bad_setting_is_one_line_and_the_job_goes_on(tmp_path):
     lines = [ln for ln in out.stdout.splitlines() if "not enabled" in ln]
     assert len(lines) == 2 and all("C10D_OBSERVER_TIMEOUT" in ln for ln in lines), out.stdout  # one per rank
     assert "Traceback" not in out.stdout
+
+
+def test_c10d_observer_1_turns_the_recorder_on_where_torch_leaves_it_off(tmp_path):
+    """Issue 31: on torch 2.5-2.10 torch's flight recorder records only where a buffer size is set before
+    the first process group; under C10D_OBSERVER=1 it is set then, so that on 2.8-2.10 gloo's calls are read
+    off the recorder (nothing per call) instead of the patch wrappers.  Elsewhere nothing is set."""
+    import torch
+    from c10d_observer import compat
+    work, ranks, pids = _job(tmp_path, [sys.executable])
+    rel = tuple(compat.release(torch.__version__)[:2])
+    off = compat.FR_OFF_BY_DEFAULT[0] <= rel < compat.FR_OFF_BY_DEFAULT[1]
+    for r in ranks:
+        assert r["trace_env"] == ("2000" if off else None), (torch.__version__, r)
+        if (2, 8) <= rel < (2, 11):
+            assert r["source"] == "flight_recorder", r

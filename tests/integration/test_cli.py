@@ -206,6 +206,64 @@ def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
             assert any("train_script.py" in f for g in v["stack_groups"] if 3 in g["ranks"] for f in g["frames"])
 
 
+@pytest.mark.timeout(300)
+def test_a_straggler_on_another_node_is_named(tmp_path):
+    """Issue 31: two torchrun agents on loopback, two ranks each, each node with its own dump_dir; rank 3 (on
+    the second node) computes 40 % longer every step.  Its starts reach the first node's join through the
+    store (relay.py), in that node's clock (arrivals.clock_offsets), and it is named within 100 steps."""
+    try:
+        import torch.distributed.run  # noqa: F401  (torch 1.9+)
+    except ImportError:
+        pytest.skip("torch 1.8 has no torchrun with c10d rendezvous")
+    port = _free_port()
+    dumps = [tmp_path / ("node%d" % n) for n in (0, 1)]
+    work = tmp_path / "work"
+    work.mkdir()
+    procs, logs = [], []
+    for n in (0, 1):
+        log = open(str(tmp_path / ("agent%d.log" % n)), "w+")
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=2",
+               "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:%d" % port, "--rdzv_id=two-nodes-s",
+               "--max_restarts=0", "-m", "c10d_observer", "run", "--dump-dir", str(dumps[n]),
+               os.path.join(HERE, "straggler_script.py"), str(work), "150", "0.1", "3", "1.4"]
+        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env()))
+        logs.append(log)
+
+    def named():
+        for d in dumps:
+            try:
+                with open(str(d / "stragglers.json")) as f:
+                    doc = json.load(f)
+            except (OSError, ValueError):
+                continue
+            for g in doc.get("groups") or ():
+                if g.get("straggler") and len(g["ranks"]) == 4:
+                    return d, g
+        return None
+
+    try:
+        here, g = wait_until(named, 200, "the straggler named on a node")
+        codes = [p.wait(timeout=150) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for log in logs:
+            log.seek(0)
+        out = "\n----\n".join(log.read() for log in logs)
+        for log in logs:
+            log.close()
+    assert codes == [0, 0], out
+    assert g["straggler"]["rank"] == 3 and g["straggler"]["median_lag_s"] > 0.02, (g, out)
+    # the other node's starts came through the store (no shared dump_dir)
+    assert [n for n in os.listdir(str(here)) if n.startswith("arrivals-node-")], os.listdir(str(here))
+    with open(str(work / "rank3.json")) as f:
+        step_at = json.load(f)["step_at"]
+    steps_before = len([s for s, t in step_at.items() if t <= g["straggler"]["since"]])
+    assert steps_before <= 100, (steps_before, g)
+
+
 def _complete(path):
     """The verdict at ``path`` once it hears from all 4 ranks, else None."""
     try:

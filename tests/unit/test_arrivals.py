@@ -95,3 +95,62 @@ def test_the_share_needed_is_five_standard_deviations_above_a_fair_draw_at_any_w
         s = arrivals.Stragglers()  # one rank slower by a clear margin: named at any world size
         doc = s.update(_docs(n, 200, late=n // 2, slower=0.5, jitter=0.002), {"0": list(range(n))}, 5000.0)
         assert doc["groups"][0]["straggler"]["rank"] == n // 2, n
+
+
+# -- across hosts: each host's clock, from the calls themselves --------------------------------------------------
+
+def _two_hosts(skew_s, late=None, late_s=0.05, steps=150, seed=1):
+    """Ranks 0, 1 on host "a", ranks 2, 3 on host "b" whose clock reads ``skew_s`` ahead; each step a call after
+    the rank's compute (15 ms +- 5) and one issued right after it ends (0.1 ms +- 50 us later); the collective
+    ends 0.2 ms after its last member arrives.  Rank ``late`` arrives ``late_s`` late at each step's first call."""
+    rng = random.Random(seed)
+    host = {0: "a", 1: "a", 2: "b", 3: "b"}
+    docs = [{"rank": r, "host": host[r], "streams": {"0": []}} for r in range(4)]
+    end = 1000.0
+    seq = 0
+    for _ in range(steps):
+        for first in (True, False):
+            seq += 1
+            arrive = {}
+            for r in range(4):
+                arrive[r] = end + (0.015 + rng.uniform(-0.005, 0.005) + (late_s if r == late else 0.0) if first
+                                   else 0.0001 + rng.uniform(-0.00005, 0.00005))
+            for r in range(4):
+                docs[r]["streams"]["0"].append([seq, arrive[r] + (skew_s if host[r] == "b" else 0.0)])
+            end = max(arrive.values()) + 0.0002
+    return docs
+
+
+def test_a_hosts_clock_offset_is_read_from_calls_issued_back_to_back():
+    docs = _two_hosts(0.37)
+    calls = arrivals.join(docs)
+    got = arrivals.clock_offsets(calls, {"0": [0, 1, 2, 3]}, {0: "a", 1: "a", 2: "b", 3: "b"}, "a")
+    assert abs(got["b"]["offset_s"] - 0.37) <= 0.002 and got["b"]["error_s"] <= 0.002, got
+    assert got["b"]["calls"] >= 20
+    back = arrivals.clock_offsets(calls, {"0": [0, 1, 2, 3]}, {0: "a", 1: "a", 2: "b", 3: "b"}, "b")
+    assert abs(back["a"]["offset_s"] + 0.37) <= 0.002, back
+
+
+def test_a_straggler_on_another_host_with_a_skewed_clock_is_named_and_its_clock_is_not_taken_for_lateness():
+    members = {"0": [0, 1, 2, 3]}
+    for late in (3, 1, None):  # on the other host, on this one, nobody
+        s = arrivals.Stragglers()
+        doc = s.update(_two_hosts(0.37, late=late), members, 5000.0, host="a")
+        c = doc["clocks"]["b"]  # within its stated error, which is small against the lateness to tell apart
+        assert c and abs(c["offset_s"] - 0.37) <= c["error_s"] + 0.0005 and c["error_s"] < 0.01, doc["clocks"]
+        found = doc["groups"][0]["straggler"]
+        assert (found and found["rank"]) == late, (late, doc["groups"][0])
+        if late is not None:
+            assert 0.04 <= found["median_lag_s"] <= 0.06
+
+
+def test_another_hosts_starts_wait_until_its_clock_is_known_and_its_calls_come():
+    """A node's relay brings its starts every few seconds: the calls wait in pending until every member's
+    start is in, and are joined then."""
+    docs = _two_hosts(-2.5, late=2)
+    s = arrivals.Stragglers()
+    local = [d for d in docs if d["host"] == "a"]
+    doc = s.update(local, {"0": [0, 1, 2, 3]}, 5000.0, host="a")
+    assert doc["groups"][0]["calls"] == 0  # the other host's starts are not in yet
+    doc = s.update(docs, {"0": [0, 1, 2, 3]}, 5006.0, host="a")
+    assert doc["groups"][0]["calls"] >= 150 and doc["groups"][0]["straggler"]["rank"] == 2, doc["groups"][0]
