@@ -23,7 +23,7 @@ import os
 from . import dumpdir as _dumpdir
 
 PERIOD_S = 2.0  # how often a watchdog writes its rank's starts, and the node's leader joins them
-RECENT_PERIODS = 3  # a document carries the starts seen in this many periods (a leader that missed one still
+RECENT_PERIODS = 1.5  # a document carries the starts seen in this many periods (a leader a little late still
 # joins them), at most KEEP a stream
 WINDOW = 1000  # calls of a group the rule looks at
 KEEP = 2000  # starts a watchdog keeps per stream until it writes them

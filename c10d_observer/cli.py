@@ -111,7 +111,8 @@ def build_parser():
 
     demo = sub.add_parser("demo", help="spawn a few CPU ranks on gloo, hang one, show the detection")
     demo.add_argument("--ranks", type=int, default=4, help="number of ranks (default 4)")
-    demo.add_argument("--culprit", type=int, default=2, help="the rank that skips a collective (default 2)")
+    demo.add_argument("--culprit", type=int, default=None,
+                      help="the rank that skips a collective (default 2, or the last rank where --ranks is 2)")
     demo.add_argument("--timeout", type=_duration, default=None,
                       help="the observer's timeout (default: none; the deadlines are learned from the steps before)")
     demo.add_argument("--dump-dir", help="where the reports, stacks and verdict go, kept afterwards (default: a "

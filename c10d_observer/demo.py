@@ -24,6 +24,8 @@ def main(args):
     if not 2 <= args.ranks <= 16:
         sys.stderr.write("demo: --ranks must be between 2 and 16, got %d\n" % args.ranks)
         return 2
+    if args.culprit is None:  # the default: rank 2, or the last rank of a smaller job
+        args.culprit = min(2, args.ranks - 1)
     if not 0 <= args.culprit < args.ranks:
         sys.stderr.write("demo: --culprit must be a rank in 0..%d, got %d\n" % (args.ranks - 1, args.culprit))
         return 2

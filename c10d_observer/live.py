@@ -63,7 +63,9 @@ def _cell(p, now, timeout):
         return "done #%d" % p.last_completed if p.last_completed else "-"
     age = now - c.started_at if c.started_at else None
     mark = " !" if age is not None and timeout and age > timeout else ""
-    return "#%d %s %s%s" % (c.seq, c.op, "%.1fs" % age if age is not None else "?", mark)
+    # a recorder source names a call once it has read its entry (within 0.5 s while a view is open)
+    return "#%d %s %s%s" % (c.seq, c.op if c.op != "unknown" else "call", "%.1fs" % age if age is not None else "?",
+                            mark)
 
 
 def _order(streams):
