@@ -7,7 +7,7 @@ counted by callgrind (``PROFILE=1 bash .ci/matrix`` writes ``results/callpath/<e
 Targets (issue 14): nothing per call where a recorder makes the events; under 3 µs per call for the patch
 source, under 1 µs added to torch's own hook cost for pg_hooks.  Instructions are not microseconds: the
 patch source's +14,400 instructions took 1.5 µs per call in a tight loop and 4-13 µs in context on the
-2-core VM (README, Cost), where caches are cold between collectives.
+2-core VM (docs/cost.md), where caches are cold between collectives.
 """
 import json
 import os

@@ -93,7 +93,7 @@ def load_verdict(dump_dir):
 
 def __getattr__(name):  # Verdict without importing anything at import time (PEP 562, Python 3.7+)
     if name == "Verdict":
-        from .documents import Verdict
+        from .verdict import Verdict
         return Verdict
     raise AttributeError("module 'c10d_observer' has no attribute %r" % name)
 

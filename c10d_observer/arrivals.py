@@ -18,7 +18,6 @@ torch recorded (``time_created_ns``) on the group's arrivals stream when it read
 """
 import collections
 import math
-import os
 
 from . import dumpdir as _dumpdir
 
@@ -281,6 +280,7 @@ def lines(doc, now=None):
 
 
 def read(directory):
-    """The node's stragglers document (``stragglers.json``), or None."""
-    doc = _dumpdir.read_json(os.path.join(directory, _dumpdir.STRAGGLERS))
+    """The node's stragglers document (``stragglers.json``), or None.  ``directory``: a path or a DumpDir."""
+    dd = directory if isinstance(directory, _dumpdir.DumpDir) else _dumpdir.DumpDir(directory)
+    doc = dd.read_json(_dumpdir.STRAGGLERS)
     return doc if isinstance(doc, dict) and doc.get("format") == "c10d_observer.stragglers" else None

@@ -196,16 +196,21 @@ def _run(args):
     from . import observer as _observer
     try:  # every setting checked now, before the script runs
         cfg = _config.resolve(check_source=_observer._check_source, **kw)
-    except (ValueError, TypeError) as e:  # a bad option or C10D_OBSERVER_* variable: one line, not a traceback
+    except _config.SettingError as e:  # a bad C10D_OBSERVER_* variable: one line; the script runs unobserved
+        cfg = _observer.Unobserved(str(e)) and None
+    except (ValueError, TypeError) as e:  # a bad option of run's own: one line, not a traceback, exit 2
         return _error(e)
-    # enabled once the script's process group exists, as under C10D_OBSERVER=1: a signal handler the script
-    # installs at its top is then the one the observer's passes the signal on to
-    unarm = _autostart.arm(kw)
-    if _autostart.pth_installed():  # ranks the script starts itself (mp.spawn) are observed as this one
-        _autostart.export(cfg)
-        unwarn = lambda: None  # noqa: E731
+    if cfg is not None:
+        # enabled once the script's process group exists, as under C10D_OBSERVER=1: a signal handler the
+        # script installs at its top is then the one the observer's passes the signal on to
+        unarm = _autostart.arm(kw)
+        if _autostart.pth_installed():  # ranks the script starts itself (mp.spawn) are observed as this one
+            _autostart.export(cfg)
+            unwarn = lambda: None  # noqa: E731
+        else:
+            unwarn = _warn_on_spawn()
     else:
-        unwarn = _warn_on_spawn()
+        unarm = unwarn = lambda: None  # noqa: E731
     try:
         if args.module is not None:
             sys.argv = [args.module] + rest  # runpy puts the module's path in argv[0]
@@ -307,4 +312,4 @@ def _report_to(directory, as_json, html_path, exclude=False):
         sys.stdout.write("\nper-rank reports:\n")
         sys.stdout.write(_report.summarize(reports) + "\n")
     sys.stdout.flush()
-    return v["exit_code"]
+    return v.exit_code

@@ -8,6 +8,7 @@ import importlib
 import os
 import socket
 import sys
+from enum import Enum
 
 from packaging.version import Version, InvalidVersion
 
@@ -33,6 +34,15 @@ P2P_METHODS = {"send": 1, "recv": 1, "recv_anysource": None}  # method -> index 
 # Module-level functions that issue several ops under one user-facing name.
 COMPOSITE_APIS = ("all_gather_object", "gather_object", "broadcast_object_list", "scatter_object_list",
                   "send_object_list", "recv_object_list", "batch_isend_irecv")
+
+class RecorderOn(str, Enum):
+    """How torch's legacy NCCL flight recorder comes to record in this process (``nccl_plan["recorder_on"]``;
+    the values are the strings the capabilities always held)."""
+    DEFAULT = "default"  # torch records NCCL works by default (2.11+)
+    ENV = "env"  # the user's TORCH_FR_BUFFER_SIZE / TORCH_NCCL_TRACE_BUFFER_SIZE > 0
+    ENABLE = "enable"  # off by default (2.5-2.10): enable() turns it on, before the first NCCL group
+    OFF = "off"  # the user's buffer size is 0
+
 
 SOURCES = ("hooks", "pg_hooks", "flight_recorder", "patch")  # what source= accepts (sources/table.py ranks them)
 
@@ -310,12 +320,12 @@ def _nccl_plan(feats, default_on):
     if not feats["trace_json"]:
         on, why = None, "no JSON dump of the NCCL recorder before torch 2.5 (_dump_nccl_trace_json)"
     elif name is not None and value is not None:
-        on = "env" if value > 0 else "off"
+        on = RecorderOn.ENV if value > 0 else RecorderOn.OFF
         why = "%s=%s" % (name, value)
     elif default_on:
-        on, why = "default", "torch records NCCL works by default (its gloo recorder does, same code, probed)"
+        on, why = RecorderOn.DEFAULT, "torch records NCCL works by default (its gloo recorder does, same code, probed)"
     else:
-        on, why = "enable", ("off by default; enable() before the first NCCL group sets %s=%d" %
+        on, why = RecorderOn.ENABLE, ("off by default; enable() before the first NCCL group sets %s=%d" %
                              (NCCL_TRACE_ENV, NCCL_TRACE_SIZE))
     return {"recorder": "nccl_trace" if feats["trace_json"] else None, "recorder_on": on,
             "nccl2_recorder": bool(feats["nccl2"] and feats["fr_hook"] and feats["fr_backend_arg"]),

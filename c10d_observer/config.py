@@ -166,35 +166,61 @@ def _check_soft(value, name):
     raise ValueError("%s must be True or False (1, 0, on, off), got %r" % (name, value))
 
 
+class SettingError(ValueError):
+    """A setting the job did not pass as an argument is bad: a ``C10D_OBSERVER_*`` variable, or a default the
+    machine cannot take (``./c10d_observer`` not writable).  Whichever way the observer is enabled
+    (``enable()``, ``C10D_OBSERVER=1``, ``run``), it then stays off and says so in one line; the job goes on
+    (the job is never harmed by the observer's own faults).  A bad *argument* of ``enable()`` or option of
+    ``run`` is the caller's error: ``ValueError``/``TypeError``, exit code 2."""
+
+
+class _FromEnv(object):
+    """Turns the errors of a setting read from the environment (or a default) into SettingError."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb):
+        if kind is not None and issubclass(kind, (ValueError, TypeError)) and not isinstance(e, SettingError):
+            raise SettingError(str(e))
+        return False
+
+
 def resolve(timeout=UNSET, poll_interval=UNSET, dump_dir=UNSET, signal=UNSET, source=UNSET,
             on_timeout=UNSET, env=None, check_source=None, soft=UNSET):
     """Merge arguments, environment and defaults into a validated Config.
 
     ``None`` for poll_interval or dump_dir means "not given" (their documented defaults are None); ``None``
     for timeout is an error.  ``check_source(name, origin)`` raises when this torch cannot run the source;
-    ``origin`` is the argument's or the variable's name, for the message.
+    ``origin`` is the argument's or the variable's name, for the message.  A bad argument raises
+    ValueError/TypeError; a bad variable (or default) SettingError, naming it and what is accepted.
     """
     env = os.environ if env is None else env
+    from_env = _FromEnv()
 
     if timeout is UNSET:
-        timeout = _env_seconds(env, ENV_TIMEOUT)
+        with from_env:
+            timeout = _env_seconds(env, ENV_TIMEOUT)
         timeout = DEFAULT_TIMEOUT if timeout is UNSET else timeout
     else:
         timeout = _seconds(timeout, "timeout")
 
     if poll_interval is UNSET or poll_interval is None:
-        poll_interval = _env_seconds(env, ENV_POLL_INTERVAL)
+        with from_env:
+            poll_interval = _env_seconds(env, ENV_POLL_INTERVAL)
         name = ENV_POLL_INTERVAL
         if poll_interval is UNSET:
             poll_interval, name = min(1.0, timeout / 10.0), None
     else:
         poll_interval, name = _seconds(poll_interval, "poll_interval"), "poll_interval"
     if name and poll_interval >= timeout:
-        raise ValueError("%s must be < timeout (%g s), got %g" % (name, timeout, poll_interval))
+        raise (SettingError if name == ENV_POLL_INTERVAL else ValueError)(
+            "%s must be < timeout (%g s), got %g" % (name, timeout, poll_interval))
 
     if signal is UNSET:
         raw = _env_choice(env, ENV_SIGNAL)
-        signal = _signal.SIGUSR1 if raw is UNSET else parse_signal(raw, ENV_SIGNAL)
+        with from_env:
+            signal = _signal.SIGUSR1 if raw is UNSET else parse_signal(raw, ENV_SIGNAL)
     signal = _check_signal(signal)
 
     if source is UNSET:
@@ -204,26 +230,33 @@ def resolve(timeout=UNSET, poll_interval=UNSET, dump_dir=UNSET, signal=UNSET, so
     else:
         source, origin = _check_source_type(source, "source"), "source"
     if check_source is not None:
-        check_source(source, origin)
+        if origin == ENV_SOURCE:
+            with from_env:
+                check_source(source, origin)
+        else:
+            check_source(source, origin)
 
     if on_timeout is UNSET:
         raw = _env_choice(env, ENV_ON_TIMEOUT)
-        on_timeout = "dump" if raw is UNSET else _check_on_timeout(raw, ENV_ON_TIMEOUT)
+        with from_env:
+            on_timeout = "dump" if raw is UNSET else _check_on_timeout(raw, ENV_ON_TIMEOUT)
     else:
         on_timeout = _check_on_timeout(on_timeout, "on_timeout")
 
     if dump_dir is UNSET or dump_dir is None:
         raw = env.get(ENV_DIR)
-        if raw:
-            dump_dir = _check_dump_dir(raw, ENV_DIR)
-        else:
-            dump_dir = _check_dump_dir(DEFAULT_DIR, "dump_dir (default ./%s)" % DEFAULT_DIR)
+        with from_env:
+            if raw:
+                dump_dir = _check_dump_dir(raw, ENV_DIR)
+            else:
+                dump_dir = _check_dump_dir(DEFAULT_DIR, "dump_dir (default ./%s)" % DEFAULT_DIR)
     else:
         dump_dir = _check_dump_dir(dump_dir, "dump_dir")
 
     if soft is UNSET:
         raw = _env_choice(env, ENV_SOFT)
-        soft = True if raw is UNSET else _check_soft(raw, ENV_SOFT)
+        with from_env:
+            soft = True if raw is UNSET else _check_soft(raw, ENV_SOFT)
     elif not isinstance(soft, bool):
         raise TypeError("soft must be True or False, got %s %r" % (type(soft).__name__, soft))
 

@@ -5,7 +5,6 @@ ranks left waiting, prints them and the verdict the firing watchdog merged from 
 never arrived, where it is, the main-thread stacks grouped), then lets the culprit go on so that the job
 ends cleanly.
 """
-import glob
 import json
 import os
 import shutil
@@ -64,14 +63,14 @@ def main(args):
         reports, problems = _report.load_dir(dump_dir)
         print("\n=== detected %.1f s after the demo started: the per-rank reports ===" % elapsed)
         print(_report.summarize(reports, problems))
-        verdict_path = os.path.join(dump_dir, _dumpdir.VERDICT_TEXT)
-        while time.monotonic() < deadline + 30 and not os.path.exists(verdict_path):
+        dd = _dumpdir.DumpDir(dump_dir)
+        while time.monotonic() < deadline + 30 and not dd.exists(_dumpdir.VERDICT_TEXT):
             time.sleep(0.1)
-        if not os.path.exists(verdict_path):
+        text = dd.read_text(_dumpdir.VERDICT_TEXT)
+        if text is None:
             sys.stderr.write("demo: the watchdogs wrote no verdict\n")
             return 1
-        with open(verdict_path) as f:
-            text = f.read()
+        verdict_path = dd.path(_dumpdir.VERDICT_TEXT)
         print("\n=== the verdict across all ranks, %.1f s after the demo started (%s) ===" % (
             time.monotonic() - t0, verdict_path))
         print(text.rstrip())
@@ -92,7 +91,7 @@ def main(args):
 
 def _stacks_ready(dump_dir, ranks):
     for r in ranks:
-        paths = glob.glob(os.path.join(dump_dir, _dumpdir.STACKS % (r, 0)).replace("pid0", "pid*"))
+        paths = _dumpdir.DumpDir(dump_dir).glob(_dumpdir.STACKS.replace("%d", "*") % r)
         if not paths or not _dumpdir.has_dump(open(paths[0]).read()):
             return False
     return True

@@ -33,6 +33,11 @@ Kinds of file (R: the rank, P: the rank's pid):
 ``arrivals-node-<key>.json``           relay             another node's ranks' arrivals documents (relay.py)
 ====================================  ================  ================================================
 
+The request files (stackreq, exitreq, notify, signal, watch-request, gather-request) are named here;
+their contents, and both halves of each protocol, are one versioned type each in ``requests.py``.  Every
+path into ``dump_dir`` goes through ``DumpDir`` (tests/unit/test_dumpdir_owner.py checks that no other module
+joins onto it), so that every reader survives a full or read-only directory.
+
 A full ``dump_dir`` (``ENOSPC``, ``EDQUOT``) must not blind the observer: ``DumpDir`` then writes to a
 *spill* directory of the node (``/dev/shm`` or the temporary directory, one per dump_dir, the same for
 every process of the node), says so once, and reads both.  ``report DIR`` on that node finds spilled
@@ -300,6 +305,53 @@ class DumpDir(object):
                 os.remove(path)
             except OSError:
                 pass
+
+    def stat(self, name):
+        """os.stat of the file where it is now, or None where there is none."""
+        try:
+            return os.stat(self.path(name))
+        except OSError:
+            return None
+
+    def mtime(self, name):
+        st = self.stat(name)
+        return st.st_mtime if st is not None else None
+
+    def touch(self, name, when):
+        """Create or date a marker file (a relay's beat); to its spill twin where dump_dir is full."""
+        for path in ([] if self.spilled else [self.join(name)]) + [os.path.join(self.spill, name)]:
+            try:
+                if not os.path.exists(path):
+                    with open(path, "a"):
+                        pass
+                os.utime(path, (when, when))
+                return path
+            except OSError as e:
+                if not is_full(e) or path.startswith(self.spill):
+                    raise
+                self._to_spill(e)
+        return None
+
+    def read_text(self, name):
+        """A file's text, or None where it cannot be read."""
+        try:
+            with open(self.path(name)) as f:
+                return f.read()
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def exists(self, name):
+        return os.path.exists(self.path(name))
+
+    def names(self):
+        """The names of the files in dump_dir and its spill directory."""
+        found = set()
+        for d in (self.root, self.spill):
+            try:
+                found.update(os.listdir(d))
+            except OSError:
+                pass
+        return sorted(found)
 
     def glob(self, pattern):
         import glob as _glob

@@ -17,27 +17,25 @@ import time
 from . import arrivals as _arrivals
 from . import documents as _documents
 from . import dumpdir as _dumpdir
+from . import requests as _requests
+from . import verdict as _verdict
 from .text import format_ranks, rank_list, short_clock
 
 FRESH_S = 3.0  # a live document older than this: the rank's watchdog has not written for a while
-REQUEST_FOR_S = 5.0  # the request's life past each refresh
 
 
 def ask(dd, now):
     """(Re)write this view's request: watchdogs write live documents until ``until``."""
-    dd.write_json(_dumpdir.WATCH_REQUEST, {"until": now + REQUEST_FOR_S, "pid": os.getpid(), "written_at": now})
+    _requests.WatchRequest.ask(dd, now)
 
 
 def withdraw(dd):
-    req = dd.read_json(_dumpdir.WATCH_REQUEST)
-    if isinstance(req, dict) and req.get("pid") == os.getpid():
-        dd.remove(_dumpdir.WATCH_REQUEST)
+    _requests.WatchRequest.withdraw(dd)
 
 
 def current(directory):
     """{rank: RankDoc}: each rank's newest document of the newest job in ``directory`` (live ones included)."""
-    from .verdict import _read_docs
-    docs, _ = _read_docs(_dumpdir.DumpDir(directory), live=True)  # a file being replaced: the next frame
+    docs, _ = _verdict.read_docs(_dumpdir.DumpDir(directory), live=True)  # a file being replaced: the next frame
     docs = [d for d in docs if d.rank >= 0]
     if not docs:
         return {}
@@ -90,9 +88,12 @@ def frame(directory, now=None, width=80, height=24):
     ended = [r for r, d in docs.items() if d.kind == "end"]
     quiet = sorted(set(docs) - set(live) - set(ended))
     timeout = max(d.timeout for d in docs.values())
-    lines.append("%d of %d ranks: live %s; ended %s; no live word %s; timeout %g s"
-                 % (len(docs), world, format_ranks(live) or "none", format_ranks(ended) or "none",
-                    format_ranks(quiet) or "none", timeout))
+    parts = ["%s live" % rank_list(live) if live else "no rank live"]
+    if ended:
+        parts.append("%s ended" % rank_list(ended))
+    if quiet:
+        parts.append("%s silent for %g s or more" % (rank_list(quiet), FRESH_S))
+    lines.append("%d of %d ranks: %s; hard deadline (timeout) %g s" % (len(docs), world, ", ".join(parts), timeout))
     lines.append("")
     streams = {}
     for d in docs.values():
@@ -139,10 +140,10 @@ def frame(directory, now=None, width=80, height=24):
                            width)
     for text in _arrivals.lines(_arrivals.read(directory), now):
         lines += _wrap("straggler: %s" % text, width)
-    v = _dumpdir.read_json(os.path.join(directory, _dumpdir.VERDICT_JSON))
-    if isinstance(v, dict) and v.get("summary"):
+    v = _verdict.read(_dumpdir.DumpDir(directory).path(_dumpdir.VERDICT_JSON))
+    if v is not None and v.summary:
         lines.append("")
-        lines += _wrap("verdict (%s): %s" % (short_clock(v.get("verdict_at")), v["summary"]), width)
+        lines += _wrap("verdict (%s): %s" % (short_clock(v.verdict_at), v.summary), width)
     return "\n".join(lines)
 
 

@@ -9,27 +9,23 @@ import atexit
 import json
 import logging
 import os
-import select
-import subprocess
 import sys
 import threading
 import time
-import warnings
 
 from . import channel as _ch
 from . import compat
 from . import config as _config
 from . import dumpdir as _dumpdir
 from . import relay as _relay
+from . import requests as _requests
 from . import scheduler as _scheduler
 from . import signals as _signals
+from . import supervisor as _supervisor
 from . import tracker as _tracker
 
 log = logging.getLogger("c10d_observer")
 log.addHandler(logging.NullHandler())  # a library never configures logging
-
-READY_TIMEOUT = 30.0
-STOP_TIMEOUT = 5.0
 
 _state_lock = threading.RLock()
 _active = [None]
@@ -75,8 +71,11 @@ def enable(timeout=_config.UNSET, poll_interval=_config.UNSET, dump_dir=_config.
            signal=_config.UNSET, source=_config.UNSET, on_timeout=_config.UNSET, on_hang=None, soft=_config.UNSET):
     from . import on_hang as _on_hang
     _on_hang.check_callback(on_hang)
-    cfg = _config.resolve(timeout, poll_interval, dump_dir, signal, source, on_timeout,
-                          check_source=_check_source, soft=soft)
+    try:
+        cfg = _config.resolve(timeout, poll_interval, dump_dir, signal, source, on_timeout,
+                              check_source=_check_source, soft=soft)
+    except _config.SettingError as e:  # a bad variable (or default): off, in one line; the job goes on
+        return Unobserved(str(e))
     with _state_lock:
         obs = _active[0]
         if obs is not None:
@@ -125,12 +124,9 @@ class Observer(object):
         self.planned = _sources.make_plan(self.source, caps, self.auto, self.nccl_on)
         self.plan = self.planned.view()
         self.rejected = _sources.table.rejected(caps, None if self.auto else self.source, self.planned)
-        self.watchdog_pid = None
         self.stack_path = None
         self.off = None  # why the observer is off (a fault of its own), or None while it watches
-        self._proc = None
-        self._restarts = []  # when watchdogs ended on their own (monotonic s)
-        self._restart_count = 0
+        self.supervisor = None  # the watchdog process (supervisor.Supervisor), once started
         self._stopping = False
         self._undo = []
         self.parts = None  # the event source's parts (sources.Composite), once started
@@ -138,6 +134,14 @@ class Observer(object):
     def __repr__(self):
         return "<c10d_observer.Observer source=%r watchdog_pid=%r timeout=%g%s>" % (
             self.source, self.watchdog_pid, self.config.timeout, " off: %s" % self.off if self.off else "")
+
+    @property
+    def watchdog_pid(self):
+        return self.supervisor.pid if self.supervisor is not None else None
+
+    @property
+    def _proc(self):
+        return self.supervisor.proc if self.supervisor is not None else None
 
     @property
     def active(self):
@@ -153,12 +157,12 @@ class Observer(object):
         pid = os.getpid()
         self.windows = _config.windows(cfg.poll_interval, _relay.nodes() if _relay.multi_node() else 1)
         self.dd = _dumpdir.DumpDir(cfg.dump_dir)  # a full dump_dir is said by the watchdog, once
-        self.stack_path = os.path.join(cfg.dump_dir, _dumpdir.stacks_name(rank, pid))
+        self.stack_path = self.dd.join(_dumpdir.stacks_name(rank, pid))
         try:
             notify = None
             if cfg.signal is not None:
                 notify = _signals.NotifyHandler(cfg.signal)
-                notify.mine = _notify_mark(self.dd, _dumpdir.notify_name(pid))
+                notify.mine = _notify_mark(self.dd, pid)
                 notify.said_foreign = _say_foreign(rank)
                 notify.install()
                 self._undo.append(notify.uninstall)
@@ -181,17 +185,23 @@ class Observer(object):
                 chan.set_rank(rank, world)
             chan.set_main_thread(threading.main_thread().ident)
 
-            self._start_watchdog(chan, rank)
+            sup = _supervisor.Supervisor(lambda restarts: self._watchdog_config(chan, rank, restarts),
+                                         self.windows.restart_window, _say)
+            try:
+                sup.start(chan.fd)
+            except _supervisor.StartError as e:
+                raise _Off(str(e))
+            self.supervisor = sup
+            self._undo.append(sup.stop)
             chan.unlink()  # the watchdog has it mapped (and this rank its descriptor): nothing is left behind
 
             tracker = _tracker.Tracker(chan, cfg.poll_interval)
             tracker.rank = rank
             tracker.timeout = cfg.timeout
-            checks = [_stack_requests(self.dd, _dumpdir.stack_request_name(pid), self.stack_path),
-                      _exit_requests(self.dd, _dumpdir.exit_request_name(pid), rank, time.time())]
+            checks = [_stack_requests(self.dd, pid, self.stack_path),
+                      _requests.RankExit(self.dd, pid, rank, time.time(), _say, also_unregister=(disable,)).check]
             if notify is not None:
-                checks.insert(0, _handler_check(notify, chan, self.dd, _dumpdir.handler_name(rank, pid),
-                                                _config.signal_name(cfg.signal)))
+                checks.insert(0, _handler_check(notify, chan, self.dd, rank, pid, _config.signal_name(cfg.signal)))
             tracker.check_handler = _helper_checks(*checks)
             for pg in compat.all_groups():  # groups made later are checked when first seen
                 try:
@@ -251,89 +261,6 @@ class Observer(object):
             source_rejected=self.rejected, public_config=dict(cfg._asdict(), signal=_config.signal_name(cfg.signal)),
             restarts=restarts)
 
-    def _start_watchdog(self, chan, rank, restarts=0):
-        """Start the watchdog with a readiness handshake; the channel goes to it as an inherited descriptor."""
-        wcfg = self._watchdog_config(chan, rank, restarts)
-        env = dict(os.environ)
-        pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
-        try:
-            proc = subprocess.Popen([sys.executable, "-m", "c10d_observer.watchdog"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, env=env, close_fds=True, pass_fds=(chan.fd,))
-        except OSError as e:
-            raise _Off("the watchdog could not be started (%s)" % e)
-        try:
-            proc.stdin.write((wcfg.to_json() + "\n").encode("utf-8"))
-            proc.stdin.flush()
-            line = _read_line(proc.stdout.fileno(), READY_TIMEOUT)
-        except OSError as e:
-            line = "error: %s" % e
-        if not line.startswith("READY "):
-            rc = proc.poll()
-            if rc is None:
-                proc.kill()
-                proc.wait()
-            raise _Off("the watchdog subprocess did not report ready within %g s (%s; got %r); see its messages "
-                       "above" % (READY_TIMEOUT, "exit code %s" % rc if rc is not None else "killed", line))
-        proc.stdout.close()
-        first = self._proc is None
-        self._proc = proc
-        self.watchdog_pid = proc.pid
-        if first:
-            self._undo.append(self._stop_watchdog)
-        t = threading.Thread(target=self._watch_watchdog, args=(proc,), name="c10d_observer-watchdog-health",
-                             daemon=True)
-        t.start()
-
-    def _watch_watchdog(self, proc):
-        """The watchdog ended on its own (the OOM killer, a kill -9): start another at once, said in one line;
-        at most 3 times a minute (then the rank goes on unwatched, said once)."""
-        rc = proc.wait()
-        if self._stopping or proc is not self._proc:
-            return
-        try:
-            proc.stdin.close()  # the lifeline of a watchdog that is gone
-        except OSError:
-            pass
-        now = time.monotonic()
-        self._restarts = [t for t in self._restarts if now - t < self.windows.restart_window] + [now]
-        if len(self._restarts) <= 3:
-            try:
-                self._start_watchdog(self.channel, compat.rank_and_world()[0], restarts=self._restart_count + 1)
-                self._restart_count += 1
-                _say("the watchdog (pid %d) exited with code %s; started again (pid %d): collectives on this rank "
-                     "are watched as before" % (proc.pid, rc, self.watchdog_pid))
-                return
-            except Exception as e:
-                why = "it could not be started again (%s)" % e
-        else:
-            why = "it exited %d times within %g s" % (len(self._restarts), self.windows.restart_window)
-        msg = ("c10d_observer: the watchdog (pid %d) exited with code %s and %s; collectives on this rank are no "
-               "longer watched, training goes on" % (proc.pid, rc, why))
-        log.warning(msg)
-        warnings.warn(msg, RuntimeWarning)
-
-    def _stop_watchdog(self):
-        proc = self._proc
-        if proc is None:
-            return
-        try:  # "stop" rather than EOF alone: forked children (DataLoader workers) share the pipe
-            proc.stdin.write(b"stop\n")
-            proc.stdin.flush()
-        except (OSError, ValueError):
-            pass
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None and not proc.stdout.closed:
-            proc.stdout.close()
-
     # -- stop ------------------------------------------------------------------------------------------
     def stop(self):
         self._stopping = True
@@ -341,12 +268,30 @@ class Observer(object):
 
     def _rollback(self):
         self._stopping = True
+        if self.supervisor is not None:
+            self.supervisor.stopping = True  # a watchdog that ends now is not started again
         while self._undo:
             undo = self._undo.pop()
             try:
                 undo()
             except Exception:
                 log.warning("c10d_observer: cleanup step %r failed", undo, exc_info=True)
+
+
+class Unobserved(object):
+    """What enable() returns where a setting from the environment (or a default) is bad: nothing started,
+    ``active`` False, ``off`` says why (one line on stderr said it, on local rank 0).  disable() is a no-op."""
+
+    source = watchdog_pid = config = plan = parts = None
+    active = False
+
+    def __init__(self, why):
+        self.off = why
+        if os.environ.get("LOCAL_RANK", "0") in ("", "0"):
+            _say("not enabled: %s; the job goes on unobserved" % why)
+
+    def __repr__(self):
+        return "<c10d_observer.Observer off: %s>" % self.off
 
 
 class _Off(Exception):
@@ -377,75 +322,26 @@ def _helper_checks(*checks):
     return check
 
 
-def _stack_requests(dd, request, stack_path):
-    """Run by the rank's helper thread every poll or half poll: the watchdog asks for this rank's stacks by
-    a file, and the helper writes them with the GIL held (signals.dump_threads), which is safe while other
-    threads run; faulthandler's dump on the observer's own signal remains for a rank whose helper cannot
-    run (a thread holds the GIL), when the watchdog gets no answer."""
+def _stack_requests(dd, pid, stack_path):
+    """Run by the rank's helper thread every poll or half poll: the watchdog asks for this rank's stacks
+    (requests.StackRequest), and the helper writes them with the GIL held (signals.dump_threads), which is
+    safe while other threads run; faulthandler's dump on the observer's own signal remains for a rank whose
+    helper cannot run (a thread holds the GIL), when the watchdog gets no answer."""
     def check():
-        doc = dd.take(request)
-        if doc is None:
+        req = _requests.StackRequest.take(dd, pid)
+        if req is None:
             return
         try:
-            _signals.dump_threads(stack_path, doc.get("header") or "stacks asked by the watchdog", dd)
+            _signals.dump_threads(stack_path, req.header or "stacks asked by the watchdog", dd)
         except Exception:
             log.debug("c10d_observer: could not write the stacks", exc_info=True)
     return check
 
 
-def _exit_requests(dd, request, rank, since):
-    """Run by the rank's helper thread every poll or half poll.  Under on_timeout="abort" the watchdog asks
-    the rank to end itself with HANG_EXIT_CODE, so that a launcher tells "a hang was found" from a crash by
-    the code: first *armed* (at the hard detection: from now on, whatever ends this process ends it with that
-    code: under gloo the culprit's end makes the collective raise in the ranks that wait, before their own
-    turn), then *now* (the main thread waits in a collective with the GIL released, and this thread ends
-    the process; where a thread holds the GIL this never runs, and the watchdog's SIGTERM follows).
-    os._exit: the stuck call would never let atexit handlers or finally blocks finish."""
-    state = {"armed": False}
-
-    def end(code, why):
-        _say("rank %s: %s; ending this rank with exit code %d (on_timeout=abort); the verdict: %s"
-             % (rank, why, code, dd.path(_dumpdir.VERDICT_TEXT)))
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-        os._exit(code)
-
-    def at_exit(code):
-        try:  # the job's own exit handlers first (they ran already where the process is ending normally)
-            atexit.unregister(at_exit)
-            atexit.unregister(disable)  # the watchdog says how the rank ended (abort), not "disabled"
-            atexit._run_exitfuncs()
-        finally:
-            end(code, "a collective hang was found and this rank was being ended for it")
-
-    def check():
-        doc = dd.take(request)  # whole: a request written meanwhile (arm, then now) is never lost
-        if doc is None:
-            return
-        if not isinstance(doc.get("written_at"), (int, float)) or doc["written_at"] < since:
-            return  # an earlier process's with this pid
-        code = doc.get("code") if isinstance(doc.get("code"), int) else _config.HANG_EXIT_CODE
-        if doc.get("disarm"):  # the verdict was held (a declared phase): the rank's end is its own again
-            if state["armed"]:
-                state["armed"] = False
-                atexit.unregister(at_exit)
-            return
-        if not doc.get("now"):
-            if not state["armed"]:  # kept past disable(): the rank is being ended
-                state["armed"] = True
-                atexit.register(at_exit, code)
-            return
-        end(code, "a collective hang was found%s" % (" and this rank is its culprit" if doc.get("culprit") else ""))
-    return check
-
-
-def _notify_mark(dd, name):
+def _notify_mark(dd, pid):
     """In the observer's signal handler: did the watchdog send this signal (its mark, taken away)?"""
     def mine():
-        return dd.take(name) is not None
+        return _requests.NotifyMark.taken(dd, pid)
     return mine
 
 
@@ -465,7 +361,7 @@ def _say_foreign(rank):
     return say
 
 
-def _handler_check(handler, chan, dd, name, signame):
+def _handler_check(handler, chan, dd, rank, pid, signame):
     """Run by the rank's helper thread every poll or half poll: is the observer's handler still the one
     installed?  When code replaces it after enable() (PyTorch Lightning installs its own SIGUSR1 handler
     for SLURM requeue), the watchdog must not send that signal: it would run their handler.  The rank
@@ -481,9 +377,9 @@ def _handler_check(handler, chan, dd, name, signame):
             chan.set_handler_replaced(False)
             return
         try:
-            dd.write_json(name, {"signal": signame, "replaced_by": by, "detected_at": time.time()})
+            _requests.HandlerReplaced.write(dd, rank, pid, signame, by, time.time())
         except OSError:
-            log.debug("c10d_observer: cannot write %s", name, exc_info=True)
+            log.debug("c10d_observer: cannot say the handler was replaced in %s", dd.root, exc_info=True)
         chan.set_handler_replaced(True)
         log.warning("c10d_observer: the %s handler was replaced after enable() by %s: the observer sends no %s "
                     "to this rank (it would run that handler); stacks still come from the rank's helper thread. "
@@ -511,20 +407,3 @@ def _py_spy():
         return None
     beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
     return shutil.which("py-spy") or (beside if os.access(beside, os.X_OK) else None)
-
-
-def _read_line(fd, timeout):
-    deadline = time.monotonic() + timeout
-    data = b""
-    while not data.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        r, _, _ = select.select([fd], [], [], left)
-        if not r:
-            break
-        chunk = os.read(fd, 256)
-        if not chunk:
-            break
-        data += chunk
-    return data.decode("utf-8", "replace").strip()

@@ -9,7 +9,6 @@ its own report included.  Each set of stuck calls is handed over once.  ``fn`` r
 in a signal handler; what it raises is logged, never raised into training, and a slow ``fn`` delays only
 the next call of ``fn``.
 """
-import glob
 import logging
 import os
 import sys
@@ -20,21 +19,18 @@ import traceback
 from . import dumpdir as _dumpdir
 from . import report as _report
 from . import verdict as _verdict
-from .documents import Verdict
+from .verdict import Verdict
 
 log = logging.getLogger("c10d_observer")
 
 
 def load_verdict(dump_dir):
-    """The verdict for ``dump_dir`` as ``report DIR --json`` gives it, as a Verdict (documents.py)."""
+    """The verdict for ``dump_dir`` as ``report DIR --json`` gives it, as a Verdict (verdict/types.py)."""
     from .config import DEFAULT_DIR
     if not isinstance(dump_dir, (str, bytes, os.PathLike)):
         raise TypeError("dump_dir must be a path (str or os.PathLike), got %s" % type(dump_dir).__name__)
     v, problems, read = _verdict.load(os.fspath(dump_dir), DEFAULT_DIR)
-    doc = _verdict.public(v)
-    doc["unreadable"] = list(problems)
-    doc["dump_dir"] = read
-    return Verdict(doc)
+    return Verdict.from_json(dict(v.to_json(), unreadable=list(problems), dump_dir=read))
 
 
 def check_callback(fn):
@@ -64,15 +60,12 @@ class HangCallback(object):
         self._thread = None
 
     def _verdict_key(self):
-        try:
-            st = os.stat(os.path.join(self.dump_dir, _dumpdir.VERDICT_JSON))
-            return (st.st_mtime_ns, st.st_size)
-        except OSError:
-            return None
+        st = _dumpdir.DumpDir(self.dump_dir).stat(_dumpdir.VERDICT_JSON)
+        return (st.st_mtime_ns, st.st_size) if st is not None else None
 
     def _own_report(self):
         keys = []
-        for path in glob.glob(os.path.join(self.dump_dir, _dumpdir.REPORT % ("*", self.pid))):
+        for path in _dumpdir.DumpDir(self.dump_dir).glob(_dumpdir.REPORT % ("*", self.pid)):
             try:
                 st = os.stat(path)
                 keys.append((st.st_mtime_ns, st.st_size))
@@ -100,10 +93,9 @@ class HangCallback(object):
         except (_report.ReportError, OSError) as e:
             log.debug("c10d_observer: on_hang: no verdict yet: %s", e)
             return None
-        doc = v.to_dict()
-        stuck = frozenset((h.get("stream"), h.get("seq")) for h in doc["hangs"]
-                          if (h.get("outcome") or {}).get("state", "stuck") != "resolved")
-        key = (stuck, doc.get("level") or "hard")  # a soft verdict, then the hard one on the same calls
+        stuck = frozenset((h.stream, h.seq) for h in v.hangs
+                          if (h.outcome.state if h.outcome else None) != _verdict.OutcomeState.RESOLVED)
+        key = (stuck, v.level or _verdict.Level.HARD)  # a soft verdict, then the hard one on the same calls
         if not stuck or key in self.delivered:
             return None
         self.delivered.add(key)

@@ -11,6 +11,7 @@ import html
 import math
 import os
 
+from . import dumpdir as _dumpdir
 from . import verdict as _verdict
 from .text import clock, format_ranks
 
@@ -59,7 +60,7 @@ def _e(x):
 
 def _streams(by_rank, v):
     """The columns: every collective stream any rank knows, then the p2p streams of stuck calls."""
-    stuck = {h.get("stream") for h in v.get("hangs") or []}
+    stuck = {h.stream for h in v.hangs}
     cols = {}
     for doc in by_rank.values():
         for g in doc.groups:
@@ -75,21 +76,22 @@ def _streams(by_rank, v):
 def render(by_rank, v, directory=""):
     """The page, as a string, for the documents ``by_rank`` ({rank: RankDoc}: those the verdict was built
     from, verdict.record_documents, else verdict.load_docs) and their verdict ``v``."""
-    culprits = set(v.get("culprit_ranks") or [])
-    dead = set(v.get("ranks_dead") or [])
+    v = _verdict.Verdict.from_json(v)
+    culprits = set(v.culprit_ranks or [])
+    dead = set(v.ranks_dead or [])
     stuck = {}  # stream -> hang
-    for h in v.get("hangs") or []:
-        stuck.setdefault(h.get("stream"), h)
+    for h in v.hangs:
+        stuck.setdefault(h.stream, h)
     cols = _streams(by_rank, v)
-    world = v.get("world_size") or (max(by_rank) + 1 if by_rank else 0)
+    world = v.world_size or (max(by_rank) + 1 if by_rank else 0)
     ranks = sorted(set(range(world)) | set(by_rank))
     out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>c10d-observer: %s</title><style>%s</style>"
-           "</head><body>" % (_e(v.get("summary")), _CSS)]
-    out.append("<h1>c10d-observer</h1><div class='summary' id='summary'>%s</div>" % _e(v.get("summary")))
+           "</head><body>" % (_e(v.summary), _CSS)]
+    out.append("<h1>c10d-observer</h1><div class='summary' id='summary'>%s</div>" % _e(v.summary))
     out.append("<div>%s ranks reporting of %s; culprits: <b id='culprits'>%s</b>; silent: %s; dead: %s. "
                "Files: %s. Page loaded: <span id='loaded'>no</span></div>" % (
                    len(by_rank), _e(world), _e(format_ranks(sorted(culprits)) or "none"),
-                   _e(format_ranks(v.get("ranks_silent") or []) or "none"),
+                   _e(format_ranks(v.ranks_silent or []) or "none"),
                    _e(format_ranks(sorted(dead)) or "none"), _e(directory)))
     out.append("<h2>Where every rank is</h2><div class='legend'><span class='ok'>n: last completed</span>"
                "<span style='background:#fff6d6'>n | in k: in flight</span><span style='background:#ffd0d0'>"
@@ -97,12 +99,12 @@ def render(by_rank, v, directory=""):
                "<label><input type='checkbox' id='only' %s> only the ranks of stuck calls and the culprits</label>"
                "</div>" % ("checked" if len(ranks) > 64 else ""))
     out.append("<table class='grid' id='grid'><thead><tr><th>rank</th>%s</tr></thead><tbody>" % "".join(
-        "<th title='%s'>%s%s</th>" % (_e(s), _e(s), " (stuck #%s)" % _e(stuck[s].get("seq")) if s in stuck else "")
+        "<th title='%s'>%s%s</th>" % (_e(s), _e(s), " (stuck #%s)" % _e(stuck[s].seq) if s in stuck else "")
         for s in cols))
     for r in ranks:
         doc = by_rank.get(r)
         pos = doc.positions() if doc is not None else {}
-        key = r in culprits or any(r in (h.get("waiting_ranks") or []) or r in (h.get("missing_ranks") or [])
+        key = r in culprits or any(r in (h.waiting_ranks or []) or r in (h.missing_ranks or [])
                                    for h in stuck.values())
         cls = ["rank"] + (["culprit"] if r in culprits else []) + (["dead"] if r in dead else []) + \
             (["key"] if key else [])
@@ -119,9 +121,9 @@ def render(by_rank, v, directory=""):
             if fly is not None:
                 text += " | in %s" % fly
                 c = "fly"
-            if h is not None and r in (h.get("waiting_ranks") or []):
+            if h is not None and r in (h.waiting_ranks or []):
                 c = "stuck"
-            elif h is not None and r in (h.get("missing_ranks") or []):
+            elif h is not None and r in (h.missing_ranks or []):
                 c = "missing"
             cells.append("<td class='%s' data-rank='%d' data-stream='%s'>%s</td>" % (c, r, _e(s), _e(text)))
         who = "%d%s" % (r, " culprit" if r in culprits else "") if doc is not None else "%d (silent)" % r
@@ -141,7 +143,7 @@ def _stack_row(rank, doc, directory, span):
     frames = _verdict.main_thread_frames(doc)
     if not frames and doc.stack_dump and directory:
         frames = _verdict.main_thread_frames(doc._replace(
-            stack_dump=os.path.join(directory, os.path.basename(doc.stack_dump))))
+            stack_dump=_dumpdir.DumpDir(directory).path(os.path.basename(doc.stack_dump))))
     if not frames:
         text = _e("no stack dump of rank %d's main thread was found" % rank)
     else:
@@ -185,12 +187,12 @@ def _timeline(by_rank, v, ranks, culprits, stuck):
         return "<h2>Calls in flight</h2><div>none</div>"
     lo, hi = min(s[4] for s in spans), max(s[5] for s in spans)
     width = max(hi - lo, 1e-3)
-    det = [h.get("detected_at") for h in stuck.values() if h.get("detected_at")]
+    det = [h.detected_at for h in stuck.values() if h.detected_at]
     out = ["<h2>Calls in flight (%.1f s, from %s)</h2>" % (width, _e(clock(lo))), _axis(lo, width)]
     keys = set(culprits)
     for h in stuck.values():
-        keys.update(h.get("waiting_ranks") or [])
-        keys.update(h.get("missing_ranks") or [])
+        keys.update(h.waiting_ranks or [])
+        keys.update(h.missing_ranks or [])
     for r, stream, seq, op, t0, t1 in spans:
         bar = "<div class='bar' style='left:%.2f%%;width:%.2f%%' title='%s'></div>" % (
             100.0 * (t0 - lo) / width, max(0.3, 100.0 * (t1 - t0) / width),

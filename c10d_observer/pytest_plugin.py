@@ -22,6 +22,7 @@ import pytest
 
 from . import _autostart
 from . import config as _config
+from .verdict.types import Level
 
 DEFAULT_TIMEOUT = 30.0
 _KEYS = (_autostart.ENV, _config.ENV_TIMEOUT, _config.ENV_POLL_INTERVAL, _config.ENV_DIR,
@@ -73,16 +74,16 @@ class _Watch(object):
         self._thread.join(timeout=10)
 
     def _run(self):
-        from .dumpdir import VERDICT_JSON
-        path = os.path.join(self.dump_dir, VERDICT_JSON)
+        from .dumpdir import VERDICT_JSON, DumpDir
+        dd = DumpDir(self.dump_dir)
         while not self._stop.wait(self.period):
-            if not os.path.exists(path):
+            if not dd.exists(VERDICT_JSON):
                 continue
             try:
                 v = _autostart_load(self.dump_dir)
             except Exception:
                 continue
-            if v.exit_code == 1 and v.get("level", "hard") == "hard":  # stuck past the hard deadline
+            if v.exit_code == 1 and v.level in (None, Level.HARD):  # stuck past the hard deadline
                 self.verdict = v
                 self._end_ranks(v)
                 return
@@ -90,7 +91,7 @@ class _Watch(object):
     def _end_ranks(self, v):
         host = socket.gethostname()
         pids = []
-        for info in v.to_dict().get("hosts", {}).values():
+        for info in (v.hosts or {}).values():
             pid = (info or {}).get("pid")
             if pid and pid != os.getpid() and (info.get("host") in (None, host)):
                 pids.append(pid)

@@ -40,7 +40,6 @@ training.  Costs at 64 to 4,096 ranks: benchmarks/scale.py, docs/scale.md.
 """
 import base64
 import datetime
-import glob
 import json
 import logging
 import os
@@ -52,6 +51,7 @@ from . import channel as _ch
 from . import compat
 from . import documents as _documents
 from . import dumpdir as _dumpdir
+from . import requests as _requests
 from . import verdict as _verdict
 
 log = logging.getLogger("c10d_observer")
@@ -118,6 +118,7 @@ def node_relays(dump_dir, ranks, job_id, period, window_s, store_factory=open_st
 class StoreRelay(object):
     def __init__(self, dump_dir, rank, job_id, period, window_s, store_factory=open_store, clock=time.time):
         self.dump_dir = dump_dir
+        self.dd = _dumpdir.DumpDir(dump_dir)
         self.rank = rank
         self.job_id = job_id
         self.period = period
@@ -156,10 +157,7 @@ class StoreRelay(object):
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
-        try:
-            os.remove(os.path.join(self.dump_dir, _dumpdir.beat_name(self.rank)))
-        except OSError:
-            pass
+        self.dd.remove(_dumpdir.beat_name(self.rank))
 
     def active(self):
         return bool(self._active)
@@ -181,33 +179,19 @@ class StoreRelay(object):
         While the lower rank found last time stays fresh, one stat of its file decides."""
         if self.rank < 0:
             return False
-        mine = os.path.join(self.dump_dir, _dumpdir.beat_name(self.rank))
-        try:
-            os.utime(mine, (now, now))
-        except OSError:
-            with open(mine, "w"):
-                pass
-            os.utime(mine, (now, now))
+        self.dd.touch(_dumpdir.beat_name(self.rank), now)
         if now - self.started_at < 2 * self.period:
             return False  # beat a while first: the node's relays start together, and one of them acts
         fresh_after = now - (3 * self.period + 1.0)
         if self._ahead is not None:
-            try:
-                if os.stat(os.path.join(self.dump_dir, _dumpdir.beat_name(self._ahead))).st_mtime > fresh_after:
-                    return False
-            except OSError:
-                pass
+            if (self.dd.mtime(_dumpdir.beat_name(self._ahead)) or 0) > fresh_after:
+                return False
             self._ahead = None
-        for name in os.listdir(self.dump_dir):
+        for name in self.dd.names():
             r = _dumpdir.beat_rank(name)
-            if r is None:
-                continue
-            try:
-                if r < self.rank and os.stat(os.path.join(self.dump_dir, name)).st_mtime > fresh_after:
-                    self._ahead = r
-                    return False
-            except OSError:
-                continue
+            if r is not None and r < self.rank and (self.dd.mtime(name) or 0) > fresh_after:
+                self._ahead = r
+                return False
         return True
 
     # -- one period --------------------------------------------------------------------------------------
@@ -225,7 +209,7 @@ class StoreRelay(object):
             if self.store is None:
                 return
             if self._requests_seen is None:  # requests published before this node's relay ran are history
-                seen = _dumpdir.read_json(os.path.join(self.dump_dir, _dumpdir.RELAY_SEEN))
+                seen = self.dd.read_json(_dumpdir.RELAY_SEEN)
                 n = int(self.store.add(self._key("requests"), 0))
                 self._requests_seen = min(n, int(seen.get("n"))) if isinstance(seen, dict) and seen.get(
                     "job_id") == self.job_id and isinstance(seen.get("n"), int) else n
@@ -262,7 +246,7 @@ class StoreRelay(object):
         where its watchdog joins them in its own clock (arrivals.clock_offsets).  Every ARRIVALS_EVERY_S, off
         the gather: a node's collector reads one key per node."""
         docs = []
-        for path in glob.glob(os.path.join(self.dump_dir, _dumpdir.ARRIVALS_GLOB)):
+        for path in self.dd.glob(_dumpdir.ARRIVALS_GLOB):
             doc = _dumpdir.read_json(path)
             if (isinstance(doc, dict) and doc.get("job_id") == self.job_id and isinstance(doc.get("rank"), int)
                     and now - (doc.get("written_at") or 0) < ARRIVALS_EVERY_S + 10):
@@ -288,8 +272,8 @@ class StoreRelay(object):
             if key is None:
                 key = self._arrivals_nodes[i] = _text(self.store.get(self._key("arrival_node", i)))
             got = unpack(self.store.get(self._key("arrivals", key)))
-            _dumpdir.write_json(os.path.join(self.dump_dir, _dumpdir.ARRIVALS_NODE % key),
-                                {"format": "c10d_observer.arrivals_node", "job_id": self.job_id, "written_at": now,
+            self.dd.write_json(_dumpdir.ARRIVALS_NODE % key,
+                               {"format": "c10d_observer.arrivals_node", "job_id": self.job_id, "written_at": now,
                                  "from_rank": key, "docs": got.get("docs") or []})
 
     def _host(self):
@@ -304,23 +288,18 @@ class StoreRelay(object):
         return self._winner is not None and self._own is not None and self._own[0] == self._winner[0]
 
     def _publish_local_request(self, now):
-        path = os.path.join(self.dump_dir, _dumpdir.GATHER)
-        try:
-            st = os.stat(path)
-        except OSError:
-            return
-        key = (st.st_mtime_ns, st.st_size)
-        if key == self._local_key:
+        key = _requests.GatherRequest.stamp(self.dd)
+        if key is None or key == self._local_key:
             return
         self._local_key = key
-        req = _dumpdir.read_json(path)
-        if not self._fresh(req, now) or req["id"] in self._active or req.get("relayed"):
+        req = _requests.GatherRequest.read(self.dd)
+        if not self._fresh(req, now) or req.id in self._active or req.relayed:
             return
-        self._active[req["id"]] = now + self.window_s
+        self._active[req.id] = now + self.window_s
         n = int(self.store.add(self._key("requests"), 1))  # numbered: no node's request overwrites another's
-        self.store.set(self._key("request", n), json.dumps(req))
+        self.store.set(self._key("request", n), json.dumps(req.to_json()))
         self.store.add(self._key("request_ready", n), 1)
-        self._own = (n, req["id"])
+        self._own = (n, req.id)
         if self._winner is None or n < self._winner[0]:
             self._winner = (n, req)
         else:  # another node's request came first (written here before this one): it stays the merge
@@ -341,41 +320,37 @@ class StoreRelay(object):
                 break  # numbered but not written yet: next period
             self._requests_seen = k
             changed = True
-            req = json.loads(_text(self.store.get(self._key("request", k))))
-            if not isinstance(req, dict) or req.get("job_id") != self.job_id or req.get("id") in self._active:
+            req = _requests.GatherRequest.from_json(json.loads(_text(self.store.get(self._key("request", k)))))
+            if req is None or req.job_id != self.job_id or req.id in self._active:
                 continue
             # new by the counter; dated by this node's clock from here on (nodes' clocks may disagree)
-            req["requested_at_origin"], req["requested_at"] = req.get("requested_at"), now
-            self._active[req["id"]] = now + self.window_s
+            req = req.replace(requested_at_origin=req.requested_at, requested_at=now)
+            self._active[req.id] = now + self.window_s
             if self._winner is None or k < self._winner[0]:
                 self._winner = (k, req)
                 self._relay_winner()
         if changed:
-            _dumpdir.write_json(os.path.join(self.dump_dir, _dumpdir.RELAY_SEEN),
-                                {"job_id": self.job_id, "n": self._requests_seen})
+            self.dd.write_json(_dumpdir.RELAY_SEEN,
+                               {"job_id": self.job_id, "n": self._requests_seen})
 
     def _relay_winner(self):
         """Write the window's winning request (another node's) into dump_dir, for the local watchdogs."""
-        req = dict(self._winner[1], relayed=True)
+        req = self._winner[1].replace(relayed=True)
         if self._own is not None and self._own[0] != self._winner[0]:
-            req["supersedes"] = self._own[1]  # this node's watchdog leaves the merge to the winner's node
-        _dumpdir.write_json(os.path.join(self.dump_dir, _dumpdir.GATHER), req)
-        try:
-            st = os.stat(os.path.join(self.dump_dir, _dumpdir.GATHER))
-            self._local_key = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            pass
+            req = req.replace(supersedes=self._own[1])  # this node's watchdog leaves the merge to the winner's node
+        req.write(self.dd)
+        key = _requests.GatherRequest.stamp(self.dd)
+        if key is not None:
+            self._local_key = key
 
     def _fresh(self, req, now):
-        return (isinstance(req, dict) and req.get("id") and req.get("job_id") == self.job_id
-                and now - (req.get("requested_at") or 0) < self.window_s
-                and (req.get("requested_at") or 0) >= self.started_at - self.window_s)
+        return (req is not None and bool(req.id) and req.job_id == self.job_id
+                and now - req.at < self.window_s and req.at >= self.started_at - self.window_s)
 
     def _publish_states(self, now):
         """This node's states that answer a request of the window (or a dead rank's end): one bundle."""
         changed = False
-        for path in glob.glob(os.path.join(self.dump_dir, _dumpdir.STATE_GLOB)) + glob.glob(
-                os.path.join(self.dump_dir, _dumpdir.END_GLOB)):
+        for path in self.dd.glob(_dumpdir.STATE_GLOB) + self.dd.glob(_dumpdir.END_GLOB):
             try:
                 st = os.stat(path)
             except OSError:
@@ -441,21 +416,19 @@ class StoreRelay(object):
         for doc in bundle.get("docs") or ():
             doc["relayed_from"] = doc.get("host")
             docs.append(doc)
-        _dumpdir.write_json(os.path.join(self.dump_dir, _dumpdir.node_states_name(slot)),
-                            _documents.node_states_json(bundle.get("host"), self._own[1], docs))
+        self.dd.write_json(_dumpdir.node_states_name(slot),
+                           _documents.node_states_json(bundle.get("host"), self._own[1], docs))
 
     def _send_verdict(self):
         gid = self._own[1]
         if self._verdict_sent == gid:
             return
-        v = _dumpdir.read_json(os.path.join(self.dump_dir, _dumpdir.VERDICT_JSON))
-        if isinstance(v, dict) and v.get("gather_id") == gid:
-            try:
-                with open(os.path.join(self.dump_dir, _dumpdir.VERDICT_TEXT)) as f:
-                    text = f.read()
-            except OSError:
+        v = _verdict.read(self.dd.path(_dumpdir.VERDICT_JSON))
+        if v is not None and v.gather_id == gid:
+            text = self.dd.read_text(_dumpdir.VERDICT_TEXT)
+            if text is None:
                 return
-            self.store.set(self._key("verdict", self._own[0]), pack({"json": v, "text": text}))
+            self.store.set(self._key("verdict", self._own[0]), pack({"json": v.to_json(), "text": text}))
             self.store.add(self._key("verdict_ready", self._own[0]), 1)
             self._verdict_sent = gid
 
@@ -465,8 +438,9 @@ class StoreRelay(object):
             return
         self._verdict_taken = n
         got = unpack(self.store.get(self._key("verdict", n)))
-        v = dict(got["json"], relayed_from="the node of rank %s" % self._winner[1].get("by_rank"))
-        _verdict.write(self.dump_dir, v, text=got["text"])
+        v = _verdict.Verdict.from_json(dict(got["json"], relayed_from="the node of rank %s"
+                                            % self._winner[1].by_rank))
+        _verdict.write(self.dd, v, text=got["text"])
 
 
 def pack(obj):

@@ -10,7 +10,7 @@ answer, py-spy beside), ``Gather`` (the cross-rank gather on one node: request, 
 no-throw step (a failure is said once and retried where it matters); ``run`` only waits on its rank and
 the clock, calls ``tick`` and acts.  Nothing here sleeps inside ``tick``.
 
-The signal contract (README, "The signal"): the configured signal (SIGUSR1 by default) goes to the rank
+The signal contract (docs/contracts.md, "The signal"): the configured signal (SIGUSR1 by default) goes to the rank
 once per hang, when a call of its own becomes overdue, and only where the observer's handler is still the
 one installed (it then runs the handler the job had before enable()).  It is never sent for stacks, nor to
 a rank with nothing overdue.  The stacks come from the rank's helper thread; the C-level all-thread dump
@@ -38,11 +38,13 @@ from . import deadlines as _deadlines
 from . import documents as _documents
 from . import dumpdir as _dumpdir
 from . import watchdog_io as _io
+from .verdict.types import Level
 from .config import HANG_EXIT_CODE
 from .text import rank_list, short_clock
 
+from .protocols import Abort, Action, Gather, StackCollection
+
 Overdue = namedtuple("Overdue", "stream seq op start_ns")
-Action = namedtuple("Action", "kind detail")  # what tick() decided; Watchdog.act runs it
 
 
 def find_overdue(snapshot, now_ns, timeout_ns, queued=None):
@@ -281,213 +283,7 @@ class Detector(object):
         return "; %s in flight for %.1f s" % (overdue_entry(o, now_ns, wall_now).describe(), (now_ns - o.start_ns) / 1e9)
 
 
-# -- stack collection -----------------------------------------------------------------------------------
-class StackCollection(object):
-    """Having the rank's stacks written, once per ask.
-
-    IDLE -> ASKED: the helper thread (it beats every poll) was asked by a file; it writes every thread's
-    stack with the GIL held, which cannot crash the rank.  ASKED -> IDLE once the stacks file grew;
-    ASKED -> DUMPING when it did not within ``helper_answer`` (a thread holds the GIL): the dump signal
-    (faulthandler's all-thread dump from C, on a signal of its own).  A rank whose helper is known not to
-    beat goes to DUMPING at once.  DUMPING -> IDLE when the file grew, or after ``abort_stacks``."""
-
-    IDLE, ASKED, DUMPING = "idle", "asked", "dumping"
-
-    def __init__(self, windows, has_dump_signal=True):
-        self.answer_ns = int(windows.helper_answer * 1e9)
-        self.dump_ns = int(windows.abort_stacks * 1e9)
-        self.has_dump_signal = has_dump_signal
-        self.phase = self.IDLE
-        self.since_ns = None
-        self.size_before = None  # the stacks file's size when asked: grown past it, the dump is there
-        self.reason = None
-        self.asked_ns = None  # when the last ask began (the gather does not ask again within its window)
-
-    def ask(self, now_ns, reason, helper_alive, size_now):
-        """Returns the actions: "stack_request" (a header for the helper's dump) or "dump_signal"."""
-        if self.phase != self.IDLE:
-            return []  # one dump at a time: the one on its way answers this ask too
-        self.reason, self.size_before, self.asked_ns = reason, max(size_now, 0), now_ns
-        if helper_alive:
-            self._to(self.ASKED, now_ns)
-            return [Action("stack_request", reason)]
-        return self._dump(now_ns, reason)
-
-    def _dump(self, now_ns, reason):
-        if not self.has_dump_signal:
-            self._to(self.IDLE, now_ns)
-            return []
-        self._to(self.DUMPING, now_ns)
-        return [Action("dump_signal", reason)]
-
-    def step(self, now_ns, size_now):
-        if self.phase == self.IDLE:
-            return []
-        if size_now > self.size_before:
-            self._to(self.IDLE, now_ns)
-            return []
-        if self.phase == self.ASKED and now_ns - self.since_ns > self.answer_ns:
-            return [Action("withdraw_request", None)] + self._dump(
-                now_ns, "%s (its helper thread did not answer within %.1f s)" % (self.reason, self.answer_ns / 1e9))
-        if self.phase == self.DUMPING and now_ns - self.since_ns > self.dump_ns:
-            self._to(self.IDLE, now_ns)
-        return []
-
-    def _to(self, phase, now_ns):
-        self.phase, self.since_ns = phase, now_ns
-
-    def arrived(self, size_now):
-        """The last dump asked for is in the file (or none was asked)."""
-        return self.size_before is None or size_now > self.size_before
-
-
-# -- the gather -----------------------------------------------------------------------------------------
-class Gather(object):
-    """The cross-rank gather on one node, through dump_dir (across nodes the relays carry it, relay.py).
-
-    A watchdog that finds a call overdue *requests* (writes gather-request.json) unless a request of the
-    same job, younger than the gather window and not merged, is there: then it *joins* it (answers again:
-    its state now names its overdue call).  Every watchdog *answers* each new request of its job once (its
-    rank's state, and its stacks).  The one that requested is the *owner*: it merges when every rank has
-    answered (or ended), else once the window is over and no answer came for ``gather_quiet``, at the
-    latest at ``gather_wait_max``.  Phases: IDLE -> OWNER (merging) -> IDLE; ``answered`` is the id of the
-    last request answered (the verdict this rank waits for under abort)."""
-
-    IDLE, OWNER = "idle", "owner"
-
-    def __init__(self, windows, job_id, started_at):
-        self.w = windows
-        self.job_id = job_id
-        self.started_at = started_at
-        self.phase = self.IDLE
-        self.owned = None  # (id, asked monotonic ns)
-        self.answered = None  # id of the last request answered
-        self.seen = None  # (mtime_ns, size) of the request file last looked at
-        self.verdict_seen = None  # (mtime_ns, size) of verdict.json last looked at
-        self._answers = {}  # file -> ((mtime_ns, size), [(rank, counts, stacks wanted)]): the merge's scan
-        self._answered_n = 0
-        self._progress_ns = None
-
-    def fresh(self, req, wall_now):
-        return (isinstance(req, dict) and req.get("id") and req.get("job_id") == self.job_id
-                and not req.get("merged_at") and wall_now - (req.get("requested_at") or 0) < self.w.gather_wait)
-
-    def mine(self, req):
-        return (isinstance(req, dict) and req.get("id") and req.get("job_id") == self.job_id
-                and (req.get("requested_at") or 0) >= self.started_at - self.w.gather_wait)
-
-    def own(self, gid, now_ns):
-        self.owned, self.answered, self.phase = (gid, now_ns), gid, self.OWNER
-        self._answers, self._answered_n, self._progress_ns = {None: gid}, 0, now_ns
-
-    def superseded(self, req):
-        """Another node's request came first (relay.py wrote it with "supersedes"): its node merges."""
-        if self.owned is not None and isinstance(req, dict) and req.get("supersedes") == self.owned[0]:
-            self.owned, self.phase = None, self.IDLE
-
-    def count(self, path, key, docs, gid):
-        """Note one answer file's documents (read when it changed)."""
-        entries = []
-        for doc in docs:
-            counts = doc.dead or doc.gather_id == gid
-            wanted = None if doc.dead or doc.frozen else (doc.stack_dump, doc.stacks_size_before)
-            entries.append((doc.rank, counts, wanted))
-        self._answers[path] = (key, entries)
-
-    def known(self, path, key):
-        seen = self._answers.get(path)
-        return seen is not None and seen[0] == key
-
-    def due(self, now_ns, world, stacks_arrived):
-        """Whether to merge now."""
-        if self.owned is None:
-            return False
-        have = {rank for k, v in self._answers.items() if k is not None for rank, counts, wanted in v[1]
-                if counts and (wanted is None or stacks_arrived(wanted))}
-        if len(have) > self._answered_n:
-            self._answered_n, self._progress_ns = len(have), now_ns
-        waited = now_ns - self.owned[1]
-        complete = world > 0 and have >= set(range(world))
-        return complete or waited > self.w.gather_wait_max * 1e9 or (
-            waited > self.w.gather_wait * 1e9 and now_ns - self._progress_ns > self.w.gather_quiet * 1e9)
-
-    def merged(self):
-        gid, asked = self.owned
-        self.owned, self.phase = None, self.IDLE
-        return gid, asked
-
-
 LIVE_PERIOD_S = 1.0  # c10d-observer watch redraws every second
-
-
-# -- abort ----------------------------------------------------------------------------------------------
-class Abort(object):
-    """on_timeout="abort": end the rank so the launcher restarts the job, once the verdict is known.
-
-    VERDICT: the gather this watchdog joined is merged (at most ``abort_verdict``) -> CULPRIT: a rank that
-    waited lets the culprits end first, so that the launcher's first failure (torchrun's "Root Cause") is
-    the culprit (at most ``abort_culprit``; skipped for the culprit itself) -> STACKS: the stack dump has
-    arrived (at most ``abort_stacks``) -> EXIT: the error file written, the rank asked to end itself with
-    HANG_EXIT_CODE (its helper thread does, within a poll, unless a thread holds the GIL) -> TERM: SIGTERM,
-    once ``abort_exit`` passed with the rank still there -> KILL: SIGKILL once ``abort_kill_after`` passed
-    -> DONE."""
-
-    IDLE, VERDICT, CULPRIT, STACKS, EXIT, TERM, KILL, DONE = ("idle", "verdict", "culprit", "stacks", "exit", "term",
-                                                             "kill", "done")
-
-    def __init__(self, windows):
-        self.w = windows
-        self.phase = self.IDLE
-        self.since_ns = None
-        self.culprit = False  # this rank is a culprit of the verdict (it is ended first)
-        self.verdict = None  # the verdict the rank is ended for (its summary goes to the error file)
-
-    def start(self, now_ns, culprit=False, verdict=None):
-        if self.phase != self.IDLE:
-            return False
-        self.culprit, self.verdict = culprit, verdict
-        self._to(self.CULPRIT if culprit else self.VERDICT, now_ns)
-        return True
-
-    @property
-    def active(self):
-        return self.phase not in (self.IDLE, self.DONE)
-
-    def step(self, now_ns, verdict=None, culprits_ended=True, stacks_done=True):
-        """``verdict``: the merged verdict of the gather this rank answered, once there; ``culprits_ended``:
-        its culprits are gone (or none is on this node); ``stacks_done``: no stack dump is on its way."""
-        waited = (now_ns - self.since_ns) / 1e9 if self.since_ns is not None else 0.0
-        if self.phase == self.VERDICT:
-            if verdict is not None or waited > self.w.abort_verdict:
-                self.verdict = verdict
-                self._to(self.CULPRIT, now_ns)
-                out = [] if verdict is not None else [Action("say", "on_timeout=abort: no verdict within %.1f s; "
-                                                                    "ending the rank anyway" % self.w.abort_verdict)]
-                return out + self.step(now_ns, verdict, culprits_ended, stacks_done)
-        elif self.phase == self.CULPRIT:
-            if self.culprit or culprits_ended or waited > self.w.abort_culprit:
-                self._to(self.STACKS, now_ns)
-                return self.step(now_ns, verdict, culprits_ended, stacks_done)
-        elif self.phase == self.STACKS:
-            if stacks_done or waited > self.w.abort_stacks:
-                self._to(self.EXIT, now_ns)
-                return [Action("error_file", (None, self.culprit)), Action("exit_request", self.culprit)]
-        elif self.phase == self.EXIT:
-            if waited > self.w.abort_exit:
-                self._to(self.TERM, now_ns)
-                return [Action("term", None)]
-        elif self.phase == self.TERM:
-            if waited > self.w.abort_kill_after:
-                self._to(self.KILL, now_ns)
-                return [Action("kill", None)]
-        return []
-
-    def cancel(self):
-        """The verdict was held (a rank it waits for is in a declared phase): no abort until it is hard."""
-        self.phase, self.since_ns, self.verdict, self.culprit = self.IDLE, None, None, False
-
-    def _to(self, phase, now_ns):
-        self.phase, self.since_ns = phase, now_ns
 
 
 # -- the watchdog ---------------------------------------------------------------------------------------
@@ -563,7 +359,7 @@ class Watchdog(object):
             self.live_due = now_ns + int(LIVE_PERIOD_S * 1e9)
             if self.docs.watched(self.wall()):
                 out.append(Action("live", None))
-        ending = self.abort.phase in (Abort.EXIT, Abort.TERM, Abort.KILL)
+        ending = self.abort.ending
         out += self.detector.tick(self.snap, now_ns, self.wall(), self.docs.dead_peers, aborting=ending)
         if self.report_due and not any(a.kind == "report" for a in out):
             out.append(Action("report", None))
@@ -586,7 +382,7 @@ class Watchdog(object):
 
     def busy(self):
         """A protocol is under way (merging, aborting, waiting for stacks): look more often than a poll."""
-        return self.gather.owned is not None or self.abort.active or self.stacks.phase != StackCollection.IDLE
+        return self.gather.owned is not None or self.abort.active or not self.stacks.idle
 
     def look(self, now_ns):
         """Between polls, while busy: the protocols' steps only, then their actions; returns the actions."""
@@ -619,8 +415,8 @@ class Watchdog(object):
 
     def _say_overdue(self, e, now_ns):
         by = self.notifier.withheld_by if self.cfg.signal is not None else None
-        self.log("rank %s: %s%s in flight for %.1f s (%s); report %s; stacks %s%s" % (
-            self.docs.rank(), "soft: " if e.level == "soft" else "", e.describe(), e.age_s,
+        self.log("rank %s: %s: %s in flight for %.1f s (%s); report %s; stacks %s%s" % (
+            self.docs.rank(), e.level, e.describe(), e.age_s,
             self.detector._deadline_text(e), self.last_report or "not written",
             self.cfg.stack_path, " (no %s sent: its handler was replaced by %s)" % (self.cfg.signal_name, by)
             if by else ""))
@@ -628,8 +424,11 @@ class Watchdog(object):
     def _notify(self, reason, now_ns):
         """A hard detection: the signal goes once the verdict of the gather this rank is in says the hang is
         hard and not held (a rank it waits for is in a declared phase), or no verdict came in time."""
-        if self.cfg.signal is not None and self.pending_signal is None:
-            self.pending_signal = (reason, now_ns)
+        if self.cfg.signal is None or self.pending_signal is not None:
+            return
+        if self.notifier.withheld() is not None:
+            return  # its handler was replaced after enable(): no signal, said now (Notifier.withheld)
+        self.pending_signal = (reason, now_ns)
 
     def _signal_step(self, now_ns):
         """The pending signal's decision: "signal" at the hard verdict, or, where none came within
@@ -639,11 +438,11 @@ class Watchdog(object):
             return []
         reason, since = self.pending_signal
         v = self.verdict_seen
-        mine = v is not None and self.gather.answered is not None and v.get("gather_id") == self.gather.answered
-        if mine and v.get("held_until"):
+        mine = v is not None and self.gather.answered is not None and v.gather_id == self.gather.answered
+        if mine and v.held_until:
             self.pending_signal = None
             return []
-        if mine and v.get("level") == "hard":
+        if mine and v.level == Level.HARD:
             self.pending_signal = None
             return [Action("signal", reason)]
         if now_ns - since > self.w.abort_verdict * 1e9:  # no hard verdict came: this rank's call decides
@@ -673,8 +472,8 @@ class Watchdog(object):
         wall_now = self.wall()
         req = self.files.request()
         if self.gather.fresh(req, wall_now):
-            if req.get("id") == self.gather.answered:
-                self.docs.state(self.detector.entries, req["id"])  # answered: again, naming the overdue call
+            if req.id == self.gather.answered:
+                self.docs.state(self.detector.entries, req.id)  # answered: again, naming the overdue call
             else:
                 self._answer(req, now_ns)
             return
@@ -684,15 +483,15 @@ class Watchdog(object):
         self.docs.state(self.detector.entries, gid)
 
     def _answer(self, req, now_ns):
-        self.gather.answered = req["id"]
+        self.gather.answered = req.id
         snap = self.reader.snapshot()
         if self.stacks.asked_ns is None or now_ns - self.stacks.asked_ns > self.w.gather_wait * 1e9:
             # the stacks of every rank, not only the waiting ones; py-spy only of a rank in no collective (a
             # suspect: where is it?), not of one that waits, so as not to stop it for nothing
             self._stacks(("the verdict's gather %s, asked by rank %s%s" % (
-                req["id"], req.get("by_rank"), self.detector.in_flight_text(snap, now_ns, self.wall())),
+                req.id, req.by_rank, self.detector.in_flight_text(snap, now_ns, self.wall())),
                 not any(st.oldest for st in snap)), now_ns)
-        self.docs.state(self.detector.entries, req["id"])
+        self.docs.state(self.detector.entries, req.id)
 
     def _gather_step(self, now_ns):
         """Answer a new request; merge the one this watchdog owns when it is due; under abort, take the
@@ -701,7 +500,7 @@ class Watchdog(object):
         req = self.files.new_request()
         if req is not None:
             self.gather.superseded(req)
-            if self.gather.mine(req) and req.get("id") != self.gather.answered:
+            if self.gather.mine(req) and req.id != self.gather.answered:
                 out.append(Action("answer", req))
         if self.gather.owned is not None:
             self.files.scan(self.gather)
@@ -710,13 +509,13 @@ class Watchdog(object):
         v = self.files.new_verdict() if self.gather.answered is not None else None
         if v is not None:
             self.verdict_seen = v
-        if v is not None and v.get("gather_id") == self.gather.answered and v.get("held_until"):
+        if v is not None and v.gather_id == self.gather.answered and v.held_until:
             out.append(Action("hold", v))  # a rank the calls wait for is in a declared phase
-        if self.cfg.on_timeout == "abort" and v is not None and v.get("level", "hard") == "hard":
-            if v.get("gather_id") == self.gather.answered and v.get("hangs"):
+        if self.cfg.on_timeout == "abort" and v is not None and v.level in (None, Level.HARD):
+            if v.gather_id == self.gather.answered and v.hangs:
                 # every rank's error file says the verdict before any rank is ended (the launcher then ends
                 # the others at once); the culprit is ended first, so that it is the launcher's first failure
-                culprit = self.docs.rank() in (v.get("culprit_ranks") or ())
+                culprit = self.docs.rank() in (v.culprit_ranks or ())
                 out.append(Action("error_file", (v, culprit)))
                 out.append(Action("arm", culprit))  # armed already where this rank's call was found overdue
                 if culprit and not self.abort.active:
@@ -724,14 +523,14 @@ class Watchdog(object):
         return out
 
     def _hold(self, v, now_ns):
-        until = v["held_until"]
+        until = v.held_until
         wall_now = self.wall()
         self.detector.hold(now_ns + int(max(0.0, until - wall_now) * 1e9), until)
-        if self.abort.active and self.abort.phase in (Abort.VERDICT, Abort.CULPRIT, Abort.STACKS):
+        if self.abort.before_exit:
             self.abort.cancel()
             self.ender.disarm()
         self.say_once("rank %s: the hard verdict is held until %s: %s" % (
-            self.docs.rank(), short_clock(until), v.get("held_why") or "a rank it waits for is in a declared phase"),
+            self.docs.rank(), short_clock(until), v.held_why or "a rank it waits for is in a declared phase"),
             key=("hold", until))
 
     def _arrivals(self, _, now_ns):
@@ -762,25 +561,25 @@ class Watchdog(object):
         if self.abort.start(now_ns, culprit=True, verdict=v):
             self.ender.arm(True)
             self.log("rank %s: on_timeout=abort: this rank is a culprit of the hang (%s): it is ended first"
-                     % (self.docs.rank(), v.get("summary", "")[len("c10d_observer: "):]))
+                     % (self.docs.rank(), (v.summary or "")[len("c10d_observer: "):]))
 
     def _abort_step(self, now_ns):
         verdict = None
-        if self.abort.phase == Abort.VERDICT:
+        if self.abort.waits_for_verdict:
             gid = self.gather.answered
             v = self.files.verdict() if self.gather.owned is None else None
-            if v is not None and (gid is None or v.get("gather_id") == gid):
-                if v.get("held_until"):  # held: a rank it waits for is in a declared phase
+            if v is not None and (gid is None or v.gather_id == gid):
+                if v.held_until:  # held: a rank it waits for is in a declared phase
                     self.abort.cancel()
                     self.ender.disarm()
                     return []
                 verdict = v
         culprits_ended = True
         known = verdict or self.abort.verdict
-        if self.abort.phase in (Abort.VERDICT, Abort.CULPRIT) and known:
+        if self.abort.waits_for_culprits and known:
             # computed before the step: VERDICT goes on to CULPRIT in the same step, and must wait there
             culprits_ended = self.ender.culprits_ended(known)
-        return self.abort.step(now_ns, verdict, culprits_ended, self.stacks.phase == StackCollection.IDLE)
+        return self.abort.step(now_ns, verdict, culprits_ended, self.stacks.idle)
 
     # -- the rank's end ---------------------------------------------------------------------------------
     def finish(self):
@@ -803,14 +602,13 @@ class Watchdog(object):
         if self.detector.entries:
             self.act(Action("report", None))
         why = "process %d ended without disable() (%s)" % (self.cfg.rank_pid, reason)
-        if self.abort.phase in (Abort.VERDICT, Abort.CULPRIT, Abort.STACKS):
+        how = self.abort.how_ended()
+        if self.abort.before_exit:
             # the watchdog is not the rank's parent: it says what it asked for, a launcher may have ended it first
             why = "ended while the observer was ending it (on_timeout=abort, armed to exit with code %d)%s" % (
                 HANG_EXIT_CODE, ": it was a culprit of the hang" if self.abort.culprit
                 else ": its collective raised once its peers had ended")
-        elif self.abort.phase in (Abort.EXIT, Abort.TERM, Abort.KILL, Abort.DONE):
-            how = {Abort.EXIT: "asked to exit with code %d" % HANG_EXIT_CODE,
-                   Abort.TERM: "SIGTERM"}.get(self.abort.phase, "SIGKILL")
+        elif how is not None:
             why = "ended by the observer (on_timeout=abort, %s)%s" % (
                 how, ": it was a culprit of the hang" if self.abort.culprit else " after its call was overdue")
         self.docs.end(self.detector.entries, False, why)

@@ -21,6 +21,7 @@ from . import channel as _ch
 from . import config as _config
 from . import documents as _documents
 from . import dumpdir as _dumpdir
+from . import requests as _requests
 from . import verdict as _verdict
 from .config import HANG_EXIT_CODE
 from .text import rank_list, short_clock
@@ -137,8 +138,7 @@ class RankDocs(object):
 
     def watched(self, wall_now):
         """A live view is open on dump_dir: its request (refreshed every second) is not past its ``until``."""
-        req = self.dd.read_json(_dumpdir.WATCH_REQUEST)
-        return isinstance(req, dict) and isinstance(req.get("until"), (int, float)) and req["until"] >= wall_now
+        return _requests.WatchRequest.is_open(self.dd, wall_now)
 
     def end(self, entries, alive, exit_reason):
         """end-rank<R>-pid<P>.json: the rank ended (disable(), or its process is gone).  A state the verdict
@@ -191,7 +191,7 @@ class Notifier(_Part):
         if self.cfg.signal is None or self.withheld() is not None:
             return False
         try:  # the rank's handler tells the observer's signal from one the scheduler sent by this mark
-            self.dd.write_json(_dumpdir.notify_name(self.cfg.rank_pid), {"written_at": time.time()})
+            _requests.NotifyMark.mark(self.dd, self.cfg.rank_pid, time.time())
         except OSError:
             pass
         self.kill(self.cfg.rank_pid, self.cfg.signal)
@@ -211,8 +211,8 @@ class Notifier(_Part):
         """None while the rank says the observer's handler is the one installed; else what replaced it."""
         if not self.reader.handler_replaced():
             return None
-        doc = self.dd.read_json(_dumpdir.handler_name(self.reader.rank()[0], self.cfg.rank_pid))
-        return (doc or {}).get("replaced_by") or "another handler (not named)"
+        said = _requests.HandlerReplaced.read(self.dd, self.reader.rank()[0], self.cfg.rank_pid)
+        return (said.replaced_by if said is not None else None) or "another handler (not named)"
 
     def handler_state(self):
         by = self.replaced_by()
@@ -245,10 +245,10 @@ class StackTaker(_Part):
                                                          short_clock(self.wall()), reason or "asked")
 
     def request(self, reason):
-        self.dd.write_json(_dumpdir.stack_request_name(self.cfg.rank_pid), {"header": self.header(reason)})
+        _requests.StackRequest.ask(self.dd, self.cfg.rank_pid, self.header(reason))
 
     def withdraw(self):
-        self.dd.remove(_dumpdir.stack_request_name(self.cfg.rank_pid))
+        _requests.StackRequest.withdraw(self.dd, self.cfg.rank_pid)
 
     def dump_signal(self, reason):
         """faulthandler's dump from C, on the observer's own signal (never the job's): a thread holds the
@@ -313,31 +313,33 @@ class GatherFiles(_Part):
             return None
 
     def request(self):
-        return self.dd.read_json(_dumpdir.GATHER)
+        """The gather request in dump_dir (a requests.GatherRequest), or None."""
+        return _requests.GatherRequest.read(self.dd)
 
     def new_request(self):
         """The request file, where it changed since the last look, else None."""
-        key = self._key(_dumpdir.GATHER)
+        key = _requests.GatherRequest.stamp(self.dd)
         if key is None or key == self.request_key:
             return None
         self.request_key = key
         return self.request()
 
     def new_verdict(self):
-        """verdict.json, where it changed since the last look, else None."""
+        """verdict.json (a Verdict), where it changed since the last look, else None."""
         key = self._key(_dumpdir.VERDICT_JSON)
         if key is None or key == self.verdict_key:
             return None
         self.verdict_key = key
-        return self.dd.read_json(_dumpdir.VERDICT_JSON)
+        return self.verdict()
 
     def verdict(self):
-        return self.dd.read_json(_dumpdir.VERDICT_JSON)
+        """verdict.json, the latest verdict merged on this node (a Verdict), or None."""
+        return _verdict.read(self.dd.path(_dumpdir.VERDICT_JSON))
 
     def ask(self, gid, now_wall, level="hard"):
         rank, world = self.reader.rank()
-        self.dd.write_json(_dumpdir.GATHER, {"id": gid, "job_id": self.cfg.job_id, "by_rank": rank,
-                                             "world_size": world, "requested_at": now_wall, "level": level})
+        _requests.GatherRequest(id=gid, job_id=self.cfg.job_id, by_rank=rank, world_size=world,
+                                requested_at=now_wall, level=level).write(self.dd)
 
     def scan(self, gather):
         """Count the answer files that changed since the last look (a merge across nodes looks at up to one
@@ -389,15 +391,12 @@ class GatherFiles(_Part):
         docs, _ = _verdict.load_docs(self.cfg.dump_dir, gather_id=gid)
         v = _verdict.analyze(docs, world_size=self.reader.rank()[1] or None,
                              stragglers=_arrivals.read(self.cfg.dump_dir))
-        v["gather_id"] = gid
-        v["gather_s"] = round(waited_s, 3)
-        v["verdict_at"] = self.wall()
+        v = v.replace(gather_id=gid, gather_s=round(waited_s, 3), verdict_at=self.wall())
         _verdict.write(self.dd, v, docs)
         req = self.request()
-        if req and req.get("id") == gid:  # a later detection starts a new gather rather than join this one
-            req["merged_at"] = v["verdict_at"]
-            self.dd.write_json(_dumpdir.GATHER, req)
-        self.log("%s (verdict: %s)" % (v["summary"][len("c10d_observer: "):], self.dd.path(_dumpdir.VERDICT_TEXT)))
+        if req is not None and req.id == gid:  # a later detection starts a new gather rather than join this one
+            req.replace(merged_at=v.verdict_at).write(self.dd)
+        self.log("%s (verdict: %s)" % (v.summary[len("c10d_observer: "):], self.dd.path(_dumpdir.VERDICT_TEXT)))
         return v
 
 
@@ -427,8 +426,7 @@ class Ender(_Part):
             return
         self.armed = True
         try:
-            self.dd.write_json(_dumpdir.exit_request_name(self.cfg.rank_pid), {
-                "code": HANG_EXIT_CODE, "now": False, "culprit": bool(culprit), "written_at": self.wall()})
+            _requests.ExitRequest.send(self.dd, self.cfg.rank_pid, _requests.ExitStage.ARM, self.wall(), culprit)
         except OSError:
             pass  # the exit request itself is written again; SIGTERM follows where it cannot be
 
@@ -438,8 +436,7 @@ class Ender(_Part):
             return
         self.armed = False
         try:
-            self.dd.write_json(_dumpdir.exit_request_name(self.cfg.rank_pid), {
-                "code": HANG_EXIT_CODE, "now": False, "disarm": True, "written_at": self.wall()})
+            _requests.ExitRequest.send(self.dd, self.cfg.rank_pid, _requests.ExitStage.DISARM, self.wall())
         except OSError:
             self.log("rank %s: cannot disarm the rank's exit code %d: if it ends now, it ends with it"
                      % (self.reader.rank()[0], HANG_EXIT_CODE))
@@ -452,8 +449,7 @@ class Ender(_Part):
                  "found%s; the verdict is in %s)" % (rank, self.cfg.rank_pid, HANG_EXIT_CODE,
                                                      ", this rank is its culprit" if culprit else "", self.cfg.dump_dir))
         try:
-            self.dd.write_json(_dumpdir.exit_request_name(self.cfg.rank_pid), {
-                "code": HANG_EXIT_CODE, "now": True, "culprit": bool(culprit), "written_at": self.wall()})
+            _requests.ExitRequest.send(self.dd, self.cfg.rank_pid, _requests.ExitStage.NOW, self.wall(), culprit)
         except OSError as e:
             self.log("rank %s: cannot ask the rank to exit (%s): SIGTERM follows" % (rank, e))
 
@@ -470,8 +466,8 @@ class Ender(_Part):
     def culprits_ended(self, v):
         """The verdict's culprits on this host are gone (their pids), or it names none here."""
         host = self.cfg.host or socket.gethostname()
-        for r in v.get("culprit_ranks") or ():
-            h = (v.get("hosts") or {}).get(str(r)) or {}
+        for r in v.culprit_ranks or ():
+            h = (v.hosts or {}).get(str(r)) or {}
             if h.get("host") in (None, host) and h.get("pid") and pid_alive(h["pid"]):
                 return False
         return True
@@ -483,17 +479,17 @@ def write_error_file(path, verdict, rank, culprit, verdict_path, wall_now, old_f
     smallest ``timestamp`` (whole seconds) its Root Cause.  The culprit's is dated when the stuck call
     began; the others' a second later at least.  torch 1.9 prints the dict form as a repr: the string form
     there (``old_format``)."""
-    v = verdict or {}
-    summary = v.get("summary") or "no verdict was merged"
+    v = verdict
+    summary = (v.summary if v is not None else None) or "no verdict was merged"
     if summary.startswith("c10d_observer: "):
         summary = summary[len("c10d_observer: "):]
-    began = min([h.get("started_at") for h in v.get("hangs") or () if h.get("started_at")] or [wall_now])
+    began = min([h.started_at for h in (v.hangs if v is not None else ()) if h.started_at] or [wall_now])
     if culprit:
         head = "c10d_observer: collective hang: rank %s (this rank) is its culprit; ended by on_timeout=abort" % rank
         stamp = int(began)
     else:
         head = "c10d_observer: collective hang: rank %s (this rank) was ended by on_timeout=abort; culprit: %s" % (
-            rank, rank_list(v.get("culprit_ranks"), "unknown"))
+            rank, rank_list(v.culprit_ranks if v is not None else None, "unknown"))
         stamp = max(int(wall_now), int(began) + 1)
     message = "%s. %s (verdict: %s)" % (head, summary, verdict_path)
     if old_format:

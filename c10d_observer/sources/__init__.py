@@ -24,7 +24,8 @@ def make_plan(name, caps, auto=False, nccl_on=None):
     the capabilities say)."""
     if nccl_on is not None and (caps.get("nccl_plan") or {}).get("recorder"):
         caps = dict(caps, nccl_plan=dict(caps["nccl_plan"], recorder_on=(
-            nccl_on if nccl_on in ("default", "env", "enable") else "enable" if nccl_on else "off")))
+            compat.RecorderOn(nccl_on) if nccl_on in tuple(compat.RecorderOn) else
+            compat.RecorderOn.ENABLE if nccl_on else compat.RecorderOn.OFF)))
     return _table.Plan(caps, _choice(name, auto))
 
 
@@ -76,7 +77,9 @@ class Dispatch(object):
         if plan.probes["gloo_recorder"][0]:
             out.append(fr.gloo_recorder(events=plan.uses("gloo_recorder")))
         nplan = caps.get("nccl_plan") or {}
-        if plan.probes["nccl_recorder"][0] or (nplan.get("recorder") and nplan.get("recorder_on") in ("default", "env")):
+        on = nplan.get("recorder_on")
+        if plan.probes["nccl_recorder"][0] or (nplan.get("recorder") and on in (compat.RecorderOn.DEFAULT,
+                                                                                 compat.RecorderOn.ENV)):
             out.append(fr.nccl_recorder(events=plan.uses("nccl_recorder")))
         if plan.probes["nccl2_recorder"][0]:
             out.append(fr.nccl2_recorder(events=plan.uses("nccl2_recorder")))
@@ -131,7 +134,7 @@ def build(plan_, tracker, cfg, caps, nccl_on=False):
     tracker.seq_base = dispatch.seq_base
     reg = PatchRegistry()
     parts = []
-    if nccl_on == "enable":
+    if nccl_on == compat.RecorderOn.ENABLE:
         from .flight_recorder import NcclRecorderSwitch
         parts.append(NcclRecorderSwitch())
     on_group = []  # called for every group as it is created (and for those made before enable())

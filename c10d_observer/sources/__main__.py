@@ -1,5 +1,5 @@
 """python -m c10d_observer.sources --rows | --lines: the dispatch table's rows (docs/sources.md) or auto's
-plan per torch line as compat/expected records it (README.md); tests/unit/test_dispatch_table.py holds
+plan per torch line as compat/expected records it (docs/support.md); tests/unit/test_dispatch_table.py holds
 both files to this output."""
 import os
 import sys

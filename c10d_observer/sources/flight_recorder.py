@@ -57,6 +57,7 @@ from time import sleep as _sleep
 from .. import channel as _ch
 from .. import compat
 from .. import dumpdir as _dumpdir
+from .. import requests as _requests
 
 log = logging.getLogger("c10d_observer")
 
@@ -367,7 +368,7 @@ class FlightRecorderSource(object):
         if now - last < 1e9:
             return
         try:
-            open_ = os.path.exists(os.path.join(self.dump_dir, _dumpdir.WATCH_REQUEST))
+            open_ = _requests.WatchRequest.present(_dumpdir.DumpDir(self.dump_dir))
         except (OSError, AttributeError):
             open_ = False
         self._watched = (now, open_)
@@ -683,11 +684,11 @@ class FlightRecorderSource(object):
             groups.update(keep)
         doc = {"format": "c10d_observer.flight_recorder", "version": 1, "rank": rank, "pid": self._pid,
                "written_at": time.time(), "groups": groups}
-        path = os.path.join(self.dump_dir, _dumpdir.fr_name(rank, self._pid))
+        name = _dumpdir.fr_name(rank, self._pid)
         try:
-            _dumpdir.write_json(path, doc)
+            _dumpdir.DumpDir(self.dump_dir).write_json(name, doc)
         except OSError:
-            log.debug("c10d_observer: cannot write %s", path, exc_info=True)
+            log.debug("c10d_observer: cannot write %s in %s", name, self.dump_dir, exc_info=True)
 
 
 _UNKNOWN = _ch.OP_CODES["unknown"]
@@ -762,9 +763,9 @@ _NCCL_TURNED_ON = [False]  # this process's NCCL recorder was made on by an enab
 
 
 def nccl_recorder_on(caps, wanted):
-    """Whether torch's legacy NCCL recorder records this process's NCCL groups: "default" (2.11+), "env"
-    (the user's TORCH_FR_BUFFER_SIZE / TORCH_NCCL_TRACE_BUFFER_SIZE > 0), "enable" (off by default, 2.5-2.10:
-    this enable() turns it on, which it can only do before the first NCCL group), or False.
+    """Whether torch's legacy NCCL recorder records this process's NCCL groups: a compat.RecorderOn
+    (DEFAULT on 2.11+; ENV: the user's TORCH_FR_BUFFER_SIZE / TORCH_NCCL_TRACE_BUFFER_SIZE > 0; ENABLE: off by
+    default, 2.5-2.10, this enable() turns it on, which it can only do before the first NCCL group), or False.
 
     Why enable() turns it on where it can (docs/sources.md, "NCCL"): on an H100 with torch 2.11 the recorder
     costs torch 3-5 us per call and sees every NCCL call (DDP's and functional collectives included), where
@@ -773,13 +774,13 @@ def nccl_recorder_on(caps, wanted):
     if not nplan.get("recorder"):
         return False
     if _NCCL_TURNED_ON[0]:
-        return "enable"  # an earlier enable() of this process turned it on
+        return compat.RecorderOn.ENABLE  # an earlier enable() of this process turned it on
     name, value = compat.fr_buffer_env()
     if name is not None and value is not None:
-        return "env" if value > 0 else False
-    if nplan.get("recorder_on") == "default":
-        return "default"
-    if nplan.get("recorder_on") != "enable" or not wanted:
+        return compat.RecorderOn.ENV if value > 0 else False
+    if nplan.get("recorder_on") == compat.RecorderOn.DEFAULT:
+        return compat.RecorderOn.DEFAULT
+    if nplan.get("recorder_on") != compat.RecorderOn.ENABLE or not wanted:
         return False
     if any("nccl" in compat.backend_name(pg) for pg in compat.all_groups()):
         log.info("c10d_observer: torch's NCCL flight recorder is off (its default through torch 2.10) and NCCL "
@@ -787,7 +788,7 @@ def nccl_recorder_on(caps, wanted):
                  "its comm hook; functional collectives through their ops' wrappers).  Call enable() before init_process_group, or "
                  "set %s=%d, to have the recorder", compat.NCCL_TRACE_ENV, compat.NCCL_TRACE_SIZE)
         return False
-    return "enable"
+    return compat.RecorderOn.ENABLE
 
 
 def _turn_nccl_recorder_on():

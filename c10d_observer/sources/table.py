@@ -8,17 +8,19 @@ the cell's events; the next takes over where the first turns out, at run time, n
 recorder that does not record it, an NCCL2 group torch attached no recorder hook to).
 
 Everything else is a view of the plan: ``capabilities()["auto"]`` and ``["auto_plan"]``, the start-up
-line, ``obs.plan`` and every report's ``source_plan``, the tables of docs/sources.md and README.md
+line, ``obs.plan`` and every report's ``source_plan``, the tables of docs/sources.md and docs/support.md
 (``python -m c10d_observer.sources``; tests/unit/test_dispatch_table.py holds the files to it), and
 what ``sources.build`` installs.  Pure: no torch here, so a plan can be computed from a recorded
 capabilities record (compat/expected/) on any machine.
 """
 import collections
 
+from .. import compat
+
 BACKENDS = ("gloo", "nccl", "nccl2", "other")
 # collective: every collective but barrier; ddp_allreduce: DDP's gradient all-reduce, issued from C++
 KINDS = ("collective", "barrier", "p2p", "monitored_barrier", "functional", "ddp_allreduce")
-CHOICES = ("hooks", "pg_hooks", "flight_recorder", "patch")  # what source= accepts besides "auto"
+CHOICES = compat.SOURCES  # what source= accepts besides "auto": one list, in compat
 
 _RECORDED = ("collective", "barrier", "functional", "ddp_allreduce")  # what a recorder or hook sees of a group
 
@@ -41,11 +43,11 @@ def _nccl_recorder(caps, choice):
     if not nplan.get("recorder"):
         return False, nplan.get("why") or "no NCCL in this build"
     on = nplan.get("recorder_on")
-    if on in ("default", "env"):
+    if on in (compat.RecorderOn.DEFAULT, compat.RecorderOn.ENV):
         return True, nplan.get("why")
-    if on == "enable" and choice in (None, "flight_recorder"):
+    if on == compat.RecorderOn.ENABLE and choice in (None, "flight_recorder"):
         return True, nplan.get("why")
-    if on == "enable":
+    if on == compat.RecorderOn.ENABLE:
         return False, "off by default on this torch; enable() turns it on only for source 'auto' or " \
                       "'flight_recorder'"
     return False, "turned off (%s)" % nplan.get("why")

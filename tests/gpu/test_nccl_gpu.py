@@ -1,6 +1,6 @@
 """NCCL on one GPU: every case a single GPU can make is found, on every NCCL plan this torch offers.
 
-Run on a machine with a CUDA device (README, "NCCL on GPUs"):
+Run on a machine with a CUDA device (docs/support.md, "NCCL on GPUs"):
 
     PYTHONPATH=. python3 -m pytest tests/gpu tests/integration/test_nccl.py -v
 

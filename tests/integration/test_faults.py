@@ -111,7 +111,7 @@ def test_a_full_dump_dir_is_said_once_and_the_culprit_still_named_on_the_console
     assert job.finish() == [0, 0], job.log_text()
     log = job.log_text()
     assert v["culprit_ranks"] == [1] and "rank 1" in v["summary"]
-    assert re.search(r"all_reduce #3 on group 0 \(ranks 0-1\), 4 x float32 stuck [\d.]+ s: rank 1 .*never arrived",
+    assert re.search(r"all_reduce #3 on group 0 \(ranks 0-1\), 4 x float32 stuck [\d.]+ s \(hard: past the timeout of [\d.]+ s\): rank 1 .*never arrived",
                      log), log
     for r in (0, 1):
         with open(job.logs[r].name) as f:
@@ -120,6 +120,17 @@ def test_a_full_dump_dir_is_said_once_and_the_culprit_still_named_on_the_console
     out = subprocess.run([sys.executable, "-m", "c10d_observer", "report", "--json", full_dump_dir],
                          stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
     assert '"culprit_ranks": [\n  1\n ]' in out.stdout, out.stdout  # report DIR reads the spilled files
+
+
+def test_on_a_full_dump_dir_on_hang_still_hands_every_rank_the_verdict(job_factory, full_dump_dir):
+    """The watchdogs spill; the rank's on_hang helper reads dump_dir through DumpDir and finds them there."""
+    job = job_factory("on_hang", 2, timeout=1.0)
+    assert job.dump_dir == full_dump_dir
+    got = {r: job.wait_facts(r, "on_hang", timeout=90) for r in (0, 1)}
+    job.release()
+    assert job.finish() == [0, 0], job.log_text()
+    for r in (0, 1):
+        assert got[r]["culprit_ranks"] == [1] and got[r]["exit_code"] == 1, (r, got[r])
 
 
 def _free_port():

@@ -50,7 +50,7 @@ def test_load_verdict_is_report_json_typed(job_factory, tmp_path):
                          stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
     want = json.loads(out.stdout)
     assert out.returncode == v.exit_code == 1
-    assert set(v.keys()) == set(want) | {"dump_dir"} and v.dump_dir == copy
+    assert set(v.to_dict()) == set(v.keys()) == set(want) | {"dump_dir"} and v.dump_dir == copy
     assert v.culprit_ranks == want["culprit_ranks"] == [1]
     assert isinstance(v, c10d_observer.Verdict) and len(v.hangs) == len(want["hangs"]) == 1
     h = v.hangs[0]

@@ -1,4 +1,4 @@
-"""The signal contract (README, "The signal"), with real gloo ranks and real watchdogs: the configured signal
+"""The signal contract (docs/contracts.md, "The signal"), with real gloo ranks and real watchdogs: the configured signal
 goes to each rank with an overdue call, once per hang, and runs the handler the job had before enable();
 the culprit (nothing overdue) is never signalled; signal=None sends none; a handler installed after
 enable() is never triggered (test_lifecycle.py::test_a_signal_handler_installed_after_enable_is_never_triggered).

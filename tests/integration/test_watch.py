@@ -38,7 +38,7 @@ def test_watch_shows_the_hang_live_and_ends_cleanly_on_ctrl_c(job_factory, tmp_p
 
         def hang_shown():
             last[0] = s = screen()
-            return s if "verdict (" in s and "live 0-2" in s and "!" in rows(s).get("0", "") else None
+            return s if "verdict (" in s and "ranks 0-2 live" in s and "!" in rows(s).get("0", "") else None
         try:
             shot = wait_until(hang_shown, 60, "the hang on the screen")
         except AssertionError:
@@ -46,7 +46,7 @@ def test_watch_shows_the_hang_live_and_ends_cleanly_on_ctrl_c(job_factory, tmp_p
         r = rows(shot)
         assert "#2 all_reduce" in r["0"] and "#2 all_reduce" in r["1"] and "!" in r["1"], shot
         assert "done #1" in r["2"] and "all_reduce" not in r["2"], shot
-        assert "live 0-2" in shot and "OVERDUE (hard): all_reduce #2 on group 0 (ranks 0-2)" in shot, shot
+        assert "ranks 0-2 live" in shot and "OVERDUE (hard): all_reduce #2 on group 0 (ranks 0-2)" in shot, shot
         assert "rank 2 (" in shot.split("verdict (", 1)[1] and "never arrived" in shot, shot
         assert os.path.exists(os.path.join(job.dump_dir, "watch-request.json"))
         subprocess.run(tm + ["send-keys", "-t", "w", "C-c"], check=True)

@@ -2,7 +2,7 @@
 import pytest
 
 import c10d_observer
-from c10d_observer.documents import Hang, Record, Verdict
+from c10d_observer.verdict import Hang, Level, Verdict, Where, Whereabouts
 
 
 def test_load_verdict_on_a_folder_without_observer_files_names_it(tmp_path):
@@ -26,19 +26,26 @@ def test_on_hang_must_be_callable(bad):
     assert c10d_observer.observer.active() is None  # nothing started
 
 
-def test_records_read_as_attributes_and_items_and_stay_read_only():
-    v = Verdict({"hangs": [{"op": "all_reduce", "seq": 3, "group": "0", "group_ranks": [0, 1],
-                            "missing": {"1": {"state": "no_collective"}}}],
-                 "resolved": [], "culprit_ranks": [1]})
+def test_a_verdict_is_typed_read_as_attributes_and_immutable():
+    """Issue 32: the verdict is a type (verdict/types.py); its categories are str-valued enums whose values are
+    the JSON's strings; it turns into the same JSON it was read from."""
+    doc = {"hangs": [{"op": "all_reduce", "seq": 3, "group": "0", "group_ranks": [0, 1], "level": "soft",
+                      "missing": {"1": {"state": "no_collective", "text": "it is in no collective"}}}],
+           "resolved": [], "culprit_ranks": [1], "a_key_of_a_later_release": {"kept": True}}
+    v = Verdict.from_json(doc)
     h = v.hangs[0]
-    assert isinstance(h, Hang) and h.seq == 3 and h["op"] == "all_reduce"
-    assert isinstance(h.missing["1"], Record) and h.missing["1"].state == "no_collective"
-    assert v.exit_code == 1 and Verdict({"hangs": [], "resolved": [{"seq": 2}]}).exit_code == 3
-    assert Verdict({"hangs": [], "resolved": []}).exit_code == 0
-    with pytest.raises(AttributeError, match="no field 'culprits'.*culprit_ranks"):
-        v.culprits
-    with pytest.raises(AttributeError, match="read-only"):
+    assert isinstance(h, Hang) and h.seq == 3 and h.op == "all_reduce" and h.level is Level.SOFT
+    assert h.level == "soft" and str(h.level) == "soft"  # a str enum: the JSON's string
+    assert isinstance(h.missing["1"], Whereabouts) and h.missing["1"].state is Where.NO_COLLECTIVE
+    assert h.whereabouts(1).text == "it is in no collective" and h.whereabouts(0) is None
+    assert v.exit_code == 1 and Verdict.from_json({"hangs": [], "resolved": [{"seq": 2}]}).exit_code == 3
+    assert Verdict.from_json({"hangs": [], "resolved": []}).exit_code == 0
+    assert Verdict.from_json({"hangs": [{"seq": 1}]}).hangs[0].level is Level.HARD  # files of before levels
+    with pytest.raises(AttributeError, match="no field 'culprit'.*culprit_ranks"):
+        v.culprit
+    with pytest.raises(AttributeError, match="immutable"):
         v.culprit_ranks = []
+    assert v.to_json() == doc and v.replace(summary="x").to_json() == dict(doc, summary="x")
     d = v.to_dict()
     d["culprit_ranks"].append(5)
     assert v.culprit_ranks == [1]  # a copy

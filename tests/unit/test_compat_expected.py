@@ -50,7 +50,7 @@ def test_functional_collectives_kind_matches_the_record(expected):
 
 def test_autos_plan_matches_the_record_of_this_build(expected):
     """The dispatch table's plan for source="auto" on this line (sources/table.py): which source makes
-    the events of each kind of call on each backend.  The README's support table is generated from these
+    the events of each kind of call on each backend.  The support table (docs/support.md) is generated from these
     records (tests/unit/test_dispatch_table.py)."""
     recorded = (expected.get("auto_plan") or {}).get(BUILD)
     if recorded is None:

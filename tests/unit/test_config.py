@@ -205,7 +205,7 @@ def test_resolve_rejects_bad_argument(case, kwargs, exc, words, tmp_path):
 
 @pytest.mark.parametrize("var,value,words", ENV_ERRORS, ids=["%s=%s" % e[:2] for e in ENV_ERRORS])
 def test_resolve_rejects_malformed_environment_value(var, value, words):
-    with pytest.raises(ValueError) as excinfo:
+    with pytest.raises(config.SettingError) as excinfo:  # a variable's error, told apart from an argument's
         _resolve(env={var: value})
     _check_message(excinfo, [var] + words)
 
@@ -294,11 +294,20 @@ def test_enable_rejects_bad_argument(case, kwargs, exc, words, nothing_started):
 
 
 @pytest.mark.parametrize("var,value,words", ENV_ERRORS, ids=["%s=%s" % e[:2] for e in ENV_ERRORS])
-def test_enable_rejects_malformed_environment_value(var, value, words, monkeypatch, nothing_started):
+def test_a_malformed_variable_leaves_enable_off_in_one_line_never_raising(var, value, words, monkeypatch, capfd,
+                                                                         nothing_started):
+    """Issue 32: a bad C10D_OBSERVER_* variable does one thing whichever way the observer is enabled: one line
+    naming it and what is accepted, the observer off, the job going on (C10D_OBSERVER=1 and run do the same;
+    tests/integration/test_cli.py, test_autostart.py)."""
     monkeypatch.setenv(var, value)
-    with pytest.raises(ValueError) as excinfo:
-        c10d_observer.enable()
-    _check_message(excinfo, [var] + words)
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    obs = c10d_observer.enable()
+    assert obs.active is False and var in obs.off and obs.watchdog_pid is None
+    for w in words:
+        assert w in obs.off, (w, obs.off)
+    err = capfd.readouterr().err
+    assert err.count("c10d_observer: not enabled:") == 1 and var in err and "unobserved" in err, err
+    c10d_observer.disable()  # nothing to undo
 
 
 @pytest.mark.parametrize("name", [s for s in SOURCES if s != "patch"])
@@ -345,21 +354,23 @@ def test_durations_accept_units(raw, seconds):
     assert config.resolve(env={config.ENV_TIMEOUT: raw}).timeout == seconds
 
 
-def test_run_options_and_variables_fail_in_one_line(tmp_path):
+def test_run_options_fail_in_one_line_and_a_bad_variable_leaves_the_script_unobserved(tmp_path):
+    """A bad option of run's own is the caller's error: one line, exit 2, the script does not run.  A bad
+    variable is a bad setting of the observer's: one line, and the script runs unobserved (issue 32)."""
     import subprocess
     import sys
     script = tmp_path / "s.py"
     script.write_text("print('ran')\n")
-    for argv, env, word in (([ "--timeout", "5x"], {}, "--timeout"), (["--signal", "KILL"], {}, "--signal"),
-                            ([], {config.ENV_TIMEOUT: "soon"}, config.ENV_TIMEOUT),
-                            ([], {config.ENV_SIGNAL: "TERM"}, config.ENV_SIGNAL)):
+    for argv, env, word, rc in (([ "--timeout", "5x"], {}, "--timeout", 2), (["--signal", "KILL"], {}, "--signal", 2),
+                                ([], {config.ENV_TIMEOUT: "soon"}, config.ENV_TIMEOUT, 0),
+                                ([], {config.ENV_SIGNAL: "TERM"}, config.ENV_SIGNAL, 0)):
         out = subprocess.run([sys.executable, "-m", "c10d_observer", "run"] + argv + [str(script)],
                              env=dict(os.environ, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              universal_newlines=True, timeout=120)
-        assert out.returncode == 2 and "ran" not in out.stdout, (argv, env, out)
+        assert out.returncode == rc and ("ran" in out.stdout) == (rc == 0), (argv, env, out)
         lines = out.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("c10d-observer") and "error:" in lines[0], out.stderr
-        assert word in lines[0], lines
+        assert len(lines) == 1 and word in lines[0], out.stderr
+        assert lines[0].startswith("c10d-observer: error:" if rc else "c10d_observer: not enabled:"), lines
 
 
 def test_version():

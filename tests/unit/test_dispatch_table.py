@@ -161,8 +161,20 @@ def test_docs_sources_md_shows_the_table_rows():
         "regenerate with: python -m c10d_observer.sources --rows"
 
 
-def test_readme_support_table_is_the_plans_recorded_per_line():
+def test_the_support_table_is_the_plans_recorded_per_line():
     plans = table.expected_plans(os.path.join(REPO, "compat", "expected"))
     assert len(plans) == 22  # one record per line of the matrix
-    assert table.lines_markdown(plans) in _read("README.md"), \
+    assert table.lines_markdown(plans) in _read("docs", "support.md"), \
         "regenerate with: python -m c10d_observer.sources --lines"
+
+
+def test_recorder_on_is_an_enum_written_as_the_strings_the_capabilities_always_held(monkeypatch):
+    from c10d_observer import compat
+    for name in compat.FR_ENV:
+        monkeypatch.delenv(name, raising=False)
+    assert [m.value for m in compat.RecorderOn] == ["default", "env", "enable", "off"]
+    plan = compat._nccl_plan({"available": True, "trace_json": True, "nccl2": False, "fr_hook": False,
+                              "fr_backend_arg": False}, default_on=True)
+    on = plan["recorder_on"]
+    assert on is compat.RecorderOn.DEFAULT and json.loads(json.dumps(plan))["recorder_on"] == "default"
+    assert table.CHOICES is compat.SOURCES  # one list of source names

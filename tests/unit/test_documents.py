@@ -103,6 +103,7 @@ def test_a_folder_of_the_previous_release_gets_the_verdict_it_had(tmp_path):
     for name in ("report-rank0-pid4258.json", "state-rank2-pid4260.json", "verdict.json", "verdict.txt"):
         shutil.copy(os.path.join(V1, name), str(tmp_path / name))
     v, problems, _ = verdict.load(str(tmp_path))
+    v = v.to_json()
     old = dumpdir.read_json(os.path.join(V1, "verdict.json"))
     assert problems == [] and v["recorded"] is True
     assert v["culprit_ranks"] == old["culprit_ranks"] == [2] and v["summary"] == old["summary"]

@@ -71,3 +71,48 @@ def test_import_configures_no_logging_and_the_library_adds_only_a_null_handler(p
     assert probe["after"]["root_handlers"] == probe["before"]["root_handlers"]
     assert probe["package_handlers"] == []  # importing the package does not even touch logging
     assert probe["handlers_once_enable_is_loaded"] == ["NullHandler"]
+
+
+WATCHDOG_SIDE = ("c10d_observer.watchdog", "c10d_observer.watchdog_io", "c10d_observer.verdict",
+                 "c10d_observer.requests", "c10d_observer.supervisor", "c10d_observer.channel",
+                 "c10d_observer.dumpdir", "c10d_observer.documents", "c10d_observer.live", "c10d_observer.page")
+
+BLOCKER = r"""
+import importlib, json, sys
+
+class NoTorch(object):
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("blocked for the test: %s" % name)
+        return None
+
+    find_module = None
+
+sys.meta_path.insert(0, NoTorch())
+failed = {}
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except ImportError as e:
+        failed[name] = str(e)
+print(json.dumps({"failed": failed, "torch": sorted(m for m in sys.modules if m.split(".")[0] == "torch")}))
+"""
+
+
+def test_the_watchdog_side_imports_without_torch():
+    """The watchdog process, its supervisor and the verdict's readers never import torch: an import of torch
+    fails in this interpreter, and every module of that side still loads."""
+    env = dict(os.environ, PYTHONPATH=REPO)
+    out = subprocess.run([sys.executable, "-c", BLOCKER] + list(WATCHDOG_SIDE), cwd=REPO, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, check=True)
+    res = json.loads(out.stdout.decode())
+    assert res == {"failed": {}, "torch": []}, res
+
+
+def test_the_torch_blocker_of_that_test_blocks_torch():
+    """The guard above can fail: the rank side's torch.distributed does not load under it."""
+    env = dict(os.environ, PYTHONPATH=REPO)
+    out = subprocess.run([sys.executable, "-c", BLOCKER, "torch.distributed"], cwd=REPO, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, check=True)
+    res = json.loads(out.stdout.decode())
+    assert "torch.distributed" in res["failed"] and res["torch"] == [], res

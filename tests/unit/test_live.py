@@ -33,7 +33,7 @@ def test_a_frame_shows_each_ranks_call_in_flight_per_group_and_the_overdue_call(
     rows = {line.split()[0]: line for line in text.splitlines() if line[:1].isdigit()}
     assert "#6 all_reduce 9.0s !" in rows["0"] and "done #5" in rows["0"], text
     assert "ended: it died" in rows["2"], text
-    assert "live 0-1; ended 2" in text and "group 1 (0-1)" in text, text
+    assert "ranks 0, 1 live, rank 2 ended; hard deadline (timeout) 3 s" in text and "group 1 (0-1)" in text, text
     assert "OVERDUE (hard): all_reduce #6 on group 0 (ranks 0-2), 4 x float32, ranks 0, 1 in it for 9.0 s" in text
 
 

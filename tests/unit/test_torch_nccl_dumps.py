@@ -35,7 +35,7 @@ def _raw(case):
 def test_the_call_in_flight_is_named_as_users_write_it_with_its_size(tmp_path, case):
     docs, problems = torch_fr.load_dir(_one(tmp_path, case))
     assert problems == [] and len(docs) == 1
-    v = verdict.analyze({d.rank: d for d in docs})
+    v = verdict.analyze({d.rank: d for d in docs}).to_json()
     assert len(v["hangs"]) == 1
     h = v["hangs"][0]
     assert (h["op"], h["seq"], h["size"]) == STUCK[case]
@@ -45,7 +45,7 @@ def test_the_call_in_flight_is_named_as_users_write_it_with_its_size(tmp_path, c
 
 def test_a_dump_with_nothing_in_flight_reports_nothing(tmp_path):
     docs, _ = torch_fr.load_dir(_one(tmp_path, "fsdp-during"))
-    assert verdict.analyze({d.rank: d for d in docs})["hangs"] == []
+    assert verdict.analyze({d.rank: d for d in docs}).to_json()["hangs"] == []
 
 
 @pytest.mark.parametrize("case", sorted(STUCK))
@@ -59,10 +59,10 @@ def test_the_age_counts_from_the_dumps_own_time_not_the_files_mtime(tmp_path, ca
     stuck = [e for e in raw["entries"] if not e["retired"]][0]
     docs, _ = torch_fr.load_dir(d)
     assert docs[0].written_at == newest / 1e9 and docs[0].extra["file_mtime"] == 2e9
-    h = verdict.analyze({0: docs[0]})["hangs"][0]
+    h = verdict.analyze({0: docs[0]}).to_json()["hangs"][0]
     assert h["stuck_s"] == round((newest - stuck["time_created_ns"]) / 1e9, 1)
     assert h["stuck_at_least"] is True
-    assert "stuck at least" in verdict.format_text(verdict.analyze({0: docs[0]}))
+    assert "stuck at least" in verdict.format_text(verdict.analyze({0: docs[0]}).to_json())
 
 
 def test_rank_comes_from_a_one_rank_default_group_when_the_file_names_none(tmp_path):

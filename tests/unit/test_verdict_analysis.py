@@ -29,7 +29,7 @@ def _stacks(frames, thread=0xab):
 
 def test_a_rank_that_sent_nothing_is_unknown_not_a_culprit():
     docs = {0: _doc(0, 3, [_g("0", [0, 1, 2], 5, 4)]), 1: _doc(1, 3, [_g("0", [0, 1, 2], 5, 4)])}
-    v = verdict.analyze(docs)
+    v = verdict.analyze(docs).to_json()
     h = v["hangs"][0]
     assert h["waiting_ranks"] == [0, 1] and h["missing_ranks"] == [2]
     assert h["missing"]["2"]["state"] == "unknown"
@@ -40,7 +40,7 @@ def test_a_rank_that_sent_nothing_is_unknown_not_a_culprit():
 def test_different_ops_with_no_majority_are_undecided():
     docs = {0: _doc(0, 2, [_g("0", [0, 1], 5, 4, op="all_reduce")]),
             1: _doc(1, 2, [_g("0", [0, 1], 5, 4, op="broadcast")])}
-    v = verdict.analyze(docs)
+    v = verdict.analyze(docs).to_json()
     assert v["hangs"][0]["mismatch"]["odd_ranks"] == []
     assert v["culprit_ranks"] == [] and any("none has a majority" in u for u in v["undecided"])
 
@@ -49,7 +49,7 @@ def test_two_groups_waiting_on_each_other_with_no_history_is_an_undecided_cycle(
     # rank 0 waits in group a for rank 1, which waits in group b for rank 0, and nothing shows an order
     docs = {0: _doc(0, 2, [_g("a", [0, 1], 3, 2), _g("b", [0, 1], 1, 1)]),
             1: _doc(1, 2, [_g("a", [0, 1], 2, 2), _g("b", [0, 1], 2, 1)])}
-    v = verdict.analyze(docs)
+    v = verdict.analyze(docs).to_json()
     assert len(v["hangs"]) == 2 and all(h.get("cycle") for h in v["hangs"])
     assert v["culprit_ranks"] == [] and any("cycle" in u and "do not show who broke" in u for u in v["undecided"])
 
@@ -74,7 +74,7 @@ def _ordering_docs():
 
 
 def test_an_ordering_deadlock_names_the_rank_that_broke_the_order():
-    v = verdict.analyze(_ordering_docs())
+    v = verdict.analyze(_ordering_docs()).to_json()
     assert v["culprit_ranks"] == [2], v["summary"]
     [root] = [h for h in v["hangs"] if h["root"]]
     assert (root["stream"], root["seq"], root["missing_ranks"]) == ("1", 4, [2])
@@ -90,7 +90,7 @@ def test_an_ordering_deadlock_names_the_rank_that_broke_the_order():
 
 def test_a_call_younger_than_the_timeout_is_not_stuck():
     docs = {0: _doc(0, 2, [_g("0", [0, 1], 5, 4, since=99.5)]), 1: _doc(1, 2, [_g("0", [0, 1], 4, 4)])}
-    assert verdict.analyze(docs)["hangs"] == []
+    assert verdict.analyze(docs).to_json()["hangs"] == []
 
 
 def test_a_rank_that_finished_the_call_and_ended_later_never_counts_as_missing():
@@ -102,7 +102,7 @@ def test_a_rank_that_finished_the_call_and_ended_later_never_counts_as_missing()
     for r in (0, 2, 3):
         docs[r] = _doc(r, 4, [_g("0", [0, 1, 2, 3], 3, 2)], kind="end", alive=r == 2,
                        exit_reason=None if r == 2 else "ended by the observer (on_timeout=abort)")
-    v = verdict.analyze(docs)
+    v = verdict.analyze(docs).to_json()
     [h] = [h for h in v["hangs"] if h["seq"] == 2]
     assert h["missing_ranks"] == [] and h["finished_ranks"] == [0, 2, 3] and h["waiting_ranks"] == [1]
     assert h["finished_then_ended"] == [0, 2, 3]
@@ -119,7 +119,7 @@ def test_sizes_of_completed_calls_come_from_the_flight_recorders_entries():
     docs = {1: _doc(1, 4, [_g("0", [0, 1, 2, 3], 2, 1, size="2 x float32")], overdue=overdue)}
     for r in (0, 2, 3):
         docs[r] = _doc(r, 4, [_g("0", [0, 1, 2, 3], 3, 2, size="4 x float32")], flight_recorder=fr)
-    v = verdict.analyze(docs)
+    v = verdict.analyze(docs).to_json()
     [h] = [h for h in v["hangs"] if h["seq"] == 2]
     m = h["mismatch"]
     assert m["kind"] == "size" and m["odd_ranks"] == [1] and m["expected_op"] == "all_reduce of 1 x float32"
@@ -130,7 +130,7 @@ def test_sizes_of_completed_calls_come_from_the_flight_recorders_entries():
 
 def test_the_summary_never_says_every_rank_is_in_a_call_some_finished():
     docs = {0: _doc(0, 2, [_g("0", [0, 1], 2, 1)]), 1: _doc(1, 2, [_g("0", [0, 1], 2, 2)])}
-    v = verdict.analyze(docs)
+    v = verdict.analyze(docs).to_json()
     assert "every rank" not in v["summary"] and "rank 1 finished it and rank 0 waits in it" in v["summary"]
 
 
@@ -181,7 +181,7 @@ def test_where_the_culprit_is_reads_as_the_users_code_and_names_a_dataloader_wai
     assert w["activity"] == "waiting for a DataLoader worker"
     docs = {0: _doc(0, 2, [_g("0", [0, 1], 2, 1)]),
             1: _doc(1, 2, [_g("0", [0, 1], 1, 1)], stacks_text=_stacks(frames), main_thread=0xab)}
-    v = verdict.analyze(docs)
+    v = verdict.analyze(docs).to_json()
     text = v["hangs"][0]["missing"]["1"]["text"]
     assert "main thread at <module> (train.py:23), in select (selectors.py:415); waiting for a DataLoader worker" \
         in text, text
@@ -196,7 +196,7 @@ def test_grouped_stacks_keep_each_ranks_own_line_numbers():
         if r == 3:
             frames = [("/w/data.py", line, "load"), ("/w/train.py", 5, "main")]
         docs[r] = _doc(r, 4, [], stacks_text=_stacks(frames), main_thread=0xab)
-    v = verdict.analyze(docs)
+    v = verdict.analyze(docs).to_json()
     [same] = [g for g in v["stack_groups"] if g["ranks"] == [0, 1, 2]]
     assert [(var["ranks"], var["frames"][0]) for var in same["variants"]] == [
         ([0, 2], "step (train.py:20)"), ([1], "step (train.py:21)")]
@@ -210,7 +210,7 @@ def test_text_lists_read_as_lists_and_exits_are_shown():
     docs = {0: _doc(0, 3, [_g("0", [0, 1, 2], 2, 1)]),
             1: _doc(1, 3, [_g("0", [0, 1, 2], 1, 1)], kind="end", alive=False, exit_reason="killed"),
             2: _doc(2, 3, [_g("0", [0, 1, 2], 1, 1)], kind="end", alive=False, exit_reason="os._exit(3)")}
-    text = verdict.format_text(verdict.analyze(docs))
+    text = verdict.format_text(verdict.analyze(docs).to_json())
     assert "dead: ranks 1, 2" in text and "waiting in it: rank 0" in text, text
     assert "ended: rank 1: killed" in text and "ended: rank 2: os._exit(3)" in text, text
 
@@ -225,7 +225,7 @@ def test_one_duration_per_hang_the_age_when_first_found():
     docs = {0: _doc(0, 3, [_g("0", [0, 1, 2], 2, 1)], written_at=100.0, overdue=overdue(3.14)),
             1: _doc(1, 3, [_g("0", [0, 1, 2], 1, 1)], written_at=100.0),
             2: _doc(2, 3, [_g("0", [0, 1, 2], 2, 1)], written_at=100.0, overdue=overdue(3.3))}
-    v = verdict.analyze(docs)
+    v = verdict.analyze(docs).to_json()
     h = v["hangs"][0]
     assert h["stuck_s"] == 3.1 and h["missing_ranks"] == [1]
     assert "stuck 3.1 s" in v["summary"] and "stuck 3.1 s" in verdict.format_text(v)
@@ -238,7 +238,7 @@ def _merged(tmp_path):
                 "started_at": 90.0, "detected_at": 93.0, "age_s": 3.0, "in_flight": True}]
     docs = {0: documents.RankDoc.from_json(_doc(0, 2, [_g("0", [0, 1], 2, 1)], overdue=overdue, gather_id="g")),
             1: documents.RankDoc.from_json(_doc(1, 2, [_g("0", [0, 1], 1, 1)], gather_id="g"))}
-    v = verdict.analyze(docs)
+    v = verdict.analyze(docs).to_json()
     v.update(gather_id="g", verdict_at=100.0, gather_s=0.1)
     verdict.write(str(tmp_path), v, docs)
     return v, overdue
@@ -258,6 +258,7 @@ def test_a_record_keeps_its_culprit_after_the_hang_resolved(tmp_path):
     _write(tmp_path, "end-rank1-pid2.json", _doc(1, 2, [_g("0", [0, 1], 3, 3)], kind="end", written_at=170.0,
                                                  exit_reason="the observer was disabled"))
     got, _, _ = verdict.load(str(tmp_path))
+    got = got.to_json()
     assert got["recorded"] and got["culprit_ranks"] == [1] and got["summary"] == v["summary"]
     o = got["hangs"][0]["outcome"]
     assert o["state"] == "resolved" and o["text"].startswith("rank 1 was 70.3 s late at all_reduce #2, then caught up")
@@ -276,6 +277,7 @@ def test_a_record_whose_ranks_were_ended_stays_a_hang_and_names_the_abort(tmp_pa
                                                  written_at=100.5, exit_reason="ended by the observer "
                                                                                "(on_timeout=abort): it was a culprit"))
     got, _, _ = verdict.load(str(tmp_path))
+    got = got.to_json()
     h = got["hangs"][0]
     assert got["culprit_ranks"] == [1] and h["missing_ranks"] == [1] and h["missing"]["1"]["state"] != "dead"
     assert h["outcome"]["state"] == "ended" and h["outcome"]["aborted_ranks"] == [0, 1], h["outcome"]
@@ -289,6 +291,7 @@ def test_a_state_written_after_the_verdict_does_not_change_the_record(tmp_path):
         _write(tmp_path, "state-rank%d-pid%d.json" % (r, r + 1), _doc(r, 2, [_g("0", [0, 1], 9, 9)],
                                                                       gather_id="later", written_at=300.0))
     got, _, _ = verdict.load(str(tmp_path))
+    got = got.to_json()
     assert got["culprit_ranks"] == [1] and got["hangs"][0]["seq"] == 2 and got["summary"] == v["summary"]
     assert got["hangs"][0]["outcome"]["state"] == "resolved"  # every rank's position is now past it
     assert verdict.record_documents(str(tmp_path))[1].position("0").last_started == 1  # as at hang time
@@ -299,7 +302,7 @@ def test_a_rank_that_issued_another_op_at_the_seq_never_entered_the_call():
     'finished it' but issued another op at this seq, the odd one out."""
     docs = {r: _doc(r, 3, [_g("0", [0, 1, 2], 2, 1)]) for r in (0, 1)}
     docs[2] = _doc(2, 3, [_g("0", [0, 1, 2], 2, 2, recent=[[2, "broadcast", "4 x float32", 91.0]])])
-    v = verdict.analyze(docs)
+    v = verdict.analyze(docs).to_json()
     h = v["hangs"][0]
     assert h["op"] == "all_reduce" and h["other_op_ranks"] == [2]
     assert h["finished_ranks"] == [] and h["waiting_ranks"] == [0, 1] and v["culprit_ranks"] == [2]
@@ -321,6 +324,7 @@ def test_with_no_verdict_merged_report_uses_the_states_gathered_at_hang_time(tmp
                                                                      written_at=95.0, overdue=done if r == 0 else [],
                                                                      exit_reason="the observer was disabled"))
     v, _, _ = verdict.load(str(tmp_path))
+    v = v.to_json()
     assert v["culprit_ranks"] == [1] and v["merged"] is False and v["exit_code"] == 3
     assert v["hangs"][0]["outcome"]["text"].startswith("rank 1 was 4.0 s late at all_reduce #2, then caught up")
     assert "made now from the states gathered at" in verdict.format_text(v)

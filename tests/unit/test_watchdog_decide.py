@@ -13,6 +13,7 @@ import pytest
 
 from c10d_observer import channel as ch
 from c10d_observer import config, documents, dumpdir
+from c10d_observer.requests import GatherRequest
 from c10d_observer.watchdog import Abort, Action, Detector, Gather, StackCollection, Watchdog, find_overdue
 
 TIMEOUT_S = 10.0
@@ -348,7 +349,7 @@ def test_gather_whose_answers_trickle_in_forever_closes_at_its_longest_wait():
 def test_gather_superseded_by_another_nodes_request_leaves_the_merge():
     g = Gather(W, "", 0.0)
     g.own("mine", 0)
-    g.superseded({"id": "theirs", "supersedes": "mine"})
+    g.superseded(GatherRequest(id="theirs", supersedes="mine"))
     assert g.phase == Gather.IDLE and g.owned is None
 
 

@@ -1,0 +1,309 @@
+"""The watchdog's three protocols, each a machine of phases on the injected clock: ``StackCollection`` (the
+rank's stacks written, once per ask), ``Gather`` (the cross-rank gather on one node) and ``Abort``
+(on_timeout="abort").  Pure: no file, no signal, no clock of their own; each step returns Actions, which
+``watchdog.Watchdog.act`` runs.  Moved out of watchdog.py as they were, with their phases made enums.
+
+Each phase is a ``str``-valued enum member (its value is what the phase was called before, so logs and
+tests read the same) and each machine has one table of the transitions it allows (``ALLOWED``): a step that
+tries any other raises ``ProtocolError`` at once, in the tests, rather than leaving a machine in a state no
+rule covers.  The model: NVIDIA resiliency-ext's ``RankMonitorState`` with ``can_transition_to``.
+"""
+from collections import namedtuple
+from enum import Enum
+
+from .config import HANG_EXIT_CODE
+
+Action = namedtuple("Action", "kind detail")  # what tick() decided; Watchdog.act runs it
+
+
+class ProtocolError(RuntimeError):
+    """A machine was asked for a transition its table does not allow: a bug of the watchdog."""
+
+
+class _Machine(object):
+    ALLOWED = {}
+
+    def can_transition_to(self, phase):
+        return phase in self.ALLOWED.get(self.phase, ())
+
+    def _to(self, phase, now_ns):
+        if not self.can_transition_to(phase):
+            raise ProtocolError("%s: no transition from %s to %s (allowed: %s)" % (
+                type(self).__name__, self.phase.value, phase.value,
+                ", ".join(p.value for p in self.ALLOWED.get(self.phase, ())) or "none"))
+        self.phase, self.since_ns = phase, now_ns
+
+
+class StackPhase(str, Enum):
+    IDLE = "idle"
+    ASKED = "asked"
+    DUMPING = "dumping"
+
+
+class GatherPhase(str, Enum):
+    IDLE = "idle"
+    OWNER = "owner"
+
+
+class AbortPhase(str, Enum):
+    IDLE = "idle"
+    VERDICT = "verdict"
+    CULPRIT = "culprit"
+    STACKS = "stacks"
+    EXIT = "exit"
+    TERM = "term"
+    KILL = "kill"
+    DONE = "done"
+
+
+# -- stack collection -----------------------------------------------------------------------------------
+class StackCollection(_Machine):
+    """Having the rank's stacks written, once per ask.
+
+    IDLE -> ASKED: the helper thread (it beats every poll) was asked by a file; it writes every thread's
+    stack with the GIL held, which cannot crash the rank.  ASKED -> IDLE once the stacks file grew;
+    ASKED -> DUMPING when it did not within ``helper_answer`` (a thread holds the GIL): the dump signal
+    (faulthandler's all-thread dump from C, on a signal of its own).  A rank whose helper is known not to
+    beat goes to DUMPING at once.  DUMPING -> IDLE when the file grew, or after ``abort_stacks``."""
+
+    IDLE, ASKED, DUMPING = StackPhase.IDLE, StackPhase.ASKED, StackPhase.DUMPING
+    ALLOWED = {
+        IDLE: (ASKED, DUMPING, IDLE),  # IDLE -> IDLE: asked, with neither a helper nor a dump signal
+        ASKED: (IDLE, DUMPING),  # the helper answered; it did not in time: the dump signal (or none there)
+        DUMPING: (IDLE,),
+    }
+
+    def __init__(self, windows, has_dump_signal=True):
+        self.answer_ns = int(windows.helper_answer * 1e9)
+        self.dump_ns = int(windows.abort_stacks * 1e9)
+        self.has_dump_signal = has_dump_signal
+        self.phase = self.IDLE
+        self.since_ns = None
+        self.size_before = None  # the stacks file's size when asked: grown past it, the dump is there
+        self.reason = None
+        self.asked_ns = None  # when the last ask began (the gather does not ask again within its window)
+
+    def ask(self, now_ns, reason, helper_alive, size_now):
+        """Returns the actions: "stack_request" (a header for the helper's dump) or "dump_signal"."""
+        if self.phase != self.IDLE:
+            return []  # one dump at a time: the one on its way answers this ask too
+        self.reason, self.size_before, self.asked_ns = reason, max(size_now, 0), now_ns
+        if helper_alive:
+            self._to(self.ASKED, now_ns)
+            return [Action("stack_request", reason)]
+        return self._dump(now_ns, reason)
+
+    def _dump(self, now_ns, reason):
+        if not self.has_dump_signal:
+            self._to(self.IDLE, now_ns)
+            return []
+        self._to(self.DUMPING, now_ns)
+        return [Action("dump_signal", reason)]
+
+    def step(self, now_ns, size_now):
+        if self.phase == self.IDLE:
+            return []
+        if size_now > self.size_before:
+            self._to(self.IDLE, now_ns)
+            return []
+        if self.phase == self.ASKED and now_ns - self.since_ns > self.answer_ns:
+            return [Action("withdraw_request", None)] + self._dump(
+                now_ns, "%s (its helper thread did not answer within %.1f s)" % (self.reason, self.answer_ns / 1e9))
+        if self.phase == self.DUMPING and now_ns - self.since_ns > self.dump_ns:
+            self._to(self.IDLE, now_ns)
+        return []
+
+    @property
+    def idle(self):
+        return self.phase is self.IDLE
+
+    def arrived(self, size_now):
+        """The last dump asked for is in the file (or none was asked)."""
+        return self.size_before is None or size_now > self.size_before
+
+
+# -- the gather -----------------------------------------------------------------------------------------
+class Gather(_Machine):
+    """The cross-rank gather on one node, through dump_dir (across nodes the relays carry it, relay.py).
+
+    A watchdog that finds a call overdue *requests* (writes gather-request.json) unless a request of the
+    same job, younger than the gather window and not merged, is there: then it *joins* it (answers again:
+    its state now names its overdue call).  Every watchdog *answers* each new request of its job once (its
+    rank's state, and its stacks).  The one that requested is the *owner*: it merges when every rank has
+    answered (or ended), else once the window is over and no answer came for ``gather_quiet``, at the
+    latest at ``gather_wait_max``.  Phases: IDLE -> OWNER (merging) -> IDLE; ``answered`` is the id of the
+    last request answered (the verdict this rank waits for under abort)."""
+
+    IDLE, OWNER = GatherPhase.IDLE, GatherPhase.OWNER
+    ALLOWED = {
+        IDLE: (OWNER,),
+        OWNER: (IDLE, OWNER),  # OWNER -> OWNER: a new request of its own replaces one the window closed on
+    }
+
+    def __init__(self, windows, job_id, started_at):
+        self.w = windows
+        self.job_id = job_id
+        self.started_at = started_at
+        self.phase = self.IDLE
+        self.since_ns = None
+        self.owned = None  # (id, asked monotonic ns)
+        self.answered = None  # id of the last request answered
+        self.seen = None  # (mtime_ns, size) of the request file last looked at
+        self.verdict_seen = None  # (mtime_ns, size) of verdict.json last looked at
+        self._answers = {}  # file -> ((mtime_ns, size), [(rank, counts, stacks wanted)]): the merge's scan
+        self._answered_n = 0
+        self._progress_ns = None
+
+    def fresh(self, req, wall_now):
+        """``req`` (a requests.GatherRequest or None) is this job's, not merged, asked within gather_wait."""
+        return (req is not None and bool(req.id) and req.job_id == self.job_id
+                and not req.merged_at and wall_now - req.at < self.w.gather_wait)
+
+    def mine(self, req):
+        return (req is not None and bool(req.id) and req.job_id == self.job_id
+                and req.at >= self.started_at - self.w.gather_wait)
+
+    def own(self, gid, now_ns):
+        self._to(self.OWNER, now_ns)
+        self.owned, self.answered = (gid, now_ns), gid
+        self._answers, self._answered_n, self._progress_ns = {None: gid}, 0, now_ns
+
+    def superseded(self, req):
+        """Another node's request came first (relay.py wrote it with "supersedes"): its node merges."""
+        if self.owned is not None and req is not None and req.supersedes == self.owned[0]:
+            self._to(self.IDLE, None)
+            self.owned = None
+
+    def count(self, path, key, docs, gid):
+        """Note one answer file's documents (read when it changed)."""
+        entries = []
+        for doc in docs:
+            counts = doc.dead or doc.gather_id == gid
+            wanted = None if doc.dead or doc.frozen else (doc.stack_dump, doc.stacks_size_before)
+            entries.append((doc.rank, counts, wanted))
+        self._answers[path] = (key, entries)
+
+    def known(self, path, key):
+        seen = self._answers.get(path)
+        return seen is not None and seen[0] == key
+
+    def due(self, now_ns, world, stacks_arrived):
+        """Whether to merge now."""
+        if self.phase is not self.OWNER:
+            return False
+        have = {rank for k, v in self._answers.items() if k is not None for rank, counts, wanted in v[1]
+                if counts and (wanted is None or stacks_arrived(wanted))}
+        if len(have) > self._answered_n:
+            self._answered_n, self._progress_ns = len(have), now_ns
+        waited = now_ns - self.owned[1]
+        complete = world > 0 and have >= set(range(world))
+        return complete or waited > self.w.gather_wait_max * 1e9 or (
+            waited > self.w.gather_wait * 1e9 and now_ns - self._progress_ns > self.w.gather_quiet * 1e9)
+
+    def merged(self):
+        self._to(self.IDLE, None)
+        gid, asked = self.owned
+        self.owned = None
+        return gid, asked
+
+
+# -- abort ----------------------------------------------------------------------------------------------
+class Abort(_Machine):
+    """on_timeout="abort": end the rank so the launcher restarts the job, once the verdict is known.
+
+    VERDICT: the gather this watchdog joined is merged (at most ``abort_verdict``) -> CULPRIT: a rank that
+    waited lets the culprits end first, so that the launcher's first failure (torchrun's "Root Cause") is
+    the culprit (at most ``abort_culprit``; skipped for the culprit itself) -> STACKS: the stack dump has
+    arrived (at most ``abort_stacks``) -> EXIT: the error file written, the rank asked to end itself with
+    HANG_EXIT_CODE (its helper thread does, within a poll, unless a thread holds the GIL) -> TERM: SIGTERM,
+    once ``abort_exit`` passed with the rank still there -> KILL: SIGKILL once ``abort_kill_after`` passed
+    -> DONE."""
+
+    IDLE, VERDICT, CULPRIT, STACKS, EXIT, TERM, KILL, DONE = tuple(AbortPhase)
+    ALLOWED = {
+        IDLE: (VERDICT, CULPRIT),
+        VERDICT: (CULPRIT, IDLE),  # -> IDLE: cancel (the verdict was held)
+        CULPRIT: (STACKS, IDLE),
+        STACKS: (EXIT, IDLE),
+        EXIT: (TERM,),  # asked to exit: from here on the rank is ended, whatever a verdict says
+        TERM: (KILL,),
+        KILL: (DONE,),
+        DONE: (),
+    }
+
+    def __init__(self, windows):
+        self.w = windows
+        self.phase = self.IDLE
+        self.since_ns = None
+        self.culprit = False  # this rank is a culprit of the verdict (it is ended first)
+        self.verdict = None  # the verdict the rank is ended for (its summary goes to the error file)
+
+    def start(self, now_ns, culprit=False, verdict=None):
+        if self.phase != self.IDLE:
+            return False
+        self.culprit, self.verdict = culprit, verdict
+        self._to(self.CULPRIT if culprit else self.VERDICT, now_ns)
+        return True
+
+    @property
+    def active(self):
+        return self.phase not in (self.IDLE, self.DONE)
+
+    @property
+    def before_exit(self):
+        """Under way, the rank not asked to end yet: a held verdict can still cancel it."""
+        return self.phase in (self.VERDICT, self.CULPRIT, self.STACKS)
+
+    @property
+    def ending(self):
+        """The rank was asked to end (or signalled): its calls end with it."""
+        return self.phase in (self.EXIT, self.TERM, self.KILL)
+
+    @property
+    def waits_for_verdict(self):
+        return self.phase is self.VERDICT
+
+    @property
+    def waits_for_culprits(self):
+        return self.phase in (self.VERDICT, self.CULPRIT)
+
+    def how_ended(self):
+        """How the observer ended the rank, once it asked it to (else None)."""
+        if self.phase in (self.EXIT, self.TERM, self.KILL, self.DONE):
+            return {self.EXIT: "asked to exit with code %d" % HANG_EXIT_CODE,
+                    self.TERM: "SIGTERM"}.get(self.phase, "SIGKILL")
+        return None
+
+    def step(self, now_ns, verdict=None, culprits_ended=True, stacks_done=True):
+        """``verdict``: the merged verdict of the gather this rank answered, once there; ``culprits_ended``:
+        its culprits are gone (or none is on this node); ``stacks_done``: no stack dump is on its way."""
+        waited = (now_ns - self.since_ns) / 1e9 if self.since_ns is not None else 0.0
+        if self.phase == self.VERDICT:
+            if verdict is not None or waited > self.w.abort_verdict:
+                self.verdict = verdict
+                self._to(self.CULPRIT, now_ns)
+                out = [] if verdict is not None else [Action("say", "on_timeout=abort: no verdict within %.1f s; "
+                                                                    "ending the rank anyway" % self.w.abort_verdict)]
+                return out + self.step(now_ns, verdict, culprits_ended, stacks_done)
+        elif self.phase == self.CULPRIT:
+            if self.culprit or culprits_ended or waited > self.w.abort_culprit:
+                self._to(self.STACKS, now_ns)
+                return self.step(now_ns, verdict, culprits_ended, stacks_done)
+        elif self.phase == self.STACKS:
+            if stacks_done or waited > self.w.abort_stacks:
+                self._to(self.EXIT, now_ns)
+                return [Action("error_file", (None, self.culprit)), Action("exit_request", self.culprit)]
+        elif self.phase == self.EXIT:
+            if waited > self.w.abort_exit:
+                self._to(self.TERM, now_ns)
+                return [Action("term", None)]
+        elif self.phase == self.TERM:
+            if waited > self.w.abort_kill_after:
+                self._to(self.KILL, now_ns)
+                return [Action("kill", None)]
+        return []
+
+    def cancel(self):
+        """The verdict was held (a rank it waits for is in a declared phase): no abort until it is hard."""
+        self._to(self.IDLE, None)
+        self.verdict, self.culprit = None, False

@@ -1,0 +1,41 @@
+"""One verdict across all ranks: which call is stuck, who waits in it, who never arrived and where they are.
+
+Input: one document per rank (documents.RankDoc): a report (its watchdog found a call overdue), its state
+(its answer to the gather), its end (disable(), or its process died).  Each says, per stream (a group's
+collectives, or one direction of a group's p2p calls), the last call started and completed, the call in
+flight and the last few calls (op, size, start time).  No torch here: the watchdog runs this.
+
+For a stuck (stream, seq), a member rank has finished it (last completed >= seq; a rank that finished it
+and ended later is "finished, then ended", never missing), entered it and waits, or never entered it: it
+is *missing*, a suspect.  A missing rank that is itself waiting in another stuck call is not the root:
+that call's missing ranks are (a cascade).  The culprits are the missing ranks that wait in no stuck call
+(busy elsewhere, frozen, dead), the ranks that issued a different op or size at the same seq than the
+majority (a desync: ops and sizes of calls that completed come from the flight recorder's entries where
+the channel has none), and, for a cycle of stuck calls (an ordering deadlock), the rank whose recent order
+of calls across its groups broke the order the others and its own earlier steps followed (ordering.py).
+Ranks with no document are listed as silent: unknown, never guessed.
+
+The verdict a watchdog merges at hang time is a *record* (``verdict-<gather id>.json``, with the documents
+it was built from): ``report``, ``load_verdict`` and the page show it as it was, and add what happened
+after (``outcome`` of each hang: resolved, with how late the culprit was; ended with the job; still
+stuck), read from the documents written since.  Nothing a rank writes later rewrites it.
+
+Split by job, as torch's flight-recorder analyser is (loader, builder, types): ``types`` (the verdict as
+values), ``files`` (documents and records in, verdict files out), ``analysis``, ``stacks`` (where a main
+thread is), ``outcome`` (what became of a record; the exit code; whether to act) and ``render`` (words).
+This module is the verdict's front: what the rest of the package and users call.
+"""
+from .analysis import VERSION, analyze, culprit_entry, phase_text
+from .files import (RECORD_DOCS_UP_TO, RECORD_FORMAT, SAME_JOB_S, load, load_docs, load_records, per_rank, read,
+                    read_docs, record, record_documents, write)
+from .outcome import acts, culprit_nodes, exit_code, with_outcome
+from .render import format_text, summary_line
+from .stacks import frame_text, is_library, main_thread_frames, whereabouts
+from .types import (Culprit, Hang, Level, Mismatch, MismatchKind, Ordering, Outcome, OutcomeState, Straggler,
+                    Verdict, Where, Whereabouts, public)
+
+__all__ = ["VERSION", "analyze", "culprit_entry", "phase_text", "RECORD_DOCS_UP_TO", "RECORD_FORMAT", "SAME_JOB_S",
+           "load", "load_docs", "load_records", "per_rank", "read", "read_docs", "record", "record_documents", "write",
+           "acts", "culprit_nodes", "exit_code", "with_outcome", "format_text", "summary_line", "frame_text",
+           "is_library", "main_thread_frames", "whereabouts", "Culprit", "Hang", "Level", "Mismatch", "MismatchKind",
+           "Ordering", "Outcome", "OutcomeState", "Straggler", "Verdict", "Where", "Whereabouts", "public"]

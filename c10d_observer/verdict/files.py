@@ -1,0 +1,207 @@
+"""The verdict's files: the rank documents it is made from (loading, choosing the job), the records merged at
+hang time (``verdict-<gather id>.json``), ``verdict.json`` and ``verdict.txt``, read and written here only."""
+import os
+
+from .. import arrivals as _arrivals
+from .. import documents as _documents
+from .. import dumpdir as _dumpdir
+from ..report import ReportError
+from .analysis import _analyze, culprit_entry
+from .outcome import _main_record, exit_code, with_outcome
+from .render import format_text
+from .types import Verdict, public
+
+RECORD_FORMAT = "c10d_observer.verdict_record"
+SAME_JOB_S = 120.0  # watchdogs of one job start within this of each other (older files are another job's)
+RECORD_DOCS_UP_TO = 1024  # a record keeps the documents it was built from up to this many ranks
+
+# -- loading ------------------------------------------------------------------------------------------
+def _read_docs(dd, live=False):
+    """(every rank document in ``dd``, problems); ``live``: the live view's documents too (live.py)."""
+    docs, problems = [], []
+    for pattern in (_dumpdir.REPORT_GLOB, _dumpdir.STATE_GLOB, _dumpdir.END_GLOB, _dumpdir.NODE_GLOB) + (
+            (_dumpdir.LIVE_GLOB,) if live else ()):
+        for path in dd.glob(pattern):
+            try:
+                docs.extend(_documents.load(path))
+            except (_documents.DocumentError, OSError) as e:
+                problems.append(str(e))
+    return docs, problems
+
+
+read_docs = _read_docs  # the live view reads the documents as the verdict does (live.py)
+
+
+def load_docs(directory, gather_id=None, torch_dumps=False):
+    """({rank: RankDoc}, problems): one document per rank, of the newest job in ``directory``.
+
+    ``gather_id`` (the merge): each rank's answer to that gather, else its end where it died, else its
+    newest document.  Without (the job now): each rank's newest, its end preferred (the last word).
+    ``torch_dumps``: also torch's own flight-recorder dumps in JSON (torch_fr.py), used where the directory
+    holds no observer documents (their sequence numbers are torch's, not the observer's)."""
+    if not os.path.isdir(directory):
+        raise ReportError("%s is not a directory" % directory)
+    docs, problems = _read_docs(_dumpdir.DumpDir(directory))
+    if torch_dumps:
+        from .. import torch_fr
+        fr_docs, fr_problems = torch_fr.load_dir(directory)
+        problems.extend(fr_problems)
+        if fr_docs and docs:
+            problems.append("%d torch flight-recorder dump(s) not used: the observer's own documents are"
+                            % len(fr_docs))
+        elif fr_docs:
+            docs = fr_docs
+    return per_rank(docs, gather_id), problems
+
+
+def per_rank(docs, gather_id=None):
+    docs = [d for d in docs if d.rank >= 0]
+    if not docs:
+        return {}
+    newest = max(docs, key=lambda d: d.written_at or 0)
+    job = newest.job_id
+    starts = [d.watchdog_started_at for d in docs if d.job_id == job and d.watchdog_started_at]
+    since = max(starts) - SAME_JOB_S if starts else None
+    docs = [d for d in docs if d.job_id == job and not (
+        since is not None and d.watchdog_started_at and d.watchdog_started_at < since)]
+
+    def rank_of(d):
+        if gather_id is not None:
+            return (d.gather_id == gather_id, d.dead, d.written_at or 0)
+        return (d.kind == "end", d.written_at or 0)
+
+    out = {}
+    for d in docs:
+        cur = out.get(d.rank)
+        if cur is None or rank_of(d) >= rank_of(cur):
+            out[d.rank] = d
+    return out
+
+
+def load_records(directory):
+    """The verdicts merged while the job ran (``verdict-<id>.json``; ``verdict.json`` where a folder of an
+    earlier release has no record), oldest first: [(verdict dict, [RankDoc] it was built from or None)]."""
+    dd = _dumpdir.DumpDir(directory)
+    out, seen = [], {}
+    for path in dd.glob(_dumpdir.RECORD_GLOB):
+        rec = _dumpdir.read_json(path)
+        if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT or not isinstance(rec.get("verdict"), dict):
+            continue
+        v = rec["verdict"]
+        docs = None
+        if isinstance(rec.get("documents"), list):
+            try:
+                docs = [_documents.RankDoc.from_json(d, path) for d in rec["documents"]]
+            except _documents.DocumentError:
+                docs = None
+        gid = v.get("gather_id")
+        if gid in seen:  # several nodes' folders copied together: one record per gather, with its documents
+            if docs is not None and out[seen[gid]][1] is None:
+                out[seen[gid]] = (v, docs)
+            continue
+        seen[gid] = len(out)
+        out.append((v, docs))
+    if not out:
+        v = dd.read_json(_dumpdir.VERDICT_JSON)
+        if isinstance(v, dict) and isinstance(v.get("hangs"), list) and v.get("gather_id"):
+            out.append((v, None))
+    out.sort(key=lambda x: x[0].get("verdict_at") or 0)
+    return out
+
+
+def load(directory, default_dir=None):
+    """(verdict, problems, directory read) for ``report DIR``, ``load_verdict`` and the page.
+
+    The verdict merged while the job ran is the record: shown as it was, with what happened after; where
+    none was merged, the verdict is made now from the documents.  Where DIR holds no document but
+    DIR/<default_dir> does (the job's folder), that is read.  A folder with none is an error (ReportError),
+    never an empty verdict: a check must not read it as a healthy job."""
+    docs, problems = load_docs(directory, torch_dumps=True)
+    records = load_records(directory)
+    inner = os.path.join(directory, default_dir) if default_dir else None
+    if not docs and not records and inner and os.path.isdir(inner):
+        directory = inner
+        docs, problems = load_docs(directory, torch_dumps=True)
+        records = load_records(directory)
+    if not docs and not records:
+        raise ReportError(
+            "%s holds no c10d-observer report or state (report-rank*.json, state-rank*.json, end-rank*.json) "
+            "and no torch flight-recorder dump in JSON%s.  Pass the job's dump_dir: ./%s unless "
+            "enable(dump_dir=...), run --dump-dir or $C10D_OBSERVER_DIR chose another."
+            % (directory, "".join("\n  unreadable: %s" % p for p in problems), default_dir or "c10d_observer"))
+    if not records:
+        records = _gathered(directory)
+    if records:
+        v = with_outcome(records, docs)
+    else:
+        v = public(_analyze(docs, stragglers=_arrivals.read(directory)))
+        v["recorded"] = False
+    if "culprits" not in v:  # a record written before culprits carried their node: the host stands for it
+        v["culprits"] = [dict(culprit_entry(r, None), **{k: (v.get("hosts") or {}).get(str(r), {}).get(k)
+                                                         for k in ("host", "pid")})
+                         for r in v.get("culprit_ranks") or ()]
+        for c in v["culprits"]:
+            c["node"], c["node_from"] = c["host"], "hostname" if c["host"] else None
+    v["exit_code"] = exit_code(v)
+    return Verdict.from_json(v), problems, directory
+
+
+def _gathered(directory):
+    """Where no verdict was merged (the job ended, or the late rank caught up, within the gather window),
+    the verdict made now from the newest gather's answers: the states at hang time, not the ends since;
+    [] where no gather has states."""
+    all_docs, _ = _read_docs(_dumpdir.DumpDir(directory))
+    states = [d for d in all_docs if d.kind == "state" and d.gather_id and not d.relayed_from]
+    if not states:
+        return []
+    gid = max(states, key=lambda d: d.written_at or 0).gather_id
+    docs = per_rank(all_docs, gather_id=gid)
+    v = public(_analyze(docs))
+    if not v["hangs"]:
+        return []
+    v.update(gather_id=gid, verdict_at=max(d.written_at or 0 for d in docs.values() if d.gather_id == gid),
+             gather_s=None, merged=False)
+    return [(v, list(docs.values()))]
+
+
+def record_documents(directory):
+    """The documents the shown record was built from, by rank, or None (the page draws them)."""
+    records = load_records(directory) or _gathered(directory)
+    main = _main_record(records)
+    if main is None or main[1] is None:
+        return None
+    return {d.rank: d for d in main[1]}
+
+
+def read(path):
+    """The Verdict in a verdict file (``verdict.json``, or a record's), or None where there is none or it is
+    not a verdict."""
+    doc = _dumpdir.read_json(path)
+    if isinstance(doc, dict) and doc.get("format") == RECORD_FORMAT:
+        doc = doc.get("verdict")
+    if not isinstance(doc, dict) or not isinstance(doc.get("hangs"), list):
+        return None
+    return Verdict.from_json(doc)
+
+
+def record(v, docs=None):
+    """The record of a verdict: the verdict and, up to RECORD_DOCS_UP_TO ranks, the documents it was built
+    from (so that the page draws the job as it was at hang time)."""
+    rec = {"format": RECORD_FORMAT, "version": 1, "verdict": public(v)}
+    if docs is not None and len(docs) <= RECORD_DOCS_UP_TO:
+        rec["documents"] = [d.to_json() for _, d in sorted(docs.items())]
+    return rec
+
+
+def write(dd, v, docs=None, text=None):
+    """verdict.txt, then verdict.json (whoever waits for the JSON, the on_hang callback, the pytest plugin,
+    users' scripts, finds the text beside it), then the record ``verdict-<gather id>.json``, never
+    rewritten.  ``dd``: a dumpdir.DumpDir or a path."""
+    if not isinstance(dd, _dumpdir.DumpDir):
+        dd = _dumpdir.DumpDir(dd)
+    pv = public(v)
+    dd.write_text(_dumpdir.VERDICT_TEXT, text if text is not None else format_text(pv) + "\n")
+    dd.write_json(_dumpdir.VERDICT_JSON, pv)
+    if pv.get("gather_id"):
+        dd.write_json(_dumpdir.record_name(pv["gather_id"]), record(pv, docs))
+

@@ -1,0 +1,124 @@
+"""What became of a recorded verdict: each stuck call's outcome (resolved, ended, still stuck) and the events
+since, from the documents written after it; the exit code of ``report``; whether a verdict is one to act on
+(a hard hang that did not resolve), and the culprits' nodes for a scheduler."""
+import copy
+
+from ..text import clock, rank_list, short_clock
+from .analysis import _resolved, culprit_entry  # noqa: F401  (culprit_entry: where load() names a culprit)
+from .types import Verdict
+
+def _main_record(records):
+    """The record shown: the newest that found stuck calls, else the newest."""
+    with_hangs = [r for r in records if r[0].get("hangs")]
+    return (with_hangs or records or [None])[-1]
+
+
+def with_outcome(records, docs_now):
+    """The record of the hang (the newest verdict that found stuck calls) as it was merged, with the
+    ``outcome`` of each stuck call and the events after it (``after``), read from the documents now."""
+    main = _main_record(records)
+    v = copy.deepcopy(main[0])
+    v["recorded"] = True
+    t0 = v.get("verdict_at") or 0
+    after = []
+    for h in v.get("hangs") or []:
+        h["outcome"] = _outcome(h, docs_now, v)
+        if h["outcome"]["state"] != "stuck" and h["outcome"].get("at"):
+            after.append({"at": h["outcome"]["at"], "text": h["outcome"]["text"]})
+    known = {(h.get("stream"), h.get("seq")) for h in v.get("hangs") or []}
+    for r, d in sorted(docs_now.items()):
+        if d.kind == "end" and (d.written_at or 0) >= t0:
+            after.append({"at": d.written_at, "rank": r, "text": "%s ended: %s" % (rank_list([r]), d.exit_reason)})
+        for e in d.overdue:
+            if (e.detected_at or 0) > t0 and (e.stream, e.seq) not in known:
+                known.add((e.stream, e.seq))
+                after.append({"at": e.detected_at, "text": "later: %s overdue on %s (no verdict merged for it)"
+                              % (e.describe(), rank_list([r]))})
+    after.sort(key=lambda x: x["at"] or 0)
+    v["after"] = after
+    earlier = [r[0] for r in records if r is not main]
+    if earlier:
+        v["other_verdicts"] = [{"gather_id": x.get("gather_id"), "verdict_at": x.get("verdict_at"),
+                                "summary": x.get("summary"), "culprit_ranks": x.get("culprit_ranks")}
+                               for x in earlier]
+    res = _resolved(docs_now, {(h.get("stream"), h.get("seq")): h for h in v.get("hangs") or []
+                               if h["outcome"]["state"] != "resolved"})
+    if res:
+        v["resolved"] = res
+    return v
+
+
+def _outcome(h, docs_now, v):
+    """What became of a recorded stuck call, from the documents written since the verdict: resolved (every
+    rank that waited and wrote since completed it: the late ranks caught up), ended (its ranks ended while
+    it was stuck: the job was ended, or aborted), or stuck (as of the newest document).  Ranks that wrote
+    nothing since (another node's, whose files stayed there) are named, never guessed."""
+    key = (h.get("stream"), h.get("seq"))
+    t0 = v.get("verdict_at") or 0
+    waited = list(h.get("waiting_ranks") or []) + list(h.get("missing_ranks") or [])
+    completed, ended, stuck_on, silent = [], [], [], []
+    at = None
+    for r in waited:
+        d = docs_now.get(r)
+        if d is None or (d.written_at or 0) <= t0:
+            silent.append(r)
+            continue
+        e = next((x for x in d.overdue if (x.stream, x.seq) == key), None)
+        pos = d.position(key[0])
+        if e is not None and e.ended == "completed" or (e is None and pos is not None and pos.last_completed >= key[1]
+                                                       and not d.dead):
+            completed.append(r)
+            if e is not None and e.completed_at:
+                at = max(at or 0, e.completed_at)
+        elif (e is not None and e.ended in ("rank ended", "peers ended")) or d.dead or d.kind == "end":
+            ended.append(r)
+        else:
+            stuck_on.append(r)
+    unheard = " (nothing since from %s)" % rank_list(silent) if silent else ""
+    late = [r for r in h.get("missing_ranks") or []]
+    if completed and not ended and not stuck_on:
+        after = max([x.resolved_after_s or 0 for r in completed for x in docs_now[r].overdue
+                     if (x.stream, x.seq) == key] or [0]) or None
+        if late:
+            text = "%s was %s late at %s #%s, then caught up%s" % (
+                rank_list(late), "%.1f s" % after if after else "", h.get("op"), h.get("seq"),
+                "; the call completed at %s" % short_clock(at) if at else "")
+        else:
+            text = "%s #%s completed %s: resolved" % (h.get("op"), h.get("seq"),
+                                                       "after %.1f s" % after if after else "later")
+        return {"state": "resolved", "at": at, "after_s": after, "late_ranks": late,
+                "text": text.replace("  ", " ") + unheard}
+    if ended and not stuck_on:
+        aborted = [r for r in ended if "on_timeout=abort" in (docs_now[r].exit_reason or "")]
+        ends = [docs_now[r].written_at for r in ended if docs_now[r].written_at]
+        text = "the job ended while it was stuck: %s ended%s" % (
+            rank_list(ended), " (%s by the observer, on_timeout=abort)" % rank_list(aborted) if aborted else "")
+        return {"state": "ended", "at": max(ends) if ends else None, "ended_ranks": ended, "aborted_ranks": aborted,
+                "text": text + unheard}
+    newest = max([d.written_at or 0 for d in docs_now.values()] or [0])
+    return {"state": "stuck", "at": None, "stuck_on": stuck_on or silent,
+            "text": ("still stuck in the newest documents (%s)" % clock(newest) if stuck_on else
+                     "no rank of it wrote anything since the verdict") + (unheard if stuck_on else "")}
+
+
+def exit_code(v):
+    """What ``report`` exits with (Verdict.exit_code): 1 a call is stuck (or was, when the job ended), 3 every
+    stuck call resolved (or calls were overdue and completed later), 0 no call was ever overdue."""
+    return Verdict.from_json(v).exit_code
+
+
+def acts(v):
+    """Whether a verdict is one to act on (Verdict.acts): a hard stuck call, not held, not resolved."""
+    return Verdict.from_json(v).acts
+
+
+def culprit_nodes(v):
+    """The nodes of the culprits of a verdict to act on (``acts``), as Slurm's hostlist (``report DIR
+    --exclude``); '' for none, and for a soft, held or resolved verdict."""
+    from ..scheduler import hostlist
+    v = Verdict.from_json(v)
+    if not acts(v):
+        return ""
+    return hostlist(c.node for c in v.culprits or ())
+
+

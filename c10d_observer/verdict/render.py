@@ -1,0 +1,163 @@
+"""The verdict in words: its one-line summary (the console's) and the text ``report`` prints."""
+from ..text import clock, describe_call, format_ranks, rank_list, short_clock
+from .types import _RENDER, Level, MismatchKind, Verdict, Where
+
+def _who(v, r):
+    h = (v.hosts or {}).get(str(r)) or {}
+    if h.get("host"):
+        return "rank %d (%s, pid %s)" % (r, h["host"], h.get("pid"))
+    return "rank %d" % r
+
+
+def _level_words(h):
+    """What a hang's level says: '(soft: ...)' for a soft or held one, '(hard: ...)' for a hard one."""
+    if h.level == Level.SOFT:
+        return "soft: %s" % ("the hard verdict is held: %s" % h.held_why if h.held_why else
+                             "past its learned deadline of %g s" % h.deadline_s if h.deadline_s
+                             else "past its learned deadline")
+    return "hard: past the timeout of %g s" % (h.deadline_s or h.timeout or 0)
+
+
+def summary_line(v):
+    """The verdict in one line (the console's, the summary of report --json)."""
+    v = Verdict.from_json(v)
+    if not v.hangs:
+        line = "c10d_observer: no stuck collective in the reports of %s" % rank_list(v.ranks_reporting)
+        if v.resolved:
+            r = v.resolved[0]
+            line += "; %d call(s) were overdue and completed later (resolved), first %s after %s s" % (
+                len(v.resolved), describe_call(r), r.get("resolved_after_s"))
+        return line
+    h = v.hangs[0]
+    stuck = " stuck %s%.1f s" % ("at least " if h.stuck_at_least else "", h.stuck_s) if h.stuck_s is not None else ""
+    stuck += " (%s)" % _level_words(h)
+    parts = []
+    for r in h.missing_ranks:
+        m = h.whereabouts(r)
+        if m is not None and m.state == Where.OUT_OF_ORDER:
+            parts.append("%s broke the order of calls: %s" % (_who(v, r), m.text))
+        else:
+            parts.append("%s never arrived; %s" % (_who(v, r), m.text if m is not None else "unknown"))
+    if h.mismatch:
+        m = h.mismatch
+        parts.append("different %s at the same seq: %s%s" % (
+            "sizes" if m.kind == MismatchKind.SIZE else "ops", m.text,
+            "; the odd one out: %s" % rank_list(m.odd_ranks) if m.odd_ranks else ""))
+    if h.ordering and not any((h.whereabouts(r) is not None and h.whereabouts(r).state == Where.OUT_OF_ORDER)
+                              for r in h.missing_ranks):
+        parts.append("an ordering deadlock: %s" % h.ordering.text)
+    if not parts:
+        if h.finished_ranks:
+            parts.append("%s finished it and %s wait%s in it; no rank is missing and no op or size differs that "
+                         "the documents show" % (rank_list(h.finished_ranks), rank_list(h.waiting_ranks),
+                                                 "s" if len(h.waiting_ranks) == 1 else ""))
+        else:
+            parts.append("every rank of it is in it (waiting: %s)" % rank_list(h.waiting_ranks))
+    if v.straggler_lines:  # who has been arriving last, live (arrivals.py)
+        parts.append("straggler: %s" % v.straggler_lines[0])
+    return "c10d_observer: %s%s: %s" % (h.call, stuck, "; ".join(parts))
+
+
+def format_text(v, problems=()):
+    """The verdict as ``report`` prints it (without the per-rank section)."""
+    v = Verdict.from_json(v)
+    head = "c10d_observer verdict"
+    if v.recorded and v.merged is False:
+        head += " (made now from the states gathered at %s: the job went on before a verdict was merged)" % (
+            clock(v.verdict_at))
+    elif v.recorded:
+        head += " (as merged at %s, %s after the first detection)" % (
+            clock(v.verdict_at), "%.2f s" % v.gather_s if v.gather_s is not None else "?")
+    elif v.recorded is False and (v.hangs or v.resolved):
+        head += " (made now from the documents: no verdict was merged while the job ran)"
+    lines = ["%s: %d stuck call(s)%s; ranks reporting %s of %d; silent: %s; dead: %s" % (
+        head, len(v.hangs), ", %d resolved" % len(v.resolved) if v.resolved and not v.hangs else "",
+        format_ranks(v.ranks_reporting) or "none", v.world_size or 0, rank_list(v.ranks_silent),
+        rank_list(v.ranks_dead))]
+    for i, h in enumerate(v.hangs):
+        tag = "ROOT" if h.root else "SYMPTOM (of #%s)" % ",".join(str(j) for j in h.caused_by)
+        lines.append("")
+        deadline = ("soft: past its learned deadline of %g s; hard deadline %g s" % (h.deadline_s, h.timeout or 0)
+                    if h.level == Level.SOFT and h.deadline_s else "hard: timeout %g s" % (h.timeout or 0))
+        lines.append("#%d %s: %s, stuck %s%s s (%s; torch's own timeout of the group: %s)" % (
+            i, tag, h.call, "at least " if h.stuck_at_least else "", h.stuck_s if h.stuck_s is not None else "?",
+            deadline, "%g s" % h.torch_timeout_s if h.torch_timeout_s is not None else "unknown"))
+        if h.held_why:
+            lines.append("  hard verdict held until %s: %s" % (short_clock(h.held_until), h.held_why))
+        odd = set(h.mismatch.odd_ranks if h.mismatch else ())
+        ops = (h.mismatch.ops if h.mismatch else None) or {}
+
+        def note(ranks):
+            return "".join(" (rank %d issued %s: the odd one out)" % (r, ops.get(str(r))) for r in ranks if r in odd)
+
+        lines.append("  waiting in it: %s%s" % (rank_list(h.waiting_ranks), note(h.waiting_ranks)))
+        for r in h.died_waiting or []:
+            lines.append("  ended while waiting in it: %s: %s" % (
+                _who(v, r), (v.exits or {}).get(str(r)) or "its process is gone"))
+        for r in h.other_op_ranks or []:
+            lines.append("  issued another op at this seq: %s (%s, the odd one out)" % (_who(v, r), ops.get(str(r))))
+        if h.finished_ranks:
+            then = h.finished_then_ended or []
+            lines.append("  finished it: %s%s%s" % (rank_list(h.finished_ranks), note(h.finished_ranks),
+                                                    "; then ended: %s" % rank_list(then) if then else ""))
+        for r in h.missing_ranks:
+            m = h.whereabouts(r)
+            lines.append("  %s: %s: %s" % ("broke the order" if m.state == Where.OUT_OF_ORDER else "never arrived",
+                                           _who(v, r), m.text))
+        if h.mismatch:
+            lines.append("  MISMATCH at this seq: %s%s" % (h.mismatch.text, "; the odd one(s) out: %s" % (
+                rank_list(h.mismatch.odd_ranks)) if h.mismatch.odd_ranks else ""))
+        if h.ordering and str(h.ordering.rank) not in (h.missing or {}):
+            lines.append("  ordering deadlock: %s" % h.ordering.text)
+        if h.outcome:
+            lines.append("  after: %s" % h.outcome.text)
+    recorded = {(h.stream, h.seq) for h in v.hangs}
+    for r in v.resolved or []:
+        if (r.get("stream"), r.get("seq")) in recorded:
+            continue  # said in its hang's "after"
+        lines.append("")
+        lines.append("RESOLVED: %s was in flight %s s on %s, past the timeout, then completed" % (
+            describe_call(r), r.get("resolved_after_s"), rank_list(r["reported_by"])))
+    lines.append("")
+    lines.append("culprit ranks: %s" % (format_ranks(v.culprit_ranks) or "none found"))
+    named = [c for c in v.culprits or () if c.node and c.node_from != "hostname"]
+    if named:  # the scheduler's name differs from the host's, or may: say which to exclude
+        from ..scheduler import hostlist
+        lines.append("culprit nodes (%s): %s%s" % (", ".join(sorted(set(c.node_from for c in named))),
+                                                   hostlist(c.node for c in named),
+                                                   "" if v.acts else " (not to exclude: the verdict is %s)" % (
+                                                       "soft" if v.level != Level.HARD else "resolved or held")))
+    for r, why in sorted((v.exits or {}).items(), key=lambda x: int(x[0])):
+        lines.append("ended: rank %s: %s" % (r, why or "its process is gone"))
+    if v.frozen_ranks:
+        lines.append("frozen processes (no Python progress): %s" % rank_list(v.frozen_ranks))
+    for text in v.straggler_lines or ():
+        lines.append("straggler: %s" % text)
+    if v.stack_groups:
+        lines.append("main-thread stacks, grouped (innermost frame first; the odd one out is usually the culprit):")
+        for g in v.stack_groups:
+            variants = g.get("variants") or [g]
+            if len(variants) > 1:  # one place, different lines: each rank's own
+                lines.append("  %s, at %d different lines:" % (rank_list(g["ranks"]), len(variants)))
+            for var in variants:
+                lines.append("%s%s: %s" % ("    " if len(variants) > 1 else "  ", rank_list(var["ranks"]),
+                                           " < ".join(var["frames"][:4])))
+    hosts = v.hosts or {}
+    spied = [(r, hosts[str(r)]["py_spy_dump"]) for r in v.culprit_ranks if (hosts.get(str(r)) or {}).get("py_spy_dump")]
+    for r, path in spied:
+        lines.append("py-spy (native and Python frames of every thread) of rank %d: %s" % (r, path))
+    for u in v.undecided or ():
+        lines.append("cannot decide: %s" % u)
+    if v.after:
+        lines.append("")
+        lines.append("after the verdict:")
+        for a in v.after:
+            lines.append("  %s: %s" % (short_clock(a.get("at")), a["text"]))
+    for o in v.other_verdicts or []:
+        lines.append("another verdict of this job, at %s: %s" % (clock(o.get("verdict_at")), o.get("summary")))
+    for p in problems:
+        lines.append("unreadable: %s" % p)
+    return "\n".join(lines)
+
+
+_RENDER[0] = format_text  # Verdict.text

@@ -1,0 +1,87 @@
+"""Where a rank's main thread is, from its last stack dump: its first frame of user code, what it is doing
+(waiting for a DataLoader worker, saving with torch.save, ...), and the ranks' main-thread stacks grouped by
+their functions and files, each rank keeping its own line numbers."""
+import collections
+import os
+import re
+
+from .. import dumpdir as _dumpdir
+
+_LIBRARY = re.compile(r"[/\\](site|dist)-packages[/\\]|[/\\]lib(64)?[/\\]python\d[.\d]*[/\\]|^<frozen|"
+                      r"[/\\]c10d_observer[/\\]")
+# what a main thread is doing, by a frame it is in: (file ending, functions or None for any, words)
+_ACTIVITIES = (
+    ("torch/utils/data/dataloader.py", ("_try_get_data", "_get_data", "_next_data"), "waiting for a DataLoader worker"),
+    ("torch/serialization.py", ("save", "_save"), "saving with torch.save"),
+    ("torch/serialization.py", ("load", "_load"), "loading with torch.load"),
+    ("torch/distributed/checkpoint/", None, "in torch.distributed.checkpoint"),
+    ("torch/cuda/__init__.py", ("synchronize",), "waiting for the GPU (torch.cuda.synchronize)"),
+    ("torch/cuda/streams.py", ("synchronize",), "waiting for the GPU (a stream's synchronize)"),
+    ("threading.py", ("wait", "join", "acquire"), "waiting on a thread, lock or event"),
+    ("queue.py", ("get", "put"), "waiting on a queue"),
+    ("subprocess.py", ("wait", "communicate"), "waiting for a subprocess"),
+)
+
+
+def main_thread_frames(doc):
+    """[(file, line, function)] innermost first of the rank's main thread in its last stack dump (the
+    stacks file, or the summary relay.py brings from another node), or None."""
+    text = doc.stacks_text if doc.stacks_text is not None else _dumpdir.read_tail(doc.stack_dump)
+    return _dumpdir.thread_frames(text, doc.main_thread)
+
+
+def frame_text(frame):
+    return "%s (%s:%s)" % (frame[2], os.path.basename(frame[0]), frame[1])
+
+
+def is_library(frame):
+    return bool(_LIBRARY.search(frame[0].replace("\\", "/") if frame[0] else ""))
+
+
+def whereabouts(frames):
+    """{"main_thread": the first frame of user code, "innermost": the innermost frame, "activity": what the
+    frames say it is doing ('waiting for a DataLoader worker'), "text"} of a main thread's frames."""
+    if not frames:
+        return {}
+    user = next((f for f in frames if not is_library(f)), frames[0])
+    out = {"main_thread": frame_text(user), "innermost": frame_text(frames[0])}
+    for f in frames:
+        path = f[0].replace("\\", "/")
+        act = next((words for end, funcs, words in _ACTIVITIES
+                    if (path.endswith(end) or (end.endswith("/") and end in path)) and (funcs is None or f[2] in funcs)),
+                   None)
+        if act:
+            out["activity"] = act
+            break
+    out["text"] = "main thread at %s%s%s" % (out["main_thread"], ", in %s" % out["innermost"]
+                                             if user is not frames[0] else "",
+                                             "; %s" % out["activity"] if out.get("activity") else "")
+    return out
+
+
+def _signature(frames):
+    # frames without line numbers of the innermost few: ranks stuck at the same place share it
+    return tuple("%s (%s)" % (f[2], os.path.basename(f[0])) for f in frames[:8])
+
+
+
+def _stack_groups(frames_by_rank):
+    """Main-thread stacks grouped by their frames (functions and files, not line numbers), each group with
+    its line-number variants and the ranks at each: ranks one line apart stay one group, but each rank's
+    own lines are kept (the difference may be what the user looks for)."""
+    groups = collections.OrderedDict()
+    for r, frames in sorted(frames_by_rank.items()):
+        if not frames:
+            continue
+        texts = [frame_text(f) for f in frames[:8]]
+        g = groups.setdefault(_signature(frames), {"frames": texts, "ranks": [], "variants": []})
+        g["ranks"].append(r)
+        for v in g["variants"]:
+            if v["frames"] == texts:
+                v["ranks"].append(r)
+                break
+        else:
+            g["variants"].append({"frames": texts, "ranks": [r]})
+    return sorted(groups.values(), key=lambda g: (len(g["ranks"]), g["ranks"]))
+
+

@@ -1,0 +1,381 @@
+"""The verdict as values: what the analysis finds, typed, built once and read as attributes everywhere.
+
+The model is torch's flight-recorder analyser (``components/types.py``: ``Collective``, ``MatchState``,
+``MatchInfo``).  Each type is immutable, has the fields of its part of ``report --json`` (docs/diagnosis.md)
+and turns into exactly that JSON and back (``to_json``, ``from_json``): categories are ``str``-valued enums
+whose values are the JSON's strings, so the files and ``report --json`` keep their shape, and a file written
+by an earlier release reads as it was (keys this release does not know are kept, in ``extra``).
+
+- ``Verdict``: every stuck call (``hangs``, root causes first), the culprits and the job's facts;
+- ``Hang``: one stuck call; ``missing`` {rank: ``Whereabouts``} says where each rank that never arrived is;
+  ``mismatch`` (``Mismatch``), ``ordering`` (``Ordering``) and ``outcome`` (``Outcome``, what became of it
+  after the verdict) where the analysis found them;
+- ``Culprit``: a culprit's node as its scheduler names it; ``Straggler``: who arrives last, per group.
+
+No torch and no files here.
+"""
+import enum
+import json
+
+__all__ = ["Level", "Where", "MismatchKind", "OutcomeState", "Whereabouts", "Mismatch", "Ordering", "Outcome",
+           "Culprit", "Straggler", "Hang", "Verdict"]
+
+
+class Level(str, enum.Enum):
+    """A soft verdict (past a learned deadline) informs; a hard one (past the timeout) acts."""
+    SOFT = "soft"
+    HARD = "hard"
+
+    def __str__(self):
+        return self.value
+
+
+class Where(str, enum.Enum):
+    """Where a rank that never arrived in a stuck call is instead."""
+    NO_COLLECTIVE = "no_collective"  # busy in Python or compute
+    IN_COLLECTIVE = "in_collective"  # in another call, not stuck (yet)
+    STUCK = "stuck"  # it waits in another stuck call (a cascade)
+    FROZEN = "frozen"  # its Python has not run for three polls (a thread holds the GIL, the process stopped)
+    DEAD = "dead"  # its process ended before it entered the call
+    UNKNOWN = "unknown"  # it sent nothing
+    OUT_OF_ORDER = "out_of_order"  # it issued its calls across groups in another order (an ordering deadlock)
+
+    def __str__(self):
+        return self.value
+
+
+class MismatchKind(str, enum.Enum):
+    OP = "op"  # different ops at the same seq
+    SIZE = "size"  # the same op, different sizes or dtypes
+
+    def __str__(self):
+        return self.value
+
+
+class OutcomeState(str, enum.Enum):
+    """What became of a stuck call after the verdict."""
+    RESOLVED = "resolved"  # every rank that waited completed it: the late ranks caught up
+    ENDED = "ended"  # its ranks ended while it was stuck
+    STUCK = "stuck"  # still stuck in the newest documents
+
+    def __str__(self):
+        return self.value
+
+
+_RENDER = [None]  # render.format_text, which registers itself (render imports this module, not the reverse)
+
+
+def public(v):
+    """A verdict's JSON document (of a Verdict, or of the analysis' dict: sets become sorted lists), ready for
+    json.dump."""
+    if isinstance(v, _Type):
+        v = v.to_json()
+    return json.loads(json.dumps(v, default=lambda x: sorted(x) if isinstance(x, set) else str(x)))
+
+
+class _Field(object):
+    """One field: its JSON name, how a JSON value becomes the field's value (``load``) and back (``dump``);
+    ``optional``: the analysis sets it only where it applies (every field is written only where it was set,
+    or read from a file that held it)."""
+
+    __slots__ = ("name", "load", "dump", "optional", "default")
+
+    def __init__(self, name, load=None, dump=None, optional=False, default=None):
+        self.name, self.load, self.dump, self.optional, self.default = name, load, dump, optional, default
+
+
+def _enum(cls):
+    def load(v):
+        if v is None or isinstance(v, cls):
+            return v
+        try:
+            return cls(v)
+        except ValueError:
+            return v  # a value a later release added: kept as its string
+    return load
+
+
+def _dump_enum(v):
+    return v.value if isinstance(v, enum.Enum) else v
+
+
+def _list(v):
+    return list(v) if isinstance(v, (list, tuple)) else v  # a copy: what the JSON held, as a list
+
+
+def _dump_list(v):
+    return [_dump_any(x) for x in v] if isinstance(v, (list, tuple)) else v
+
+
+def _dump_any(v):
+    if isinstance(v, _Type):
+        return v.to_json()
+    if isinstance(v, enum.Enum):
+        return v.value
+    if isinstance(v, (list, tuple)):
+        return [_dump_any(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _dump_any(x) for k, x in v.items()}
+    return v
+
+
+def _of(cls):
+    def load(v):
+        return cls.from_json(v) if isinstance(v, dict) else v
+    return load
+
+
+def _list_of(cls):
+    def load(v):
+        return [cls.from_json(x) if isinstance(x, dict) else x for x in v] if isinstance(v, (list, tuple)) else v
+    return load
+
+
+def _ranks_of(cls):
+    """{"<rank>": cls}: keys stay the JSON's strings (as ``exits`` and ``hosts``)."""
+    def load(v):
+        return {k: cls.from_json(x) if isinstance(x, dict) else x for k, x in v.items()} if isinstance(v, dict) else v
+    return load
+
+
+class _Type(object):
+    """Immutable fields, JSON in and out (module docstring)."""
+
+    FIELDS = ()
+    __slots__ = ("_values", "extra", "_present")
+
+    def __init__(self, **values):
+        known = {f.name for f in self.FIELDS}
+        unknown = set(values) - known - {"extra"}
+        if unknown:
+            raise TypeError("%s has no field %s" % (type(self).__name__, ", ".join(sorted(unknown))))
+        extra = values.pop("extra", None) or {}
+        object.__setattr__(self, "_values", {f.name: values[f.name] if f.name in values else f.default
+                                             for f in self.FIELDS})
+        object.__setattr__(self, "extra", dict(extra))
+        object.__setattr__(self, "_present", frozenset(values))
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            pass
+        except AttributeError:  # during unpickling or copying, before the slots are set
+            raise AttributeError(name)
+        raise AttributeError("%s has no field %r (fields: %s)" % (
+            type(self).__name__, name, ", ".join(f.name for f in self.FIELDS)))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("%s is immutable: use replace()" % type(self).__name__)
+
+    def replace(self, **changes):
+        """A copy with some fields changed."""
+        values = {f.name: self._values[f.name] for f in self.FIELDS if f.name in self._present}
+        values.update(changes)
+        return type(self)(extra=self.extra, **values)
+
+    @classmethod
+    def from_json(cls, d):
+        if isinstance(d, cls):
+            return d
+        if not isinstance(d, dict):
+            raise TypeError("%s.from_json needs a dict, got %s" % (cls.__name__, type(d).__name__))
+        values = {}
+        names = set()
+        for f in cls.FIELDS:
+            names.add(f.name)
+            if f.name in d:
+                v = d[f.name]
+                values[f.name] = f.load(v) if f.load is not None and v is not None else v
+        extra = {k: v for k, v in d.items() if k not in names}
+        return cls(extra=extra, **values)
+
+    def to_json(self):
+        out = {}
+        for f in self.FIELDS:
+            if f.name not in self._present:
+                continue  # absent where the analysis did not set it (or the file did not hold it): absent
+            v = self._values[f.name]
+            out[f.name] = f.dump(v) if f.dump is not None and v is not None else _dump_any(v)
+        for k, v in self.extra.items():
+            out.setdefault(k, v)
+        return out
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.to_json() == self.to_json()
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = None
+
+    def __repr__(self):
+        shown = ", ".join("%s=%r" % (f.name, self._values[f.name]) for f in self.FIELDS
+                          if f.name in self._present and not isinstance(self._values[f.name], (dict, list, tuple)))
+        return "%s(%s)" % (type(self).__name__, shown)
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) | {f.name for f in self.FIELDS})
+
+    def __reduce__(self):
+        return (type(self).from_json, (self.to_json(),))
+
+
+def F(name, load=None, dump=None, optional=False, default=None):
+    return _Field(name, load, dump, optional, default)
+
+
+class Whereabouts(_Type):
+    """Where a rank that never arrived is instead (``Hang.missing[rank]``): ``state`` (``Where``), ``text``;
+    the calls it is in (``calls``), the phase it declared (``phase``), what its main thread is doing
+    (``main_thread``, ``innermost``, ``activity``); ``in_hang``: the hang it waits in (state stuck);
+    ``issued``: the call it issued out of order (state out_of_order)."""
+    __slots__ = ()
+    FIELDS = (F("state", _enum(Where), _dump_enum), F("text"), F("calls", _list, _dump_list, True),
+              F("phase", optional=True), F("main_thread", optional=True), F("innermost", optional=True),
+              F("activity", optional=True), F("in_hang", optional=True), F("issued", _list, _dump_list, True))
+
+
+class Mismatch(_Type):
+    """Different calls at one seq: ``kind`` (``MismatchKind``), each rank's ``ops`` ({"<rank>": op}), the
+    majority's ``expected_op`` (None: no majority), the ``odd_ranks``, ``text``."""
+    __slots__ = ()
+    FIELDS = (F("kind", _enum(MismatchKind), _dump_enum), F("ops"), F("expected_op"),
+              F("odd_ranks", _list, _dump_list), F("text"))
+
+
+class Ordering(_Type):
+    """An ordering deadlock's culprit: ``rank`` issued ``issued`` ([stream, seq]) without ``skipped``, which the
+    other ranks (``witnesses``) or its own earlier steps put before it; ``text``."""
+    __slots__ = ()
+    FIELDS = (F("rank"), F("issued", _list, _dump_list), F("skipped", _list, _dump_list),
+              F("witnesses", _list, _dump_list), F("text"))
+
+
+class Outcome(_Type):
+    """What became of a stuck call after the verdict (``state``: ``OutcomeState``), from the documents written
+    since: when (``at``), in words (``text``); resolved: ``after_s``, ``late_ranks``; ended: ``ended_ranks``,
+    ``aborted_ranks``; stuck: ``stuck_on``."""
+    __slots__ = ()
+    FIELDS = (F("state", _enum(OutcomeState), _dump_enum), F("at"), F("text"), F("after_s", optional=True),
+              F("late_ranks", _list, _dump_list, True), F("ended_ranks", _list, _dump_list, True),
+              F("aborted_ranks", _list, _dump_list, True), F("stuck_on", _list, _dump_list, True))
+
+
+class Culprit(_Type):
+    """A culprit as a scheduler needs it: its ``rank``, its ``node`` by the scheduler's name for it
+    (``node_from``: which variable said it, or "hostname"), ``host``, ``pid``, and the job's ids."""
+    __slots__ = ()
+    FIELDS = (F("rank"), F("node"), F("node_from"), F("host"), F("pid"), F("slurm_job_id", optional=True),
+              F("torchelastic_run_id", optional=True))
+
+
+class Straggler(_Type):
+    """The rank that arrives last at a group's calls (arrivals.py): ``rank``, its ``share`` of the ``calls``
+    at which the ranks did not arrive together, its ``median_lag_s``, ``since`` when; the group's ``stream``
+    and ``ranks``."""
+    __slots__ = ()
+    FIELDS = (F("rank"), F("share"), F("median_lag_s"), F("calls"), F("of_calls", optional=True),
+              F("since", optional=True), F("stream"), F("ranks", _list, _dump_list))
+
+
+class Hang(_Type):
+    """One stuck call (docs/diagnosis.md, ``report --json``): where (``group``, ``stream``, ``group_ranks``,
+    ``kind``, ``peer``), which (``seq``, ``op``, ``api``, ``size``), who waits in it (``waiting_ranks``), who
+    finished it, who never arrived (``missing_ranks``, ``missing``: {"<rank>": Whereabouts}), its ``level``
+    (``Level``) and deadlines, ``root`` or ``caused_by`` (hang indices), and ``mismatch``, ``ordering``,
+    ``outcome`` where found."""
+    __slots__ = ()
+    FIELDS = (F("group"), F("stream"), F("group_ranks", _list, _dump_list),
+              F("level", _enum(Level), _dump_enum, default=Level.HARD),  # files of 2026-11-23 and before: hard
+              F("deadline_s"), F("kind"), F("peer"), F("seq"), F("op"), F("api"), F("size"),
+              F("waiting_ranks", _list, _dump_list), F("died_waiting", _list, _dump_list),
+              F("missing_ranks", _list, _dump_list), F("finished_ranks", _list, _dump_list),
+              F("finished_then_ended", _list, _dump_list), F("started_at"), F("detected_at"),
+              F("detected_by", _list, _dump_list), F("overdue"), F("timeout"), F("torch_timeout_s"),
+              F("stuck_s", optional=True), F("stuck_at_least", optional=True),
+              F("mismatch", _of(Mismatch), None, True), F("other_op_ranks", _list, _dump_list, True),
+              F("missing", _ranks_of(Whereabouts)), F("caused_by", _list, _dump_list), F("cycle", optional=True),
+              F("root"), F("held_until", optional=True), F("held_why", optional=True),
+              F("ordering", _of(Ordering), None, True), F("outcome", _of(Outcome), None, True))
+
+    @property
+    def call(self):
+        """The call as the console names it: 'all_reduce #3 on group 0 (ranks 0-1), 4 x float32'."""
+        from ..text import describe_call
+        return describe_call(self.to_json())
+
+    def whereabouts(self, rank):
+        """Where rank ``rank`` (an int) is, if it never arrived, else None."""
+        return (self.missing or {}).get(str(rank))
+
+
+class Verdict(_Type):
+    """Who never arrived, for one job: what ``report DIR --json`` prints, typed (module docstring).  Also
+    ``exit_code`` (what ``report`` exits with), ``text`` (what it prints), ``acts`` (a hard verdict to act
+    on) and ``to_dict()`` (the JSON document)."""
+    __slots__ = ()
+    FIELDS = (F("version"), F("hangs", _list_of(Hang), _dump_list), F("culprit_ranks", _list, _dump_list),
+              F("level", _enum(Level), _dump_enum), F("held_until"), F("held_why"),
+              F("ranks_reporting", _list, _dump_list), F("ranks_silent", _list, _dump_list),
+              F("ranks_dead", _list, _dump_list), F("exits"), F("frozen_ranks", _list, _dump_list),
+              F("world_size"), F("undecided", _list, _dump_list), F("stack_groups", _list, _dump_list),
+              F("resolved", _list, _dump_list), F("hosts"), F("culprits", _list_of(Culprit), _dump_list, True),
+              F("stragglers", _list_of(Straggler), _dump_list, True), F("straggler_lines", _list, _dump_list, True),
+              F("summary", optional=True), F("gather_id", optional=True), F("gather_s", optional=True),
+              F("verdict_at", optional=True), F("merged", optional=True), F("recorded", optional=True),
+              F("after", _list, _dump_list, True), F("other_verdicts", _list, _dump_list, True),
+              F("exit_code", optional=True))
+
+    def __init__(self, **values):
+        values.setdefault("hangs", ())
+        _Type.__init__(self, **values)
+
+    @property
+    def exit_code(self):
+        """What ``report`` exits with (the one rule): 1 a call is stuck (or was, when the job ended), 3 every
+        stuck call resolved (or calls were overdue and completed later), 0 no call was ever overdue."""
+        stored = self._values.get("exit_code")
+        if stored is not None:
+            return stored
+        if any((h.outcome.state if h.outcome else OutcomeState.STUCK) != OutcomeState.RESOLVED for h in self.hangs):
+            return 1
+        return 3 if self.hangs or self.resolved else 0
+
+    @property
+    def acts(self):
+        """Whether this verdict is one to act on (the signal, on_timeout="abort", ``--exclude``): one of its stuck
+        calls is past the hard deadline, not held by a declared phase, and did not resolve.  Soft verdicts
+        (learned deadlines) inform only."""
+        return any(h.level == Level.HARD and not h.held_until
+                   and (h.outcome.state if h.outcome else None) != OutcomeState.RESOLVED for h in self.hangs)
+
+    @property
+    def text(self):
+        """The verdict as ``report`` prints it (without the per-rank section)."""
+        return _RENDER[0](self, self.extra.get("unreadable") or ())
+
+    @property
+    def dump_dir(self):
+        return self.extra.get("dump_dir")
+
+    def to_dict(self):
+        """The JSON document (``report --json``'s)."""
+        return json.loads(json.dumps(self.to_json()))
+
+    # The earlier release's Verdict was also read as a mapping of report --json's keys (and dump_dir): kept
+    # for on_hang callbacks written against it.  The package reads attributes only (test_verdict_types.py).
+    def _mapping(self):
+        return self.to_dict()
+
+    def __getitem__(self, key):
+        return self._mapping()[key]
+
+    def __contains__(self, key):
+        return key in self._mapping()
+
+    def get(self, key, default=None):
+        return self._mapping().get(key, default)
+
+    def keys(self):
+        return self._mapping().keys()

@@ -1,0 +1,110 @@
+"""The verdict as a type (issue 32): frozen values with categories as str-valued enums, the same JSON in and
+out, read as attributes everywhere; no module but the verdict's own reads a verdict by key."""
+import json
+import os
+import re
+
+import pytest
+
+from c10d_observer import verdict
+from c10d_observer.verdict import Hang, Level, MismatchKind, OutcomeState, Verdict, Where
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PACKAGE = os.path.join(ROOT, "c10d_observer")
+V1 = os.path.join(ROOT, "tests", "data", "documents-v1")
+
+
+def test_a_verdict_file_of_the_landed_release_reads_and_writes_back_the_same():
+    with open(os.path.join(V1, "verdict.json")) as f:
+        doc = json.load(f)
+    v = Verdict.from_json(doc)
+    assert v.to_json() == doc
+    h = v.hangs[0]
+    assert isinstance(h, Hang) and h.level is Level.HARD  # written before levels: hard, and not added
+    assert "level" not in h.to_json() and h.missing["2"].state is Where.NO_COLLECTIVE
+    assert v.culprit_ranks == [2] and h.caused_by == [] and v.hangs[1].caused_by == [0]
+
+
+def test_every_category_is_an_enum_whose_values_are_the_jsons_strings():
+    doc = {"hangs": [{"seq": 1, "level": "soft",
+                      "missing": {"1": {"state": "out_of_order", "text": "t", "issued": ["0", 4]}},
+                      "mismatch": {"kind": "size", "ops": {"0": "a"}, "expected_op": None, "odd_ranks": [], "text": "t"},
+                      "outcome": {"state": "resolved", "at": 1.0, "text": "t", "after_s": None, "late_ranks": [1]}}],
+           "level": "soft", "resolved": []}
+    v = Verdict.from_json(doc)
+    h = v.hangs[0]
+    assert v.level is Level.SOFT and h.mismatch.kind is MismatchKind.SIZE and h.outcome.state is OutcomeState.RESOLVED
+    assert h.missing["1"].state is Where.OUT_OF_ORDER and h.missing["1"].issued == ["0", 4]
+    assert json.loads(json.dumps(v.to_json())) == doc  # present-and-null stays present (after_s)
+    assert [m.value for m in Where] == ["no_collective", "in_collective", "stuck", "frozen", "dead", "unknown",
+                                        "out_of_order"]
+
+
+def test_a_value_a_later_release_adds_is_kept_as_its_string():
+    v = Verdict.from_json({"hangs": [{"seq": 1, "level": "lukewarm"}], "level": "lukewarm"})
+    assert v.level == "lukewarm" and v.to_json()["hangs"][0]["level"] == "lukewarm"
+
+
+def test_a_verdict_survives_pickling_and_copying():
+    import copy
+    import pickle
+    v = Verdict.from_json({"hangs": [{"seq": 2, "level": "hard"}], "culprit_ranks": [1], "resolved": []})
+    assert pickle.loads(pickle.dumps(v)) == v and copy.deepcopy(v) == v
+
+
+_VERDICT_KEYS = ("hangs", "culprit_ranks", "culprits", "held_until", "held_why", "missing_ranks", "waiting_ranks",
+                 "straggler_lines", "ranks_silent", "ranks_dead", "stack_groups", "undecided", "exit_code",
+                 "verdict_at", "summary")
+
+
+def test_no_module_but_the_verdicts_own_reads_a_verdict_by_key():
+    """The verdict is read as attributes (v.hangs, h.missing_ranks): a key read of one of its fields outside
+    c10d_observer/verdict/ would be a second reader of its JSON.  (documents.Overdue has a held_until of its
+    own: the watchdog's document, not the verdict.)"""
+    pattern = re.compile(r"""(\[|\.get\()\s*["'](%s)["']""" % "|".join(_VERDICT_KEYS))
+    found = []
+    for dirpath, _, files in os.walk(PACKAGE):
+        if os.path.join(PACKAGE, "verdict") in dirpath:
+            continue
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path) as f:
+                for i, line in enumerate(f, 1):
+                    m = pattern.search(line)
+                    if m and not (name == "documents.py" and m.group(2) == "held_until"):
+                        found.append("%s:%d: %s" % (os.path.relpath(path, ROOT), i, line.strip()))
+    assert not found, "\n".join(found)
+
+
+def test_the_analysis_returns_a_verdict_and_report_json_keeps_its_shape(tmp_path):
+    from c10d_observer.documents import Call, Overdue, Position, RankDoc
+    pos = [Position("0", "0", "collective", (0, 1), "gloo", None, None, None, 60.0, 3, 2,
+                    Call(3, "all_reduce", "4 x float32", 100.0), (), 0)]
+    late = Overdue("0", "0", 3, "all_reduce", "", "4 x float32", (0, 1), "collective", None, "gloo", 100.0, 103.0,
+                   3.0, level="hard", deadline_s=2.0)
+    docs = {0: RankDoc("report", 0, 2, "h", 10, "job", 103.0, 2.0, groups=tuple(pos), overdue=(late,)),
+            1: RankDoc("state", 1, 2, "h", 11, "job", 103.0, 2.0,
+                       groups=(pos[0]._replace(last_started=2, in_flight=None),))}
+    v = verdict.analyze(docs)
+    assert isinstance(v, Verdict) and v.hangs[0].level is Level.HARD and v.culprit_ranks == [1]
+    assert v.hangs[0].whereabouts(1).state is Where.NO_COLLECTIVE and v.acts and v.exit_code == 1
+    assert "(hard: past the timeout of 2 s): rank 1" in v.summary  # hard lines say hard
+    assert set(v.to_json()) == {"version", "hangs", "culprit_ranks", "level", "held_until", "held_why",
+                                "ranks_reporting", "ranks_silent", "ranks_dead", "exits", "frozen_ranks", "world_size",
+                                "undecided", "stack_groups", "resolved", "hosts", "culprits", "summary"}
+    verdict.write(str(tmp_path), v.replace(gather_id="g1", verdict_at=104.0))
+    assert verdict.read(str(tmp_path / "verdict.json")) == v.replace(gather_id="g1", verdict_at=104.0)
+    with pytest.raises(AttributeError, match="immutable"):
+        v.hangs[0].seq = 4
+
+
+def test_the_public_verdict_still_reads_as_the_earlier_releases_mapping():
+    """on_hang callbacks written against the landed release read v["culprit_ranks"], v.get(...), "k" in v."""
+    doc = {"hangs": [{"seq": 2, "level": "hard"}], "culprit_ranks": [1], "resolved": []}
+    v = Verdict.from_json(doc)
+    assert v["culprit_ranks"] == [1] and v.get("nothing", 5) == 5 and "hangs" in v
+    assert v["hangs"][0]["level"] == "hard"  # the JSON's strings, as that release gave them
+    assert set(v.keys()) == set(v.to_dict())
