@@ -3,7 +3,8 @@
 On one node the watchdogs meet in ``dump_dir`` (watchdog.py).  Nodes share no filesystem, and the
 watchdog has no torch, so a helper thread of each rank runs a relay; of a node's relays only one acts, the
 *leader*: the lowest rank whose relay beat (``relay-rank<R>.beat`` in dump_dir, touched every period)
-within three periods, so a node whose leader died or froze gets another within seconds.  Others open no
+within three periods (dumpdir.node_leader, the node's one election rule, which also picks the watchdog
+that joins arrivals), so a node whose leader died or froze gets another within seconds.  Others open no
 store connection and do nothing but beat; a relay beats two periods before it may lead (a node's ranks
 start together).  The leader, every ``period``:
 
@@ -182,16 +183,21 @@ class StoreRelay(object):
         self.dd.touch(_dumpdir.beat_name(self.rank), now)
         if now - self.started_at < 2 * self.period:
             return False  # beat a while first: the node's relays start together, and one of them acts
-        fresh_after = now - (3 * self.period + 1.0)
-        if self._ahead is not None:
-            if (self.dd.mtime(_dumpdir.beat_name(self._ahead)) or 0) > fresh_after:
+        within = 3 * self.period + 1.0
+        if self._ahead is not None:  # the lower rank that led last time: one stat while it still beats
+            if _dumpdir.node_leader({self._ahead: self.dd.mtime(_dumpdir.beat_name(self._ahead))}, now,
+                                    within) is not None:
                 return False
             self._ahead = None
+        heard = {self.rank: now}
         for name in self.dd.names():
             r = _dumpdir.beat_rank(name)
-            if r is not None and r < self.rank and (self.dd.mtime(name) or 0) > fresh_after:
-                self._ahead = r
-                return False
+            if r is not None and r < self.rank:
+                heard[r] = self.dd.mtime(name)
+        leader = _dumpdir.node_leader(heard, now, within)
+        if leader != self.rank:
+            self._ahead = leader
+            return False
         return True
 
     # -- one period --------------------------------------------------------------------------------------

@@ -545,8 +545,8 @@ class Watchdog(object):
         self.files.write_arrivals(self.arrivals.document(rank, self.cfg.rank_pid, self.cfg.job_id, wall_now, members,
                                                          host))
         docs = self.files.read_arrivals(wall_now - 3 * _arrivals.PERIOD_S)
-        local = [d for d in docs if not d.get("relayed")]  # this node's ranks: the lowest one's watchdog joins
-        if local and rank == min(d["rank"] for d in local):
+        local = {d["rank"]: d.get("written_at") for d in docs if not d.get("relayed")}  # this node's ranks
+        if local and _dumpdir.node_leader(local, wall_now, 3 * _arrivals.PERIOD_S) == rank:
             known = {}
             for d in docs:
                 known.update((k, v) for k, v in (d.get("members") or {}).items() if v)

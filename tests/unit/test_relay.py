@@ -322,3 +322,10 @@ def test_what_goes_through_the_store_comes_back_the_same_and_smaller():
     assert _relay.unpack(packed) == verdict
     plain = len(__import__("base64").b64encode(__import__("zlib").compress(json.dumps(verdict).encode(), 6)))
     assert len(packed) < plain / 2, (len(packed), plain)
+
+
+def test_one_election_rule_for_a_node_the_lowest_rank_heard_from_lately():
+    from c10d_observer.dumpdir import node_leader
+    assert node_leader({3: 100.0, 1: 99.0, 2: 100.0}, 100.0, 5.0) == 1
+    assert node_leader({3: 100.0, 1: 90.0, 2: None}, 100.0, 5.0) == 3  # rank 1 silent too long, rank 2 never
+    assert node_leader({}, 100.0, 5.0) is None

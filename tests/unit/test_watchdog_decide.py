@@ -661,3 +661,17 @@ def test_a_call_issued_after_an_overdue_one_completed_counts_from_its_own_start(
     d.tick(rig.reader.snapshot(), t, 0)
     s.start(ALL_REDUCE, t)
     assert "say_overdue" in kinds(d.tick(rig.reader.snapshot(), t + TIMEOUT_NS + 1, 0))
+
+
+def test_every_kind_of_action_has_one_effect_and_every_effect_a_kind(rig):
+    from c10d_observer.protocols import PAYLOADS
+    assert set(rig.wd.run_action) == set(PAYLOADS)
+
+
+def test_an_action_with_a_payload_its_kind_does_not_take_fails_where_it_is_made():
+    from c10d_observer.protocols import ProtocolError
+    with pytest.raises(ProtocolError, match="action arm carries whether this rank is a culprit"):
+        Action("arm", "yes")
+    with pytest.raises(ProtocolError, match="no action 'nap'"):
+        Action("nap", None)
+    assert Action("stacks", ("why", True)).detail == ("why", True)
