@@ -68,6 +68,7 @@ class RankDocs(object):
 
     def positions(self, snap, now_ns, wall_now):
         out = []
+        exact = None  # the arrivals streams, by name: read only where a stream's own ring has no history
         for st in snap:
             d = st.desc
             recent = []
@@ -76,6 +77,12 @@ class RankDocs(object):
                 if a == b == seq:
                     name, api = _ch.decode_op(op)
                     recent.append(_documents.Call(seq, name, _ch.decode_sig(op), wall_now - (now_ns - t) / 1e9, api))
+            if len(recent) < min(HISTORY, st.last_completed) // 2:
+                # a recorder source writes a group's calls as counters and puts their exact starts (and ops)
+                # on the group's arrivals stream once it read them: the history the ordering rule needs
+                if exact is None:
+                    exact = {str(a.desc.get("stream")): a for a in self.reader.snapshot(arrivals=True)}
+                recent = self._from_arrivals(exact.get(str(d.get("stream"))), st, recent, now_ns, wall_now)
             fly = None
             if st.oldest:
                 seq, op, t = st.oldest
@@ -88,6 +95,19 @@ class RankDocs(object):
                 d.get("dst"), d.get("torch_timeout_s"), st.last_started, st.last_completed, fly, tuple(recent),
                 st.overflow))
         return tuple(out)
+
+    def _from_arrivals(self, arr, st, recent, now_ns, wall_now):
+        if arr is None:
+            return recent
+        have = {c.seq for c in recent}
+        for seq in range(max(1, st.last_started - HISTORY + 1), min(st.last_started, arr.last_started) + 1):
+            if seq in have:
+                continue
+            a, op, t, b, _ = self.reader.slot(arr.idx, seq)
+            if a == b == seq:
+                name, api = _ch.decode_op(op)
+                recent.append(_documents.Call(seq, name, _ch.decode_sig(op), wall_now - (now_ns - t) / 1e9, api))
+        return sorted(recent, key=lambda c: c.seq)
 
     def document(self, kind, entries, snap=None, now_ns=None, **fields):
         """A RankDoc of this rank now: who, where in every group, and how alive."""

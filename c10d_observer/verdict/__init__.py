@@ -13,7 +13,10 @@ that call's missing ranks are (a cascade).  The culprits are the missing ranks t
 majority (a desync: ops and sizes of calls that completed come from the flight recorder's entries where
 the channel has none), and, for a cycle of stuck calls (an ordering deadlock), the rank whose recent order
 of calls across its groups broke the order the others and its own earlier steps followed (ordering.py).
-Ranks with no document are listed as silent: unknown, never guessed.
+Ranks with no document are listed as silent: unknown, never guessed.  Where every member entered a stuck call
+and one or more of them (not all) is frozen (its Python stopped: a stopped process, a thread holding the
+GIL), the frozen ones are its culprits: the others wait for them.  Each hang says what kind it is
+(``category``) and why.
 
 The verdict a watchdog merges at hang time is a *record* (``verdict-<gather id>.json``, with the documents
 it was built from): ``report``, ``load_verdict`` and the page show it as it was, and add what happened
@@ -31,11 +34,11 @@ from .files import (RECORD_DOCS_UP_TO, RECORD_FORMAT, SAME_JOB_S, load, load_doc
 from .outcome import acts, culprit_nodes, exit_code, with_outcome
 from .render import format_text, summary_line
 from .stacks import frame_text, is_library, main_thread_frames, whereabouts
-from .types import (Culprit, Hang, Level, Mismatch, MismatchKind, Ordering, Outcome, OutcomeState, Straggler,
+from .types import (Category, Culprit, Hang, Level, Mismatch, MismatchKind, Ordering, Outcome, OutcomeState, Straggler,
                     Verdict, Where, Whereabouts, public)
 
 __all__ = ["VERSION", "analyze", "culprit_entry", "phase_text", "RECORD_DOCS_UP_TO", "RECORD_FORMAT", "SAME_JOB_S",
            "load", "load_docs", "load_records", "per_rank", "read", "read_docs", "record", "record_documents", "write",
            "acts", "culprit_nodes", "exit_code", "with_outcome", "format_text", "summary_line", "frame_text",
-           "is_library", "main_thread_frames", "whereabouts", "Culprit", "Hang", "Level", "Mismatch", "MismatchKind",
+           "is_library", "main_thread_frames", "whereabouts", "Category", "Culprit", "Hang", "Level", "Mismatch", "MismatchKind",
            "Ordering", "Outcome", "OutcomeState", "Straggler", "Verdict", "Where", "Whereabouts", "public"]

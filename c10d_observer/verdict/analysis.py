@@ -221,6 +221,7 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
         culprits.update(_order_cycles(hangs, cycles, by_rank, undecided))
     for h in hangs:
         h["root"] = not h["caused_by"]
+        culprits.update(_categorize(h, by_rank, undecided))
     silent = sorted(set(range(world_size)) - set(by_rank))
     for h in hangs:
         unknown = [r for r in h["missing_ranks"] if by_rank.get(r) is None]
@@ -320,6 +321,58 @@ def _evaluate(by_rank, stream, seq, e, now):
             if m["expected_op"]:  # the call named by what the majority issued, not by the odd rank's size
                 h["size"] = m["expected_op"].split(" of ", 1)[1]
     return h
+
+
+def _categorize(h, by_rank, undecided):
+    """What kind of hang ``h`` is (``category``, ``category_why``); returns the culprits it adds: the frozen
+    ranks of a call every member entered, where some members are not frozen (they wait for the frozen)."""
+    call = describe_call(h)
+    missing = h["missing"]
+    if h.get("mismatch"):
+        h["category"] = "mismatch"
+        h["category_why"] = "its ranks issued different %s at the same seq: %s" % (
+            "sizes" if h["mismatch"]["kind"] == "size" else "ops", h["mismatch"]["text"])
+    elif h.get("cycle") or any(m.get("state") == "out_of_order" for m in missing.values()):
+        h["category"] = "order"
+        h["category_why"] = "the ranks issued their calls across groups in different orders"
+    elif h["caused_by"]:
+        h["category"] = "cascade"
+        h["category_why"] = "%s it waits for %s in another stuck call" % (
+            rank_list([int(r) for r, m in missing.items() if m.get("state") == "stuck"]),
+            "is" if len([m for m in missing.values() if m.get("state") == "stuck"]) == 1 else "are")
+    elif h["missing_ranks"]:
+        p2p = h.get("kind") == "p2p" or ":p2p:" in (h.get("stream") or "")
+        h["category"] = "unmatched_p2p" if p2p else "never_arrived"
+        h["category_why"] = "%s never %s: %s" % (
+            rank_list(h["missing_ranks"]), "posted its half" if p2p else "arrived",
+            "; ".join("rank %s %s" % (r, m.get("state")) for r, m in sorted(missing.items(), key=lambda kv: int(kv[0]))))
+    else:
+        h["category"] = "all_arrived"
+        frozen = sorted(r for r in h["waiting_ranks"] if by_rank.get(r) is not None and by_rank[r].frozen)
+        if frozen:
+            h["frozen_in_it"] = frozen
+        others = sorted(r for r in h["waiting_ranks"] if r not in frozen)
+        if frozen and (others or h["finished_ranks"]):
+            ages = ", ".join("rank %d %.1f s" % (r, by_rank[r].heartbeat_age_s or 0) for r in frozen)
+            h["category_why"] = ("every rank entered it; %s %s frozen in it (its Python has not run for %s: a "
+                                 "stopped process or a thread holding the GIL) and %s wait%s for %s" % (
+                                     rank_list(frozen), "is" if len(frozen) == 1 else "are", ages,
+                                     rank_list(others or h["finished_ranks"]), "s" if len(others) == 1 else "",
+                                     "it" if len(frozen) == 1 else "them"))
+            return frozen
+        if frozen:
+            undecided.append("%s: every rank of it is in it and all are frozen (%s): a whole job stopped, not one "
+                             "rank's fault the documents show" % (call, rank_list(frozen)))
+            h["category_why"] = "every rank entered it and every one is frozen"
+        elif h["finished_ranks"]:
+            h["category_why"] = ("%s completed it and %s still wait in it; no rank is missing or frozen" % (
+                rank_list(h["finished_ranks"]), rank_list(h["waiting_ranks"])))
+            undecided.append("%s: %s" % (call, h["category_why"]))
+        else:
+            h["category_why"] = ("every rank entered it and none completed it; none is frozen: the transport or "
+                                 "a device is wedged, or a rank's work never ran")
+            undecided.append("%s: %s" % (call, h["category_why"]))
+    return ()
 
 
 def _members(e, stream):

@@ -47,7 +47,9 @@ def summary_line(v):
                               for r in h.missing_ranks):
         parts.append("an ordering deadlock: %s" % h.ordering.text)
     if not parts:
-        if h.finished_ranks:
+        if h.frozen_in_it and set(h.frozen_in_it) & set(v.culprit_ranks or ()):
+            parts.append(h.category_why)
+        elif h.finished_ranks:
             parts.append("%s finished it and %s wait%s in it; no rank is missing and no op or size differs that "
                          "the documents show" % (rank_list(h.finished_ranks), rank_list(h.waiting_ranks),
                                                  "s" if len(h.waiting_ranks) == 1 else ""))
@@ -84,6 +86,8 @@ def format_text(v, problems=()):
             deadline, "%g s" % h.torch_timeout_s if h.torch_timeout_s is not None else "unknown"))
         if h.held_why:
             lines.append("  hard verdict held until %s: %s" % (short_clock(h.held_until), h.held_why))
+        if h.category:
+            lines.append("  kind: %s: %s" % (str(h.category).replace("_", " "), h.category_why))
         odd = set(h.mismatch.odd_ranks if h.mismatch else ())
         ops = (h.mismatch.ops if h.mismatch else None) or {}
 

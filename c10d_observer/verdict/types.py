@@ -17,7 +17,7 @@ No torch and no files here.
 import enum
 import json
 
-__all__ = ["Level", "Where", "MismatchKind", "OutcomeState", "Whereabouts", "Mismatch", "Ordering", "Outcome",
+__all__ = ["Level", "Where", "MismatchKind", "OutcomeState", "Category", "Whereabouts", "Mismatch", "Ordering", "Outcome",
            "Culprit", "Straggler", "Hang", "Verdict"]
 
 
@@ -57,6 +57,19 @@ class OutcomeState(str, enum.Enum):
     RESOLVED = "resolved"  # every rank that waited completed it: the late ranks caught up
     ENDED = "ended"  # its ranks ended while it was stuck
     STUCK = "stuck"  # still stuck in the newest documents
+
+    def __str__(self):
+        return self.value
+
+
+class Category(str, enum.Enum):
+    """What kind of hang a stuck call is (``Hang.category``, its evidence in ``Hang.category_why``)."""
+    NEVER_ARRIVED = "never_arrived"  # a rank never entered it (Whereabouts says where it is instead)
+    MISMATCH = "mismatch"  # its ranks issued different ops, sizes or dtypes at the same seq
+    ORDER = "order"  # the ranks issued their calls across groups in different orders
+    UNMATCHED_P2P = "unmatched_p2p"  # a send or recv whose peer never posted its half
+    CASCADE = "cascade"  # the rank it waits for is stuck in another stuck call: a symptom, not a root
+    ALL_ARRIVED = "all_arrived"  # every rank entered it and none completed it (or some did, and the rest wait)
 
     def __str__(self):
         return self.value
@@ -284,7 +297,9 @@ class Hang(_Type):
     ``kind``, ``peer``), which (``seq``, ``op``, ``api``, ``size``), who waits in it (``waiting_ranks``), who
     finished it, who never arrived (``missing_ranks``, ``missing``: {"<rank>": Whereabouts}), its ``level``
     (``Level``) and deadlines, ``root`` or ``caused_by`` (hang indices), and ``mismatch``, ``ordering``,
-    ``outcome`` where found."""
+    ``outcome`` where found; ``category`` (``Category``: what kind of hang) with its evidence
+    (``category_why``), and ``frozen_in_it``: ranks in it whose Python stopped (files before 2026-11-25
+    have no category)."""
     __slots__ = ()
     FIELDS = (F("group"), F("stream"), F("group_ranks", _list, _dump_list),
               F("level", _enum(Level), _dump_enum, default=Level.HARD),  # files of 2026-11-23 and before: hard
@@ -297,7 +312,9 @@ class Hang(_Type):
               F("mismatch", _of(Mismatch), None, True), F("other_op_ranks", _list, _dump_list, True),
               F("missing", _ranks_of(Whereabouts)), F("caused_by", _list, _dump_list), F("cycle", optional=True),
               F("root"), F("held_until", optional=True), F("held_why", optional=True),
-              F("ordering", _of(Ordering), None, True), F("outcome", _of(Outcome), None, True))
+              F("ordering", _of(Ordering), None, True), F("outcome", _of(Outcome), None, True),
+              F("category", _enum(Category), _dump_enum, True), F("category_why", optional=True),
+              F("frozen_in_it", _list, _dump_list, True))
 
     @property
     def call(self):

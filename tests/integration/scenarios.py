@@ -532,6 +532,22 @@ def frozen(ctx):
     c10d_observer.disable()
 
 
+def frozen_inside(ctx):
+    """Issue 33: every rank enters a long all_reduce (``numel`` floats) and rank ``culprit`` stops (SIGSTOP)
+    ``after`` seconds into it: the others wait in a call every rank entered.  The test continues it."""
+    import threading
+    _enable(ctx)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    big = torch.ones(int(ctx.args.get("numel", 1 << 26)))
+    dist.barrier()
+    if ctx.rank == ctx.args["culprit"]:
+        ctx.record(pid=os.getpid())
+        threading.Timer(float(ctx.args.get("after", 0.1)), os.kill, (os.getpid(), signal.SIGSTOP)).start()
+    dist.all_reduce(big)
+    c10d_observer.disable()
+
+
 def torch_timeouts(ctx):
     """enable() warns of each group whose torch timeout is not above the observer's; the verdict states it."""
     import datetime

@@ -239,6 +239,24 @@ def test_frozen_process(job_factory):
 
 
 
+def test_a_rank_frozen_inside_a_call_every_rank_entered_is_named(job_factory):
+    """Issue 33: SIGSTOP 0.1 s into a 1 s all_reduce every rank entered (a frozen host, a debugger): the frozen
+    one is the culprit, not "every rank of it is in it" with no culprit.  Under source="patch", whose start is
+    written on the call path; a recorder source learns of the call when its helper reads the entries, so a
+    rank frozen before that read is "never arrived; frozen" there (the same culprit, benchmarks/fault_matrix)."""
+    job = job_factory("frozen_inside", 3, culprit=2, timeout=3.0, source="patch")
+    pid = job.wait_facts(2, "pid")
+    try:
+        v = _verdict(job)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert job.finish() == [0, 0, 0], job.log_text()
+    h = _root(v)
+    assert h["missing_ranks"] == [] and sorted(h["waiting_ranks"]) == [0, 1, 2], v["summary"]
+    assert h["category"] == "all_arrived" and h["frozen_in_it"] == [2], h
+    assert v["culprit_ranks"] == [2] and "rank 2 is frozen in it" in v["summary"]
+
+
 def _py_spy():
     import shutil
     beside = os.path.join(os.path.dirname(sys.executable), "py-spy")

@@ -329,3 +329,28 @@ def test_a_batch_read_puts_exact_starts_on_the_arrivals_stream_paced_and_in_orde
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_recorder_groups_history_in_the_rank_document_comes_from_its_arrivals_stream(tmp_path):
+    """Issue 33 (found by benchmarks/fault_matrix.py): under a recorder source a group's own stream holds
+    counters only; the exact starts and ops the batch reads put on its arrivals stream are the history a
+    rank's document carries (recent_ops), which the ordering rule needs to name who skipped a send or recv."""
+    import functools
+    from c10d_observer import callword, watchdog_io
+    writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
+    reader = ch.ChannelReader.attach(writer)
+    try:
+        main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
+        arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
+        main.skip_to(30)  # 30 collectives completed, counted: no slot written
+        word = callword.encode_op("all_reduce")
+        for i in range(1, 31):
+            arr.done(arr.start(word, 1000 * 10 ** 9 + i * 10 ** 8))  # 0.1 s apart
+        docs = types.SimpleNamespace(reader=reader)
+        docs._from_arrivals = functools.partial(watchdog_io.RankDocs._from_arrivals, docs)
+        [pos] = watchdog_io.RankDocs.positions(docs, reader.snapshot(), 1010 * 10 ** 9, 5000.0)
+        assert [c.seq for c in pos.recent][-3:] == [28, 29, 30] and {c.op for c in pos.recent} == {"all_reduce"}
+        assert abs((pos.recent[-1].started_at - pos.recent[-2].started_at) - 0.1) < 1e-6
+    finally:
+        reader.close()
+        writer.close()

@@ -328,3 +328,62 @@ def test_with_no_verdict_merged_report_uses_the_states_gathered_at_hang_time(tmp
     assert v["culprit_ranks"] == [1] and v["merged"] is False and v["exit_code"] == 3
     assert v["hangs"][0]["outcome"]["text"].startswith("rank 1 was 4.0 s late at all_reduce #2, then caught up")
     assert "made now from the states gathered at" in verdict.format_text(v)
+
+
+# -- what kind of hang (issue 33) ---------------------------------------------------------------------------
+
+def _all_in(frozen=(), world=3):
+    return {r: _doc(r, world, [_g("0", list(range(world)), 5, 4)],
+                    **({"frozen": True, "heartbeat_age_s": 12.0} if r in frozen else {})) for r in range(world)}
+
+
+def test_a_rank_frozen_inside_a_call_every_rank_entered_is_its_culprit():
+    """SIGSTOP after entering: every rank is in all_reduce #5, rank 2's Python stopped; the others wait for it."""
+    v = verdict.analyze(_all_in(frozen=(2,)))
+    h = v.hangs[0]
+    assert h.category is verdict.Category.ALL_ARRIVED and h.frozen_in_it == [2]
+    assert v.culprit_ranks == [2] and "rank 2 is frozen in it" in v.summary and "12.0 s" in v.summary
+    assert "kind: all arrived: every rank entered it; rank 2 is frozen" in v.text
+
+
+def test_every_rank_in_a_call_none_frozen_none_completed_cannot_be_decided():
+    v = verdict.analyze(_all_in())
+    assert v.hangs[0].category is verdict.Category.ALL_ARRIVED and v.culprit_ranks == []
+    assert any("none completed it; none is frozen" in u for u in v.undecided)
+
+
+def test_every_rank_of_a_call_frozen_is_no_ones_fault_the_documents_show():
+    v = verdict.analyze(_all_in(frozen=(0, 1, 2)))
+    assert v.culprit_ranks == [] and any("all are frozen" in u for u in v.undecided)
+
+
+def test_categories_of_a_rank_that_never_arrived_a_mismatch_and_an_order_break():
+    docs = {0: _doc(0, 3, [_g("0", [0, 1, 2], 5, 4)]), 1: _doc(1, 3, [_g("0", [0, 1, 2], 5, 4)]),
+            2: _doc(2, 3, [_g("0", [0, 1, 2], 4, 4)])}
+    h = verdict.analyze(docs).hangs[0]
+    assert h.category is verdict.Category.NEVER_ARRIVED and "rank 2 never arrived" in h.category_why
+    docs = {0: _doc(0, 3, [_g("0", [0, 1, 2], 5, 4, op="all_reduce")]),
+            1: _doc(1, 3, [_g("0", [0, 1, 2], 5, 4, op="all_reduce")]),
+            2: _doc(2, 3, [_g("0", [0, 1, 2], 5, 4, op="broadcast")])}
+    assert verdict.analyze(docs).hangs[0].category is verdict.Category.MISMATCH
+    root = [h for h in verdict.analyze(_ordering_docs()).hangs if h.root][0]
+    assert root.category is verdict.Category.ORDER
+
+
+def test_a_call_whose_missing_rank_waits_in_another_stuck_call_is_a_cascade():
+    # rank 1 waits in group "a" (rank 2 never came); rank 0 waits in group "b" for rank 1
+    docs = {0: _doc(0, 3, [_g("b", [0, 1], 3, 2)]),
+            1: _doc(1, 3, [_g("b", [0, 1], 2, 2), _g("a", [1, 2], 7, 6)]),
+            2: _doc(2, 3, [_g("a", [1, 2], 6, 6)])}
+    v = verdict.analyze(docs)
+    kinds = {h.stream: h.category for h in v.hangs}
+    assert kinds == {"a": verdict.Category.NEVER_ARRIVED, "b": verdict.Category.CASCADE}, v.summary
+    assert v.culprit_ranks == [2]
+
+
+def test_a_send_whose_peer_never_posted_its_recv_is_an_unmatched_p2p():
+    s = "0:p2p:0->1"
+    docs = {0: _doc(0, 2, [dict(_g(s, [0, 1], 3, 2, op="send"), kind="p2p")]),
+            1: _doc(1, 2, [dict(_g(s, [0, 1], 2, 2), kind="p2p")])}
+    h = verdict.analyze(docs).hangs[0]
+    assert h.category is verdict.Category.UNMATCHED_P2P and "rank 1 never posted its half" in h.category_why
