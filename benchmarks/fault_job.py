@@ -1,0 +1,213 @@
+"""One rank of a fault-matrix job (benchmarks/fault_matrix.py starts ``world`` of these, one process each, under
+``C10D_OBSERVER=1``): a training-like loop of jittered steps, an all_reduce each step (and a p2p exchange or a
+subgroup call where the kind needs one), and at step ``--fault-step`` rank ``--culprit`` does the fault of
+``--kind``.  The culprit writes ``fault.json`` (when the fault began, wall time) into ``--out`` just before it;
+every rank writes ``rank<R>.json`` (calls made) when its loop ends.
+
+Kinds: healthy, skip, early_stall, dataloader_stall, late (stalls ``--late-s``, then catches up), exit,
+sigkill, frozen_before, frozen_inside, gil_c (a C call that holds the GIL: the rank's Python and helper stop),
+op_mismatch, size_mismatch, dtype_mismatch, subgroup_skip, order (the culprit issues a second group's call
+before the first's), unmatched_recv (the culprit skips a send: its peer waits in recv), unmatched_send (the
+culprit skips a recv: its peer waits in send), wrong_root (the culprit broadcasts from another root),
+async_burst (four async all_reduces a step, waited together; the culprit issues three and stalls), ddp_stall
+(a DistributedDataParallel model; the culprit stalls before its backward, the others wait inside DDP's
+gradient all_reduce), checkpoint (the culprit, rank 0, saves for ``--late-s`` while the others wait in a
+barrier; then the job goes on) and checkpoint_phase (the same inside ``c10d_observer.phase("checkpoint",
+up_to=60)``).
+"""
+import argparse
+import json
+import os
+import random
+import signal
+import sys
+import threading
+import time
+
+import torch
+import torch.distributed as dist
+
+KINDS = ("healthy", "skip", "early_stall", "dataloader_stall", "late", "exit", "sigkill", "frozen_before",
+         "frozen_inside", "gil_c", "op_mismatch", "size_mismatch", "dtype_mismatch", "subgroup_skip", "order",
+         "unmatched_recv", "unmatched_send", "wrong_root", "async_burst", "ddp_stall", "checkpoint",
+         "checkpoint_phase")
+
+
+def _write(path, doc):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f)
+    os.replace(tmp, path)
+
+
+class _Slow(torch.utils.data.Dataset):
+    """A dataset whose item ``stall_at`` never comes (its worker sleeps): a DataLoader stall."""
+
+    def __init__(self, n, stall_at):
+        self.n, self.stall_at = n, stall_at
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i == self.stall_at:
+            time.sleep(3600)
+        return torch.ones(4)
+
+
+def _hold_gil_forever():
+    """A C call that never releases the GIL: ctypes.pythonapi calls keep it, and sleep(3) of libc blocks."""
+    import ctypes
+    libc = ctypes.PyDLL(None)  # PyDLL: the GIL stays held during the call
+    while True:
+        libc.sleep(3600)
+
+
+SIGNALS = []  # the job's own SIGUSR1 handler, installed at its top (as a Lightning job's): the hard verdict's
+
+
+def _on_signal(signum, frame):
+    SIGNALS.append(time.time())
+
+
+def main():
+    signal.signal(signal.SIGUSR1, _on_signal)
+    p = argparse.ArgumentParser()
+    p.add_argument("--kind", choices=KINDS, required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--culprit", type=int, default=1)
+    p.add_argument("--fault-step", type=int, default=30)
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--step-s", type=float, default=0.1)
+    p.add_argument("--late-s", type=float, default=20.0)
+    a = p.parse_args()
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    rng = random.Random(rank)
+    kind, me = a.kind, rank == a.culprit
+    step_at = a.fault_step if kind != "early_stall" else 3
+    sub = dist.new_group([world - 2, world - 1]) if kind == "subgroup_skip" else None
+    other = dist.new_group(list(range(world))) if kind == "order" else None
+    loader = None
+    if kind == "dataloader_stall":
+        loader = iter(torch.utils.data.DataLoader(_Slow(a.steps, step_at if me else -1), batch_size=1,
+                                                  num_workers=1))
+    t = torch.ones(1024)
+    calls = 0
+    ddp = None
+    if kind == "ddp_stall":
+        ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(64, 64))
+        x = torch.ones(8, 64)
+
+    def fault_began():
+        _write(os.path.join(a.out, "fault.json"), {"at": time.time(), "rank": rank, "kind": kind})
+
+    for step in range(a.steps):
+        time.sleep(a.step_s * rng.uniform(0.7, 1.3))  # compute, jittered
+        if loader is not None:
+            if me and step == step_at:
+                fault_began()
+            next(loader)
+        if me and step == step_at:
+            if kind in ("skip", "early_stall"):
+                fault_began()
+                time.sleep(3600)
+            elif kind == "late":
+                fault_began()
+                time.sleep(a.late_s)
+            elif kind == "exit":
+                fault_began()
+                os._exit(1)
+            elif kind == "sigkill":
+                fault_began()
+                os.kill(os.getpid(), signal.SIGKILL)
+            elif kind == "frozen_before":
+                fault_began()
+                os.kill(os.getpid(), signal.SIGSTOP)
+            elif kind == "gil_c":
+                fault_began()
+                _hold_gil_forever()
+        if ddp is not None:
+            loss = ddp(x).sum()
+            if me and step == step_at:
+                fault_began()
+                time.sleep(3600)
+            loss.backward()  # DDP's reducer all_reduces the gradients here (not through dist.all_reduce)
+        if kind in ("checkpoint", "checkpoint_phase") and step == step_at:
+            if me:
+                fault_began()
+                if kind == "checkpoint":
+                    time.sleep(a.late_s)
+                else:
+                    import c10d_observer
+                    with c10d_observer.phase("checkpoint", up_to=60):
+                        time.sleep(a.late_s)
+            dist.barrier()
+            calls += 1
+        if kind == "async_burst":
+            n = 3 if me and step == step_at else 4
+            if n == 3:
+                fault_began()
+            works = [dist.all_reduce(t, async_op=True) for _ in range(n)]
+            if n == 3:
+                time.sleep(3600)
+            for w in works:
+                w.wait()
+            calls += n
+        if kind == "wrong_root" and step == step_at:
+            if me:
+                fault_began()
+            dist.broadcast(t, 1 if me else 0)
+            calls += 1
+        if kind == "frozen_inside" and step == step_at:
+            big = torch.ones(1 << 26)
+            dist.barrier()
+            if me:
+                fault_began()
+                threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGSTOP)).start()
+            dist.all_reduce(big)
+        if me and step == step_at and kind in ("op_mismatch", "size_mismatch", "dtype_mismatch"):
+            fault_began()
+            if kind == "op_mismatch":
+                dist.broadcast(t, 0)
+            elif kind == "size_mismatch":
+                dist.all_reduce(torch.ones(2048))  # gloo aborts at once (either way); NCCL waits
+            else:
+                dist.all_reduce(torch.ones(1024, dtype=torch.float64))
+        else:
+            dist.all_reduce(t)
+        calls += 1
+        if kind in ("unmatched_recv", "unmatched_send") and rank in (0, 1):
+            # rank 0 sends rank 1 a tensor each step; the culprit skips its half once
+            skip = me and step == step_at
+            if skip:
+                fault_began()
+            if rank == 0 and not (skip and kind == "unmatched_recv"):
+                dist.send(t, 1)
+                calls += 1
+            elif rank == 1 and not (skip and kind == "unmatched_send"):
+                dist.recv(t, 0)
+                calls += 1
+        if sub is not None and rank in (world - 2, world - 1):
+            if me and step == step_at:
+                fault_began()
+            else:
+                dist.all_reduce(t, group=sub)
+                calls += 1
+        if other is not None:
+            if me and step == step_at:  # the second group's call first: the order of the others is broken
+                fault_began()
+                dist.all_reduce(t, group=other)
+                dist.barrier()
+            else:
+                dist.barrier()
+                dist.all_reduce(t, group=other)
+            calls += 2
+    _write(os.path.join(a.out, "rank%d.json" % rank), {"calls": calls, "steps": a.steps, "signals": len(SIGNALS)})
+    dist.barrier()
+    dist.destroy_process_group() if hasattr(dist, "destroy_process_group") else None
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

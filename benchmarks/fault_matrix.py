@@ -1,0 +1,293 @@
+"""The fault matrix: every kind of hang, injected with real ranks, under each source, with and without a timeout;
+how often the verdict names exactly the culprit, and how long after the fault.
+
+    python benchmarks/fault_matrix.py [--quick] [--kinds skip,late] [--sources auto,patch] [--repeat 2]
+
+Each run starts ``world`` gloo ranks (benchmarks/fault_job.py, one process each, a FileStore-free TCP store on a
+free port) under ``C10D_OBSERVER=1`` with its own dump_dir, waits for the culprit's ``fault.json`` and then
+for ``verdict.json`` to name culprits (at most ``--wait`` seconds after the fault), and ends the job.  A row:
+
+    {"kind", "torch", "source", "world", "timeout", "expected_culprits", "named_culprits", "category",
+     "outcome": "exact" | "undecided" | "wrong" | "missed" | "torch raised", "detect_s", "verdict_s", "level"}
+
+``detect_s``: the first detection (a hang's ``detected_at``) minus the fault's start; ``verdict_s``: the first
+verdict that named culprits (or the last verdict) minus the fault's start.  ``wrong``: a verdict named a rank
+that is not the culprit, at any time.  ``undecided``: verdicts came and named nobody.  ``missed``: no verdict.
+``torch raised``: every other rank ended by itself first (torch raised in them: gloo sees a dead peer's closed
+connection), so there was nothing to find; such runs are left out of the shares.
+Healthy runs (kind ``healthy``) count calls and verdicts (soft, hard) and signals sent.
+
+Results go to benchmarks/results/fault_matrix[_<tag>].json with the command, machine and date; a table is
+printed.  ``--quick``: one run per kind of a smaller set, the default source, no timeout.
+"""
+from __future__ import print_function
+
+import argparse
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _harness import RESULTS, child_env, free_port, machine, summary, table, today, write_json  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOB = os.path.join(HERE, "fault_job.py")
+
+# kind -> (world, culprit(s) expected, the rank that does the fault)
+KINDS = {
+    "skip": (3, [1], 1),
+    "early_stall": (3, [1], 1),
+    "dataloader_stall": (3, [2], 2),
+    "late": (3, [1], 1),
+    "exit": (3, [1], 1),
+    "sigkill": (3, [1], 1),
+    "frozen_before": (3, [2], 2),
+    "frozen_inside": (3, [2], 2),
+    "gil_c": (3, [1], 1),
+    "op_mismatch": (3, [1], 1),
+    "size_mismatch": (3, [1], 1),
+    "dtype_mismatch": (3, [1], 1),
+    "subgroup_skip": (4, [2], 2),
+    "order": (2, [1], 1),
+    "unmatched_recv": (3, [0], 0),
+    "unmatched_send": (3, [1], 1),
+    "wrong_root": (3, [1], 1),
+    "async_burst": (3, [1], 1),
+    "ddp_stall": (3, [1], 1),
+    "checkpoint": (3, [0], 0),
+    "checkpoint_phase": (3, [0], 0),
+    "healthy": (3, [], -1),
+}
+QUICK = ("skip", "early_stall", "dataloader_stall", "late", "sigkill", "frozen_inside", "subgroup_skip",
+         "unmatched_recv", "healthy")
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _torch_version(env):
+    out = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"], env=env,
+                         stdout=subprocess.PIPE, universal_newlines=True)
+    return out.stdout.strip()
+
+
+def run_one(kind, source, timeout, wait_s, tmp, fault_step=30, step_s=0.1, verbose=False):
+    world, expected, culprit = KINDS[kind]
+    out = tempfile.mkdtemp(prefix="fm-%s-" % kind, dir=tmp)
+    dumps = os.path.join(out, "dumps")
+    port = free_port()
+    env = child_env(C10D_OBSERVER="1", C10D_OBSERVER_DIR=dumps, C10D_OBSERVER_SOURCE=source,
+                    C10D_OBSERVER_TIMEOUT=timeout, C10D_OBSERVER_QUIET="1", MASTER_ADDR="127.0.0.1",
+                    MASTER_PORT=port, WORLD_SIZE=world)
+    steps = 120 if kind == "healthy" else fault_step + 200
+    procs, logs = [], []
+    for r in range(world):
+        log = open(os.path.join(out, "rank%d.log" % r), "w")
+        e = dict(env, RANK=str(r), LOCAL_RANK=str(r))
+        procs.append(subprocess.Popen([sys.executable, JOB, "--kind", kind, "--out", out, "--culprit", str(culprit),
+                                       "--fault-step", str(fault_step), "--steps", str(steps), "--step-s",
+                                       str(step_s)], env=e, stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+        logs.append(log)
+    row = {"kind": kind, "source": source, "world": world, "timeout": timeout,
+           "expected_culprits": expected, "named_culprits": [], "category": None, "outcome": "missed",
+           "detect_s": None, "verdict_s": None, "level": None}
+    t0 = time.time()
+    fault = None
+    named_at = None
+    last = None
+    try:
+        if kind == "healthy":
+            for p in procs:
+                p.wait(timeout=steps * step_s * 3 + 120)
+        else:
+            deadline = t0 + 120  # the fault comes after fault_step steps
+            while fault is None and time.time() < deadline:
+                fault = _read(os.path.join(out, "fault.json"))
+                if fault is None and all(p.poll() is not None for p in procs):
+                    break
+                time.sleep(0.1)
+            if fault is None:
+                row["outcome"] = "no fault"
+                return row
+            end = fault["at"] + wait_s
+            others = [pr for r, pr in enumerate(procs) if r != culprit]
+            while time.time() < end:
+                if all(pr.poll() is not None for pr in others) and last is None:
+                    # every other rank ended by itself: torch raised in them (gloo sees a peer's closed
+                    # connection at once): a failed job, not a hang
+                    row["outcome"] = "torch raised"
+                    row["rcs"] = [pr.returncode for pr in procs]
+                    return row
+                v = _read(os.path.join(dumps, "verdict.json"))
+                if v is not None and v.get("hangs") and v != last:
+                    last = v
+                    named = sorted(v.get("culprit_ranks") or [])
+                    if named and named_at is None:
+                        named_at = v
+                    if named and set(named) - set(expected):
+                        break  # wrong: said at once
+                    if named and set(named) == set(expected):
+                        break
+                time.sleep(0.1)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGCONT)
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            p.wait()
+        for log in logs:
+            log.close()
+    if kind == "healthy":
+        verdicts = [_read(f) for f in glob.glob(os.path.join(dumps, "verdict-*.json"))]
+        levels = [((d or {}).get("verdict") or {}).get("level") for d in verdicts]
+        calls = sum((_read(os.path.join(out, "rank%d.json" % r)) or {}).get("calls", 0) for r in range(world))
+        signals = sum((_read(os.path.join(out, "rank%d.json" % r)) or {}).get("signals", 0) for r in range(world))
+        row.update(calls=calls, soft=levels.count("soft"), hard=levels.count("hard"), signals=signals,
+                   outcome="exact" if not verdicts else "false alarm", rcs=[p.returncode for p in procs])
+        return row
+    v = named_at or last
+    if v is None:
+        return row
+    first = v["hangs"][0]
+    detected = [h.get("detected_at") for h in v["hangs"] if h.get("detected_at")]
+    row["named_culprits"] = sorted(v.get("culprit_ranks") or [])
+    row["category"] = first.get("category")
+    row["level"] = v.get("level")
+    row["detect_s"] = round(min(detected) - fault["at"], 2) if detected else None
+    row["verdict_s"] = round(v.get("verdict_at", 0) - fault["at"], 2) if v.get("verdict_at") else None
+    named = set(row["named_culprits"])
+    row["outcome"] = ("wrong" if named - set(expected) else "exact" if named == set(expected) else
+                      "undecided" if not named else "partial")
+    row["summary"] = v.get("summary")
+    row["undecided"] = v.get("undecided") or []
+    return row
+
+
+def summary_rows(rows):
+    """Per (torch, source, timeout): runs, exact / undecided / wrong / missed shares, p50 and p90 seconds from
+    the fault to the verdict that named the culprit (exact runs)."""
+    out = []
+    keys = sorted({(r["torch"], r["source"], -1 if r["timeout"] is None else r["timeout"]) for r in rows
+                   if r["kind"] != "healthy"})
+    for tv, source, timeout in keys:
+        timeout = None if timeout == -1 else timeout
+        rs = [r for r in rows if r["kind"] != "healthy" and r["outcome"] not in ("no fault", "torch raised")
+              and r["torch"] == tv
+              and r["source"] == source and r["timeout"] == timeout]
+        if not rs:
+            continue
+        n = float(len(rs))
+        times = [r["verdict_s"] for r in rs if r["outcome"] == "exact" and r["verdict_s"] is not None]
+        s = summary(times, keys=("median", "p90")) if times else {"median": None, "p90": None}
+        out.append([tv, source, "none" if timeout is None else "%g s" % timeout, len(rs),
+                    "%.0f %%" % (100 * sum(r["outcome"] == "exact" for r in rs) / n),
+                    "%.0f %%" % (100 * sum(r["outcome"] == "undecided" for r in rs) / n),
+                    "%.0f %%" % (100 * sum(r["outcome"] == "wrong" for r in rs) / n),
+                    "%.0f %%" % (100 * sum(r["outcome"] in ("missed", "partial") for r in rs) / n),
+                    None if s["median"] is None else "%.1f" % s["median"],
+                    None if s["p90"] is None else "%.1f" % s["p90"]])
+    return out
+
+
+SUMMARY_HEAD = ("torch", "source", "timeout", "runs", "exact", "undecided", "wrong", "missed", "p50 s", "p90 s")
+
+
+def markdown(paths):
+    """The stored results as markdown: the summary, then every run."""
+    rows, made = [], []
+    for path in paths:
+        with open(path) as f:
+            doc = json.load(f)
+        rows += doc["rows"]
+        made.append("`%s` (%s, %s, %d cores)" % (doc["command"], doc["date"], doc["machine"]["platform"],
+                                                 doc["machine"]["cpu_count"]))
+    lines = ["Made by " + "; ".join(made) + ".", "", "| " + " | ".join(SUMMARY_HEAD) + " |",
+             "|" + "---|" * len(SUMMARY_HEAD)]
+    lines += ["| " + " | ".join("-" if c is None else str(c) for c in r) + " |" for r in summary_rows(rows)]
+    head = ("kind", "torch", "source", "timeout", "world", "expected", "named", "category", "outcome", "detect s",
+            "verdict s")
+    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        if r["kind"] == "healthy":
+            continue
+        lines.append("| " + " | ".join("-" if c is None else str(c) for c in (
+            r["kind"], r["torch"], r["source"], "none" if r["timeout"] is None else "%g s" % r["timeout"], r["world"],
+            r["expected_culprits"], r["named_culprits"], r.get("category"), r["outcome"], r["detect_s"],
+            r["verdict_s"])) + " |")
+    healthy = [r for r in rows if r["kind"] == "healthy"]
+    if healthy:
+        lines += ["", "| healthy runs: torch | source | timeout | calls | soft verdicts | hard verdicts | signals |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in healthy:
+            lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                r["torch"], r["source"], "none" if r["timeout"] is None else "%g s" % r["timeout"], r.get("calls"),
+                r.get("soft"), r.get("hard"), r.get("signals")))
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="one run per kind of %s, default source, no timeout" %
+                   ", ".join(QUICK))
+    p.add_argument("--kinds", default=None, help="comma-separated kinds (default: all): %s" % ", ".join(KINDS))
+    p.add_argument("--sources", default="auto,patch", help="comma-separated sources (default auto,patch)")
+    p.add_argument("--timeouts", default="none,5", help="'none' (no timeout given) and seconds (default none,5)")
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--wait", type=float, default=45.0, help="seconds after the fault to wait for a culprit")
+    p.add_argument("--tag", default="", help="results file suffix")
+    p.add_argument("--markdown", nargs="+", metavar="RESULTS.json", help="print stored results as markdown "
+                   "tables (docs/fault-matrix.md) and run nothing")
+    a = p.parse_args()
+    if a.markdown:
+        print(markdown(a.markdown))
+        return
+    kinds = list(QUICK) if a.quick else (a.kinds.split(",") if a.kinds else list(KINDS))
+    for k in kinds:
+        if k not in KINDS:
+            p.error("--kinds: %r is not one of %s" % (k, ", ".join(KINDS)))
+    sources = ["auto"] if a.quick else a.sources.split(",")
+    timeouts = [None] if a.quick else [None if t == "none" else float(t) for t in a.timeouts.split(",")]
+    env = child_env()
+    tv = _torch_version(env)
+    tmp = tempfile.mkdtemp(prefix="fault-matrix-")
+    rows = []
+    for rep in range(a.repeat):
+        for kind in kinds:
+            for source in sources:
+                for timeout in timeouts:
+                    row = run_one(kind, source, timeout, a.wait, tmp)  # None: no C10D_OBSERVER_TIMEOUT
+                    row["timeout"] = timeout
+                    row["torch"] = tv
+                    rows.append(row)
+                    print("%-17s %-6s timeout %-4s -> %-9s named %-6s expected %-4s detect %-6s verdict %-6s %s" % (
+                        kind, source, timeout, row["outcome"], row["named_culprits"], row["expected_culprits"],
+                        row["detect_s"], row["verdict_s"], row.get("category")), flush=True)
+    lines = summary_rows(rows)
+    table(SUMMARY_HEAD, lines, "lll")
+    healthy = [r for r in rows if r["kind"] == "healthy"]
+    for r in healthy:
+        print("healthy %s timeout %s: %d calls, %d soft, %d hard verdicts, %d signals" % (
+            r["source"], r["timeout"], r.get("calls", 0), r.get("soft", 0), r.get("hard", 0), r.get("signals", 0)))
+    name = "fault_matrix%s.json" % ("_" + a.tag if a.tag else "")
+    write_json(os.path.join(RESULTS, name), {
+        "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "machine": machine(), "date": today(),
+        "torch": tv, "rows": rows, "table": lines})
+    print("results: benchmarks/results/%s" % name)
+
+
+if __name__ == "__main__":
+    main()
