@@ -40,9 +40,11 @@ def test_under_abort_every_rank_exits_75_and_the_verdict_names_the_culprits_node
     assert c["host"] and c["pid"] == job.procs[2].pid, c
     ends = [json.load(open(os.path.join(job.dump_dir, n))) for n in os.listdir(job.dump_dir) if n.startswith("end-")]
     assert all("exit with code 93" in e["exit_reason"] for e in ends), [e["exit_reason"] for e in ends]
-    # the culprit ended first (a launcher's first failure, torchrun's Root Cause), the waiting ranks after
+    # the culprit ended first (a launcher's first failure, torchrun's Root Cause), the waiting ranks after.
+    # Each end document is written when its rank's watchdog next looks (every poll: 0.1 s at timeout 1 s), so
+    # the documents order the ends to within a poll (CI once saw the culprit's written 25 ms after rank 1's)
     ended_at = {e["rank"]: e["written_at"] for e in ends}
-    assert ended_at[2] < min(ended_at[0], ended_at[1]), ended_at
+    assert ended_at[2] < min(ended_at[0], ended_at[1]) + 0.1, ended_at
 
     out = _report(job.dump_dir, "--exclude")
     assert (out.returncode, out.stdout) == (0, "gpu07\n"), out

@@ -189,6 +189,9 @@ def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
     assert codes == [0, 0], out
     for d in dumps:  # after the job, on either node: the same culprit, and the hang resolved (issue 24)
         from harness import assert_caught_up
+        # each rank's watchdog writes its end document once it sees the rank gone, after the agent's exit
+        wait_until(lambda: len([n for n in os.listdir(str(d)) if n.startswith("end-rank")]) >= 2, 30,
+                   "the end documents of the two ranks of %s\n%s" % (d, out))
         assert_caught_up(str(d), 3)
     for path, v in found.items():
         assert v["culprit_ranks"] == [3], (path, v["summary"], out)
@@ -209,7 +212,7 @@ def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
             assert any("train_script.py" in f for g in v["stack_groups"] if 3 in g["ranks"] for f in g["frames"])
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(480)
 def test_a_straggler_on_another_node_is_named(tmp_path):
     """Issue 31: two torchrun agents on loopback, two ranks each, each node with its own dump_dir; rank 3 (on
     the second node) computes 40 % longer every step.  Its starts reach the first node's join through the
