@@ -35,6 +35,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _harness import RESULTS, child_env, free_port, machine, summary, table, today, write_json  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from c10d_observer.dumpdir import read_json as _read  # noqa: E402  (the file may be mid-write: None)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "fault_job.py")
 
@@ -65,14 +68,6 @@ KINDS = {
 }
 QUICK = ("skip", "early_stall", "dataloader_stall", "late", "sigkill", "frozen_inside", "subgroup_skip",
          "unmatched_recv", "healthy")
-
-
-def _read(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
 
 
 def _torch_version(env):
