@@ -29,11 +29,15 @@ stream), so ``last_completed`` says nothing reliable about a collective there.  
 takes the recorder's *active* entries instead (``onlyActive``: about 1.2 ms for a 2,000-entry buffer on an
 H100, against 8 us for ``pg_status``): a collective is in flight while its entry is active.
 
-NCCL's ``last_completed`` can also run ahead of the GPU: in the readings recorded on an H100 (torch 2.11,
-tests/data/nccl), a coalesced block behind a busy GPU showed as completed in ``pg_status`` 0.5 s after it
-was issued while its entry was still active ("scheduled") and the GPU still busy.  So for NCCL a call that
-has been in flight for a poll or more is ended only once its entry is no longer active (one read of the
-active entries, about 1.2 ms, when such a call completes); a younger one is ended by ``pg_status`` alone.
+NCCL's ``last_completed`` can also run ahead of the GPU: a coalesced block behind a busy GPU shows as
+completed in ``pg_status`` while its entry is still active ("scheduled") and the GPU still busy (recorded on
+an H100, torch 2.11, tests/data/nccl; on an H200 on 2026-11-26 torch's watchdog called it completed before
+the reader's next read, 0.1 s, so that a rule ending young calls by ``pg_status`` alone missed the hang).
+So for NCCL every completion ``pg_status`` reports is checked against the active entries (one read, about
+1.2 ms for a 2,000-entry buffer, at a read where ``last_completed`` moved): a call whose entry is still
+active stays in flight (also one that started and completed between two reads: it starts then, dated by
+its entry), unless a later call of its group, also completed, is no longer active: the GPU runs a group's
+calls in order, so that entry never completes (a collective recorded while a CUDA graph was captured).
 
 The entries (op, sizes, dtypes, creation time) are read only when a call has been in flight for a quarter
 of the timeout, and again every quarter of the timeout while it stays so: the first look names its op and
@@ -72,6 +76,15 @@ BUDGET = 0.002  # the share of the time the batch reads of a recorder's whole bu
 LADDER = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0)  # their periods (s): the ranks of a job pick the same
 BACKFILL = 100  # exact starts put on a group's arrivals stream per read (the watchdog takes 256 a poll)
 FINAL_READS, FINAL_READ_GAP_S = 50, 0.005  # at disable(), a call still in flight is read again (uninstall)
+_HELD = object()  # a verify item: re-check the calls held in flight
+
+
+class _Gap(object):
+    """A verify item: the calls up to ``comp`` completed per pg_status, ``enq`` the last enqueued."""
+    __slots__ = ("enq", "comp")
+
+    def __init__(self, enq, comp):
+        self.enq, self.comp = enq, comp
 
 
 class Recorder(object):
@@ -263,7 +276,6 @@ class FlightRecorderSource(object):
         # deadlines (their floor is 10 s), at LOOKUP_SOFT_S: a soft verdict names what it found; while a live
         # view is open, at WATCHED_S (c10d-observer watch shows each call's op)
         self.lookup_base_ns = self.lookup_after_ns = int(min(timeout / 4.0, LOOKUP_SOFT_S if soft else timeout) * 1e9)
-        self.verify_after_ns = int(2 * period * 1e9)  # one watchdog poll
         self.dump_dir = dump_dir
         self.pgs = {}  # (recorder name, pg_id) -> _Pg
         self.ignored = set()  # (recorder name, pg_id) of groups another source covers
@@ -388,7 +400,7 @@ class FlightRecorderSource(object):
         lookup = False
         mixed = []
         unsure = []  # (p, enq, comp): gloo groups whose op ids cannot be numbered without the entries
-        verify = [] if rec.active_only else None  # (pg, number): completed per pg_status after a long flight
+        verify = [] if rec.active_only else None  # (pg, item): NCCL completions to check against the active entries
         for pg_id, (enq, comp) in status.items():
             key = (rec.name, pg_id)
             p = self.pgs.get(key)
@@ -427,16 +439,22 @@ class FlightRecorderSource(object):
             whole = batch or not rec.active_only
             t0 = self.read_s
             try:
-                entries = self._read(rec, whole)
+                try:
+                    entries = self._read(rec, whole)
+                except Exception:
+                    if not batch or not rec.active_only:
+                        raise
+                    # the whole buffer could not be read (a release whose dump differs): no exact starts; the
+                    # lookups go on with the works not completed
+                    log.debug("c10d_observer: reading the %s recorder's whole buffer failed", rec.name,
+                              exc_info=True)
+                    batches.done(wall_now, LADDER[-1] * BUDGET)
+                    batch, whole = False, False
+                    entries = self._read(rec)
             except Exception:
-                if not batch or not rec.active_only:
-                    raise
-                # the whole buffer could not be read (a release whose dump differs): no exact starts; the
-                # lookups go on with the works not completed
-                log.debug("c10d_observer: reading the %s recorder's whole buffer failed", rec.name, exc_info=True)
-                batches.done(wall_now, LADDER[-1] * BUDGET)
-                batch, whole = False, False
-                entries = self._read(rec)
+                for p, item in verify or ():  # no entries to check them against: pg_status is taken as it is
+                    self._verify(p, item, None, now)
+                raise
             if whole:
                 batches.done(wall_now, self.read_s - t0)
             every = entries
@@ -454,13 +472,8 @@ class FlightRecorderSource(object):
                     self._advance(p, e - p.base, c - p.base, now, recorded=p.nums(by_pg))
             for p in mixed:
                 self._advance_active(rec, p, p.nums(by_pg), now)
-            for p, number in verify or ():
-                e = p.nums(by_pg).get(number)
-                if e is None:
-                    self._end(p, number)
-                else:  # the GPU has not finished it: it stays in flight until its entry is no longer active
-                    p.held.add(number)
-                    self._name(p, number, e, now)
+            for p, item in verify or ():
+                self._verify(p, item, p.nums(by_pg), now)
             if lookup or batch:
                 self._lookup(rec, status, entries, by_pg, now, lookup)
             if batch:
@@ -471,12 +484,15 @@ class FlightRecorderSource(object):
         """``recorded``: {number: entry} just read: numbers below the first recorded one past the stream's last
         were taken by no recorded collective (monitored_barrier's) and are not started."""
         st = p.stream
+        moved = comp > p.completed
         comp = p.completed = max(p.completed, comp)
         for number in [k for k in p.inflight if k <= comp]:
-            if verify is None or now - p.inflight[number] < self.verify_after_ns:
+            if verify is None:
                 self._end(p, number)
-            elif number not in p.held:  # long in flight: ended once its entry says so (_poll)
+            elif number not in p.held:  # NCCL: ended once its entry says so (_poll, _verify)
                 verify.append((p, number))
+        if verify is not None and moved and p.held:
+            verify.append((p, _HELD))  # a held call may be an entry that never completes (_verify)
         if st is None:  # snapshots only: the oldest call in flight is enough to date
             oldest = comp + 1
             if oldest <= enq and oldest not in p.inflight:
@@ -484,6 +500,16 @@ class FlightRecorderSource(object):
                 p.looked.clear()
                 p.inflight[oldest] = now
             return
+        if verify is not None and comp > st.seq:
+            # NCCL: calls pg_status says started and completed since the last read may still run on the GPU
+            # (a coalesced block): the active entries say which; the stream goes on once they are read
+            verify.append((p, _Gap(enq, comp)))
+            return
+        self._start_through(p, enq, comp, now, recorded)
+
+    def _start_through(self, p, enq, comp, now, recorded=None):
+        """The calls up to ``enq`` start; those up to ``comp`` are over (skipped, never in flight)."""
+        st = p.stream
         if comp > st.seq:
             st.skip_to(comp)  # started and completed between two reads: nothing to watch
         if recorded:
@@ -502,6 +528,49 @@ class FlightRecorderSource(object):
         for number in range(first, enq + 1):
             st.start(_UNKNOWN, now)
             p.inflight[number] = now
+
+    def _verify(self, p, item, active, now):
+        """NCCL: what pg_status called completed, against the active entries ({number: entry}) just read
+        (None: they could not be read, and pg_status is taken at its word)."""
+        comp = p.completed
+        if active is None:
+            if isinstance(item, _Gap):
+                self._start_through(p, item.enq, item.comp, now)
+            elif item is not _HELD and item in p.inflight:
+                self._end(p, item)
+            return
+
+        def never_completes(number):  # a later call of the group, completed, is no longer active
+            return any(m not in active for m in range(number + 1, comp + 1))
+
+        if item is _HELD:
+            for number in sorted(p.held):
+                if number in p.inflight and never_completes(number):
+                    self._end(p, number)
+            return
+        if isinstance(item, _Gap):
+            st = p.stream
+            wall_minus_mono = time.time_ns() - time.monotonic_ns()
+            for number in sorted(k for k in active if st.seq < k <= item.comp):
+                if never_completes(number):
+                    continue
+                # completed per pg_status, still on the GPU: in flight from its entry's creation
+                e = active[number]
+                st.skip_to(number - 1)
+                st.start(_op_word(e), _start_ns(e, wall_minus_mono, now))
+                p.inflight[number] = now
+                p.looked[number] = now
+                p.held.add(number)
+            self._start_through(p, item.enq, item.comp, now)
+            return
+        e = active.get(item)
+        if item not in p.inflight:
+            return
+        if e is None or never_completes(item):
+            self._end(p, item)
+        else:  # the GPU has not finished it: it stays in flight until its entry is no longer active
+            p.held.add(item)
+            self._name(p, item, e, now)
 
     def _advance_active(self, rec, p, active, now):
         """A group that carries p2p: its collectives in flight are its active entries ({number: entry})."""
