@@ -3,6 +3,7 @@
 
     python benchmarks/nccl_overhead.py                  # on a machine with a CUDA device (world size 1)
     python benchmarks/nccl_overhead.py --rounds 2 --calls 100    # a quick look
+    python benchmarks/nccl_overhead.py --steady 20        # and 20 s of back-to-back calls per configuration
 
 Two launches, because torch reads its NCCL recorder's buffer size once per process: one with torch's
 recorder as this torch has it by default (on from 2.11; on 2.5-2.10 set on as enable() does), one with it
@@ -62,13 +63,14 @@ def worker(args):
     tensors = {name: torch.ones(n, device="cpu" if smoke else "cuda") for name, n in SIZES}
     samples = {c.name: {name: [] for name, _ in SIZES} for c in configs}
     plans = {}
+    reads = {}  # configuration -> the flight-recorder source's entry reads (count, seconds) over its blocks
     now = time.perf_counter_ns if hasattr(time, "perf_counter_ns") else (lambda: int(time.perf_counter() * 1e9))
     for rnd in range(args.rounds):
         order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
         for c in order:
             c.on()
             if getattr(c, "obs", None) is not None:
-                plans[c.name] = c.obs.plan.get("nccl")
+                plans[c.name] = ((c.obs.plan.get("cells") or {}).get("collective") or {}).get("nccl")
             for name, _ in SIZES:
                 t = tensors[name]
                 for _ in range(20):  # warm-up
@@ -82,12 +84,43 @@ def worker(args):
                     if i % 50 == 49:
                         sync()
                 sync()
+            src = _fr_source(getattr(c, "obs", None))
+            if src is not None:
+                n, sec = reads.get(c.name, (0, 0.0))
+                reads[c.name] = (n + src.reads, sec + src.read_s)
+            c.off()
+    steady = {}
+    if args.steady:  # a busy job: back-to-back calls for a while, the default poll (reads every 0.5 s)
+        t = tensors["4B"]
+        for c in configs[:2]:  # baseline, observer:auto
+            c.on()
+            src = _fr_source(getattr(c, "obs", None))
+            r0, s0 = (src.reads, src.read_s) if src is not None else (0, 0.0)
+            n, t0 = 0, time.perf_counter()
+            while time.perf_counter() - t0 < args.steady:
+                for _ in range(50):
+                    dist.all_reduce(t)
+                sync()
+                n += 50
+            wall = time.perf_counter() - t0
+            steady[c.name] = {"calls_per_s": round(n / wall, 1), "seconds": round(wall, 2)}
+            if src is not None:
+                steady[c.name].update(entry_reads=src.reads - r0, read_ms=round(1e3 * (src.read_s - s0), 2),
+                                      read_share_pct=round(100 * (src.read_s - s0) / wall, 3))
             c.off()
     dist.destroy_process_group()
-    print(json.dumps({"samples": samples, "plans": plans, "torch": torch.__version__,
+    print(json.dumps({"samples": samples, "plans": plans, "reads": reads, "steady": steady,
+                      "torch": torch.__version__,
                       "nccl": "none (smoke)" if smoke else ".".join(str(x) for x in torch.cuda.nccl.version()),
                       "gpu": "none (smoke)" if smoke else torch.cuda.get_device_name(0),
                       "nccl_plan": caps.get("nccl_plan")}))
+
+
+def _fr_source(obs):
+    """The observer's flight-recorder source (its entry reads are counted), or None."""
+    from c10d_observer.sources import flight_recorder as fr
+    parts = getattr(getattr(obs, "parts", None), "parts", ())
+    return next((p for p in parts if isinstance(p, fr.FlightRecorderSource)), None)
 
 
 def launch(recorder, args):
@@ -96,7 +129,8 @@ def launch(recorder, args):
         env.update(OFF_ENV)
     d = tempfile.mkdtemp(prefix="nccl-overhead-")
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", "--recorder", recorder,
-                          "--dump-dir", d, "--rounds", str(args.rounds), "--calls", str(args.calls)]
+                          "--dump-dir", d, "--rounds", str(args.rounds), "--calls", str(args.calls),
+                          "--steady", str(args.steady)]
                          + (["--smoke"] if args.smoke else []),
                          env=env, stdout=subprocess.PIPE, universal_newlines=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -120,6 +154,9 @@ def main(argv=None):
     p.add_argument("--dump-dir", help=argparse.SUPPRESS)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--calls", type=int, default=500, help="timed calls per size, configuration and round")
+    p.add_argument("--steady", type=float, default=0.0,
+                   help="then this many seconds of back-to-back 4-byte calls, no observer and observer:auto "
+                        "(calls/s, the recorder's entry reads and the share of the time they took)")
     p.add_argument("--out", default=os.path.join(RESULTS, "nccl_overhead.json"))
     p.add_argument("--smoke", action="store_true",
                    help="gloo on the CPU, to check the script where there is no GPU: its figures mean nothing")
@@ -134,17 +171,24 @@ def main(argv=None):
     for recorder in ("on", "off"):
         res = launch(recorder, args)
         out.update(torch=res["torch"], nccl=res["nccl"], gpu=res["gpu"])
-        out["launches"][recorder] = {"plans": res["plans"], "nccl_plan": res["nccl_plan"], "rows": summarize(res)}
+        out["launches"][recorder] = {"plans": res["plans"], "nccl_plan": res["nccl_plan"], "rows": summarize(res),
+                                     "steady": res.get("steady"),
+                                     "entry_reads": {k: {"reads": n, "read_ms": round(1e3 * sec, 2)}
+                                                     for k, (n, sec) in res.get("reads", {}).items()}}
     on, off = out["launches"]["on"]["rows"], out["launches"]["off"]["rows"]
     out["torch_recorder_cost"] = {
         name: round(on[name][ov.BASELINE]["median_us"] / off[name][ov.BASELINE]["median_us"], 3) for name in on}
     print("torch %s, NCCL %s, %s, %s" % (out["torch"], out["nccl"], out["gpu"], out["date"]))
     for recorder, launch_ in out["launches"].items():
-        print("\ntorch's NCCL recorder %s; plans: %s" % (recorder, launch_["plans"]))
+        print("\ntorch's NCCL recorder %s; plans: %s; entry reads: %s" % (recorder, launch_["plans"],
+                                                                           launch_["entry_reads"]))
         for name, cfgs in launch_["rows"].items():
             print("  %-6s " % name + "  ".join("%s %.1f/%.1f x%.2f" % (c, v["median_us"], v["p99_us"], v["ratio"] or 0)
                                               for c, v in cfgs.items()))
     print("\ntorch's own recorder (baseline on / off): %s" % out["torch_recorder_cost"])
+    for recorder, launch_ in out["launches"].items():
+        if launch_.get("steady"):
+            print("steady, recorder %s: %s" % (recorder, launch_["steady"]))
     write_json(args.out, out)
 
 

@@ -38,6 +38,7 @@ completes, the next oldest that left the ring is pinned (the writer kept the op 
 overwritten call still in flight).  The head's overflow count says how many calls lost their slot or were
 never given one (``untracked``): the report shows it as calls not individually tracked.
 """
+import collections
 import json
 import mmap
 import os
@@ -282,7 +283,7 @@ class StreamWriter(object):
     """
 
     __slots__ = ("_mm", "_mv", "_offs", "_dones", "_mask", "_size", "_head", "_last", "_hint", "_pack", "seq",
-                 "open", "_evicted", "_pin", "_pin_off", "_ring_word", "_lock")
+                 "open", "_evicted", "_pin", "_pin_off", "_ring_word", "_lock", "_jumped", "_evq")
 
     def __init__(self, channel, idx):
         lay = channel.layout
@@ -300,10 +301,14 @@ class StreamWriter(object):
         self.seq = 0  # last sequence number handed out on this stream
         self.open = set()
         self._evicted = {}  # seq -> (op, start_ns) of calls in flight whose slot a newer call took
+        self._evq = collections.deque()  # their numbers in the order they were evicted (rising)
         self._pin = 0  # the pinned call's seq (0: none)
         self._pin_off = (self._head + S_PIN) * _W
         self._ring_word = ring
         self._lock = threading.Lock()  # the pin: set on the calling thread, moved on the completing one
+        # skip_to jumped while calls were open: one may sit below the window in a slot no call took (else
+        # every open call below the window is in _evicted, the oldest first)
+        self._jumped = False
 
     def start(self, op, t_ns=None):
         """Record the start of the next call (now, unless ``t_ns`` is given); returns its sequence number."""
@@ -324,6 +329,8 @@ class StreamWriter(object):
         learn of calls that already completed (nothing was in flight, or they are not in this stream)."""
         if seq <= self.seq:
             return
+        if self.open:
+            self._jumped = True
         self.seq = seq
         self._mv[self._last] = seq
         if not self.open:
@@ -344,6 +351,10 @@ class StreamWriter(object):
         if mv[base] == old:
             with self._lock:
                 self._evicted[old] = (mv[base + 1], mv[base + 2])
+                q = self._evq
+                while q and q[0] not in self._evicted:  # done since: dropped as they come to the front
+                    q.popleft()
+                q.append(old)
                 if not self._pin or old < self._pin:
                     self._set_pin(old, mv[base + 1], mv[base + 2])
                     if old not in self.open:  # completed on another thread meanwhile: its done() may
@@ -364,10 +375,12 @@ class StreamWriter(object):
         # its call completed meanwhile (else a completed call stayed pinned, read as in flight for good).
         lost = set()  # open, yet neither in its slot nor kept aside: never pinned with a made-up start
         while True:
-            below = self.seq - self._size
-            open_ = list(self.open)  # one C call: another thread may add to the set meanwhile
-            cand = [s for s in open_ if s <= below and s not in lost] + [
-                s for s in list(self._evicted) if s in self.open and s not in lost]
+            cand = None if self._jumped else self._oldest_evicted(lost)
+            if cand is None:  # every open call looked at: linear in the calls in flight
+                below = self.seq - self._size
+                open_ = list(self.open)  # one C call: another thread may add to the set meanwhile
+                cand = [s for s in open_ if s <= below and s not in lost] + [
+                    s for s in list(self._evicted) if s in self.open and s not in lost]
             if not cand:
                 self._pin = 0
                 self._pack(self._mm, self._pin_off, 0, 0, 0, 0)
@@ -384,6 +397,19 @@ class StreamWriter(object):
             elif s in self.open:
                 lost.add(s)
             # completed meanwhile (its slot and its evicted copy gone), or lost: choose again
+
+    def _oldest_evicted(self, lost):
+        """[the oldest open call kept aside], or [] for none.  Calls are evicted in the order of their
+        numbers (a slot is taken by the call ``ring`` later) and leave ``_evicted`` when done: the first of
+        ``_evq`` still there is the oldest, found without looking at every open call (with 24,000 calls in
+        flight, a pinned call's done() took 3.3 ms when it looked at them all)."""
+        q, evicted = self._evq, self._evicted
+        while q and q[0] not in evicted:  # done since (the lock is held: only done() leaves _evicted)
+            q.popleft()
+        for s in q:  # normally the first
+            if s in evicted and s in self.open and s not in lost:
+                return [s]
+        return []
 
     def amend(self, seq, op, t_ns):
         """Rewrite the op and start time of call ``seq`` (still open) once a source has learnt them."""
@@ -407,6 +433,7 @@ class StreamWriter(object):
             self._repin()  # (one pinned at this moment by start() on another thread is checked there)
         if not open_:  # nothing older is in flight: the reader may skip up to here
             mv[self._hint] = seq
+            self._jumped = False
 
 
 class ChannelReader(object):

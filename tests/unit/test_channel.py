@@ -154,6 +154,22 @@ def test_a_burst_of_10000_calls_in_flight_never_loses_the_oldest(writer, open_re
     assert st.oldest is None and st.last_completed == n
 
 
+def test_a_burst_completed_in_order_keeps_the_oldest_pinned_call_by_call(writer, open_reader):
+    """GPU markers and async works of a busy job end oldest first, each the pinned call: the next oldest kept
+    aside is pinned at each done (found from the eviction order, not by looking at every open call)."""
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    n = 20 * RING
+    for t in range(1, n + 1):
+        sw.start(OP, t)
+    for seq in range(1, n + 1):
+        sw.done(seq)
+        if seq < n and (seq % 37 == 0 or seq > n - RING - 3):
+            assert _state(reader, idx).oldest == (seq + 1, OP, seq + 1), seq
+    st = _state(reader, idx)
+    assert st.oldest is None and st.last_completed == n
+
+
 def test_a_call_left_behind_by_skip_to_is_pinned(writer, open_reader):
     idx, sw = _stream(writer)
     reader = open_reader()
