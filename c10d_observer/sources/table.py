@@ -230,7 +230,7 @@ def lines_markdown(plans):
             merged[-1][0].append(label)
         else:
             merged.append(([label], build, cells))
-    head = "| torch | %s | NCCL collectives (not run on a GPU) |" % " | ".join(t for _, t in _COLUMNS)
+    head = "| torch | %s | NCCL collectives (run on a GPU: 2.11 only) |" % " | ".join(t for _, t in _COLUMNS)
     lines = [head, "|---" * (len(_COLUMNS) + 2) + "|"]
 
     def join(pairs):

@@ -4,7 +4,7 @@ STAND-IN: ``StandInEvent`` replaces ``torch.cuda.Event`` and ``capturing`` repla
 ``torch.cuda.is_current_stream_capturing()``; ``FakeGroup``/``FakeWork`` replace ProcessGroupNCCL and its
 Work.  No GPU on this machine: a synchronous NCCL collective (torch 2.8+ returns no Work for it) cannot
 run here.  The wrappers, the tracker, GpuCompletion and the channel are the real ones; the real CUDA path
-is tests/gpu/ (not run on a GPU yet: see docs/support.md, "NCCL on GPUs").
+is tests/gpu/ (run on one H200 with torch 2.11 only: docs/sources.md, "What ran on a GPU").
 """
 import pytest
 
