@@ -17,8 +17,10 @@ that is not the culprit, at any time.  ``undecided``: verdicts came and named no
 connection), so there was nothing to find; such runs are left out of the shares.
 Healthy runs (kind ``healthy``) count calls and verdicts (soft, hard) and signals sent.
 
-Results go to benchmarks/results/fault_matrix[_<tag>].json with the command, machine and date; a table is
-printed.  ``--quick``: one run per kind of a smaller set, the default source, no timeout.
+Results go to benchmarks/results/fault_matrix[_<tag>].json (or ``--out``) with the command, machine and date;
+a table is printed.  ``--quick``: one run per kind of a smaller set, the default source, no timeout.
+``--gate``: exit 1 where a promise broke: a verdict named a wrong rank, a hanging kind was missed, or a
+healthy run had a verdict or a signal (tests/integration/test_fault_matrix.py runs ``--quick --gate``).
 """
 from __future__ import print_function
 
@@ -244,6 +246,9 @@ def main():
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--wait", type=float, default=45.0, help="seconds after the fault to wait for a culprit")
     p.add_argument("--tag", default="", help="results file suffix")
+    p.add_argument("--out", default=None, help="results file (default benchmarks/results/fault_matrix[_TAG].json)")
+    p.add_argument("--gate", action="store_true", help="exit 1 on a wrong culprit, a missed hang or a healthy "
+                   "run's verdict or signal")
     p.add_argument("--markdown", nargs="+", metavar="RESULTS.json", help="print stored results as markdown "
                    "tables (docs/fault-matrix.md) and run nothing")
     a = p.parse_args()
@@ -277,11 +282,32 @@ def main():
     for r in healthy:
         print("healthy %s timeout %s: %d calls, %d soft, %d hard verdicts, %d signals" % (
             r["source"], r["timeout"], r.get("calls", 0), r.get("soft", 0), r.get("hard", 0), r.get("signals", 0)))
-    name = "fault_matrix%s.json" % ("_" + a.tag if a.tag else "")
-    write_json(os.path.join(RESULTS, name), {
+    path = a.out or os.path.join(RESULTS, "fault_matrix%s.json" % ("_" + a.tag if a.tag else ""))
+    write_json(path, {
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "machine": machine(), "date": today(),
         "torch": tv, "rows": rows, "table": lines})
-    print("results: benchmarks/results/%s" % name)
+    print("results: %s" % os.path.relpath(path))
+    if a.gate:
+        broken = gate(rows)
+        for line in broken:
+            print("GATE: " + line)
+        if broken:
+            sys.exit(1)
+
+
+def gate(rows):
+    """The promises a run can break: never a wrong culprit, no hang left unfound, no false alarm."""
+    out = []
+    for r in rows:
+        where = "%s (%s, timeout %s)" % (r["kind"], r["source"], r["timeout"])
+        if r["outcome"] == "wrong":
+            out.append("%s: named %s, the culprit is %s" % (where, r["named_culprits"], r["expected_culprits"]))
+        elif r["outcome"] == "missed":
+            out.append("%s: no verdict" % where)
+        elif r["kind"] == "healthy" and (r["outcome"] != "exact" or r.get("signals")):
+            out.append("%s: %s soft, %s hard verdicts, %s signals in a healthy run" % (
+                where, r.get("soft"), r.get("hard"), r.get("signals")))
+    return out
 
 
 if __name__ == "__main__":
