@@ -274,11 +274,15 @@ def test_a_coalesced_block_pg_status_calls_completed_before_any_read_saw_it_is_s
     assert not rig.overdue(10 * TIMEOUT_S * 1000)
 
 
+def _coalesced_issued(rig):
+    """The recorded coalesced case up to the reading that saw the block issued: (case, that reading)."""
+    rig.groups_of("coalesced")
+    rig.read("coalesced", 0)
+    return "coalesced", rig.read("coalesced", 1)
+
+
 def test_a_coalesced_block_called_completed_within_a_poll_stays_in_flight(rig):
-    case = "coalesced"
-    rig.groups_of(case)
-    rig.read(case, 0)
-    r1 = rig.read(case, 1)
+    case, r1 = _coalesced_issued(rig)
     _show(rig, _at(CASES[case][2], r1["t_ms"] + 1000 * PERIOD_S))  # younger than a watchdog poll
     assert rig.streams()["g0"].oldest[0] == 8
     assert [o.seq for o in rig.overdue(TIMEOUT_S * 1000)] == [8]
@@ -287,10 +291,7 @@ def test_a_coalesced_block_called_completed_within_a_poll_stays_in_flight(rig):
 def test_an_active_entry_behind_a_later_completed_call_never_completes_and_is_not_in_flight(rig):
     # a collective recorded while a CUDA graph was captured: its entry stays "scheduled"; the GPU runs a
     # group's calls in order, so a later call of the group that completed (no longer active) means it never will
-    case = "coalesced"
-    rig.groups_of(case)
-    rig.read(case, 0)
-    r1 = rig.read(case, 1)
+    case, r1 = _coalesced_issued(rig)
     later = {"0": {"last_enqueued_collective": "9", "last_completed_collective": "9", "last_started_collective": "-1"}}
     _show(rig, _at(CASES[case][2], r1["t_ms"] + 1000 * PERIOD_S, pg_status=later))
     assert rig.streams()["g0"].oldest is None
