@@ -1,8 +1,9 @@
 """The op word a slot of the channel holds for each call: what the call was, written once.
 
-Bits 0-15: the op (``OPS``); 16-31: the user-facing API that issued it, where that differs (``APIS``);
-32-55: the element count modulo 2**24 and 56-62: the dtype (``DTYPES``) of the tensor whose size must
-agree across the call's ranks (the size signature; 0 where not known).  Every writer builds the word from
+Bits 0-7: the op (``OPS``); 8-15: the user-facing API that issued it, where that differs (``APIS``);
+16-31: the root of a rooted op (broadcast, reduce, gather, scatter: its rank in the group, plus one, modulo
+2**16; 0 where not known); 32-55: the element count modulo 2**24 and 56-62: the dtype (``DTYPES``) of the
+tensor whose size must agree across the call's ranks (the size signature; 0 where not known).  Every writer builds the word from
 the names below: ``encode_op`` / ``encode_sig`` where a call is not on the training's call path (the
 flight-recorder reader), and on the call path (sources/patch.py, pg_hooks.py, funcol.py) the same
 expression inlined with these shifts and masks bound as locals.  tests/unit/test_callword.py checks that
@@ -10,12 +11,15 @@ no other module writes the layout's numbers, and each writer's word against ``de
 ``decode_sig``.
 """
 
-API_SHIFT = 16  # the API code's place in the word
+API_SHIFT = 8  # the API code's place in the word
+ROOT_SHIFT = 16  # the root's place in the word (the root plus one: 0 is "not known")
 SIG_SHIFT = 32  # the size signature's place in the word
 DTYPE_SHIFT = 24  # the dtype code's place in the signature
 NUMEL_MASK = 0xFFFFFF  # the element count, modulo 2**24
 DTYPE_MASK = 0x7F
-OP_MASK = API_MASK = 0xFFFF
+OP_MASK = API_MASK = 0xFF
+ROOT_MASK = 0xFFFF
+ROOTED = ("broadcast", "reduce", "gather", "scatter")  # the ops whose ranks must agree on a root
 
 # Op names, by code.  The low 16 bits of a slot's op word hold the op; the next 16 bits the user-facing API
 # that issued it, when that differs (all_gather_object issues two all_gathers, for example).
@@ -69,13 +73,29 @@ def encode_sig(dtype_code, numel):
     return ((dtype_code & DTYPE_MASK) << DTYPE_SHIFT | (numel & NUMEL_MASK)) << SIG_SHIFT if dtype_code > 0 else 0
 
 
+def encode_root(root):
+    """The root bits of an op word (``root``: the root's rank in the group; None: not known)."""
+    return ((root + 1) & ROOT_MASK) << ROOT_SHIFT if root is not None and root >= 0 else 0
+
+
+def decode_root(word):
+    """The root's rank in the group (modulo 2**16) of an op word, or None where not known."""
+    r = (word >> ROOT_SHIFT) & ROOT_MASK
+    return r - 1 if r else None
+
+
 def decode_sig(word):
-    """``"<numel> x <dtype>"`` of an op word's size signature (numel modulo 2**24), or None."""
+    """``"<numel> x <dtype>"`` of an op word's size signature (numel modulo 2**24), with ``", root <r>"``
+    where the word has a root; None where it has neither."""
     sig = (word >> SIG_SHIFT) & (DTYPE_MASK << DTYPE_SHIFT | NUMEL_MASK)
-    if not sig:
-        return None
-    code = sig >> DTYPE_SHIFT
-    return "%d x %s" % (sig & NUMEL_MASK, DTYPES[code] if code < len(DTYPES) else "dtype%d" % code)
+    root = decode_root(word)
+    text = None
+    if sig:
+        code = sig >> DTYPE_SHIFT
+        text = "%d x %s" % (sig & NUMEL_MASK, DTYPES[code] if code < len(DTYPES) else "dtype%d" % code)
+    if root is not None:
+        text = ("%s, root %d" % (text, root)) if text else "root %d" % root
+    return text
 
 
 def signature(word):

@@ -58,6 +58,10 @@ SIZE_TENSOR = {
     "reduce_scatter_tensor_coalesced": ("out", 0),
 }
 
+# The argument of a ProcessGroup method that holds a rooted op's root: its options (``rootRank``), or the
+# root itself in the overloads pg.broadcast(tensor, root) and pg.reduce(tensor, root, op).
+ROOT_ARG = {"broadcast": 1, "reduce": 1, "gather": 2, "scatter": 2}
+
 
 def dtype_codes():
     """{torch dtype: channel dtype code} for the dtypes this torch has."""

@@ -92,9 +92,11 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
     size_arg = compat.SIZE_TENSOR.get(_ch.OPS[op], (None, None))[1]
     if size_arg is None:
         size_arg = 1 << 30  # no size signature for this op: len(args) is never above it
+    root_arg = compat.ROOT_ARG.get(_ch.OPS[op], 1 << 30)  # a rooted op's options (or root): len(args) above it
     dtype_codes = tracker.dtype_codes
     # the op word's layout (callword.py), bound as locals: the call path reads no global
     api_shift, dtype_shift, sig_shift, numel_mask = _cw.API_SHIFT, _cw.DTYPE_SHIFT, _cw.SIG_SHIFT, _cw.NUMEL_MASK
+    root_shift, root_mask = _cw.ROOT_SHIFT, _cw.ROOT_MASK
 
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
@@ -123,6 +125,11 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
             code = dtype_codes.get(getattr(x, "dtype", None), 0)
             if code:
                 word |= (code << dtype_shift | (x.numel() & numel_mask)) << sig_shift
+        if len(args) > root_arg:  # the root its ranks must agree on: callword.encode_root inlined
+            root = args[root_arg]
+            root = root if root.__class__ is int else getattr(root, "rootRank", -1)
+            if root.__class__ is int and root >= 0:
+                word |= ((root + 1) & root_mask) << root_shift
         seq = st.start(word)
         try:
             if not plain and g.native == "gloo":

@@ -13,7 +13,7 @@ from .. import ordering as _ordering
 from ..text import describe_call, rank_list
 from .render import summary_line
 from .stacks import _stack_groups, main_thread_frames, whereabouts
-from .types import Verdict, public
+from .types import MISMATCH_WORDS, Verdict, public
 
 VERSION = 1  # of the verdict's JSON (report --json)
 
@@ -213,7 +213,7 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
                 culprits.update(h["mismatch"]["odd_ranks"])
             else:
                 undecided.append("%s: the ranks in it issued different %s (%s) and none has a majority" % (
-                    describe_call(h), "sizes" if h["mismatch"]["kind"] == "size" else "ops", h["mismatch"]["text"]))
+                    describe_call(h), MISMATCH_WORDS[h["mismatch"]["kind"]], h["mismatch"]["text"]))
     cycles = [i for i, h in enumerate(hangs) if h["caused_by"] and _in_cycle(hangs, i)]
     for i in cycles:
         hangs[i]["cycle"] = True
@@ -316,7 +316,14 @@ def _evaluate(by_rank, stream, seq, e, now):
                                  None)
     else:  # same op, different dtype or element count: also a desync
         sizes = {r: "%s of %s" % (c.op, c.size) for r, c in calls.items() if c.size}
-        if len(set(sizes.values())) > 1:
+        bare = {r: "%s of %s" % (calls[r].op, _ROOT_TEXT.sub("", calls[r].size)) for r in sizes}
+        if len(set(sizes.values())) > 1 and len(set(bare.values())) == 1:  # one op and size, different roots
+            roots = {r: _ROOT_TEXT.search(calls[r].size) for r in sizes}
+            h["mismatch"] = m = _mismatch({r: "%s from %s" % (calls[r].op, roots[r].group(2) if roots[r] else
+                                                              "an unknown root") for r in sizes}, calls, "root")
+            if m["expected_op"]:
+                h["size"] = next(calls[r].size for r in sorted(sizes) if r not in m["odd_ranks"])
+        elif len(set(sizes.values())) > 1:
             h["mismatch"] = m = _mismatch(sizes, calls, "size")
             if m["expected_op"]:  # the call named by what the majority issued, not by the odd rank's size
                 h["size"] = m["expected_op"].split(" of ", 1)[1]
@@ -331,7 +338,7 @@ def _categorize(h, by_rank, undecided):
     if h.get("mismatch"):
         h["category"] = "mismatch"
         h["category_why"] = "its ranks issued different %s at the same seq: %s" % (
-            "sizes" if h["mismatch"]["kind"] == "size" else "ops", h["mismatch"]["text"])
+            MISMATCH_WORDS[h["mismatch"]["kind"]], h["mismatch"]["text"])
     elif h.get("cycle") or any(m.get("state") == "out_of_order" for m in missing.values()):
         h["category"] = "order"
         h["category_why"] = "the ranks issued their calls across groups in different orders"
@@ -380,6 +387,9 @@ def _members(e, stream):
     if m:
         return sorted({int(m.group(1)), int(m.group(2))})
     return list(e.get("group_ranks") or [])
+
+
+_ROOT_TEXT = re.compile(r"(, |^)(root \d+)$")  # the root a size text ends with (callword.decode_sig)
 
 
 def _mismatch(ops, calls, kind="op"):

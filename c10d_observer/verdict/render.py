@@ -1,6 +1,6 @@
 """The verdict in words: its one-line summary (the console's) and the text ``report`` prints."""
 from ..text import clock, describe_call, format_ranks, rank_list, short_clock
-from .types import _RENDER, Level, MismatchKind, Verdict, Where
+from .types import _RENDER, MISMATCH_WORDS, Level, Verdict, Where
 
 def _who(v, r):
     h = (v.hosts or {}).get(str(r)) or {}
@@ -41,7 +41,7 @@ def summary_line(v):
     if h.mismatch:
         m = h.mismatch
         parts.append("different %s at the same seq: %s%s" % (
-            "sizes" if m.kind == MismatchKind.SIZE else "ops", m.text,
+            MISMATCH_WORDS[str(m.kind)], m.text,
             "; the odd one out: %s" % rank_list(m.odd_ranks) if m.odd_ranks else ""))
     if h.ordering and not any((h.whereabouts(r) is not None and h.whereabouts(r).state == Where.OUT_OF_ORDER)
                               for r in h.missing_ranks):

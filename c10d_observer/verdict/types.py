@@ -47,9 +47,13 @@ class Where(str, enum.Enum):
 class MismatchKind(str, enum.Enum):
     OP = "op"  # different ops at the same seq
     SIZE = "size"  # the same op, different sizes or dtypes
+    ROOT = "root"  # the same rooted op and size, different roots (sources that see the root: patch)
 
     def __str__(self):
         return self.value
+
+
+MISMATCH_WORDS = {"op": "ops", "size": "sizes", "root": "roots"}  # "different <word> at the same seq"
 
 
 class OutcomeState(str, enum.Enum):

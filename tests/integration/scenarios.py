@@ -486,17 +486,22 @@ def cascade(ctx):
 
 
 def mismatch(ctx):
-    """Rank ``culprit`` issues a broadcast where the others issue an all_reduce (same seq): a desync.
-    The job cannot recover from it; the test kills it."""
+    """Rank ``culprit`` issues a broadcast where the others issue an all_reduce (same seq): a desync
+    (``kind``: "size", an all_reduce of half the elements; "root", a broadcast from itself where the others
+    broadcast from rank 0).  The job cannot recover from it; the test kills it."""
     _enable(ctx)
     t = torch.ones(4)
     dist.all_reduce(t)
     if ctx.rank == ctx.args["culprit"]:
         if ctx.args.get("kind") == "size":  # the same op with half the elements
             dist.all_reduce(torch.ones(t.numel() // 2))
+        elif ctx.args.get("kind") == "root":  # a broadcast from itself where the others broadcast from 0
+            dist.broadcast(t, src=ctx.rank)
         else:
             dist.broadcast(t, src=ctx.rank)
         ctx.record(mismatched=True)
+    elif ctx.args.get("kind") == "root":
+        dist.broadcast(t, src=0)
     else:
         dist.all_reduce(t)
     ctx.stall_until_released()

@@ -203,6 +203,28 @@ def test_mismatched_size_at_the_same_seq(job_factory, source):
     assert v["culprit_ranks"] == [1]
 
 
+def test_a_broadcast_from_another_root_is_named_where_the_source_sees_roots(job_factory):
+    """Rank 1 broadcasts from itself, ranks 0 and 2 from rank 0.  The patch source reads the root from the
+    call's options (callword.encode_root); the others see no root: rank 1 or nobody, never a wrong rank."""
+    job = job_factory("mismatch", 3, culprit=1, kind="root", timeout=1.0, source="patch")
+    v = _verdict(job)
+    job.kill()
+    mism = [h for h in v["hangs"] if h.get("mismatch")]
+    assert mism, (v["summary"], v["hangs"])
+    m = mism[0]["mismatch"]
+    assert m["kind"] == "root" and m["odd_ranks"] == [1], m
+    assert m["ops"]["1"] == "broadcast from root 1" and m["expected_op"] == "broadcast from root 0", m
+    assert v["culprit_ranks"] == [1] and "different roots" in v["summary"], v["summary"]
+
+
+@pytest.mark.parametrize("source", [s for s in ("pg_hooks", "flight_recorder") if s in _usable()])
+def test_a_broadcast_from_another_root_never_names_a_wrong_rank_where_roots_are_unseen(job_factory, source):
+    job = job_factory("mismatch", 3, culprit=1, kind="root", timeout=1.0, source=source)
+    v = _verdict(job)
+    job.kill()
+    assert v["hangs"] and set(v["culprit_ranks"]) <= {1}, v["summary"]
+
+
 def test_recv_with_no_sender(job_factory):
     job = job_factory("recv_nosender", 2, timeout=1.0)
     v = _verdict(job)

@@ -8,8 +8,8 @@ import pytest
 from c10d_observer import callword as cw
 
 PACKAGE = os.path.dirname(os.path.abspath(cw.__file__))
-LAYOUT = {cw.API_SHIFT, cw.SIG_SHIFT, cw.DTYPE_SHIFT}
-MASKS = {cw.NUMEL_MASK, cw.OP_MASK, cw.DTYPE_MASK}
+LAYOUT = {cw.API_SHIFT, cw.ROOT_SHIFT, cw.SIG_SHIFT, cw.DTYPE_SHIFT}
+MASKS = {cw.NUMEL_MASK, cw.OP_MASK, cw.DTYPE_MASK, cw.ROOT_MASK}
 
 
 @pytest.mark.parametrize("op", cw.OPS)
@@ -19,6 +19,20 @@ def test_every_op_with_every_api_and_dtype_comes_back(op):
             word = cw.encode_op(op, api) | cw.encode_sig(code, 3 * 2 ** 24 + 1000)
             assert cw.decode_op(word) == (op, api)
             assert cw.decode_sig(word) == (None if code == 0 else "1000 x %s" % dtype)
+
+
+@pytest.mark.parametrize("root", [None, 0, 1, 7, 4095, 65534])
+def test_a_root_comes_back_beside_the_op_api_and_size(root):
+    for op in cw.ROOTED:
+        word = cw.encode_op(op, "broadcast_object_list") | cw.encode_root(root) | cw.encode_sig(
+            cw.DTYPE_CODES["float32"], 1024)
+        assert cw.decode_op(word) == (op, "broadcast_object_list") and cw.decode_root(word) == root
+        assert cw.decode_sig(word) == "1024 x float32" + ("" if root is None else ", root %d" % root)
+        assert cw.signature(word) == cw.signature(word & ~(cw.ROOT_MASK << cw.ROOT_SHIFT))  # one deadline
+
+
+def test_the_op_and_api_codes_fit_their_bits():
+    assert len(cw.OPS) <= cw.OP_MASK + 1 and len(cw.APIS) <= cw.API_MASK + 1
 
 
 def _layout_numbers_written(path):

@@ -387,3 +387,30 @@ def test_a_send_whose_peer_never_posted_its_recv_is_an_unmatched_p2p():
             1: _doc(1, 2, [dict(_g(s, [0, 1], 2, 2), kind="p2p")])}
     h = verdict.analyze(docs).hangs[0]
     assert h.category is verdict.Category.UNMATCHED_P2P and "rank 1 never posted its half" in h.category_why
+
+
+def test_a_broadcast_from_another_root_names_the_odd_rank_and_says_roots():
+    """The fault matrix's wrong_root: rank 1 broadcasts from root 1, ranks 0 and 2 from root 0 (the patch
+    source writes the root into the call's word: callword.encode_root), all three in the call."""
+    docs = {r: _doc(r, 3, [_g("0", [0, 1, 2], 7, 6, op="broadcast", size="1024 x float32, root %d" % (r == 1))])
+            for r in range(3)}
+    v = verdict.analyze(docs).to_json()
+    [h] = v["hangs"]
+    m = h["mismatch"]
+    assert m["kind"] == "root" and m["odd_ranks"] == [1] and m["expected_op"] == "broadcast from root 0", m
+    assert h["category"] == "mismatch" and h["size"] == "1024 x float32, root 0"
+    assert v["culprit_ranks"] == [1]
+    assert "different roots at the same seq: rank 1 broadcast from root 1, ranks 0, 2 broadcast from root 0" in \
+        v["summary"], v["summary"]
+
+
+def test_roots_with_no_majority_are_undecided_and_sizes_still_come_first():
+    docs = {r: _doc(r, 2, [_g("0", [0, 1], 3, 2, op="broadcast", size="8 x float32, root %d" % r)]) for r in (0, 1)}
+    v = verdict.analyze(docs).to_json()
+    assert v["culprit_ranks"] == [] and any("different roots" in u and "none has a majority" in u
+                                            for u in v["undecided"]), v["undecided"]
+    # a size that differs is a size mismatch, whatever the roots say
+    docs = {r: _doc(r, 3, [_g("0", [0, 1, 2], 3, 2, op="broadcast", size="%d x float32, root %d" % (
+        16 if r == 2 else 8, r == 1))]) for r in range(3)}
+    m = verdict.analyze(docs).to_json()["hangs"][0]["mismatch"]
+    assert m["kind"] == "size"
