@@ -37,6 +37,7 @@ from . import config as _config
 from . import deadlines as _deadlines
 from . import documents as _documents
 from . import dumpdir as _dumpdir
+from . import requests as _requests
 from . import watchdog_io as _io
 from .verdict.types import Level
 from .config import HANG_EXIT_CODE
@@ -229,6 +230,33 @@ class Detector(object):
                 out.append((Overdue(st, seq, word, start), d))
         return out
 
+    def next_deadline_ns(self, snapshot):
+        """When the first front call in ``snapshot`` passes a deadline it has not passed yet (its learned
+        one, the hard one, or the hard one of a call found soft), in monotonic ns; None where none is in
+        flight.  The watchdog wakes then instead of at its next poll: a hang is found at its deadline, not
+        up to a poll after it."""
+        best = None
+        for st in snapshot:
+            if st.oldest is None:
+                continue
+            seq, word, start = st.oldest
+            q = self.queued.get(st.idx)
+            since = max(start, q[1]) if q is not None and q[0] == seq else start
+            key = (st.idx, seq)
+            if key in self.fired:
+                i = self.keys.index(key)
+                e = self.entries[i]
+                if not (e.in_flight and e.level == "soft"):
+                    continue
+                t = max(since + self.timeout_ns, self.held.get(i, 0))
+            else:
+                t = since + self.timeout_ns
+                d = self.learner.deadline_ns(st.idx, word) if self.learner is not None else None
+                if d is not None:
+                    t = min(t, since + d)
+            best = t if best is None else min(best, t)
+        return None if best is None else best + 1  # overdue once strictly past it
+
     def _deadline_text(self, e):
         if e.level == "soft":
             return "past its learned deadline of %g s; the hard one is %g s" % (e.deadline_s, self.timeout_s)
@@ -284,6 +312,7 @@ class Detector(object):
 
 
 LIVE_PERIOD_S = 1.0  # c10d-observer watch redraws every second
+REQUEST_LOOK_S = 0.1  # how often an idle watchdog looks for a gather request between polls (a stat)
 
 
 # -- the watchdog ---------------------------------------------------------------------------------------
@@ -304,6 +333,8 @@ class Watchdog(object):
         dd = self.dd = _dumpdir.DumpDir(cfg.dump_dir, said=self.say_once)
         self.detector = Detector(cfg.timeout, self.w, cfg.on_timeout, soft=cfg.soft)
         self.stacks = StackCollection(self.w, has_dump_signal=cfg.dump_signal is not None)
+        self.py_spy_due = False  # py-spy waits for the helper's dump: it stops the rank while it reads it
+        self.py_spy_hold_ns = None  # across nodes, also for the gather's verdict (the rank's relay carries it)
         self.gather = Gather(self.w, cfg.job_id, wall())
         self.abort = Abort(self.w)
         self.notifier = _io.Notifier(cfg, reader, dd, kill, log)
@@ -368,7 +399,9 @@ class Watchdog(object):
         return out
 
     def _protocols(self, now_ns, abort=True):
-        out = self.stacks.step(now_ns, self.taker.size()) + self._gather_step(now_ns) + self._signal_step(now_ns)
+        out = self.stacks.step(now_ns, self.taker.size())
+        self._py_spy_step(now_ns)
+        out += self._gather_step(now_ns) + self._signal_step(now_ns)
         if abort and self.abort.active:
             out += self._abort_step(now_ns)
         return out
@@ -452,11 +485,31 @@ class Watchdog(object):
         return []
 
     def _stacks(self, detail, now_ns):
+        """The rank's stacks (StackCollection), and where ``py_spy``, py-spy's: once the helper thread has
+        written them, or at once where no helper answers (a thread holds the GIL: py-spy shows which).
+        py-spy stops the rank while it reads it (0.2 to 1 s): started first, it held the helper's dump,
+        and so the verdict, back by as long.  Across nodes the rank's relay thread sends its node's answers
+        to the merge: there py-spy also waits for the gather's verdict (at most ``gather_wait``)."""
         reason, py_spy = detail
-        if py_spy:
-            self.taker.dump_py_spy()
-        for a in self.stacks.ask(now_ns, reason, self.taker.helper_alive(now_ns), self.taker.size()):
+        helper = self.taker.helper_alive(now_ns)
+        for a in self.stacks.ask(now_ns, reason, helper, self.taker.size()):
             self.act(a, now_ns)
+        if py_spy:
+            self.py_spy_due = True
+            self.taker.reserve_py_spy()  # named now: the state this rank answers with names the file
+            if self.cfg.nodes > 1 and helper:
+                self.py_spy_hold_ns = now_ns + int(self.w.gather_wait * 1e9)
+            self._py_spy_step(now_ns)
+
+    def _py_spy_step(self, now_ns):
+        if not self.py_spy_due or self.stacks.phase is StackCollection.ASKED:
+            return
+        if self.py_spy_hold_ns is not None and now_ns < self.py_spy_hold_ns:
+            v = self.verdict_seen
+            if v is None or self.gather.answered is None or v.gather_id != self.gather.answered:
+                return
+        self.py_spy_due, self.py_spy_hold_ns = False, None
+        self.taker.dump_py_spy()
 
     def _dump_signal(self, reason, now_ns):
         self.stacks.size_before = max(self.stacks.size_before or 0, self.taker.dump_signal(reason))
@@ -477,10 +530,34 @@ class Watchdog(object):
             else:
                 self._answer(req, now_ns)
             return
+        v = self._merged_for_mine()
+        if v is not None:  # the verdict already merged covers it: one hang, one record (its signal below)
+            self.verdict_seen = v
+            return
         gid = "%s-%d-%d" % (self.cfg.host or socket.gethostname(), os.getpid(), now_ns)
         self.files.ask(gid, wall_now, level)
         self.gather.own(gid, now_ns)
         self.docs.state(self.detector.entries, gid)
+
+    def _merged_for_mine(self):
+        """The verdict merged from the last gather this rank answered, where it already holds every call of
+        this rank in flight past its deadline, with this rank waiting in it, at this detection's level and
+        not held; else None.  A rank that finds the hang after the gather it answered was merged (its call
+        entered later, or its watchdog was slower under load) joins that verdict instead of gathering the
+        same hang again: the record says what the console said first (a verdict is a record)."""
+        gid = self.gather.answered
+        v = self.files.verdict() if gid is not None and self.gather.owned is None else None
+        if v is None or v.gather_id != gid or v.held_until or not v.hangs:
+            return None
+        rank = self.docs.rank()
+        hangs = {(str(h.stream), h.seq): h for h in v.hangs}
+        mine = [e for e in self.detector.entries if e.in_flight]
+        for e in mine:
+            h = hangs.get((str(e.stream), e.seq))
+            if (h is None or rank not in (h.waiting_ranks or ()) or h.held_until
+                    or (e.level == "hard" and h.level != Level.HARD)):
+                return None
+        return v if mine else None
 
     def _answer(self, req, now_ns):
         self.gather.answered = req.id
@@ -614,13 +691,23 @@ class Watchdog(object):
         self.docs.end(self.detector.entries, False, why)
 
     # -- the loop ---------------------------------------------------------------------------------------------
+    def peek(self, now_ns):
+        """Between polls, while idle: whether a gather request came (one stat of its file); if so, a poll
+        now, so that this rank's state and stacks reach the merge within REQUEST_LOOK_S, not a poll."""
+        if _requests.GatherRequest.stamp(self.dd) == self.files.request_key:
+            return False
+        self.step(now_ns)
+        return True
+
     def run(self, lifeline_fd):
         poll_ns = int(self.cfg.poll_interval * 1e9)
         look_ns = int(self.w.merge_look * 1e9)
+        peek_ns = int(REQUEST_LOOK_S * 1e9)
         next_tick = self.clock() + poll_ns
         while True:
             now = self.clock()
-            wait = max(0.0, (min(next_tick, now + look_ns) if self.busy() else next_tick) - now) / 1e9
+            wake = min(next_tick, now + (look_ns if self.busy() else peek_ns))
+            wait = max(0.0, wake - now) / 1e9
             try:
                 readable, _, _ = select.select([lifeline_fd], [], [], wait)
             except InterruptedError:
@@ -634,8 +721,13 @@ class Watchdog(object):
                 if now >= next_tick:
                     next_tick = now + poll_ns
                     self.step(now)
-                else:  # between polls: only the protocols that are under way
+                elif self.busy():  # between polls: only the protocols that are under way
                     self.look(now)
+                elif self.peek(now):
+                    next_tick = now + poll_ns
+                due = self.detector.next_deadline_ns(self.snap)
+                if due is not None and now < due < next_tick:
+                    next_tick = due  # the next poll at the first call's deadline
             except Exception as e:  # never die of our own bugs: say it once, try again next time
                 self.say_once("a poll failed (will retry): %r" % (e,), key=("poll", type(e).__name__))
 

@@ -251,6 +251,7 @@ class StackTaker(_Part):
         self.py_spy = cfg.py_spy  # its path where installed: native + Python stacks, taken from outside
         self.py_spy_proc = None
         self.py_spy_started = None
+        self.py_spy_reserved = False  # its file named (and written) before py-spy starts: see reserve_py_spy
 
     def size(self):
         return _dumpdir.size(self.dd.path(self.name))
@@ -283,16 +284,32 @@ class StackTaker(_Part):
         return size
 
     def py_spy_path(self):
-        if self.py_spy and self.py_spy_started is not None:
+        if self.py_spy and (self.py_spy_started is not None or self.py_spy_reserved):
             return self.dd.path(_dumpdir.py_spy_name(self.reader.rank()[0], self.cfg.rank_pid))
         return None
+
+    def _py_spy_ran_lately(self):
+        return self.py_spy_started is not None and time.monotonic() - self.py_spy_started < PY_SPY_EVERY_S
+
+    def reserve_py_spy(self):
+        """py-spy will run, once the rank's helper has written its stacks (watchdog.Watchdog._stacks): its
+        file is written now, saying so, so that the state answering the gather, and the verdict, name it."""
+        if not self.py_spy or self.py_spy_proc is not None or self.py_spy_reserved or self._py_spy_ran_lately():
+            return
+        try:
+            self.dd.write_text(_dumpdir.py_spy_name(self.reader.rank()[0], self.cfg.rank_pid),
+                               "c10d_observer: py-spy dump --native --pid %d starts once the rank's helper thread "
+                               "has written its stacks (py-spy stops the rank while it reads it)\n" % self.cfg.rank_pid)
+            self.py_spy_reserved = True
+        except OSError:
+            pass
 
     def dump_py_spy(self):
         """Start ``py-spy dump --native`` of the rank (not waited for: the next polls reap it).  py-spy stops
         the rank while it reads it (about 0.25 s): at most once per PY_SPY_EVERY_S."""
-        if not self.py_spy or self.py_spy_proc is not None or (
-                self.py_spy_started is not None and time.monotonic() - self.py_spy_started < PY_SPY_EVERY_S):
+        if not self.py_spy or self.py_spy_proc is not None or self._py_spy_ran_lately():
             return
+        self.py_spy_reserved = False
         path = self.dd.join(_dumpdir.py_spy_name(self.reader.rank()[0], self.cfg.rank_pid))
         try:
             with open(path, "w") as out:

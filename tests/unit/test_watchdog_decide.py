@@ -675,3 +675,138 @@ def test_an_action_with_a_payload_its_kind_does_not_take_fails_where_it_is_made(
     with pytest.raises(ProtocolError, match="no action 'nap'"):
         Action("nap", None)
     assert Action("stacks", ("why", True)).detail == ("why", True)
+
+
+def _merged_verdict(rig, gid, waiting, missing, level="hard"):
+    """verdict.json as the owner of gather ``gid`` merges it: all_reduce #1 on group 0 stuck."""
+    dumpdir.write_json(str(rig.dump_dir / dumpdir.VERDICT_JSON), {
+        "version": 1, "gather_id": gid, "level": level, "culprit_ranks": list(missing), "verdict_at": wall_at(T0),
+        "hangs": [{"group": "0", "stream": "0", "seq": 1, "op": "all_reduce", "level": level, "root": True,
+                   "waiting_ranks": list(waiting), "missing_ranks": list(missing)}]})
+
+
+def _answered_then_overdue(rig, waiting, missing, level="hard"):
+    """Rank 1 answers rank 0's gather g1 while its all_reduce is young; g1 is merged; then the call passes
+    the timeout on rank 1 (its call entered later, or its watchdog was slower): the request left there."""
+    rig.beats()
+    rig.writer.set_rank(1, 4)
+    rig.streams[0].start(ALL_REDUCE, T0)
+    GatherRequest(id="g1", job_id="", by_rank=0, world_size=4, requested_at=wall_at(T0), level="hard").write(
+        dumpdir.DumpDir(str(rig.dump_dir)))
+    rig.step(T0 + POLL_NS)
+    assert rig.wd.gather.answered == "g1"
+    _merged_verdict(rig, "g1", waiting, missing, level)
+    rig.step(T0 + TIMEOUT_NS + 1)
+    return GatherRequest.read(dumpdir.DumpDir(str(rig.dump_dir)))
+
+
+def test_a_rank_overdue_after_the_gather_it_answered_was_merged_joins_that_verdict(rig):
+    """One hang, one record: the verdict merged with this rank waiting in the call already says it, so
+    the rank asks no second gather (which would replace verdict.json and the record's gather id), and its
+    signal goes on that hard verdict."""
+    req = _answered_then_overdue(rig, waiting=[0, 1, 2], missing=[3])
+    assert req.id == "g1"
+    assert rig.until_signal(T0 + TIMEOUT_NS + 1, limit_s=1.0) is not None
+    assert GatherRequest.read(dumpdir.DumpDir(str(rig.dump_dir))).id == "g1"
+
+
+@pytest.mark.parametrize("waiting,missing,level", [([0, 2], [1, 3], "hard"), ([0, 1, 2], [3], "soft")],
+                         ids=["it-was-missing-then", "that-verdict-was-soft"])
+def test_a_rank_overdue_after_a_verdict_that_does_not_hold_its_call_gathers_again(rig, waiting, missing, level):
+    """Where the merged verdict had this rank outside the call (it arrived since: the hang changed) or was
+    soft while this call is now hard, the rank gathers anew."""
+    req = _answered_then_overdue(rig, waiting, missing, level)
+    assert req.id != "g1" and req.by_rank == 1
+
+
+def test_the_watchdog_wakes_at_the_first_hard_deadline_not_a_poll_after_it(rig):
+    d = Detector(TIMEOUT_S, W, soft=False)
+    assert d.next_deadline_ns(rig.reader.snapshot()) is None  # nothing in flight: the poll decides
+    rig.streams[0].start(ALL_REDUCE, T0)
+    rig.streams[1].start(BROADCAST, T0 + 5)
+    due = d.next_deadline_ns(rig.reader.snapshot())
+    assert due == T0 + TIMEOUT_NS + 1
+    assert d.tick(rig.reader.snapshot(), due - 1, 0) == []  # not overdue a nanosecond before
+    assert "notify" in kinds(d.tick(rig.reader.snapshot(), due, wall_at(due)))  # found at it
+    assert d.next_deadline_ns(rig.reader.snapshot()) == T0 + 5 + TIMEOUT_NS + 1  # then the other call's
+
+
+def test_a_call_found_soft_wakes_the_watchdog_again_at_its_hard_deadline(rig):
+    hard_ns = 6 * TIMEOUT_NS  # above the learned deadline's floor (10 s)
+    d = Detector(hard_ns / 1e9, W)
+    rig.streams[0].start(ALL_REDUCE, T0)
+    soft = d.next_deadline_ns(rig.reader.snapshot())
+    assert T0 < soft < T0 + hard_ns  # the learned deadline (its floor: nothing learned yet)
+    assert d.tick(rig.reader.snapshot(), soft - 1, wall_at(soft)) == []
+    assert kinds(d.tick(rig.reader.snapshot(), soft, wall_at(soft)))[:1] == ["report"]
+    assert d.entries[0].level == "soft"
+    assert d.next_deadline_ns(rig.reader.snapshot()) == T0 + hard_ns + 1
+
+
+def test_an_idle_watchdog_answers_a_request_at_its_next_peek_not_its_next_poll(rig):
+    rig.beats()
+    rig.writer.set_rank(1, 2)
+    rig.step(T0)
+    assert rig.wd.peek(T0 + POLL_NS // 10) is False  # no request: one stat, nothing else
+    GatherRequest(id="g1", job_id="", by_rank=0, world_size=2, requested_at=wall_at(T0), level="hard").write(
+        dumpdir.DumpDir(str(rig.dump_dir)))
+    assert rig.wd.peek(T0 + POLL_NS // 5) is True
+    state = dumpdir.read_json(str(rig.dump_dir / dumpdir.state_name(1, RANK_PID)))
+    assert state["gather_id"] == "g1"
+    assert rig.wd.peek(T0 + POLL_NS // 4) is False  # answered once
+
+
+def test_py_spy_waits_for_the_helpers_dump_and_goes_at_once_where_no_helper_answers(rig):
+    """py-spy stops the rank while it reads it: started before the helper wrote the stacks, it held them
+    (and the merge that waits for them) back by its whole run (0.8 s seen in the fault matrix)."""
+    started = []
+    rig.wd.taker.dump_py_spy = lambda: started.append(rig.clock.now_ns)
+    rig.beats()
+    rig.streams[0].start(ALL_REDUCE, T0)
+    detected = T0 + TIMEOUT_NS + 1
+    rig.step(detected)
+    rig.wd.look(detected + int(0.05e9))
+    assert started == [] and rig.wd.stacks.phase == StackCollection.ASKED
+    with open(rig.stack_path, "a") as f:  # the helper answers
+        f.write("Thread 0x1 (most recent call first):\n")
+    rig.clock.now_ns = detected + int(0.1e9)
+    rig.wd.look(rig.clock.now_ns)
+    assert started == [detected + int(0.1e9)]
+
+
+def test_py_spy_goes_when_the_helper_does_not_answer(rig):
+    r = rig
+    started = []
+    r.wd.taker.dump_py_spy = lambda: started.append(r.clock.now_ns)
+    beat = T0 + TIMEOUT_NS  # beat once, then never again (a thread holds the GIL)
+    r.reader.heartbeat_ns = lambda: beat
+    r.streams[0].start(ALL_REDUCE, T0)
+    detected = T0 + TIMEOUT_NS + 1
+    r.step(detected)
+    assert started == []
+    r.step(detected + int(W.helper_answer * 1e9) + 1)
+    assert started == [detected + int(W.helper_answer * 1e9) + 1]  # with the dump signal: py-spy shows the GIL's holder
+
+
+def test_across_nodes_py_spy_also_waits_for_the_gathers_verdict(tmp_path):
+    """The rank's relay thread carries its node's answers to the merge, and py-spy would stop it too."""
+    r = Rig(tmp_path, nodes=2)
+    try:
+        started = []
+        r.wd.taker.dump_py_spy = lambda: started.append(r.clock.now_ns)
+        r.beats()
+        r.writer.set_rank(1, 4)
+        GatherRequest(id="g1", job_id="", by_rank=0, world_size=4, requested_at=wall_at(T0), level="hard").write(
+            dumpdir.DumpDir(str(r.dump_dir)))
+        r.step(T0)  # the culprit: in no collective, asked for its stacks and py-spy's
+        assert r.wd.gather.answered == "g1" and r.wd.stacks.phase == StackCollection.ASKED
+        with open(r.stack_path, "a") as f:
+            f.write("Thread 0x1 (most recent call first):\n")
+        r.step(T0 + POLL_NS)
+        assert started == [] and r.wd.stacks.idle
+        _merged_verdict(r, "g1", waiting=[0, 2, 3], missing=[1])
+        r.step(T0 + 2 * POLL_NS)  # the verdict seen at this poll
+        r.step(T0 + 3 * POLL_NS)
+        assert started and started[0] <= T0 + 3 * POLL_NS
+    finally:
+        r.close()
