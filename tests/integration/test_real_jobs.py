@@ -132,7 +132,9 @@ def test_a_subgroup_skip_in_a_ddp_loop_names_the_rank_that_skipped_it_also_after
     job = job_factory("ddp_loop", 4, steps=60, step_s=0.02, pairs=True, pair_skip=40, timeout=5.0)
     v = read_verdict(job.dump_dir, 90, job.log_text())
     job.kill()
-    assert v["culprit_ranks"] == [2], v["summary"]
+    # the whole verdict where it fails (once in a loaded CI run: "culprit none", not reproduced in 8 runs since)
+    assert v["culprit_ranks"] == [2], json.dumps({k: v.get(k) for k in ("summary", "undecided", "hangs",
+                                                                        "ranks_silent")}, indent=1)
     assert v["hangs"][0]["group_ranks"] == [2, 3] and v["hangs"][0]["root"], v["hangs"][0]
     doc, rc = report_after(job.dump_dir)
     assert doc["culprit_ranks"] == [2] and rc == 1 and not doc["undecided"], doc["summary"]
