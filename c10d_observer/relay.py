@@ -61,7 +61,7 @@ PREFIX = "c10d_observer/"
 STACKS_TAIL = 256 * 1024  # bytes of a stacks file sent: its last dump is at the end
 SUMMARY_BYTES = 16 * 1024  # at most this much of a rank's stacks goes to another node
 STACKS_WAIT_S = 1.0  # how long a state's asked-for stack dump is waited for before it is sent without
-REQUEST_LOOK_S = 0.1  # how often an idle leader looks (one stat) for a gather request its node's watchdog wrote
+REQUEST_LOOK_S = 0.1  # an idle leader looks (one stat) for its node's gather request 4 times a period, at most this often
 ARRIVALS_EVERY_S = 3.0  # how often a node's starts on groups that span nodes go out (and the collector's come
 # in); at least 20 ms a node (the collector reads one key per node: 50 a second at most)
 ARRIVALS_SENT = 400  # at most this many starts a stream and rank go out each time
@@ -167,7 +167,8 @@ class StoreRelay(object):
     def _run(self):
         failures = 0
         last, stamp = self.clock(), None
-        while not self._stop.wait(min(self.period, REQUEST_LOOK_S)):
+        look = min(self.period, max(REQUEST_LOOK_S, self.period / 4))
+        while not self._stop.wait(min(self.period, 0.1) if self._active else look):
             if not self._active:  # idle: a step a period, or at once where this node's watchdog asked a gather
                 seen = _requests.GatherRequest.stamp(self.dd) if self.leader else None  # one stat (files only)
                 fresh = seen is not None and seen != stamp
