@@ -13,7 +13,12 @@ async_burst (four async all_reduces a step, waited together; the culprit issues 
 (a DistributedDataParallel model; the culprit stalls before its backward, the others wait inside DDP's
 gradient all_reduce), checkpoint (the culprit, rank 0, saves for ``--late-s`` while the others wait in a
 barrier; then the job goes on) and checkpoint_phase (the same inside ``c10d_observer.phase("checkpoint",
-up_to=60)``).
+up_to=60)``), eval_one_rank (rank 0 evaluates alone, and its model syncs a buffer with a broadcast the others
+never issue: DDP's broadcast_buffers under ``if rank == 0: evaluate()``), batch_p2p (a ring exchange each step
+with batch_isend_irecv; the culprit skips its batch), coalesced (all_reduce_coalesced each step; the culprit
+skips one), straggler (from the fault step the culprit computes 40 % longer every step: no hang; named in
+stragglers.json), and nodes2_skip / nodes4_skip (skip, with the ranks spread over two or four nodes: each
+node its own dump_dir, the gather carried between them by the store, as torchrun sets LOCAL_WORLD_SIZE).
 """
 import argparse
 import json
@@ -30,7 +35,7 @@ import torch.distributed as dist
 KINDS = ("healthy", "skip", "early_stall", "dataloader_stall", "late", "exit", "sigkill", "frozen_before",
          "frozen_inside", "gil_c", "op_mismatch", "size_mismatch", "dtype_mismatch", "subgroup_skip", "order",
          "unmatched_recv", "unmatched_send", "wrong_root", "async_burst", "ddp_stall", "checkpoint",
-         "checkpoint_phase")
+         "checkpoint_phase", "eval_one_rank", "batch_p2p", "coalesced", "straggler", "nodes2_skip", "nodes4_skip")
 
 
 def _write(path, doc):
@@ -103,13 +108,16 @@ def main():
         _write(os.path.join(a.out, "fault.json"), {"at": time.time(), "rank": rank, "kind": kind})
 
     for step in range(a.steps):
-        time.sleep(a.step_s * rng.uniform(0.7, 1.3))  # compute, jittered
+        slow = 1.4 if kind == "straggler" and me and step >= step_at else 1.0
+        if slow > 1.0 and step == step_at:
+            fault_began()
+        time.sleep(a.step_s * slow * rng.uniform(0.7, 1.3))  # compute, jittered
         if loader is not None:
             if me and step == step_at:
                 fault_began()
             next(loader)
         if me and step == step_at:
-            if kind in ("skip", "early_stall"):
+            if kind in ("skip", "early_stall", "nodes2_skip", "nodes4_skip"):
                 fault_began()
                 time.sleep(3600)
             elif kind == "late":
@@ -154,6 +162,26 @@ def main():
             for w in works:
                 w.wait()
             calls += n
+        if kind == "eval_one_rank" and me and step == step_at:
+            fault_began()
+            dist.broadcast(torch.zeros(16), 0)  # the eval model's buffers, from rank 0: nobody else issues it
+            calls += 1
+        if kind == "batch_p2p":
+            if me and step == step_at:
+                fault_began()
+                time.sleep(3600)
+            buf = torch.zeros(64)
+            ops = [dist.P2POp(dist.isend, t[:64].clone(), (rank + 1) % world),
+                   dist.P2POp(dist.irecv, buf, (rank - 1) % world)]
+            for w in dist.batch_isend_irecv(ops):
+                w.wait()
+            calls += 2
+        if kind == "coalesced":
+            if me and step == step_at:
+                fault_began()
+                time.sleep(3600)
+            dist.all_reduce_coalesced([t, torch.ones(16)])
+            calls += 1
         if kind == "wrong_root" and step == step_at:
             if me:
                 fault_began()

@@ -66,10 +66,17 @@ KINDS = {
     "ddp_stall": (3, [1], 1),
     "checkpoint": (3, [0], 0),
     "checkpoint_phase": (3, [0], 0),
+    "eval_one_rank": (3, [0], 0),
+    "batch_p2p": (3, [1], 1),
+    "coalesced": (3, [1], 1),
+    "straggler": (3, [1], 1),
+    "nodes2_skip": (4, [3], 3),
+    "nodes4_skip": (4, [2], 2),
     "healthy": (3, [], -1),
 }
+NODES = {"nodes2_skip": 2, "nodes4_skip": 4}  # the ranks spread over this many nodes, each its own dump_dir
 QUICK = ("skip", "early_stall", "dataloader_stall", "late", "sigkill", "frozen_inside", "subgroup_skip",
-         "unmatched_recv", "healthy")
+         "unmatched_recv", "batch_p2p", "nodes2_skip", "healthy")
 
 
 def _torch_version(env):
@@ -86,11 +93,16 @@ def run_one(kind, source, timeout, wait_s, tmp, fault_step=30, step_s=0.1, verbo
     env = child_env(C10D_OBSERVER="1", C10D_OBSERVER_DIR=dumps, C10D_OBSERVER_SOURCE=source,
                     C10D_OBSERVER_TIMEOUT=timeout, C10D_OBSERVER_QUIET="1", MASTER_ADDR="127.0.0.1",
                     MASTER_PORT=port, WORLD_SIZE=world)
-    steps = 120 if kind == "healthy" else fault_step + 200
+    steps = 120 if kind == "healthy" else fault_step + (400 if kind == "straggler" else 200)
+    nodes = NODES.get(kind, 1)
+    local = world // nodes
+    dirs = [dumps] if nodes == 1 else [os.path.join(dumps, "node%d" % n) for n in range(nodes)]
     procs, logs = [], []
     for r in range(world):
         log = open(os.path.join(out, "rank%d.log" % r), "w")
-        e = dict(env, RANK=str(r), LOCAL_RANK=str(r))
+        e = dict(env, RANK=str(r), LOCAL_RANK=str(r % local))
+        if nodes > 1:  # as torchrun sets them on each node; a dump_dir of each node's own
+            e.update(LOCAL_WORLD_SIZE=str(local), GROUP_RANK=str(r // local), C10D_OBSERVER_DIR=dirs[r // local])
         procs.append(subprocess.Popen([sys.executable, JOB, "--kind", kind, "--out", out, "--culprit", str(culprit),
                                        "--fault-step", str(fault_step), "--steps", str(steps), "--step-s",
                                        str(step_s)], env=e, stdout=log, stderr=subprocess.STDOUT,
@@ -120,13 +132,16 @@ def run_one(kind, source, timeout, wait_s, tmp, fault_step=30, step_s=0.1, verbo
             end = fault["at"] + wait_s
             others = [pr for r, pr in enumerate(procs) if r != culprit]
             while time.time() < end:
-                if all(pr.poll() is not None for pr in others) and last is None:
+                if all(pr.poll() is not None for pr in others) and last is None and kind != "straggler":
                     # every other rank ended by itself: torch raised in them (gloo sees a peer's closed
                     # connection at once): a failed job, not a hang
                     row["outcome"] = "torch raised"
                     row["rcs"] = [pr.returncode for pr in procs]
                     return row
-                v = _read(os.path.join(dumps, "verdict.json"))
+                if kind == "straggler":
+                    v = _straggler_verdict(dirs)
+                else:
+                    v = next((x for x in (_read(os.path.join(d, "verdict.json")) for d in dirs) if x), None)
                 if v is not None and v.get("hangs") and v != last:
                     last = v
                     named = sorted(v.get("culprit_ranks") or [])
@@ -150,11 +165,13 @@ def run_one(kind, source, timeout, wait_s, tmp, fault_step=30, step_s=0.1, verbo
             log.close()
     if kind == "healthy":
         verdicts = [_read(f) for f in glob.glob(os.path.join(dumps, "verdict-*.json"))]
+        named = (_read(os.path.join(dumps, "stragglers.json")) or {}).get("groups") or []
+        row["stragglers"] = sorted({g["straggler"]["rank"] for g in named if g.get("straggler")})
         levels = [((d or {}).get("verdict") or {}).get("level") for d in verdicts]
         calls = sum((_read(os.path.join(out, "rank%d.json" % r)) or {}).get("calls", 0) for r in range(world))
         signals = sum((_read(os.path.join(out, "rank%d.json" % r)) or {}).get("signals", 0) for r in range(world))
         row.update(calls=calls, soft=levels.count("soft"), hard=levels.count("hard"), signals=signals,
-                   outcome="exact" if not verdicts else "false alarm", rcs=[p.returncode for p in procs])
+                   outcome="exact" if not verdicts and not row["stragglers"] else "false alarm", rcs=[p.returncode for p in procs])
         return row
     v = named_at or last
     if v is None:
@@ -174,9 +191,23 @@ def run_one(kind, source, timeout, wait_s, tmp, fault_step=30, step_s=0.1, verbo
     return row
 
 
+def _straggler_verdict(dirs):
+    """stragglers.json of any node as a verdict-like dict: the ranks it names, since when (no hang: the
+    straggler rule, arrivals.py)."""
+    for d in dirs:
+        doc = _read(os.path.join(d, "stragglers.json"))
+        named = [g["straggler"] for g in (doc or {}).get("groups") or () if g.get("straggler")]
+        if named:
+            since = min(s.get("since") or 0 for s in named)
+            return {"hangs": [{"category": "straggler", "detected_at": since}],
+                    "culprit_ranks": sorted({s["rank"] for s in named}), "verdict_at": since,
+                    "summary": "; ".join(s.get("text") or "rank %d" % s["rank"] for s in named)}
+    return None
+
+
 def summary_rows(rows):
     """Per (torch, source, timeout): runs, exact / undecided / wrong / missed shares, p50 and p90 seconds from
-    the fault to the verdict that named the culprit (exact runs)."""
+    the fault to the verdict that named the culprit (exact runs of the kinds that hang: not the straggler)."""
     out = []
     keys = sorted({(r["torch"], r["source"], -1 if r["timeout"] is None else r["timeout"]) for r in rows
                    if r["kind"] != "healthy"})
@@ -188,7 +219,9 @@ def summary_rows(rows):
         if not rs:
             continue
         n = float(len(rs))
-        times = [r["verdict_s"] for r in rs if r["outcome"] == "exact" and r["verdict_s"] is not None]
+        # the straggler is not a hang: its time (the slowdown to its naming) is not a time to a hang's culprit
+        times = [r["verdict_s"] for r in rs if r["outcome"] == "exact" and r["verdict_s"] is not None
+                 and r["kind"] != "straggler"]
         s = summary(times, keys=("median", "p90")) if times else {"median": None, "p90": None}
         out.append([tv, source, "none" if timeout is None else "%g s" % timeout, len(rs),
                     "%.0f %%" % (100 * sum(r["outcome"] == "exact" for r in rs) / n),
@@ -305,8 +338,8 @@ def gate(rows):
         elif r["outcome"] == "missed":
             out.append("%s: no verdict" % where)
         elif r["kind"] == "healthy" and (r["outcome"] != "exact" or r.get("signals")):
-            out.append("%s: %s soft, %s hard verdicts, %s signals in a healthy run" % (
-                where, r.get("soft"), r.get("hard"), r.get("signals")))
+            out.append("%s: %s soft, %s hard verdicts, %s signals, stragglers %s in a healthy run" % (
+                where, r.get("soft"), r.get("hard"), r.get("signals"), r.get("stragglers")))
     return out
 
 
