@@ -236,6 +236,17 @@ class Gather(_Machine):
             self._to(self.IDLE, None)
             self.owned = None
 
+    def overwritten(self, req, wall_now):
+        """Two watchdogs of the node found the hang within the same instant (they wake at their calls'
+        deadlines), each read no request and each wrote its own: the file holds the later one, which every
+        other watchdog answers.  The one whose request was overwritten leaves the merge to it and answers it:
+        one gather, one verdict, one record."""
+        if self.owned is not None and self.fresh(req, wall_now) and req.id != self.owned[0]:
+            self._to(self.IDLE, None)
+            self.owned = None
+            return True
+        return False
+
     def count(self, path, key, docs, gid):
         """Note one answer file's documents (read when it changed)."""
         entries = []

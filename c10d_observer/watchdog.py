@@ -577,6 +577,7 @@ class Watchdog(object):
         req = self.files.new_request()
         if req is not None:
             self.gather.superseded(req)
+            self.gather.overwritten(req, self.wall())
             if self.gather.mine(req) and req.id != self.gather.answered:
                 out.append(Action("answer", req))
         if self.gather.owned is not None:

@@ -810,3 +810,35 @@ def test_across_nodes_py_spy_also_waits_for_the_gathers_verdict(tmp_path):
         assert started and started[0] <= T0 + 3 * POLL_NS
     finally:
         r.close()
+
+
+def test_gather_whose_request_another_watchdog_overwrote_leaves_the_merge_to_it():
+    """Two watchdogs woke at the same deadline, each found no request and wrote its own (CI's 2.13 run:
+    1.5 ms apart, two merges, the record's gather id not the one read live): the overwritten one yields."""
+    g = Gather(W, "job", 0.0)
+    g.own("mine", 0)
+    assert not g.overwritten(GatherRequest(id="mine", job_id="job", requested_at=10.0), 10.1)  # its own
+    assert not g.overwritten(GatherRequest(id="old", job_id="job", requested_at=1.0), 10.1)  # stale
+    assert not g.overwritten(GatherRequest(id="x", job_id="other", requested_at=10.0), 10.1)  # another job's
+    assert g.owned is not None
+    assert g.overwritten(GatherRequest(id="theirs", job_id="job", requested_at=10.0), 10.1)
+    assert g.phase == Gather.IDLE and g.owned is None
+
+
+def test_a_watchdog_whose_request_was_overwritten_answers_the_other_and_never_merges(rig):
+    rig.beats()
+    rig.writer.set_rank(1, 4)
+    rig.streams[0].start(ALL_REDUCE, T0)
+    detected = T0 + TIMEOUT_NS + 1
+    rig.step(detected)
+    assert rig.wd.gather.owned is not None
+    dd = dumpdir.DumpDir(str(rig.dump_dir))
+    GatherRequest(id="theirs", job_id="", by_rank=2, world_size=4, requested_at=wall_at(detected),
+                  level="hard").write(dd)
+    rig.wd.look(detected + int(0.05e9))
+    assert rig.wd.gather.owned is None and rig.wd.gather.answered == "theirs"
+    state = dumpdir.read_json(str(rig.dump_dir / dumpdir.state_name(1, RANK_PID)))
+    assert state["gather_id"] == "theirs"
+    for k in range(1, 12):
+        rig.step(detected + k * POLL_NS)
+    assert not os.path.exists(str(rig.dump_dir / dumpdir.VERDICT_JSON))  # the other watchdog merges, not this one
