@@ -148,6 +148,10 @@ class Detector(object):
                 if e.level == "hard":
                     self.entries[i] = e._replace(level="soft", held_until=wall_until)
 
+    def hard_in_flight(self):
+        """Whether a hard call is still in flight: not one that left flight and is settling."""
+        return any(e.in_flight and e.level == "hard" and i not in self.leaving for i, e in enumerate(self.entries))
+
     def tick(self, snapshot, now_ns, wall_now, dead_peers=lambda entry: (), aborting=False):
         out = []
         self._fronts(snapshot, now_ns)
@@ -477,10 +481,19 @@ class Watchdog(object):
             return []
         if mine and v.level == Level.HARD:
             self.pending_signal = None
+            rank = self.docs.rank()
+            if rank in (v.culprit_ranks or ()):
+                # a culprit inside the call (frozen, stopped) is never signalled: its handler is for the ranks
+                # that wait for it, and a signal it meets once its call ended may meet SIG_DFL (disable())
+                self.say_once("rank %s: no %s sent: the verdict names this rank the culprit" % (
+                    rank, self.cfg.signal_name), key=("culprit", v.gather_id))
+                return []
+            if not self.detector.hard_in_flight():
+                return []  # its call left flight before the verdict came: nothing to wake it from
             return [Action("signal", reason)]
         if now_ns - since > self.w.abort_verdict * 1e9:  # no hard verdict came: this rank's call decides
             self.pending_signal = None
-            if any(e.in_flight and e.level == "hard" for e in self.detector.entries):
+            if self.detector.hard_in_flight():
                 return [Action("signal", reason)]
         return []
 

@@ -52,7 +52,8 @@ def _outcome(h, docs_now, v):
     """What became of a recorded stuck call, from the documents written since the verdict: resolved (every
     rank that waited and wrote since completed it: the late ranks caught up), ended (its ranks ended while
     it was stuck: the job was ended, or aborted), or stuck (as of the newest document).  Ranks that wrote
-    nothing since (another node's, whose files stayed there) are named, never guessed."""
+    nothing since (another node's, whose files stayed there) are named, never guessed; so are another node's
+    ranks whose state, relayed here during the gather, shows them still in the call: news of then."""
     key = (h.get("stream"), h.get("seq"))
     t0 = v.get("verdict_at") or 0
     waited = list(h.get("waiting_ranks") or []) + list(h.get("missing_ranks") or [])
@@ -72,6 +73,8 @@ def _outcome(h, docs_now, v):
                 at = max(at or 0, e.completed_at)
         elif (e is not None and e.ended in ("rank ended", "peers ended")) or d.dead or d.kind == "end":
             ended.append(r)
+        elif d.relayed_from:
+            silent.append(r)  # another node's state, relayed during the gather: what it said then, not now
         else:
             stuck_on.append(r)
     unheard = " (nothing since from %s)" % rank_list(silent) if silent else ""

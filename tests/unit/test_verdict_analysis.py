@@ -297,6 +297,23 @@ def test_a_state_written_after_the_verdict_does_not_change_the_record(tmp_path):
     assert verdict.record_documents(str(tmp_path))[1].position("0").last_started == 1  # as at hang time
 
 
+def test_another_nodes_state_relayed_after_the_verdict_is_news_of_then_not_of_now(tmp_path):
+    """Two nodes: rank 0's state, relayed here during the gather but written after the verdict (its watchdog
+    named its overdue call again), shows it still in the call; this node's rank 1 caught up and ended.  The
+    relayed state is what rank 0 said then: the rank's later documents stayed on its node, so the outcome
+    is resolved, rank 0 "nothing since", not "still stuck" (CI's two-node test, torch 2.13, 2026-11-26)."""
+    _merged(tmp_path)
+    stuck = dict(_doc(0, 2, [_g("0", [0, 1], 2, 1)], gather_id="g", written_at=100.4), host="node0")
+    _write(tmp_path, dumpdir.node_states_name(1), documents.node_states_json("node0", "g", [
+        dict(stuck, relayed_from="node0")]))
+    _write(tmp_path, "end-rank1-pid2.json", _doc(1, 2, [_g("0", [0, 1], 3, 3)], kind="end", written_at=170.0,
+                                                 exit_reason="the observer was disabled"))
+    got = verdict.load(str(tmp_path))[0].to_json()
+    o = got["hangs"][0]["outcome"]
+    assert o["state"] == "resolved" and o["text"].endswith("(nothing since from rank 0)"), o
+    assert got["culprit_ranks"] == [1] and got["exit_code"] == 3
+
+
 def test_a_rank_that_issued_another_op_at_the_seq_never_entered_the_call():
     """Issue 24, row 6: rank 2 broadcast where the others all_reduce; its broadcast completed: it is not
     'finished it' but issued another op at this seq, the odd one out."""

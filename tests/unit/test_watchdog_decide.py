@@ -677,15 +677,16 @@ def test_an_action_with_a_payload_its_kind_does_not_take_fails_where_it_is_made(
     assert Action("stacks", ("why", True)).detail == ("why", True)
 
 
-def _merged_verdict(rig, gid, waiting, missing, level="hard"):
+def _merged_verdict(rig, gid, waiting, missing, level="hard", culprits=None):
     """verdict.json as the owner of gather ``gid`` merges it: all_reduce #1 on group 0 stuck."""
     dumpdir.write_json(str(rig.dump_dir / dumpdir.VERDICT_JSON), {
-        "version": 1, "gather_id": gid, "level": level, "culprit_ranks": list(missing), "verdict_at": wall_at(T0),
+        "version": 1, "gather_id": gid, "level": level, "verdict_at": wall_at(T0),
+        "culprit_ranks": list(missing if culprits is None else culprits),
         "hangs": [{"group": "0", "stream": "0", "seq": 1, "op": "all_reduce", "level": level, "root": True,
                    "waiting_ranks": list(waiting), "missing_ranks": list(missing)}]})
 
 
-def _answered_then_overdue(rig, waiting, missing, level="hard"):
+def _answered_then_overdue(rig, waiting, missing, level="hard", culprits=None):
     """Rank 1 answers rank 0's gather g1 while its all_reduce is young; g1 is merged; then the call passes
     the timeout on rank 1 (its call entered later, or its watchdog was slower): the request left there."""
     rig.beats()
@@ -695,7 +696,7 @@ def _answered_then_overdue(rig, waiting, missing, level="hard"):
         dumpdir.DumpDir(str(rig.dump_dir)))
     rig.step(T0 + POLL_NS)
     assert rig.wd.gather.answered == "g1"
-    _merged_verdict(rig, "g1", waiting, missing, level)
+    _merged_verdict(rig, "g1", waiting, missing, level, culprits)
     rig.step(T0 + TIMEOUT_NS + 1)
     return GatherRequest.read(dumpdir.DumpDir(str(rig.dump_dir)))
 
@@ -708,6 +709,27 @@ def test_a_rank_overdue_after_the_gather_it_answered_was_merged_joins_that_verdi
     assert req.id == "g1"
     assert rig.until_signal(T0 + TIMEOUT_NS + 1, limit_s=1.0) is not None
     assert GatherRequest.read(dumpdir.DumpDir(str(rig.dump_dir))).id == "g1"
+
+
+def test_a_rank_the_hard_verdict_names_its_culprit_is_never_signalled(rig):
+    """A rank frozen inside a call every rank entered is the culprit while its call is in flight: the
+    signal is for the ranks that wait for it (it met SIG_DFL in CI once the thawed rank's disable() ran)."""
+    req = _answered_then_overdue(rig, waiting=[0, 1, 2, 3], missing=[], culprits=[1])
+    assert req.id == "g1"  # it joined the merged verdict
+    assert rig.until_signal(T0 + TIMEOUT_NS + 1) is None
+    assert [m for m in rig.logs if "no SIGUSR1 sent: the verdict names this rank the culprit" in m], rig.logs
+
+
+def test_a_rank_whose_call_completed_before_the_hard_verdict_came_is_not_signalled(rig):
+    """The late rank caught up before the merge: nothing is left to wake it from (its handler may
+    checkpoint and exit), and the verdict's record says the hang resolved."""
+    rig.writer.set_rank(1, 4)
+    rig.streams[0].start(ALL_REDUCE, T0)
+    rig.step(T0 + TIMEOUT_NS + 1)  # overdue: it asks the gather, which waits for the three other ranks
+    rig.streams[0].done(1)
+    assert rig.until_signal(T0 + TIMEOUT_NS + 1) is None
+    v = dumpdir.read_json(str(rig.dump_dir / dumpdir.VERDICT_JSON))
+    assert v["level"] == "hard" and v["gather_id"] == rig.wd.gather.answered  # the verdict did come
 
 
 @pytest.mark.parametrize("waiting,missing,level", [([0, 2], [1, 3], "hard"), ([0, 1, 2], [3], "soft")],
