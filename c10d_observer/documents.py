@@ -61,6 +61,9 @@ class Call(NamedTuple):
     api: str = ""
 
 
+GPU_STATES = ("scheduled", "started")
+
+
 class Position(NamedTuple):
     """Where a rank is on one stream (a group's collectives, or one direction of its p2p calls)."""
     stream: str
@@ -77,6 +80,11 @@ class Position(NamedTuple):
     in_flight: Optional[Call] = None
     recent: tuple = ()  # Calls, oldest first (in flight ones included)
     ring_overflow: int = 0
+    # the call in flight as NCCL's recorder saw it on the GPU (torch dumps, torch_fr.py): "scheduled" (its
+    # kernel has not started: the stream is busy with earlier work) or "started"; ``gpu_timing``: whether the
+    # recorder saw start times at all (TORCH_NCCL_ENABLE_TIMING=1), without which every call reads "scheduled"
+    gpu_state: Optional[str] = None
+    gpu_timing: Optional[bool] = None
 
     def members(self):
         if self.kind == "p2p" and self.src is not None and self.dst is not None:
@@ -103,6 +111,8 @@ class Position(NamedTuple):
         if self.in_flight is not None:
             c = self.in_flight
             d.update(in_flight_op=c.op, in_flight_api=c.api, in_flight_size=c.size, in_flight_since=c.started_at)
+        if self.gpu_state is not None:
+            d.update(in_flight_gpu_state=self.gpu_state, gpu_timing=self.gpu_timing)
         return d
 
     @classmethod
@@ -118,7 +128,9 @@ class Position(NamedTuple):
         return cls(str(d.get("stream")), str(d.get("group")), d.get("kind") or "collective", _ranks_in(d, "ranks"),
                    d.get("backend"), d.get("peer"), d.get("src"), d.get("dst"), _num(d.get("torch_timeout_s")),
                    _num(d.get("last_started"), 0), _num(d.get("last_completed"), 0), in_flight, tuple(recent),
-                   _num(d.get("ring_overflow"), 0))
+                   _num(d.get("ring_overflow"), 0),
+                   d.get("in_flight_gpu_state") if d.get("in_flight_gpu_state") in GPU_STATES else None,
+                   bool(d["gpu_timing"]) if d.get("gpu_timing") is not None else None)
 
 
 class Overdue(NamedTuple):

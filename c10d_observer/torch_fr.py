@@ -132,6 +132,11 @@ def to_state(d, path):
             g["in_flight_since"] = max(created) / 1e9 if created and max(created) else None
             if e.get("timeout_ms"):
                 g["torch_timeout_s"] = int(e["timeout_ms"]) / 1000.0
+            if g["backend"] == "nccl" and e.get("state") in _documents.GPU_STATES:
+                # NCCL's own view of the call on the GPU; "started" needs start events (TORCH_NCCL_ENABLE_TIMING):
+                # without them no entry ever reads "started" and no start time is written
+                g["in_flight_gpu_state"] = e["state"]
+                g["gpu_timing"] = _timing(d, entries)
         else:
             g["in_flight_seq"] = None
         groups.append(g)
@@ -142,6 +147,20 @@ def to_state(d, path):
             "written_at": taken if taken is not None else mtime, "ages_at_least": taken is not None,
             "file_mtime": mtime, "groups": groups, "alive": True, "frozen": False,
             "config": {"timeout": 0}, "source": "torch flight-recorder dump (version %s)" % d.get("version")}
+
+
+def _timing(d, entries):
+    """Whether NCCL recorded start events in this dump: a start time in an entry, or a group's
+    ``last_started_collective`` past -1 (it stays -1 with timing off, ../shared/gpu-facts.md)."""
+    if any(int(x.get("time_discovered_started_ns") or 0) for x in entries):
+        return True
+    for st in (d.get("pg_status") or {}).values():
+        try:
+            if int(st.get("last_started_collective", -1)) >= 0:
+                return True
+        except (TypeError, ValueError, AttributeError):
+            continue
+    return False
 
 
 def _ranks(value):

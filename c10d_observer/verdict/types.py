@@ -302,8 +302,9 @@ class Hang(_Type):
     finished it, who never arrived (``missing_ranks``, ``missing``: {"<rank>": Whereabouts}), its ``level``
     (``Level``) and deadlines, ``root`` or ``caused_by`` (hang indices), and ``mismatch``, ``ordering``,
     ``outcome`` where found; ``category`` (``Category``: what kind of hang) with its evidence
-    (``category_why``), and ``frozen_in_it``: ranks in it whose Python stopped (files before 2026-11-25
-    have no category)."""
+    (``category_why``), ``frozen_in_it``: ranks in it whose Python stopped (files before 2026-11-25
+    have no category), and ``gpu_not_started``: ranks whose NCCL work for it never started on the GPU while
+    other ranks' did (torch's NCCL dumps with TORCH_NCCL_ENABLE_TIMING=1)."""
     __slots__ = ()
     FIELDS = (F("group"), F("stream"), F("group_ranks", _list, _dump_list),
               F("level", _enum(Level), _dump_enum, default=Level.HARD),  # files of 2026-11-23 and before: hard
@@ -318,7 +319,7 @@ class Hang(_Type):
               F("root"), F("held_until", optional=True), F("held_why", optional=True),
               F("ordering", _of(Ordering), None, True), F("outcome", _of(Outcome), None, True),
               F("category", _enum(Category), _dump_enum, True), F("category_why", optional=True),
-              F("frozen_in_it", _list, _dump_list, True))
+              F("frozen_in_it", _list, _dump_list, True), F("gpu_not_started", _list, _dump_list, True))
 
     @property
     def call(self):

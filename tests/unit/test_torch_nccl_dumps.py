@@ -86,3 +86,61 @@ def test_report_command_on_a_real_nccl_dump_names_op_size_and_exits_1(tmp_path):
     assert out.returncode == 1, out.stdout
     assert "all_reduce #10 on group 0 (ranks 0), 4160 x float32, stuck at least" in out.stdout, out.stdout
     assert "nccl:" not in out.stdout
+
+
+# -- NCCL's per-call states (issue 33): which rank's work never started on its GPU -----------------------
+# NCCL refuses two ranks on one GPU, so the recorded dumps are of one rank.  A job of three is made here from
+# the recorded sync-during dump, one file per rank, with the stuck call's entry set as NCCL writes it on each
+# rank: "scheduled" (as recorded: its kernel queued behind a busy stream) or "started" (what an entry reads
+# once its start event fired, under TORCH_NCCL_ENABLE_TIMING=1, with its time_discovered_started_ns and the
+# group's last_started_collective set).  The started state itself was not recorded on a GPU.
+
+def _job(tmp_path, states, timing=True):
+    for rank, state in enumerate(states):
+        raw = _raw("sync-during")
+        raw["pg_config"]["0"]["ranks"] = json.dumps(list(range(len(states))))
+        stuck = [e for e in raw["entries"] if not e["retired"]][0]
+        stuck["state"] = state
+        if timing:
+            done = [e for e in raw["entries"] if e["retired"]][0]
+            done["time_discovered_started_ns"] = done["time_created_ns"] + 1000
+            if state == "started":
+                stuck["time_discovered_started_ns"] = stuck["time_created_ns"] + 1000
+            raw["pg_status"]["0"]["last_started_collective"] = str(stuck["op_id"] if state == "started" else
+                                                                   done["op_id"])
+        (tmp_path / ("nccl_trace_rank_%d.json" % rank)).write_text(json.dumps(raw))
+    docs, problems = torch_fr.load_dir(str(tmp_path))
+    assert problems == [] and sorted(d.rank for d in docs) == list(range(len(states)))
+    return verdict.analyze({d.rank: d for d in docs}).to_json()
+
+
+def test_the_recorded_stuck_call_reads_scheduled_with_timing_off():
+    """As recorded on the H100 (timing off by default): the state is kept, and says no start was seen."""
+    doc = torch_fr.to_state(_raw("sync-during"), os.path.join(DUMPS, "sync-during.json"))
+    g = doc["groups"][0]
+    assert (g["in_flight_gpu_state"], g["gpu_timing"]) == ("scheduled", False)
+
+
+def test_a_rank_whose_nccl_work_never_started_while_the_others_did_is_the_culprit(tmp_path):
+    v = _job(tmp_path, ["started", "scheduled", "started"])
+    h = v["hangs"][0]
+    assert v["culprit_ranks"] == [1] and h["gpu_not_started"] == [1] and h["category"] == "all_arrived"
+    assert "on rank 1 its work never started on the GPU" in v["summary"], v["summary"]
+    assert "ranks 0, 2 started it and wait for it" in h["category_why"]
+
+
+@pytest.mark.parametrize("states,why", [
+    (["started", "started", "started"], "started on every rank's GPU and none completed"),
+    (["scheduled", "scheduled", "scheduled"], "started on no rank's GPU"),
+], ids=["all-started", "none-started"])
+def test_every_rank_in_the_same_nccl_state_cannot_be_decided(tmp_path, states, why):
+    v = _job(tmp_path, states)
+    assert v["culprit_ranks"] == [] and why in v["hangs"][0]["category_why"]
+    assert any(why in u for u in v["undecided"]), v["undecided"]
+
+
+def test_with_timing_off_scheduled_says_nothing_and_the_verdict_says_how_to_know(tmp_path):
+    """Without start events every call reads scheduled until it completes: a rank that reads scheduled beside
+    ranks that read started cannot happen, and "scheduled" everywhere names no one."""
+    v = _job(tmp_path, ["scheduled", "scheduled", "scheduled"], timing=False)
+    assert v["culprit_ranks"] == [] and "TORCH_NCCL_ENABLE_TIMING=1" in v["hangs"][0]["category_why"]
