@@ -18,7 +18,12 @@ never issue: DDP's broadcast_buffers under ``if rank == 0: evaluate()``), batch_
 with batch_isend_irecv; the culprit skips its batch), coalesced (all_reduce_coalesced each step; the culprit
 skips one), straggler (from the fault step the culprit computes 40 % longer every step: no hang; named in
 stragglers.json), and nodes2_skip / nodes4_skip (skip, with the ranks spread over two or four nodes: each
-node its own dump_dir, the gather carried between them by the store, as torchrun sets LOCAL_WORLD_SIZE).
+node its own dump_dir, the gather carried between them by the store, as torchrun sets LOCAL_WORLD_SIZE),
+fsdp_stall (a FullyShardedDataParallel model on CPU; the culprit stalls before its forward, the others wait in
+FSDP's parameter all_gather), funcol_skip (a functional all_reduce each step, as tensor parallelism issues them
+from C++; the culprit skips one) and dtensor_skip (a DTensor sharded on a 1-D mesh is gathered each step with
+redistribute(Replicate); the culprit skips one).  A kind this torch cannot run (no FSDP on CPU, no functional
+collectives, no DTensor) writes ``unavailable.json`` with the reason and ends every rank cleanly.
 """
 import argparse
 import json
@@ -35,7 +40,8 @@ import torch.distributed as dist
 KINDS = ("healthy", "skip", "early_stall", "dataloader_stall", "late", "exit", "sigkill", "frozen_before",
          "frozen_inside", "gil_c", "op_mismatch", "size_mismatch", "dtype_mismatch", "subgroup_skip", "order",
          "unmatched_recv", "unmatched_send", "wrong_root", "async_burst", "ddp_stall", "checkpoint",
-         "checkpoint_phase", "eval_one_rank", "batch_p2p", "coalesced", "straggler", "nodes2_skip", "nodes4_skip")
+         "checkpoint_phase", "eval_one_rank", "batch_p2p", "coalesced", "straggler", "nodes2_skip", "nodes4_skip",
+         "fsdp_stall", "funcol_skip", "dtensor_skip")
 
 
 def _write(path, doc):
@@ -75,6 +81,40 @@ def _on_signal(signum, frame):
     SIGNALS.append(time.time())
 
 
+def _parallel(kind, world):
+    """The step of the kinds that run through torch's parallel APIs, or None for the others; raises where
+    this torch cannot (ImportError, or FSDP refusing a CPU device)."""
+    if kind == "fsdp_stall":
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        model = FullyShardedDataParallel(torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 64)),
+                                         device_id=torch.device("cpu"))
+        x = torch.ones(8, 64)
+
+        def step():
+            model(x).sum().backward()  # forward: FSDP all_gathers the parameters; backward: reduce_scatter
+        step()
+        return step
+    if kind == "funcol_skip":
+        import torch.distributed._functional_collectives as funcol
+        t = torch.ones(256)
+
+        def step():
+            funcol.wait_tensor(funcol.all_reduce(t, "sum", dist.group.WORLD))
+        step()
+        return step
+    if kind == "dtensor_skip":
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+        mesh = init_device_mesh("cpu", (world,))
+        d = distribute_tensor(torch.ones(4 * world, 16), mesh, [Shard(0)])
+
+        def step():
+            d.redistribute(mesh, [Replicate()]).to_local()  # an all_gather (a functional collective)
+        step()
+        return step
+    return None
+
+
 def main():
     signal.signal(signal.SIGUSR1, _on_signal)
     p = argparse.ArgumentParser()
@@ -103,6 +143,15 @@ def main():
     if kind == "ddp_stall":
         ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(64, 64))
         x = torch.ones(8, 64)
+
+    try:
+        parallel = _parallel(kind, world)  # () -> None: one step of the kind's FSDP / funcol / DTensor call
+    except Exception as e:  # this torch has no such thing on CPU: said, and no run
+        if rank == 0:
+            _write(os.path.join(a.out, "unavailable.json"), {"kind": kind, "reason": "%s: %s" % (
+                type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")})
+        dist.barrier()
+        sys.exit(0)
 
     def fault_began():
         _write(os.path.join(a.out, "fault.json"), {"at": time.time(), "rank": rank, "kind": kind})
@@ -176,6 +225,12 @@ def main():
             for w in dist.batch_isend_irecv(ops):
                 w.wait()
             calls += 2
+        if parallel is not None:
+            if me and step == step_at:
+                fault_began()
+                time.sleep(3600)
+            parallel()
+            calls += 1
         if kind == "coalesced":
             if me and step == step_at:
                 fault_began()

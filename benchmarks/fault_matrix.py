@@ -8,13 +8,14 @@ free port) under ``C10D_OBSERVER=1`` with its own dump_dir, waits for the culpri
 for ``verdict.json`` to name culprits (at most ``--wait`` seconds after the fault), and ends the job.  A row:
 
     {"kind", "torch", "source", "world", "timeout", "expected_culprits", "named_culprits", "category",
-     "outcome": "exact" | "undecided" | "wrong" | "missed" | "torch raised", "detect_s", "verdict_s", "level"}
+     "outcome": "exact" | "undecided" | "wrong" | "missed" | "torch raised" | "not on this torch", "detect_s", "verdict_s", "level"}
 
 ``detect_s``: the first detection (a hang's ``detected_at``) minus the fault's start; ``verdict_s``: the first
 verdict that named culprits (or the last verdict) minus the fault's start.  ``wrong``: a verdict named a rank
 that is not the culprit, at any time.  ``undecided``: verdicts came and named nobody.  ``missed``: no verdict.
 ``torch raised``: every other rank ended by itself first (torch raised in them: gloo sees a dead peer's closed
-connection), so there was nothing to find; such runs are left out of the shares.
+connection), so there was nothing to find; ``not on this torch``: the kind needs what this torch lacks on CPU
+(FSDP, functional collectives, DTensor: ``why`` says what); both are left out of the shares.
 Healthy runs (kind ``healthy``) count calls and verdicts (soft, hard) and signals sent.
 
 Results go to benchmarks/results/fault_matrix[_<tag>].json (or ``--out``) with the command, machine and date;
@@ -72,11 +73,14 @@ KINDS = {
     "straggler": (3, [1], 1),
     "nodes2_skip": (4, [3], 3),
     "nodes4_skip": (4, [2], 2),
+    "fsdp_stall": (3, [1], 1),
+    "funcol_skip": (3, [1], 1),
+    "dtensor_skip": (3, [1], 1),
     "healthy": (3, [], -1),
 }
 NODES = {"nodes2_skip": 2, "nodes4_skip": 4}  # the ranks spread over this many nodes, each its own dump_dir
 QUICK = ("skip", "early_stall", "dataloader_stall", "late", "sigkill", "frozen_inside", "subgroup_skip",
-         "unmatched_recv", "batch_p2p", "nodes2_skip", "healthy")
+         "unmatched_recv", "batch_p2p", "nodes2_skip", "dtensor_skip", "healthy")
 
 
 def _torch_version(env):
@@ -127,7 +131,10 @@ def run_one(kind, source, timeout, wait_s, tmp, fault_step=30, step_s=0.1, verbo
                     break
                 time.sleep(0.1)
             if fault is None:
-                row["outcome"] = "no fault"
+                gone = _read(os.path.join(out, "unavailable.json"))
+                row["outcome"] = "not on this torch" if gone else "no fault"
+                if gone:
+                    row["why"] = gone["reason"]
                 return row
             end = fault["at"] + wait_s
             others = [pr for r, pr in enumerate(procs) if r != culprit]
@@ -205,6 +212,9 @@ def _straggler_verdict(dirs):
     return None
 
 
+SKIPPED = ("no fault", "torch raised", "not on this torch")  # runs that count in no share
+
+
 def summary_rows(rows):
     """Per (torch, source, timeout): runs, exact / undecided / wrong / missed shares, p50 and p90 seconds from
     the fault to the verdict that named the culprit (exact runs of the kinds that hang: not the straggler)."""
@@ -213,7 +223,7 @@ def summary_rows(rows):
                    if r["kind"] != "healthy"})
     for tv, source, timeout in keys:
         timeout = None if timeout == -1 else timeout
-        rs = [r for r in rows if r["kind"] != "healthy" and r["outcome"] not in ("no fault", "torch raised")
+        rs = [r for r in rows if r["kind"] != "healthy" and r["outcome"] not in SKIPPED
               and r["torch"] == tv
               and r["source"] == source and r["timeout"] == timeout]
         if not rs:

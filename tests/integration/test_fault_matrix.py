@@ -1,7 +1,8 @@
 """The quick fault matrix (benchmarks/fault_matrix.py --quick): real gloo ranks under C10D_OBSERVER=1, one run
 per kind of its QUICK list (skip, early and DataLoader stalls, a late rank, SIGKILL, a rank frozen inside a
-call, a subgroup skip, an unmatched recv, a skipped batch_isend_irecv, a skip on two nodes, a healthy loop),
-the default source, no timeout given.
+call, a subgroup skip, an unmatched recv, a skipped batch_isend_irecv, a skip on two nodes, a skipped DTensor
+gather (functional collectives, issued from C++; "not on this torch" before DTensor), a healthy loop), the
+default source, no timeout given.
 
 What it asserts are promises, not timings (benchmarks/ and docs/fault-matrix.md hold those): no verdict
 names a wrong rank, every hang gets a verdict, a healthy run gets no verdict and no signal.  The matrix's
@@ -27,7 +28,7 @@ def _quick_kinds():
     return list(ast.literal_eval(value))
 
 
-@pytest.mark.timeout(1200)  # 11 runs of 10-40 s each on a loaded 2-core machine, with room
+@pytest.mark.timeout(1200)  # 12 runs of 10-40 s each on a loaded 2-core machine, with room
 def test_the_quick_fault_matrix_names_no_wrong_rank_finds_every_hang_and_raises_no_false_alarm(tmp_path):
     out = str(tmp_path / "fault_matrix.json")
     proc = subprocess.run([sys.executable, MATRIX, "--quick",
