@@ -376,10 +376,9 @@ def _categorize(h, by_rank, undecided):
                 rank_list(h["finished_ranks"]), rank_list(h["waiting_ranks"])))
             undecided.append("%s: %s" % (call, h["category_why"]))
         else:
-            gpu = _gpu_states(h, by_rank)
+            gpu, timed = _gpu_states(h, by_rank)
             late = sorted(r for r, st in gpu.items() if st == "scheduled")
-            if gpu and len(gpu) == len(h["waiting_ranks"]) and all(by_rank[r].position(h["stream"]).gpu_timing
-                                                                   for r in gpu) and late and len(late) < len(gpu):
+            if timed and len(gpu) == len(h["waiting_ranks"]) and 0 < len(late) < len(gpu):
                 started = sorted(r for r in gpu if r not in late)
                 h["gpu_not_started"] = late
                 h["category_why"] = (
@@ -389,26 +388,28 @@ def _categorize(h, by_rank, undecided):
                                 "it" if len(late) == 1 else "them"))
                 return late
             h["category_why"] = ("every rank entered it and none completed it; none is frozen: the transport or "
-                                 "a device is wedged, or a rank's work never ran") + _gpu_why(h, by_rank, gpu)
+                                 "a device is wedged, or a rank's work never ran") + _gpu_why(h, gpu, timed)
             undecided.append("%s: %s" % (call, h["category_why"]))
     return ()
 
 
 def _gpu_states(h, by_rank):
-    """{rank: "scheduled" | "started"} of the waiting ranks whose document has NCCL's state of this call."""
-    out = {}
+    """({rank: "scheduled" | "started"} of the waiting ranks whose document has NCCL's state of this call,
+    whether each of those dumps had start events: without them "scheduled" says nothing)."""
+    out, timed = {}, True
     for r in h["waiting_ranks"]:
         p = by_rank[r].position(h["stream"]) if by_rank.get(r) is not None else None
         if p is not None and p.gpu_state and p.in_flight is not None and p.in_flight.seq == h["seq"]:
             out[r] = p.gpu_state
-    return out
+            timed = timed and bool(p.gpu_timing)
+    return out, timed and bool(out)
 
 
-def _gpu_why(h, by_rank, gpu):
+def _gpu_why(h, gpu, timed):
     """What NCCL's per-call states say where they cannot name a rank."""
     if not gpu:
         return ""
-    if not all(by_rank[r].position(h["stream"]).gpu_timing for r in gpu):
+    if not timed:
         return ("; NCCL's recorder has every call as scheduled until it completes unless TORCH_NCCL_ENABLE_TIMING=1 "
                 "is set: with it, the rank whose work never started on its GPU is named")
     if len(gpu) < len(h["waiting_ranks"]):

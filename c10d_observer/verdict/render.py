@@ -47,8 +47,7 @@ def summary_line(v):
                               for r in h.missing_ranks):
         parts.append("an ordering deadlock: %s" % h.ordering.text)
     if not parts:
-        if (h.frozen_in_it or h.gpu_not_started) and set(h.frozen_in_it or h.gpu_not_started) & set(
-                v.culprit_ranks or ()):
+        if (set(h.frozen_in_it or ()) | set(h.gpu_not_started or ())) & set(v.culprit_ranks or ()):
             parts.append(h.category_why)
         elif h.finished_ranks:
             parts.append("%s finished it and %s wait%s in it; no rank is missing and no op or size differs that "
