@@ -53,9 +53,9 @@ def find_overdue(snapshot, now_ns, timeout_ns, queued=None):
 
     Only a stream's oldest call in flight can be the first overdue one: later calls started later.
     ``queued``: {stream index: (seq, ns)}: a call that waited in a queue behind others of its stream (a
-    burst of async calls, perhaps behind a stuck one) counts from when it reached the front (``ns``), not
-    from when it was issued: a group's calls complete in order, so the calls of a burst draining after a
-    hang resolved are not new hangs.
+    burst of async calls, perhaps behind a stuck one) counts from the first poll that saw it at the front
+    (``ns``), not from when it was issued: a group's calls complete in order, so the calls of a burst
+    draining after a hang resolved are not new hangs.
     """
     out = []
     for st in snapshot:
@@ -122,7 +122,7 @@ class Detector(object):
         self.notified = False  # "notify" was decided in this hang (at its first hard call)
         self.front = {}  # stream index -> (its front call's seq or None, the tick that saw it: ns)
         self.queued = {}  # stream index -> (seq, ns): the call that reached its stream's front behind others,
-        # and the earliest it can have got there (find_overdue counts it from then)
+        # and the first tick that saw it there (find_overdue counts it from then: Detector._fronts)
 
     def restore(self, entries, snapshot):
         """Entries a previous watchdog of this rank wrote (a restart): fired already, never again."""
@@ -268,13 +268,16 @@ class Detector(object):
 
     def _fronts(self, snapshot, now_ns):
         """Note when each stream's front call got there: a group's calls complete in order, so a call behind
-        others (a burst of async calls, perhaps behind a stuck one) can only hang once it is at the front,
-        which it reached no earlier than the last poll that saw an earlier call there."""
+        others (a burst of async calls, perhaps behind a stuck one) can only hang once it is at the front.
+        It got there between the last poll that saw an earlier call there and this one; it counts from this
+        one.  A call at the front as long as the timeout is found at most a poll later; counting from the
+        earlier poll would turn the watchdog's own gap between two polls (a merge, a loaded machine that
+        starved it for seconds while a burst drained) into time at the front: a hang that never was."""
         for st in snapshot:
             seq = st.oldest[0] if st.oldest is not None else None
             prev = self.front.get(st.idx)
             if seq is not None and prev is not None and prev[0] is not None and prev[0] < seq:
-                self.queued[st.idx] = (seq, prev[1])
+                self.queued[st.idx] = (seq, now_ns)
             self.front[st.idx] = (seq, now_ns)
 
     def _ended(self, i, e, wall_seen, dead, aborting):
