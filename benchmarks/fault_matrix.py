@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _harness import RESULTS, child_env, free_port, machine, summary, table, today, write_json  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from c10d_observer import _autostart  # noqa: E402
 from c10d_observer.dumpdir import read_json as _read  # noqa: E402  (the file may be mid-write: None)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -304,6 +305,10 @@ def main():
             p.error("--kinds: %r is not one of %s" % (k, ", ".join(KINDS)))
     sources = ["auto"] if a.quick else a.sources.split(",")
     timeouts = [None] if a.quick else [None if t == "none" else float(t) for t in a.timeouts.split(",")]
+    if not _autostart.pth_installed():  # the ranks would run unobserved: every hang "missed"
+        p.exit(2, "fault_matrix.py: c10d_observer.pth is not in this interpreter's site-packages (a source "
+               "checkout or an editable install), so C10D_OBSERVER=1 starts no observer in the ranks; install "
+               "the package from its wheel (pip install .) into %s\n" % sys.executable)
     env = child_env()
     tv = _torch_version(env)
     tmp = tempfile.mkdtemp(prefix="fault-matrix-")
