@@ -247,8 +247,52 @@ def summary_rows(rows):
 SUMMARY_HEAD = ("torch", "source", "timeout", "runs", "exact", "undecided", "wrong", "missed", "p50 s", "p90 s")
 
 
+def _line(r):
+    return (r["torch"], r["source"], r["timeout"], r["kind"])
+
+
+def _repeated(rows):
+    """Whether some kind ran more than once on one line, source and timeout (--repeat)."""
+    lines = [_line(r) for r in rows]
+    return len(set(lines)) < len(lines)
+
+
+def _span(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "-"
+    lo, hi = min(values), max(values)
+    return "%g" % lo if lo == hi else "%g-%g" % (lo, hi)
+
+
+def repeats_markdown(rows):
+    """Repeated runs, one row per kind and line: how many runs, their outcomes and categories (with counts
+    where they differ) and the range of their times."""
+    head = ("kind", "torch", "source", "timeout", "runs", "outcomes", "categories", "detect s", "verdict s")
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    groups = {}
+    for r in rows:
+        if r["kind"] != "healthy":
+            groups.setdefault(_line(r), []).append(r)
+
+    def counted(values):
+        seen = []
+        for v in values:
+            if v not in seen:
+                seen.append(v)
+        return "-" if seen == ["-"] else ", ".join("%s x%d" % (v, values.count(v)) for v in seen)
+
+    for (tv, source, timeout, kind), rs in groups.items():
+        out.append("| " + " | ".join(str(c) for c in (
+            kind, tv, source, "none" if timeout is None else "%g s" % timeout, len(rs),
+            counted([r["outcome"] for r in rs]), counted([r.get("category") or "-" for r in rs]),
+            _span([r["detect_s"] for r in rs]), _span([r["verdict_s"] for r in rs]))) + " |")
+    return out
+
+
 def markdown(paths):
-    """The stored results as markdown: the summary, then every run."""
+    """The stored results as markdown: the summary, then every run (one row per kind where runs were
+    repeated: repeats_markdown)."""
     rows, made = [], []
     for path in paths:
         with open(path) as f:
@@ -261,7 +305,11 @@ def markdown(paths):
     lines += ["| " + " | ".join("-" if c is None else str(c) for c in r) + " |" for r in summary_rows(rows)]
     head = ("kind", "torch", "source", "timeout", "world", "expected", "named", "category", "outcome", "detect s",
             "verdict s")
-    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    if _repeated(rows):
+        lines += [""] + repeats_markdown(rows)
+        rows = []
+    else:
+        lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         if r["kind"] == "healthy":
             continue

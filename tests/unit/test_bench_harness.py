@@ -106,3 +106,21 @@ def test_no_benchmark_script_computes_statistics_of_its_own():
                     "pct", "percentile", "quantile", "median", "summary", "print_table", "write_json"):
                 bad.append("%s defines %s" % (name, node.name))
     assert not bad
+
+
+def test_the_fault_matrix_tables_repeated_runs_one_row_per_kind_with_every_outcome_counted():
+    import fault_matrix as fm
+
+    def row(kind, outcome, category, detect):
+        return {"kind": kind, "torch": "2.13.0+cpu", "source": "auto", "timeout": None, "outcome": outcome,
+                "category": category, "detect_s": detect, "verdict_s": detect}
+
+    once = [row("skip", "exact", "never_arrived", 10.0), row("late", "exact", "never_arrived", 10.1)]
+    assert not fm._repeated(once)
+    twice = once + [row("skip", "undecided", "all_arrived", 11.5), row("late", "exact", "never_arrived", 10.1)]
+    assert fm._repeated(twice)
+    table = fm.repeats_markdown(twice + [row("exit", "torch raised", None, None)] * 2)
+    assert table[2] == ("| skip | 2.13.0+cpu | auto | none | 2 | exact x1, undecided x1 | never_arrived x1, "
+                        "all_arrived x1 | 10-11.5 | 10-11.5 |")
+    assert table[3] == "| late | 2.13.0+cpu | auto | none | 2 | exact x2 | never_arrived x2 | 10.1 | 10.1 |"
+    assert table[4] == "| exit | 2.13.0+cpu | auto | none | 2 | torch raised x2 | - | - | - |"
