@@ -28,6 +28,7 @@ log = logging.getLogger("c10d_observer")
 # Backends whose wait() returns only once the op is complete.  For the others (nccl and unknown
 # backends), completion is when the work reports it, which for NCCL means the GPU has finished.
 _WAIT_MEANS_DONE = frozenset(("gloo", "mpi"))
+ROOTS_KEPT = 64  # rooted collectives whose root is kept per group (a verdict reads the ones in flight)
 
 
 class _Untracked(object):
@@ -57,7 +58,7 @@ class _Group(object):
     """
 
     __slots__ = ("desc", "coll", "sends", "recvs", "sides", "ranks", "wait_done", "sink", "gpu", "tracker",
-                 "batch", "native", "native_p2p", "native_functional", "other_ops")
+                 "batch", "native", "native_p2p", "native_functional", "other_ops", "roots")
 
     def __init__(self, tracker, desc, pg=None):
         self.tracker = tracker
@@ -84,6 +85,16 @@ class _Group(object):
         # op the recorder does not record (a send, a recv, monitored_barrier): torch's pg_status counts them
         # with the collectives, which it numbers apart (sources/flight_recorder.py, _Numbers)
         self.other_ops = []
+        # gloo, where its recorder makes the collectives' events: {torch's op id: (op code, root)} of the last
+        # ROOTS_KEPT rooted collectives (sources.patch._native_rooted), the root its entries lack
+        self.roots = {}
+
+    def note_root(self, op_id, op, root):
+        """A rooted collective took torch's op id ``op_id`` (the rank's threads; the reader reads ``roots``)."""
+        roots = self.roots
+        roots[op_id] = (op, root)
+        if len(roots) > ROOTS_KEPT:
+            roots.pop(next(iter(roots)), None)  # the oldest noted
 
     def end_call(self, st, seq, work):
         """Where a call ends, decided in one place: a GPU backend's once the GPU has finished it (its work

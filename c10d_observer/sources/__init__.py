@@ -12,6 +12,7 @@ from . import table as _table
 
 P2P = ("send", "recv", "recv_anysource")
 COLLECTIVE_METHODS = tuple(m for m, _ in compat.PG_METHODS if m not in P2P and m != "monitored_barrier")
+ROOTED_METHODS = tuple(m for m, op in compat.PG_METHODS if op in compat.ROOT_ARG)
 
 
 def _choice(name, auto):
@@ -124,7 +125,8 @@ def build(plan_, tracker, cfg, caps, nccl_on=False):
     """The parts a plan (make_plan's, made once by enable()) uses, in install order: the legacy NCCL
     recorder's switch where this enable() turns it on (its row's side effect), the patch wrappers for the
     cells they make (p2p and monitored_barrier always; collectives at once where they make gloo's, else
-    when the first group whose collectives no recorder or hook makes appears), pg_hooks or hooks where
+    when the first group whose collectives no recorder or hook makes appears; the rooted ones at once where
+    gloo's recorder makes them, for their root), pg_hooks or hooks where
     chosen, the functional collectives' wrappers where they make some cell's events, and the
     flight-recorder reader."""
     from .groups import GroupWatch
@@ -141,7 +143,10 @@ def build(plan_, tracker, cfg, caps, nccl_on=False):
     first = plan_.first
     gloo_by_call_path = first("gloo", "collective") in ("patch", "pg_hooks")
     eager = first("gloo", "collective") == "patch"
-    methods = set(P2P) | {"monitored_barrier"} | (set(COLLECTIVE_METHODS) if eager else set())
+    # rooted collectives are wrapped also where gloo's recorder makes the collectives' events: its entries
+    # carry no root, which the wrapper notes (patch._native_rooted) and the reader puts in the call's word
+    rooted = set(ROOTED_METHODS) if first("gloo", "collective") == "gloo_recorder" else set()
+    methods = set(P2P) | {"monitored_barrier"} | (set(COLLECTIVE_METHODS) if eager else rooted)
     patch = PatchSource(tracker, methods=methods, side={"monitored_barrier"}, wait=gloo_by_call_path,
                         ddp=any(first(b, "ddp_allreduce") == "patch" for b in _table.BACKENDS),
                         coalescing=eager, registry=reg)

@@ -58,6 +58,7 @@ import time
 from time import perf_counter as _perf_counter  # kept apart from time, which the unit tests replace by a clock
 from time import sleep as _sleep
 
+from .. import callword as _cw
 from .. import channel as _ch
 from .. import compat
 from .. import dumpdir as _dumpdir
@@ -557,7 +558,7 @@ class FlightRecorderSource(object):
                 # completed per pg_status, still on the GPU: in flight from its entry's creation
                 e = active[number]
                 st.skip_to(number - 1)
-                st.start(_op_word(e), _start_ns(e, wall_minus_mono, now))
+                st.start(_op_word(e, p.group), _start_ns(e, wall_minus_mono, now))
                 p.inflight[number] = now
                 p.looked[number] = now
                 p.held.add(number)
@@ -587,7 +588,7 @@ class FlightRecorderSource(object):
             if number - 1 > st.seq:
                 st.skip_to(number - 1)
             e = active[number]
-            st.start(_op_word(e), _start_ns(e, wall_minus_mono, now))
+            st.start(_op_word(e, p.group), _start_ns(e, wall_minus_mono, now))
             p.inflight[number] = now
             p.looked[number] = now
 
@@ -659,7 +660,7 @@ class FlightRecorderSource(object):
                     i = nums.index(number)
                     near.update(nums[max(0, i - NEIGHBOURS):i + NEIGHBOURS + 1])
             if near:
-                keep[p.name] = [_entry_json(by_num[k], k in p.inflight, k) for k in sorted(near)]
+                keep[p.name] = [_entry_json(by_num[k], k in p.inflight, k, p.group) for k in sorted(near)]
         if not named:
             return
         self._keep[rec.name] = keep
@@ -679,7 +680,7 @@ class FlightRecorderSource(object):
                 e = by_num[number]
                 t = _start_ns(e, wall_minus_mono, None)
                 if t is not None:
-                    p.pending.append((number, _op_word(e), t))
+                    p.pending.append((number, _op_word(e, p.group), t))
 
     def _backfill(self, rec):
         """Put up to BACKFILL queued starts of each group on its arrivals stream (the watchdog reads a
@@ -704,7 +705,7 @@ class FlightRecorderSource(object):
         p.looked[number] = now
         if first and p.stream is not None:
             wall_minus_mono = time.time_ns() - time.monotonic_ns()
-            p.stream.amend(number, _op_word(e), _start_ns(e, wall_minus_mono, p.inflight[number]))
+            p.stream.amend(number, _op_word(e, p.group), _start_ns(e, wall_minus_mono, p.inflight[number]))
 
     @staticmethod
     def _end(p, number):
@@ -807,21 +808,33 @@ def _start_ns(e, wall_minus_mono, fallback):
     return t0 if 0 < t0 <= time.monotonic_ns() else fallback
 
 
-def _op_word(e):
-    """The op word of a recorded call: its op and, from the entry's sizes and dtypes, its size signature."""
+def _op_word(e, group=None):
+    """The op word of a recorded call: its op and, from the entry's sizes and dtypes, its size signature;
+    a rooted op's root where the patch wrapper noted it by the entry's ``op_id`` (``group``: the tracker's
+    _Group, whose ``roots`` it fills on gloo; torch's entries carry no root)."""
     op = compat.entry_op(e)
     word = _ch.OP_CODES.get(op, 0)
     side = compat.SIZE_TENSOR.get(op, (None,))[0]
     tensor = compat.entry_tensor(e, side) if side is not None else None
     if tensor is not None:
         word |= _ch.encode_sig(_ch.DTYPE_CODES.get(tensor[1], 0), tensor[0])
-    return word
+    return word | _cw.encode_root(_noted_root(e, word, group))
 
 
-def _entry_json(e, in_flight, seq):
+def _noted_root(e, word, group):
+    """The root the patch wrapper noted for an entry's op id, where it noted one for this op, else None."""
+    noted = group.roots.get(e.get("op_id")) if group is not None and group.roots else None
+    return noted[1] if noted is not None and word and noted[0] == word & _cw.OP_MASK else None
+
+
+def _entry_json(e, in_flight, seq, group=None):
     out = {k: e.get(k) for k in _FIELDS if k in e}
     out["op"] = compat.entry_op(e)
     out["size"] = compat.entry_size(e)  # what the verdict compares (a desync), also of completed calls
+    root = _noted_root(e, _ch.OP_CODES.get(out["op"], 0), group)
+    if root is not None:  # as callword.decode_sig writes it, for the verdict's rule on roots
+        out["root"] = root
+        out["size"] = "%s, root %d" % (out["size"], root) if out["size"] else "root %d" % root
     out["in_flight"] = bool(in_flight)
     out["seq"] = seq  # the observer's number of this call on its stream
     return out

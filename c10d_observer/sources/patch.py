@@ -93,6 +93,7 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
     if size_arg is None:
         size_arg = 1 << 30  # no size signature for this op: len(args) is never above it
     root_arg = compat.ROOT_ARG.get(_ch.OPS[op], 1 << 30)  # a rooted op's options (or root): len(args) above it
+    rooted = plain and root_arg < 1 << 30  # its root noted where gloo's recorder makes its events (_native_rooted)
     dtype_codes = tracker.dtype_codes
     # the op word's layout (callword.py), bound as locals: the call path reads no global
     api_shift, dtype_shift, sig_shift, numel_mask = _cw.API_SHIFT, _cw.DTYPE_SHIFT, _cw.SIG_SHIFT, _cw.NUMEL_MASK
@@ -103,6 +104,8 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
         g = groups.get(self) or get_group(self)
         if plain:
             if g.native:
+                if rooted and g.native == "gloo" and len(args) > root_arg:
+                    return _native_rooted(g, self, orig, args, kwargs, op, args[root_arg])
                 return orig(self, *args, **kwargs)
             st = g.coll
         elif side is not None:  # an op no native source sees: its own stream where one sees the others
@@ -152,6 +155,22 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
         return work
 
     return wrapper
+
+
+def _native_rooted(g, pg, orig, args, kwargs, op, root):
+    """A rooted collective (broadcast, reduce, gather, scatter) on a group whose collectives gloo's recorder
+    reports: its entry carries no root, so the root is noted here by torch's op id, which the entry carries
+    (``op_id``: torch's op count just after the call is issued; flight_recorder._op_word puts it in the op
+    word).  Noted only where the count moved by exactly one (another thread's op between the two reads
+    leaves it unknown: "cannot decide" rather than a root guessed)."""
+    root = root if root.__class__ is int else getattr(root, "rootRank", -1)
+    before = compat.torch_seq(pg)
+    work = orig(pg, *args, **kwargs)
+    if root.__class__ is int and root >= 0 and before is not None:
+        after = compat.torch_seq(pg)
+        if after == before + 1:
+            g.note_root(after, op, root)
+    return work
 
 
 def _make_coll_wrapper(tracker, orig, op):

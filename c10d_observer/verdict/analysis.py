@@ -212,8 +212,11 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
             if h["mismatch"]["odd_ranks"]:
                 culprits.update(h["mismatch"]["odd_ranks"])
             else:
-                undecided.append("%s: the ranks in it issued different %s (%s) and none has a majority" % (
-                    describe_call(h), MISMATCH_WORDS[h["mismatch"]["kind"]], h["mismatch"]["text"]))
+                m = h["mismatch"]
+                why = ("the root of %s is not known" % rank_list(m["unknown"]) if m.get("unknown") else
+                       "none has a majority")
+                undecided.append("%s: the ranks in it issued different %s (%s) and %s" % (
+                    describe_call(h), MISMATCH_WORDS[m["kind"]], m["text"], why))
     cycles = [i for i, h in enumerate(hangs) if h["caused_by"] and _in_cycle(hangs, i)]
     for i in cycles:
         hangs[i]["cycle"] = True
@@ -317,12 +320,17 @@ def _evaluate(by_rank, stream, seq, e, now):
     else:  # same op, different dtype or element count: also a desync
         sizes = {r: "%s of %s" % (c.op, c.size) for r, c in calls.items() if c.size}
         bare = {r: "%s of %s" % (calls[r].op, _ROOT_TEXT.sub("", calls[r].size)) for r in sizes}
-        if len(set(sizes.values())) > 1 and len(set(bare.values())) == 1:  # one op and size, different roots
-            roots = {r: _ROOT_TEXT.search(calls[r].size) for r in sizes}
-            h["mismatch"] = m = _mismatch({r: "%s from %s" % (calls[r].op, roots[r].group(2) if roots[r] else
-                                                              "an unknown root") for r in sizes}, calls, "root")
-            if m["expected_op"]:
-                h["size"] = next(calls[r].size for r in sorted(sizes) if r not in m["odd_ranks"])
+        if len(set(sizes.values())) > 1 and len(set(bare.values())) == 1:  # one op and size: roots
+            found = {r: _ROOT_TEXT.search(calls[r].size) for r in sizes}
+            known = {r: f.group(2) for r, f in found.items() if f}
+            if len(set(known.values())) > 1:  # two roots seen: a desync (one root and unknown ones: none seen)
+                h["mismatch"] = m = _mismatch({r: "%s from %s" % (calls[r].op, known.get(r, "an unknown root"))
+                                               for r in sizes}, calls, "root")
+                if len(known) < len(sizes):  # a rank of unknown root may be on either side: no odd one named
+                    m["expected_op"], m["odd_ranks"] = None, []
+                    m["unknown"] = sorted(r for r in sizes if r not in known)
+                if m["expected_op"]:
+                    h["size"] = next(calls[r].size for r in sorted(sizes) if r not in m["odd_ranks"])
         elif len(set(sizes.values())) > 1:
             h["mismatch"] = m = _mismatch(sizes, calls, "size")
             if m["expected_op"]:  # the call named by what the majority issued, not by the odd rank's size

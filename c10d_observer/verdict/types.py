@@ -47,7 +47,7 @@ class Where(str, enum.Enum):
 class MismatchKind(str, enum.Enum):
     OP = "op"  # different ops at the same seq
     SIZE = "size"  # the same op, different sizes or dtypes
-    ROOT = "root"  # the same rooted op and size, different roots (sources that see the root: patch)
+    ROOT = "root"  # the same rooted op and size, different roots (sources that see the root: patch, gloo_recorder)
 
     def __str__(self):
         return self.value

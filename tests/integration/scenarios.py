@@ -488,7 +488,8 @@ def cascade(ctx):
 def mismatch(ctx):
     """Rank ``culprit`` issues a broadcast where the others issue an all_reduce (same seq): a desync
     (``kind``: "size", an all_reduce of half the elements; "root", a broadcast from itself where the others
-    broadcast from rank 0).  The job cannot recover from it; the test kills it."""
+    broadcast from rank 0; a rank whose broadcast completed goes on to the next call, as a training loop
+    does).  The job cannot recover from it; the test kills it."""
     _enable(ctx)
     t = torch.ones(4)
     dist.all_reduce(t)
@@ -502,6 +503,8 @@ def mismatch(ctx):
         ctx.record(mismatched=True)
     elif ctx.args.get("kind") == "root":
         dist.broadcast(t, src=0)
+        if ctx.rank != 0:  # its broadcast completes (root 0 sent to it): it goes on to the next step's call
+            dist.all_reduce(t)
     else:
         dist.all_reduce(t)
     ctx.stall_until_released()

@@ -354,3 +354,26 @@ def test_a_recorder_groups_history_in_the_rank_document_comes_from_its_arrivals_
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_root_noted_by_op_id_goes_into_the_word_and_the_entry_of_that_op_only():
+    """gloo's entries carry no root: the patch wrapper notes it by torch's op id (tracker._Group.note_root),
+    and the reader puts it in the call's word and in the entry the report writes, for the same op only;
+    the oldest notes go first past ROOTS_KEPT."""
+    from c10d_observer import callword as cw
+    from c10d_observer import tracker as tr
+    g = types.SimpleNamespace(roots={})
+    bcast, reduce_ = ch.OP_CODES["broadcast"], ch.OP_CODES["reduce"]
+    tr._Group.note_root(g, 7, bcast, 1)
+    e = {"op_id": 7, "profiling_name": "gloo:broadcast", "input_sizes": [[8]], "input_dtypes": ["Float"]}
+    word = fr._op_word(e, g)
+    assert cw.decode_root(word) == 1 and word & cw.OP_MASK == bcast
+    assert cw.decode_root(fr._op_word(e)) is None  # no group: no root
+    assert cw.decode_root(fr._op_word(dict(e, op_id=8), g)) is None  # another op id
+    out = fr._entry_json(e, True, 3, g)
+    assert out["root"] == 1 and out["size"].endswith(", root 1"), out
+    tr._Group.note_root(g, 9, reduce_, 0)  # a reduce noted at the id of a recorded broadcast: not its root
+    assert cw.decode_root(fr._op_word(dict(e, op_id=9), g)) is None
+    for i in range(100, 100 + tr.ROOTS_KEPT):
+        tr._Group.note_root(g, i, bcast, 0)
+    assert len(g.roots) == tr.ROOTS_KEPT and 7 not in g.roots and 100 in g.roots

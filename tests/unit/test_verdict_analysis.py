@@ -421,6 +421,23 @@ def test_a_broadcast_from_another_root_names_the_odd_rank_and_says_roots():
         v["summary"], v["summary"]
 
 
+def test_a_rank_whose_root_is_unknown_is_never_the_odd_one_out():
+    """A source may not know one rank's root (the gloo recorder's entries carry none; the wrapper that notes it
+    saw another thread's op in between): that rank is no culprit, and with two roots seen elsewhere the
+    call is "cannot decide" (its root may be either); with one root seen, no desync at all."""
+    sizes = {0: "8 x float32, root 0", 1: "8 x float32, root 0", 2: "8 x float32, root 1", 3: "8 x float32"}
+    docs = {r: _doc(r, 4, [_g("0", [0, 1, 2, 3], 3, 2, op="broadcast", size=sizes[r])]) for r in range(4)}
+    v = verdict.analyze(docs).to_json()
+    m = v["hangs"][0]["mismatch"]
+    assert m["kind"] == "root" and m["odd_ranks"] == [] and m["unknown"] == [3], m
+    assert v["culprit_ranks"] == [] and any("different roots" in u and "the root of rank 3 is not known" in u
+                                            for u in v["undecided"]), v["undecided"]
+    sizes = {0: "8 x float32, root 0", 1: "8 x float32", 2: "8 x float32, root 0"}
+    docs = {r: _doc(r, 3, [_g("0", [0, 1, 2], 3, 2, op="broadcast", size=sizes[r])]) for r in range(3)}
+    v = verdict.analyze(docs).to_json()
+    assert "mismatch" not in v["hangs"][0] and 1 not in v["culprit_ranks"], v["hangs"][0]
+
+
 def test_roots_with_no_majority_are_undecided_and_sizes_still_come_first():
     docs = {r: _doc(r, 2, [_g("0", [0, 1], 3, 2, op="broadcast", size="8 x float32, root %d" % r)]) for r in (0, 1)}
     v = verdict.analyze(docs).to_json()
