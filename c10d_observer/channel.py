@@ -67,6 +67,7 @@ H_PHASE_NAME, PHASE_NAME_BYTES = 16, 128  # words 16-31: the declared phase's na
 # stream head word indices
 S_LAST_STARTED, S_DONE_HINT, S_OVERFLOW, S_PIN = range(4)  # S_PIN..S_PIN+3: seq_a, op, start_ns, seq_b
 
+SKIPPED = -1  # the op word of a slot whose number a skip passed over (StreamWriter.skip_to): no call, done
 ARRIVALS = "arrivals"  # the kind of a stream that carries only exact starts of calls already read (no detection)
 
 _START = struct.Struct("=4q")
@@ -331,12 +332,26 @@ class StreamWriter(object):
             return
         if self.open:
             self._jumped = True
+            self._mark_skipped(seq)
         self.seq = seq
         self._mv[self._last] = seq
         if not self.open:
             self._mv[self._hint] = seq
         elif not self._pin or self._pin > min(list(self.open)):
             self._repin()  # a call in flight may have left the reader's window (the last ``ring`` calls)
+
+    def _mark_skipped(self, seq):
+        """While calls are open the done hint cannot jump past the numbers a skip passes over: their slots
+        in the reader's window (the last ``ring`` numbers) say so instead (op word SKIPPED, done), else the
+        reader takes a slot never written for one not visible yet and stops there, blind to every later
+        call.  A call still open whose slot a skipped number takes is kept aside first, as start() does."""
+        open_, mv, mask = self.open, self._mv, self._mask
+        for s in range(max(self.seq + 1, seq - self._size + 1), seq + 1):
+            old = mv[self._dones[s & mask] - 4]
+            if old in open_:
+                self._evict(old)
+            self._pack(self._mm, self._offs[s & mask], s, SKIPPED, 0, s)
+            mv[self._dones[s & mask]] = s
 
     def untracked(self, n):
         """``n`` calls of this stream are not recorded one by one (a source skipped them in a burst)."""
@@ -570,7 +585,7 @@ class ChannelReader(object):
                 while s <= min(hint, last):
                     base = ring + (s & lay.mask) * SLOT_WORDS
                     b, op, t, a = mv[base + 3], mv[base + 1], mv[base + 2], mv[base]
-                    if a == b == s:
+                    if a == b == s and op != SKIPPED:
                         gone.append((s, op, t))
                     s += 1
             seq = max(self._cursor[idx], hint + 1, last - lay.ring + 1, 1)
@@ -584,10 +599,10 @@ class ChannelReader(object):
                 d = mv[base + 4]
                 if a != b or a < seq:
                     break  # being rewritten, or not visible yet: look again next time
-                if a > seq or d == seq:
-                    if passed and a == seq:
+                if a > seq or d == seq or op == SKIPPED:
+                    if passed and a == seq and op != SKIPPED:
                         gone.append((seq, op, t))
-                    seq += 1  # completed (or lost to an overflow)
+                    seq += 1  # completed (or lost to an overflow, or skipped over)
                     continue
                 oldest = (seq, op, t)
                 break

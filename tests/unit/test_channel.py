@@ -425,3 +425,42 @@ def test_two_calls_left_behind_by_skip_to_keep_their_start_times(writer, open_re
     assert _state(reader, idx).oldest == (b, OP, 200)
     sw.done(b)
     assert _state(reader, idx).oldest[2] >= 1000
+
+
+@pytest.mark.parametrize("gap", [1, RING - 1, RING, 10 * RING])
+def test_a_call_after_a_skip_is_seen_once_the_calls_before_it_completed(writer, open_reader, gap):
+    """A source that numbers calls by torch's counter skips past calls that started and completed between
+    two of its reads while an older call was still open, then starts the next one: once the older one
+    completes, the new one is the oldest in flight.  The skipped numbers' slots were never written; the
+    reader once took them for slots not visible yet and stopped there, so that a call behind a busy GPU after
+    a burst of async calls was never found (tests/gpu healthy case, an H200, 2026-11-27)."""
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    first = sw.start(OP, 100)
+    _state(reader, idx)  # the reader saw the older call in flight
+    sw.skip_to(first + gap)
+    stuck = sw.start(OP, 200)
+    sw.done(first)
+    st = reader.snapshot(passed=True)[idx]
+    assert st.oldest == (stuck, OP, 200)
+    assert st.last_completed == stuck - 1
+    # the skipped numbers are no calls that passed; the older call is one, where no later number took its slot
+    assert [s for s, _, _ in st.passed] == ([first] if first + RING > stuck else [])
+    sw.done(stuck)
+    st = reader.snapshot(passed=True)[idx]
+    assert st.oldest is None and st.last_completed == stuck and [s for s, _, _ in st.passed] == [stuck]
+
+
+def test_a_skip_over_an_open_calls_slot_keeps_that_call(writer, open_reader):
+    """A skip whose numbers reuse the slot of a call still open keeps that call (aside, pinned)."""
+    idx, sw = _stream(writer)
+    reader = open_reader()
+    first = sw.start(OP, 100)
+    second = sw.start(OP, 150)
+    sw.skip_to(second + RING)  # takes every slot, the open calls' too
+    stuck = sw.start(OP, 200)
+    assert _state(reader, idx).oldest == (first, OP, 100)
+    sw.done(first)
+    assert _state(reader, idx).oldest == (second, OP, 150)
+    sw.done(second)
+    assert _state(reader, idx).oldest == (stuck, OP, 200)
