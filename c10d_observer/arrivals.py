@@ -55,10 +55,10 @@ class ArrivalLog(object):
             while len(d) > KEEP:
                 d.popitem(last=False)
 
-    def document(self, rank, pid, job_id, wall_now, members, host=None):
+    def document(self, rank, pid, job_id, wall_now, members, host=None, period_s=PERIOD_S):
         """The starts seen in the last RECENT_PERIODS periods (the leader joins each call once every member's
-        start is in: it keeps what it joined)."""
-        since = wall_now - RECENT_PERIODS * PERIOD_S
+        start is in: it keeps what it joined).  ``period_s``: PERIOD_S, else config.Timing's (tests)."""
+        since = wall_now - RECENT_PERIODS * period_s
         return {"format": "c10d_observer.arrivals", "version": 1, "rank": rank, "pid": pid, "job_id": job_id,
                 "written_at": wall_now, "members": members, "host": host,
                 "streams": {s: [[q, round(t, 6)] for q, (t, seen) in d.items() if seen >= since]

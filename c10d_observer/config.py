@@ -20,6 +20,7 @@ ENV_SOURCE = "C10D_OBSERVER_SOURCE"
 ENV_ON_TIMEOUT = "C10D_OBSERVER_ON_TIMEOUT"
 ENV_SIGNAL = "C10D_OBSERVER_SIGNAL"
 ENV_SOFT = "C10D_OBSERVER_SOFT"
+ENV_TIMING = "C10D_OBSERVER_TIMING"  # for tests and experiments (Timing below)
 
 DEFAULT_TIMEOUT = 300.0
 # on_timeout="abort": the exit code of every rank the observer ends, meaning "a collective hang was found; the
@@ -42,12 +43,77 @@ ACCEPTED_SIGNALS = tuple(sorted(
 
 from ._unset import UNSET  # noqa: F401  (re-exported)
 
-Config = namedtuple("Config", "timeout poll_interval dump_dir signal source on_timeout soft")
+class Timing(NamedTuple):
+    """The observer's fixed times, as settings for tests and experiments (``C10D_OBSERVER_TIMING``): users
+    keep the defaults (None: the value in the comment), which are measured for real jobs (benchmarks/README.md).
+    A test of a promise waits a fraction of a second where a real job's observer waits ten, as torch's
+    elastic timer tests run their watchdog at 0.01 s; tests/README.md says which tests keep the defaults.
+
+    ``scale`` multiplies every default below and the fixed parts of the windows (``windows``); a named
+    setting then replaces its own value.  The poll interval and the timeout are settings of their own."""
+    scale: float = 1.0
+    learned_floor: Optional[float] = None  # 10 s: no soft verdict for a call in flight less than this
+    phase_gap: Optional[float] = None  # 30 s: a stream quiet this long: its next call is a change of phase
+    gather_wait: Optional[float] = None  # 2 s (4 s across nodes): a merge waits at least this for the answers
+    frozen_after: Optional[float] = None  # 3 polls + 1 s with no beat of the rank's helper: its Python is frozen
+    abort_grace: Optional[float] = None  # 6 s: on_timeout="abort" waits 3 polls and this for the culprit's end
+    arrivals_period: Optional[float] = None  # 2 s: a watchdog writes its rank's starts, the node's leader joins them
+    relay_period: Optional[float] = None  # 3 s: a node's starts on groups that span nodes go to the store
+
+    def value(self, name, default):
+        v = getattr(self, name)
+        return default * self.scale if v is None else v
+
+    @property
+    def learned_floor_s(self):
+        return self.value("learned_floor", 10.0)
+
+    @property
+    def phase_gap_s(self):
+        return self.value("phase_gap", 30.0)
+
+    @property
+    def arrivals_period_s(self):
+        return self.value("arrivals_period", 2.0)
+
+    @property
+    def relay_period_s(self):
+        return self.value("relay_period", 3.0)
+
+    def describe(self):
+        """{setting: value} of what differs from the defaults (None where nothing does): for the reports."""
+        out = {k: v for k, v in self._asdict().items() if v is not None and not (k == "scale" and v == 1.0)}
+        return out or None
+
+    @classmethod
+    def parse(cls, raw, name=ENV_TIMING):
+        """``scale=0.1,learned_floor=1,gather_wait=0.3`` (durations as the variables take them)."""
+        out = {}
+        for part in str(raw).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            key, eq, value = part.partition("=")
+            key = key.strip()
+            if not eq or key not in cls._fields:
+                raise ValueError("%s must be comma-separated name=seconds pairs, names among %s; got %r"
+                                 % (name, ", ".join(cls._fields), raw))
+            if key in out:
+                raise ValueError("%s names %s twice: %r" % (name, key, raw))
+            out[key] = parse_duration(value, "%s's %s" % (name, key))
+        return cls(**out)
+
+
+DEFAULT_TIMING = Timing()
+
+Config = namedtuple("Config", "timeout poll_interval dump_dir signal source on_timeout soft timing",
+                    defaults=(DEFAULT_TIMING,))
 Config.__doc__ = """The resolved, validated configuration (immutable).
 
 timeout, poll_interval: seconds (float); dump_dir: an absolute path that exists and is writable;
 signal: an int, or None (no signal is sent); source: the requested source name ("auto" or a source);
-on_timeout: "dump" or "abort"; soft: learned (soft) deadlines on or off (the timeout is the hard one).
+on_timeout: "dump" or "abort"; soft: learned (soft) deadlines on or off (the timeout is the hard one);
+timing: Timing (from C10D_OBSERVER_TIMING; for tests and experiments).
 """
 
 
@@ -260,7 +326,11 @@ def resolve(timeout=UNSET, poll_interval=UNSET, dump_dir=UNSET, signal=UNSET, so
     elif not isinstance(soft, bool):
         raise TypeError("soft must be True or False, got %s %r" % (type(soft).__name__, soft))
 
-    return Config(timeout, poll_interval, dump_dir, signal, source, on_timeout, soft)
+    raw = _env_choice(env, ENV_TIMING)
+    with from_env:
+        timing = DEFAULT_TIMING if raw is UNSET else Timing.parse(raw)
+
+    return Config(timeout, poll_interval, dump_dir, signal, source, on_timeout, soft, timing)
 
 
 def signal_name(signum):
@@ -296,24 +366,32 @@ class Windows(NamedTuple):
     restart_window: float  # a watchdog that died is started again, at most 3 times in this long
 
 
-def windows(poll, nodes=1):
+def windows(poll, nodes=1, timing=DEFAULT_TIMING):
     """The windows for a poll interval (seconds) and a job over ``nodes`` nodes.
 
     One node: the watchdogs meet in dump_dir within a poll, so a gather waits max(2 s, 2.5 polls + 0.5 s).
     Several: the relay adds up to two of its periods (a poll each) on the way out and back, so
     max(4 s, 4 polls + 1 s), and the merge's longest wait grows 20 ms a node (the merging node reads and
-    merges about 12 ms of states a node: benchmarks/scale.py, docs/scale.md)."""
+    merges about 12 ms of states a node: benchmarks/scale.py, docs/scale.md).  The fixed parts (seconds)
+    are ``timing``'s (Timing: for tests and experiments; the defaults are these); the restart window is a
+    rate, not a wait, and stays."""
+    k = timing.scale
+    g = timing.gather_wait
     if nodes > 1:
-        gw = max(4.0, 4 * poll + 1.0)
+        gw = max(4.0 * k if g is None else 2 * g, 4 * poll + 1.0 * k)
         gmax = 2 * gw + 0.02 * nodes
     else:
-        gw = max(2.0, 2.5 * poll + 0.5)
+        gw = max(2.0 * k if g is None else g, 2.5 * poll + 0.5 * k)
         gmax = 2 * gw
-    return Windows(poll=poll, helper_answer=2 * poll + 0.5, frozen_after=3 * poll + 1.0, gather_wait=gw,
-                   gather_wait_max=gmax, gather_quiet=max(1.0, 2 * poll), merge_look=0.05, settle=2 * poll + 0.5,
-                   relay_window=gmax + 1.0, relay_fresh=3 * poll + 1.0, on_hang_wait=gmax + 2 * poll,
-                   abort_verdict=gmax + 1.0, abort_culprit=3 * poll + 6.0, abort_stacks=5.0,
-                   abort_exit=2 * poll + 1.5, abort_kill_after=10.0, restart_window=60.0)
+    frozen = timing.frozen_after if timing.frozen_after is not None else 3 * poll + 1.0 * k
+    quiet = max(1.0 * k if g is None else g / 2, 2 * poll)
+    grace = timing.value("abort_grace", 6.0)
+    return Windows(poll=poll, helper_answer=2 * poll + 0.5 * k, frozen_after=frozen, gather_wait=gw,
+                   gather_wait_max=gmax, gather_quiet=quiet, merge_look=0.05,
+                   settle=2 * poll + 0.5 * k, relay_window=gmax + 1.0 * k, relay_fresh=3 * poll + 1.0 * k,
+                   on_hang_wait=gmax + 2 * poll, abort_verdict=gmax + 1.0 * k, abort_culprit=3 * poll + grace,
+                   abort_stacks=grace * 5 / 6.0, abort_exit=2 * poll + 1.5 * k, abort_kill_after=10.0 * k,
+                   restart_window=60.0)
 
 
 class WatchdogConfig(NamedTuple):
@@ -344,10 +422,15 @@ class WatchdogConfig(NamedTuple):
     source_rejected: Optional[dict] = None
     public_config: Optional[dict] = None
     restarts: int = 0  # how many watchdogs this rank had before this one (a restart restores their report)
+    timing: Optional[dict] = None  # Timing's settings that differ from the defaults (tests and experiments)
+
+    @property
+    def timings(self):
+        return Timing(**self.timing) if self.timing else DEFAULT_TIMING
 
     @property
     def windows(self):
-        return windows(self.poll_interval, self.nodes)
+        return windows(self.poll_interval, self.nodes, self.timings)
 
     def to_json(self):
         return json.dumps(self._asdict(), sort_keys=True)

@@ -91,8 +91,9 @@ class _Hist(object):
 class Learner(object):
     """Deadlines learned from the call stream (module docstring): per signature, stream and rank."""
 
-    def __init__(self, poll_s, hard_s):
-        self.floor_ns = int(max(FLOOR_S, 3 * poll_s) * 1e9)
+    def __init__(self, poll_s, hard_s, floor_s=FLOOR_S, gap_s=GAP_S):
+        self.floor_ns = int(max(floor_s, 3 * poll_s) * 1e9)  # floor_s, gap_s: config.Timing (tests; FLOOR_S, GAP_S)
+        self.gap_ns = int(gap_s * 1e9)
         self.hard_ns = int(hard_s * 1e9)
         self.hist = {}  # (stream index, op, dtype, size bucket), (stream index,) and () -> _Hist
         self.seen = {}  # stream index -> (front seq, its op word, its age ns) at the last poll
@@ -119,7 +120,7 @@ class Learner(object):
             self.completed[idx] = st.last_completed
             if done > 0 or st.oldest is not None:
                 idle = self.idle_since.pop(idx, None)
-                if idle is not None and now_ns - idle >= GAP_S * 1e9:
+                if idle is not None and now_ns - idle >= self.gap_ns:
                     self.phase_change.add(idx)  # quiet for GAP_S: its next call is a change of phase
             if done > 0:
                 for seq, word, _ in st.passed:

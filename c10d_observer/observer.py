@@ -155,7 +155,7 @@ class Observer(object):
         cfg = self.config
         rank, world = compat.rank_and_world()
         pid = os.getpid()
-        self.windows = _config.windows(cfg.poll_interval, _relay.nodes() if _relay.multi_node() else 1)
+        self.windows = _config.windows(cfg.poll_interval, _relay.nodes() if _relay.multi_node() else 1, cfg.timing)
         self.dd = _dumpdir.DumpDir(cfg.dump_dir)  # a full dump_dir is said by the watchdog, once
         self.stack_path = self.dd.join(_dumpdir.stacks_name(rank, pid))
         try:
@@ -218,7 +218,8 @@ class Observer(object):
             tracker.start_poller()
             self._undo.append(tracker.stop)
             if _relay.multi_node():  # several nodes: the gather goes through the c10d store too
-                rel = _relay.StoreRelay(cfg.dump_dir, rank, _job_id(), cfg.poll_interval, self.windows.relay_window)
+                rel = _relay.StoreRelay(cfg.dump_dir, rank, _job_id(), cfg.poll_interval, self.windows.relay_window,
+                                        arrivals_every=cfg.timing.relay_period_s)
                 rel.start()
                 self._undo.append(rel.stop)
             if self.on_hang is not None:
@@ -258,8 +259,9 @@ class Observer(object):
             error_file=os.environ.get("TORCHELASTIC_ERROR_FILE", ""), py_spy=_py_spy(),
             torch_version=caps["torch_version"], source_in_use=self.source,
             source_reasons={s: r["reason"] for s, r in caps["sources"].items()}, source_plan=self.plan,
-            source_rejected=self.rejected, public_config=dict(cfg._asdict(), signal=_config.signal_name(cfg.signal)),
-            restarts=restarts)
+            source_rejected=self.rejected,
+            public_config=dict(cfg._asdict(), signal=_config.signal_name(cfg.signal), timing=cfg.timing.describe()),
+            restarts=restarts, timing=cfg.timing.describe())
 
     # -- stop ------------------------------------------------------------------------------------------
     def stop(self):

@@ -118,13 +118,15 @@ def node_relays(dump_dir, ranks, job_id, period, window_s, store_factory=open_st
 
 
 class StoreRelay(object):
-    def __init__(self, dump_dir, rank, job_id, period, window_s, store_factory=open_store, clock=time.time):
+    def __init__(self, dump_dir, rank, job_id, period, window_s, store_factory=open_store, clock=time.time,
+                 arrivals_every=ARRIVALS_EVERY_S):
         self.dump_dir = dump_dir
         self.dd = _dumpdir.DumpDir(dump_dir)
         self.rank = rank
         self.job_id = job_id
         self.period = period
         self.window_s = window_s
+        self.arrivals_every = arrivals_every  # ARRIVALS_EVERY_S, else config.Timing's relay_period (tests)
         self._store_factory = store_factory
         self.clock = clock  # wall seconds (benchmarks/scale.py gives each simulated node its own)
         self.store = None
@@ -245,7 +247,7 @@ class StoreRelay(object):
                 self._send_verdict()
             elif read:
                 self._take_verdict()
-        if not self._active and now - self._arrivals_at >= max(ARRIVALS_EVERY_S, 0.02 * nodes()):
+        if not self._active and now - self._arrivals_at >= max(self.arrivals_every, 0.02 * nodes()):
             self._arrivals_at = now
             self._share_arrivals(now)
         for gid, deadline in list(self._active.items()):
@@ -265,7 +267,7 @@ class StoreRelay(object):
         for path in self.dd.glob(_dumpdir.ARRIVALS_GLOB):
             doc = _dumpdir.read_json(path)
             if (isinstance(doc, dict) and doc.get("job_id") == self.job_id and isinstance(doc.get("rank"), int)
-                    and now - (doc.get("written_at") or 0) < ARRIVALS_EVERY_S + 10):
+                    and now - (doc.get("written_at") or 0) < self.arrivals_every + 10):
                 docs.append(doc)
         here = {d["rank"] for d in docs}
         out = []

@@ -107,12 +107,13 @@ class Detector(object):
       torch raised, the hang did not resolve), or this rank is being ended ("rank ended").
     """
 
-    def __init__(self, timeout_s, windows, on_timeout="dump", soft=True):
+    def __init__(self, timeout_s, windows, on_timeout="dump", soft=True, timing=_config.DEFAULT_TIMING):
         self.timeout_ns = int(timeout_s * 1e9)
         self.timeout_s = timeout_s
         self.settle_ns = int(windows.settle * 1e9)
         self.on_timeout = on_timeout
-        self.learner = _deadlines.Learner(windows.poll, timeout_s) if soft else None
+        self.learner = _deadlines.Learner(windows.poll, timeout_s, timing.learned_floor_s,
+                                          timing.phase_gap_s) if soft else None
         self.fired = set()  # (stream index, seq)
         self.entries = []  # documents.Overdue, in the order found
         self.keys = []  # (stream index, seq) of each entry
@@ -338,7 +339,8 @@ class Watchdog(object):
         self.log = log
         self.said = set()  # keys of things said once
         dd = self.dd = _dumpdir.DumpDir(cfg.dump_dir, said=self.say_once)
-        self.detector = Detector(cfg.timeout, self.w, cfg.on_timeout, soft=cfg.soft)
+        self.detector = Detector(cfg.timeout, self.w, cfg.on_timeout, soft=cfg.soft, timing=cfg.timings)
+        self.arrivals_period_s = cfg.timings.arrivals_period_s
         self.stacks = StackCollection(self.w, has_dump_signal=cfg.dump_signal is not None)
         self.py_spy_due = False  # py-spy waits for the helper's dump: it stops the rank while it reads it
         self.py_spy_hold_ns = None  # across nodes, also for the gather's verdict (the rank's relay carries it)
@@ -356,7 +358,7 @@ class Watchdog(object):
         self.verdict_seen = None  # the last verdict.json read (the gather's verdict may come before the signal)
         self.arrivals = _arrivals.ArrivalLog()  # the starts of this rank's calls, written every period
         self.stragglers = _arrivals.Stragglers()  # the node's join, where this rank's watchdog leads it
-        self.arrivals_due = clock() + int(_arrivals.PERIOD_S * 1e9)
+        self.arrivals_due = clock() + int(self.arrivals_period_s * 1e9)
         self.live_due = clock()  # a live document each LIVE_PERIOD_S while a view is open (watch-request.json)
         self.run_action = {  # what each action does (the effect's owner), by kind
             "report": self._report, "say": self._say, "say_overdue": self._say_overdue,
@@ -391,7 +393,7 @@ class Watchdog(object):
         self.snap = self.reader.snapshot(passed=True)
         self.arrivals.observe(self.snap, now_ns, self.wall(), self.reader.snapshot(passed=True, arrivals=True))
         if now_ns >= self.arrivals_due:
-            self.arrivals_due = now_ns + int(_arrivals.PERIOD_S * 1e9)
+            self.arrivals_due = now_ns + int(self.arrivals_period_s * 1e9)
             out.append(Action("arrivals", None))
         if now_ns >= self.live_due:  # c10d-observer watch: a look for its request, once a second
             self.live_due = now_ns + int(LIVE_PERIOD_S * 1e9)
@@ -636,11 +638,12 @@ class Watchdog(object):
                    if isinstance(st.desc.get("ranks"), list)}
         # the last KEEP starts of each stream, every period: the leader joins the calls every member has
         host = self.cfg.host or socket.gethostname()
+        period = self.arrivals_period_s
         self.files.write_arrivals(self.arrivals.document(rank, self.cfg.rank_pid, self.cfg.job_id, wall_now, members,
-                                                         host))
-        docs = self.files.read_arrivals(wall_now - 3 * _arrivals.PERIOD_S)
+                                                         host, period))
+        docs = self.files.read_arrivals(wall_now - 3 * period)
         local = {d["rank"]: d.get("written_at") for d in docs if not d.get("relayed")}  # this node's ranks
-        if local and _dumpdir.node_leader(local, wall_now, 3 * _arrivals.PERIOD_S) == rank:
+        if local and _dumpdir.node_leader(local, wall_now, 3 * period) == rank:
             known = {}
             for d in docs:
                 known.update((k, v) for k, v in (d.get("members") or {}).items() if v)

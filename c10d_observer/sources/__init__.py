@@ -8,6 +8,7 @@ their coverage from the group (``_Group.native``, set by the tracker from ``Disp
 decides it.
 """
 from .. import compat
+from .. import config as _config
 from . import table as _table
 
 P2P = ("send", "recv", "recv_anysource")
@@ -177,7 +178,8 @@ def build(plan_, tracker, cfg, caps, nccl_on=False):
     if recorders:
         from .flight_recorder import FlightRecorderSource
         reader = FlightRecorderSource(tracker, cfg.poll_interval / 2.0, cfg.timeout, cfg.dump_dir, recorders,
-                                      soft=getattr(cfg, "soft", False))
+                                      soft=getattr(cfg, "soft", False),
+                                      lookup_soft_s=getattr(cfg, "timing", _config.DEFAULT_TIMING).learned_floor_s / 4)
 
         def announce(pg):  # an NCCL recorder is read once this rank has a group it records
             kind = compat.nccl_kind(pg)

@@ -269,14 +269,15 @@ class _Batches(object):
 class FlightRecorderSource(object):
     name = "flight_recorder"
 
-    def __init__(self, tracker, period, timeout, dump_dir, recorders=None, soft=False):
+    def __init__(self, tracker, period, timeout, dump_dir, recorders=None, soft=False, lookup_soft_s=LOOKUP_SOFT_S):
         self.tracker = tracker
         self.recorders = list(recorders) if recorders is not None else [gloo_recorder()]
         self.period = period
         # a call long in flight is named (op, size, start) a quarter of the timeout in, or, with learned
-        # deadlines (their floor is 10 s), at LOOKUP_SOFT_S: a soft verdict names what it found; while a live
+        # deadlines (their floor is 10 s), at LOOKUP_SOFT_S (a quarter of config.Timing's floor where a test set
+        # one: ``lookup_soft_s``): a soft verdict names what it found; while a live
         # view is open, at WATCHED_S (c10d-observer watch shows each call's op)
-        self.lookup_base_ns = self.lookup_after_ns = int(min(timeout / 4.0, LOOKUP_SOFT_S if soft else timeout) * 1e9)
+        self.lookup_base_ns = self.lookup_after_ns = int(min(timeout / 4.0, lookup_soft_s if soft else timeout) * 1e9)
         self.dump_dir = dump_dir
         self.pgs = {}  # (recorder name, pg_id) -> _Pg
         self.ignored = set()  # (recorder name, pg_id) of groups another source covers

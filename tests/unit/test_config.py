@@ -187,6 +187,10 @@ ENV_ERRORS = [
     (config.ENV_POLL_INTERVAL, "%g" % config.DEFAULT_TIMEOUT, ["< timeout"]),
     (config.ENV_SOURCE, "no-such-source", ["'auto'"]),
     (config.ENV_ON_TIMEOUT, "explode", ["'dump'", "'abort'"]),
+    (config.ENV_TIMING, "learned_floor", ["name=seconds", "learned_floor", "gather_wait"]),
+    (config.ENV_TIMING, "floor=1", ["name=seconds", "learned_floor"]),
+    (config.ENV_TIMING, "learned_floor=0", ["learned_floor", "> 0"]),
+    (config.ENV_TIMING, "scale=0.1,scale=1", ["scale twice"]),
 ]
 
 
@@ -379,3 +383,26 @@ def test_version():
     out = subprocess.run([sys.executable, "-m", "c10d_observer", "--version"], stdout=subprocess.PIPE,
                          universal_newlines=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "c10d-observer %s" % c10d_observer.__version__
+
+
+def test_timing_defaults_are_what_users_get():
+    """C10D_OBSERVER_TIMING (tests and experiments) unset: the observer's fixed times, and the windows derived
+    from them, are the documented ones."""
+    cfg = _resolve(env={})
+    assert cfg.timing == config.DEFAULT_TIMING and cfg.timing.describe() is None
+    t = cfg.timing
+    assert (t.learned_floor_s, t.phase_gap_s, t.arrivals_period_s, t.relay_period_s) == (10.0, 30.0, 2.0, 3.0)
+    w = config.windows(0.1)
+    assert (w.gather_wait, w.gather_quiet, w.frozen_after, w.abort_culprit, w.abort_stacks, w.abort_kill_after) \
+        == (2.0, 1.0, 1.3, 6.3, 5.0, 10.0)
+
+
+def test_timing_scales_every_fixed_time_and_a_named_setting_wins():
+    t = _resolve(env={config.ENV_TIMING: "scale=0.1, learned_floor=2s,gather_wait=0.3"}).timing
+    assert t.describe() == {"scale": 0.1, "learned_floor": 2.0, "gather_wait": 0.3}
+    assert t.learned_floor_s == 2.0 and t.phase_gap_s == pytest.approx(3.0)
+    w = config.windows(0.05, 1, t)
+    assert w.gather_wait == 0.3 and w.gather_wait_max == 0.6 and w.frozen_after == pytest.approx(0.25)
+    assert w.abort_culprit == pytest.approx(0.75) and w.restart_window == 60.0  # a rate, not a wait
+    across = config.windows(0.05, 4, t)
+    assert across.gather_wait == 0.6  # twice the one-node floor across nodes, as 4 s to 2 s

@@ -299,3 +299,14 @@ def test_a_recorder_sources_skipped_calls_teach_the_streams_unnamed_signature(jo
     assert job.deadline(unnamed) == FLOOR_S == job.deadline(AR)  # the stream's, for any op
     e, after = job.stall(unnamed)
     assert e.level == "soft" and FLOOR_S < after <= FLOOR_S + POLL
+
+
+def test_a_tests_timing_sets_the_floor_and_the_phase_gap(tmp_path):
+    """config.Timing (C10D_OBSERVER_TIMING, for tests and experiments) reaches the Detector's learner: the
+    floor a call with no evidence gets, and the quiet time after which a stream's next call is a new phase."""
+    t = config.Timing(learned_floor=1.0, phase_gap=3.0)
+    d = Detector(HARD_S, config.windows(0.1, 1, t), soft=True, timing=t)
+    assert d.learner.deadline_ns(0, AR) == int(1.0 * 1e9)  # and never below three polls
+    assert d.learner.gap_ns == int(3.0 * 1e9)
+    assert Detector(HARD_S, W, soft=True).learner.deadline_ns(0, AR) == int(FLOOR_S * 1e9)
+    assert Learner(POLL, HARD_S).gap_ns == int(GAP_S * 1e9)
