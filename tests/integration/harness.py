@@ -3,6 +3,10 @@
 A scenario is a function in scenarios.py.  Ranks that play the culprit stall by waiting for the file
 ``release`` in the job's work dir: the test creates it once it has seen what it waits for, so every job
 ends cleanly.  Ranks write facts as JSON (``rank<R>.json``) for the test to assert on.
+
+Ranks are forked from a zygote that imported torch once (zygote.py: about 1.5 s of CPU saved per rank);
+a job whose ranks must start as fresh interpreters (a wrapper command, ``C10D_OBSERVER=1`` or a variable
+torch reads at import in its environment, or ``C10D_TEST_FRESH_RANKS=1`` in the test's) gets ``Popen``.
 """
 import glob
 import json
@@ -10,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -29,11 +34,144 @@ def wait_until(predicate, timeout, what):
         time.sleep(0.05)
 
 
+ZYGOTE = os.path.join(HERE, "zygote.py")
+# The observer's fixed times in the tests' jobs (config.Timing, C10D_OBSERVER_TIMING; tests/README.md): a soft
+# verdict after 2 s rather than 10, a gather that waits 1 s for a silent rank rather than 2, an abort that
+# gives the culprit 2 s rather than 6.  The frozen-after window and SIGKILL's delay keep their defaults (a
+# loaded machine must not make a rank look frozen).  ``Job(timing=None)``: the defaults users get.
+TEST_TIMING = "learned_floor=2,phase_gap=6,gather_wait=1,abort_grace=2,arrivals_period=0.5,relay_period=1"
+
+
+def timings():
+    """A test of a promise runs at the test times (quick tier) and once at the defaults users get (full tier):
+    ``@pytest.mark.parametrize("timing", timings())``."""
+    import pytest
+    return [pytest.param(TEST_TIMING, id="test_times"), pytest.param(None, id="user_times", marks=pytest.mark.full)]
+
+
+def no_timeout_env(timing):
+    """The environment of a job with no timeout chosen: at the test times, a poll of 0.25 s (its default is
+    1 s there, and a learned deadline is never below three polls: 3 s past a floor of 2)."""
+    return {"C10D_OBSERVER_POLL_INTERVAL": "0.25"} if timing else {}
+
+
+def floor_s(timing):
+    """The learned deadlines' floor a job with this ``timing`` runs with (s): scenario durations scale with it."""
+    from c10d_observer import config
+    return (config.Timing.parse(timing) if timing else config.DEFAULT_TIMING).learned_floor_s
+
+
+def _fresh_only(env, wrap):
+    """Whether a rank with this extra environment and wrapper must start as a fresh interpreter."""
+    if wrap or os.environ.get("C10D_TEST_FRESH_RANKS", "").strip() not in ("", "0"):
+        return True
+    return any(k == "C10D_OBSERVER" or k.startswith(("TORCH_", "PYTHON", "LD_", "OMP_", "MKL_"))
+               for k in (env or {}))
+
+
+class ForkedRank(object):
+    """A rank the zygote forked, as far as the tests use a ``Popen``: pid, poll, wait, send_signal, kill."""
+
+    def __init__(self, pid, args):
+        self.pid = pid
+        self.args = args
+        self.returncode = None
+        self._ended = threading.Event()
+
+    def _exited(self, code):
+        self.returncode = code
+        self._ended.set()
+
+    def poll(self):
+        return self.returncode
+
+    def wait(self, timeout=None):
+        if not self._ended.wait(timeout):
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        return self.returncode
+
+    def send_signal(self, sig):
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+
+class _Zygote(object):
+    """This test process's zygote (zygote.py), started at its first job; one per process (pytest-xdist
+    workers each have theirs)."""
+
+    _lock = threading.Lock()
+    _one = None
+
+    @classmethod
+    def get(cls, env):
+        with cls._lock:
+            if cls._one is None or cls._one.proc.poll() is not None:
+                cls._one = cls(env)
+            return cls._one
+
+    def __init__(self, env):
+        r, w = os.pipe()
+        env = {k: v for k, v in env.items() if k != "C10D_OBSERVER"}
+        self.proc = subprocess.Popen([sys.executable, ZYGOTE, str(w)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, pass_fds=(w,), env=env, cwd=os.getcwd())
+        os.close(w)
+        self._replies = os.fdopen(r, "r")
+        self._ranks = {}  # pid -> ForkedRank
+        self._early = {}  # pid -> exit status that came before its rank was known
+        self._forked = []  # pids forked, not yet claimed by a request
+        self._cond = threading.Condition()
+        self._send = threading.Lock()
+        threading.Thread(target=self._read, name="zygote-replies", daemon=True).start()
+
+    def _read(self):
+        for line in self._replies:
+            msg = json.loads(line)
+            with self._cond:
+                if "status" in msg:
+                    rank = self._ranks.pop(msg["pid"], None)
+                    if rank is not None:
+                        rank._exited(msg["status"])
+                    else:
+                        self._early[msg["pid"]] = msg["status"]
+                else:
+                    self._forked.append(msg["pid"])
+                self._cond.notify_all()
+        with self._cond:  # the zygote is gone: whatever it had not reaped is lost to us
+            for rank in self._ranks.values():
+                rank._exited(-signal.SIGKILL)
+            self._ranks.clear()
+            self._cond.notify_all()
+
+    def fork(self, argv, env, log_path):
+        with self._send:
+            self.proc.stdin.write((json.dumps({"argv": argv, "env": env, "cwd": os.getcwd(),
+                                               "log": log_path}) + "\n").encode())
+            self.proc.stdin.flush()
+            with self._cond:
+                if not self._cond.wait_for(lambda: self._forked or self.proc.poll() is not None, 60) \
+                        or not self._forked:
+                    raise RuntimeError("the test zygote did not fork a rank (exit %r)" % self.proc.poll())
+                pid = self._forked.pop(0)
+                rank = ForkedRank(pid, argv)
+                if pid in self._early:
+                    rank._exited(self._early.pop(pid))
+                else:
+                    self._ranks[pid] = rank
+        return rank
+
+
 class Job(object):
     main = RANK_MAIN  # the script each rank runs (tests/gpu runs its own)
 
-    def __init__(self, scenario, world_size, tmp_path, env=None, wrap=(), **args):
-        """``wrap``: a command each rank runs under (``unshare ... sh -c '...; exec "$@"' sh``)."""
+    def __init__(self, scenario, world_size, tmp_path, env=None, wrap=(), timing=TEST_TIMING, **args):
+        """``wrap``: a command each rank runs under (``unshare ... sh -c '...; exec "$@"' sh``); ``timing``:
+        the observer's fixed times (C10D_OBSERVER_TIMING; None: the defaults users get)."""
         self.scenario = scenario
         self.world_size = world_size
         self.work_dir = str(tmp_path / "work")
@@ -48,14 +186,21 @@ class Job(object):
         for k in list(base_env):
             if k.startswith("C10D_OBSERVER_"):
                 del base_env[k]
+        if timing:
+            base_env["C10D_OBSERVER_TIMING"] = timing
+        self.timing = timing
+        zygote = None if self.main != RANK_MAIN or _fresh_only(env, wrap) else _Zygote.get(dict(base_env))
         base_env.update(env or {})
         for rank in range(world_size):
             log = open(os.path.join(self.work_dir, "rank%d.log" % rank), "w+")
             self.logs.append(log)
             e = dict(base_env, RANK=str(rank), WORLD_SIZE=str(world_size))
-            self.procs.append(subprocess.Popen(
-                list(wrap) + [sys.executable, self.main, scenario, str(rank), str(world_size), self.work_dir,
-                              json.dumps(self.args)], stdout=log, stderr=subprocess.STDOUT, env=e))
+            argv = [sys.executable, self.main, scenario, str(rank), str(world_size), self.work_dir,
+                    json.dumps(self.args)]
+            if zygote is not None:
+                self.procs.append(zygote.fork(argv, e, log.name))
+            else:
+                self.procs.append(subprocess.Popen(list(wrap) + argv, stdout=log, stderr=subprocess.STDOUT, env=e))
 
     # -- files the ranks write ---------------------------------------------------------------------
     def release(self):

@@ -102,6 +102,7 @@ def test_a_bad_setting_is_one_line_and_the_job_goes_on(tmp_path):
     assert "Traceback" not in out.stdout
 
 
+@pytest.mark.full  # tests/README.md: the full tier
 def test_c10d_observer_1_turns_the_recorder_on_where_torch_leaves_it_off(tmp_path):
     """Issue 31: on torch 2.5-2.10 torch's flight recorder records only where a buffer size is set before
     the first process group; under C10D_OBSERVER=1 it is set then, so that on 2.8-2.10 gloo's calls are read

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from harness import ROOT, wait_until
+from harness import ROOT, no_timeout_env, timings, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -136,6 +136,7 @@ def test_console_script_has_the_same_subcommands():
         assert sub in out.stdout
 
 
+@pytest.mark.full  # tests/README.md: the full tier
 def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
     """Two torchrun agents (--nnodes=2, c10d rendezvous on loopback), two ranks each, each node with its
     own dump_dir: the node that merges the verdict gets the other node's states through the store."""
@@ -212,6 +213,7 @@ def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
             assert any("train_script.py" in f for g in v["stack_groups"] if 3 in g["ranks"] for f in g["frames"])
 
 
+@pytest.mark.full  # tests/README.md: the full tier
 @pytest.mark.timeout(480)
 def test_a_straggler_on_another_node_is_named(tmp_path):
     """Issue 31: two torchrun agents on loopback, two ranks each, each node with its own dump_dir; rank 3 (on
@@ -380,11 +382,13 @@ def test_run_and_ranks_started_with_mp_spawn(tmp_path):
         assert "c10d_observer.enable()" in out.stderr
 
 
-def test_the_demo_needs_no_timeout(tmp_path):
+@pytest.mark.parametrize("timing", timings())
+def test_the_demo_needs_no_timeout(tmp_path, timing):
     """The README's demo: no timeout chosen; the deadlines are learned from the steps before the stall, and
     the verdict (soft) names the rank that never arrived."""
+    extra = dict(no_timeout_env(timing), C10D_OBSERVER_TIMING=timing) if timing else {}
     out = subprocess.run([sys.executable, "-m", "c10d_observer", "demo", "--ranks", "3", "--culprit", "2",
-                          "--dump-dir", str(tmp_path)], env=_env(), stdout=subprocess.PIPE,
+                          "--dump-dir", str(tmp_path)], env=_env(**extra), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=180)
     assert out.returncode == 0, out.stdout
     assert "no timeout chosen" in out.stdout and "(soft: past its learned deadline of" in out.stdout, out.stdout

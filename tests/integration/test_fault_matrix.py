@@ -16,6 +16,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.full  # tests/README.md: the full tier
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MATRIX = os.path.join(ROOT, "benchmarks", "fault_matrix.py")
 

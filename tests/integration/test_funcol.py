@@ -75,6 +75,7 @@ def _sees_compiled(source):
 NATIVE_FUNCOL = HAS_FUNCOL and c10d_observer.capabilities()["funcol"] == "native"
 
 
+@pytest.mark.full  # tests/README.md: the full tier
 @pytest.mark.skipif(not NATIVE_FUNCOL, reason="no native functional collectives: nothing compiled calls them")
 @pytest.mark.parametrize("source", [s for s in _usable() if NATIVE_FUNCOL and _sees_compiled(s)])
 def test_a_functional_all_reduce_in_a_compiled_graph_hang_names_the_late_rank(job_factory, source):

@@ -116,6 +116,7 @@ def test_long_computation_between_collectives_never_fires(job_factory):
     assert 1 not in job.reports()
 
 
+@pytest.mark.full  # tests/README.md: the full tier
 @pytest.mark.parametrize("source", WITH_HOOKS)
 def test_a_burst_of_10000_async_calls_keeps_the_stuck_one(job_factory, source):
     """Issue 13, case 1: the first call of a burst is the stuck one; it is the one reported (not a call

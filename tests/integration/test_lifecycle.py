@@ -6,8 +6,10 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 import c10d_observer
-from harness import ROOT, pid_alive, wait_until
+from harness import ROOT, pid_alive, timings, wait_until
 
 
 def test_rank_killed_with_sigkill_takes_its_watchdog_along(job_factory):
@@ -36,10 +38,11 @@ def test_twenty_enable_disable_cycles_leave_nothing_behind(job_factory):
         assert f["shm_left"] == []
 
 
-def test_a_killed_watchdog_is_started_again_said_once_and_a_later_hang_is_reported(job_factory):
+@pytest.mark.parametrize("timing", timings())
+def test_a_killed_watchdog_is_started_again_said_once_and_a_later_hang_is_reported(job_factory, timing):
     """Issue 25: the watchdog killed mid-job (the OOM killer, kill -9): one line, a new watchdog within a
     few polls, and a hang after it is reported (it was never reported before)."""
-    job = job_factory("watchdog_dies", 2, timeout=1.0)
+    job = job_factory("watchdog_dies", 2, timeout=1.0, timing=timing)
     rep = job.wait_report(0)
     job.wait_facts(0, "second_watchdog")
     f0 = job.facts(0)
@@ -119,7 +122,7 @@ def test_second_enable_same_settings_returns_the_observer_other_settings_raise(j
 
 
 def test_watchdog_exits_at_normal_interpreter_exit(job_factory):
-    job = job_factory("exit_without_disable", 2, timeout=30.0)
+    job = job_factory("exit_without_disable", 2, timeout=30.0, normal_exit=True)
     assert job.finish() == [0, 0], job.log_text()
     for r in (0, 1):
         wd = job.facts(r)["watchdog_pid"]

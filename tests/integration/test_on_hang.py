@@ -40,6 +40,8 @@ def test_a_callback_that_raises_is_logged_and_the_job_goes_on(job_factory):
 def test_load_verdict_is_report_json_typed(job_factory, tmp_path):
     job = job_factory("skip", 3, culprit=1, step=2, timeout=1.0)
     read_verdict(job.dump_dir, 60, job.log_text())
+    for r in (0, 2):  # the merge reads the ranks' states: their reports may come a moment after it
+        job.wait_report(r)
     copy = str(tmp_path / "while-stuck")
     shutil.copytree(job.dump_dir, copy)  # the documents while the hang lasts
     job.release()

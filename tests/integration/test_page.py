@@ -68,6 +68,7 @@ def test_the_page_shows_the_stuck_cells_and_the_culprit_and_needs_nothing_outsid
     assert all(abs((b - a) - (secs[1] - secs[0])) < 1e-9 for a, b in zip(secs, secs[1:])), secs
 
 
+@pytest.mark.full  # tests/README.md: the full tier
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (.ci/run installs Debian's)")
 def test_the_page_loads_in_a_browser_without_error_and_a_screenshot_is_kept(stuck_dir, tmp_path):
     docs, _ = verdict.load_docs(stuck_dir)
@@ -85,6 +86,7 @@ def test_the_page_loads_in_a_browser_without_error_and_a_screenshot_is_kept(stuc
     print("screenshot: %s" % shot)
 
 
+@pytest.mark.full  # tests/README.md: the full tier
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (.ci/run installs Debian's)")
 def test_at_1024_ranks_the_page_opens_on_the_ranks_that_matter(stuck_dir, tmp_path):
     """1,024 ranks: the real documents of ranks 0-2 (the stuck call's group) and 1,021 more ranks, copies of

@@ -26,9 +26,10 @@ def _entry_point():
     return any(ep.value == "c10d_observer.pytest_plugin" for ep in group)
 
 
-pytestmark = pytest.mark.skipif(not (_autostart.pth_installed() and _entry_point()),
-                                reason="the package is not installed from its wheel (no c10d_observer.pth or no "
-                                       "pytest11 entry point), as the tox envs install it")
+pytestmark = [pytest.mark.full,  # tests/README.md: the full tier
+              pytest.mark.skipif(not (_autostart.pth_installed() and _entry_point()),
+                                 reason="the package is not installed from its wheel (no c10d_observer.pth or no "
+                                        "pytest11 entry point), as the tox envs install it")]
 
 INNER = '''
 import os, sys, time

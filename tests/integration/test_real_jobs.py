@@ -11,6 +11,8 @@ import pytest
 
 from harness import ROOT, read_verdict, report_after, wait_until
 
+pytestmark = pytest.mark.full  # tests/README.md: the full tier
+
 
 def _verdicts(job):
     out = []
@@ -38,7 +40,7 @@ def _exclude(job):
 def test_a_stall_in_the_first_steps_is_named_softly_within_seconds(job_factory):
     """A 4-rank DDP loop of 0.2 s steps whose rank 3 stalls in its DataLoader at step 7: no verdict came
     during its 40 s stall (20 calls were needed to learn; the hard default is 300 s)."""
-    job = job_factory("ddp_loop", 4, steps=12, step_s=0.2, stall=[3, 7], handler=True)
+    job = job_factory("ddp_loop", 4, timing=None, steps=12, step_s=0.2, stall=[3, 7], handler=True)
     stalled = job.wait_facts(3, "stalled_at", 90)
     v = read_verdict(job.dump_dir, 60, job.log_text())
     job.release()
@@ -52,7 +54,7 @@ def test_a_stall_in_the_first_steps_is_named_softly_within_seconds(job_factory):
 def test_the_first_checkpoint_behind_a_barrier_under_abort_is_at_most_a_soft_verdict_and_no_signal(job_factory):
     """Rank 0 checkpoints 20 s at step 5, the others wait in barrier(); on_timeout="abort" and a handler of the
     job's own: the job survives, the handler never runs, and nothing names a node to exclude."""
-    job = job_factory("ddp_loop", 3, steps=10, step_s=0.05, ckpt=[5, 20.0], handler=True, on_timeout="abort")
+    job = job_factory("ddp_loop", 3, timing=None, steps=10, step_s=0.05, ckpt=[5, 20.0], handler=True, on_timeout="abort")
     assert job.finish(timeout=150) == [0, 0, 0], job.log_text()
     vs = _verdicts(job)
     assert all(v["level"] == "soft" and v["culprit_ranks"] == [0] for v in vs), [v["summary"] for v in vs]
@@ -62,7 +64,7 @@ def test_the_first_checkpoint_behind_a_barrier_under_abort_is_at_most_a_soft_ver
 
 
 def test_a_30_s_pause_that_resolves_sends_no_signal_and_the_report_says_who_was_late(job_factory):
-    job = job_factory("ddp_loop", 3, steps=40, step_s=0.05, pause=[2, 20, 30.0], handler=True)
+    job = job_factory("ddp_loop", 3, timing=None, steps=40, step_s=0.05, pause=[2, 20, 30.0], handler=True)
     assert job.finish(timeout=150) == [0, 0, 0], job.log_text()
     assert [job.facts(r)["handler_calls"] for r in range(3)] == [0, 0, 0]
     doc, rc = report_after(job.dump_dir)
@@ -100,7 +102,7 @@ def _named_by_step(job, rank, world, within_steps):
 
 @pytest.mark.timeout(420)
 def test_a_rank_40_percent_slower_is_named_within_100_steps(job_factory):
-    job = job_factory("ddp_loop", 4, steps=140, step_s=0.1, jitter=0.2, slow=[3, 1.4])
+    job = job_factory("ddp_loop", 4, timing=None, steps=140, step_s=0.1, jitter=0.2, slow=[3, 1.4])
     _named_by_step(job, 3, 4, 100)
 
 
@@ -108,14 +110,14 @@ def test_a_rank_40_percent_slower_is_named_within_100_steps(job_factory):
 def test_a_rank_50_ms_late_every_step_of_three_is_named_within_100_steps(job_factory):
     """Each step has two calls (DDP's gradients, the loss): the late rank is last at the first by 50 ms,
     at the second by chance; it was last at 66 % of the calls and never named."""
-    job = job_factory("ddp_loop", 3, steps=140, step_s=0.1, jitter=0.2, late=[1, 0.05])
+    job = job_factory("ddp_loop", 3, timing=None, steps=140, step_s=0.1, jitter=0.2, late=[1, 0.05])
     _named_by_step(job, 1, 3, 100)
 
 
 @pytest.mark.timeout(300)
 def test_a_balanced_loop_names_nobody(job_factory):
     # 400 steps: the join needs 100 calls joined (a period behind the job); 200 steps gave 87 on CI's 2 cores
-    job = job_factory("ddp_loop", 3, steps=400, step_s=0.04, jitter=0.5)
+    job = job_factory("ddp_loop", 3, timing=None, steps=400, step_s=0.04, jitter=0.5)
     assert job.finish(timeout=240) == [0, 0, 0], job.log_text()
     doc = _stragglers(job)
     assert doc and all(g["straggler"] is None for g in doc["groups"]), doc
@@ -126,7 +128,7 @@ def test_a_skipped_recv_in_a_ddp_loop_names_the_rank_that_skipped_it_never_a_pha
     """Rank 0 sends rank 1 a tensor every step; rank 1 skips one recv: rank 0 waits in send, ranks 1 and 2 in
     the step's all_reduce.  The default source said "all_reduce #109 ... ranks 1, 2 finished it and rank 0
     waits in it; no rank is missing" (its numbers counted the sends); patch said it could not decide."""
-    job = job_factory("ddp_loop", 3, steps=60, step_s=0.02, p2p=True, skip_recv=40, timeout=5.0)
+    job = job_factory("ddp_loop", 3, timing=None, steps=60, step_s=0.02, p2p=True, skip_recv=40, timeout=5.0)
     v = read_verdict(job.dump_dir, 90, job.log_text())
     job.kill()
     assert v["culprit_ranks"] == [1], v["summary"]
@@ -140,7 +142,7 @@ def test_a_skipped_recv_in_a_ddp_loop_names_the_rank_that_skipped_it_never_a_pha
 
 
 def test_a_subgroup_skip_in_a_ddp_loop_names_the_rank_that_skipped_it_also_after_the_job(job_factory):
-    job = job_factory("ddp_loop", 4, steps=60, step_s=0.02, pairs=True, pair_skip=40, timeout=5.0)
+    job = job_factory("ddp_loop", 4, timing=None, steps=60, step_s=0.02, pairs=True, pair_skip=40, timeout=5.0)
     v = read_verdict(job.dump_dir, 90, job.log_text())
     job.kill()
     # the whole verdict where it fails (once in a loaded CI run: "culprit none", not reproduced in 8 runs since)

@@ -6,10 +6,14 @@ Python runs a handler once the main thread is back in Python: a rank blocked in 
 the collective returns, which is when these tests look."""
 import pytest
 
+from harness import TEST_TIMING
 
-@pytest.mark.parametrize("culprit", [1, 2])
-def test_the_handler_the_job_had_runs_once_on_each_rank_that_waited_never_on_the_culprit(job_factory, culprit):
-    job = job_factory("user_handler", 3, culprit=culprit, step=1, timeout=1.0)
+
+@pytest.mark.parametrize("culprit,timing", [(1, TEST_TIMING), (2, TEST_TIMING),
+                                            pytest.param(1, None, id="1-user_times", marks=pytest.mark.full)],
+                         ids=["1", "2", "1-user_times"])
+def test_the_handler_the_job_had_runs_once_on_each_rank_that_waited_never_on_the_culprit(job_factory, culprit, timing):
+    job = job_factory("user_handler", 3, culprit=culprit, step=1, timeout=1.0, timing=timing)
     for r in range(3):
         if r != culprit:
             job.wait_report(r)

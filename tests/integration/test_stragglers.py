@@ -8,6 +8,8 @@ import pytest
 
 from harness import read_verdict, wait_until
 
+pytestmark = pytest.mark.full  # tests/README.md: the full tier
+
 
 def _stragglers(job):
     try:
@@ -19,7 +21,7 @@ def _stragglers(job):
 
 @pytest.mark.parametrize("source", ["patch", "auto"])
 def test_a_rank_40_percent_slower_every_step_is_named_and_every_verdict_says_so(job_factory, source):
-    job = job_factory("straggler", 3, steps=250, step_s=0.04, slow=2, culprit=1, timeout=1.0, source=source)
+    job = job_factory("straggler", 3, timing=None, steps=250, step_s=0.04, slow=2, culprit=1, timeout=1.0, source=source)
     doc = wait_until(lambda: (_stragglers(job) or {}).get("groups") and _stragglers(job)["groups"][0]["straggler"]
                      and _stragglers(job), 90, "a straggler named in stragglers.json\n" + job.log_text())
     s = doc["groups"][0]["straggler"]
@@ -33,7 +35,7 @@ def test_a_rank_40_percent_slower_every_step_is_named_and_every_verdict_says_so(
 
 @pytest.mark.parametrize("source", ["patch", "auto"])
 def test_a_balanced_job_names_nobody(job_factory, source):
-    job = job_factory("straggler", 3, steps=250, step_s=0.04, timeout=30.0, source=source)
+    job = job_factory("straggler", 3, timing=None, steps=250, step_s=0.04, timeout=30.0, source=source)
     assert job.finish(timeout=120) == [0, 0, 0], job.log_text()
     doc = _stragglers(job)
     assert doc and doc["groups"] and doc["groups"][0]["calls"] >= 50, doc  # enough for the rule to speak

@@ -16,9 +16,10 @@ from test_pytest_plugin import _entry_point
 
 from c10d_observer import _autostart
 
-pytestmark = pytest.mark.skipif(not (_autostart.pth_installed() and _entry_point()),
-                                reason="the package is not installed from its wheel (no c10d_observer.pth or no "
-                                       "pytest11 entry point), as the tox envs install it")
+pytestmark = [pytest.mark.full]  # tests/README.md: the full tier
+pytestmark.append(pytest.mark.skipif(not (_autostart.pth_installed() and _entry_point()),
+                                     reason="the package is not installed from its wheel (no c10d_observer.pth or "
+                                            "no pytest11 entry point), as the tox envs install it"))
 
 DEADLOCK = "test_deadlock_rank1_skips_an_all_reduce"
 # torch's own tests, on every line from 1.8: two that pass on gloo, one that skips there (CUDA only); each

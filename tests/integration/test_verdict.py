@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from harness import ROOT, assert_caught_up, read_verdict, wait_until
+from harness import ROOT, assert_caught_up, read_verdict, timings, wait_until
 
 
 def _verdict(job, timeout=60):
@@ -128,8 +128,9 @@ def test_rank_stalled_in_computation(job_factory):
     assert v["frozen_ranks"] == []  # busy, but its Python runs
 
 
-def test_hang_in_subgroup_names_no_bystander(job_factory):
-    job = job_factory("subgroup", 3, timeout=1.0)
+@pytest.mark.parametrize("timing", timings())
+def test_hang_in_subgroup_names_no_bystander(job_factory, timing):
+    job = job_factory("subgroup", 3, timeout=1.0, timing=timing)
     v = _verdict(job)
     job.release()
     assert job.finish() == [0, 0, 0], job.log_text()
@@ -310,6 +311,7 @@ def _py_spy():
     return shutil.which("py-spy") or (beside if os.path.exists(beside) else None)
 
 
+@pytest.mark.full  # tests/README.md: the full tier
 @pytest.mark.skipif(_py_spy() is None, reason="py-spy is not installed (the tox envs install it)")
 def test_py_spy_dumps_native_and_python_stacks_where_installed(job_factory):
     job = job_factory("skip", 2, culprit=1, step=1, timeout=1.0)

@@ -12,7 +12,7 @@ import pytest
 
 import c10d_observer
 from c10d_observer import HANG_EXIT_CODE
-from harness import HERE, ROOT, read_verdict, wait_until
+from harness import HERE, ROOT, read_verdict, timings, wait_until
 
 USABLE = [s for s, r in c10d_observer.capabilities()["sources"].items() if r["usable"] and s != "hooks"]
 
@@ -44,9 +44,10 @@ def _root(v):
     return roots[0]
 
 
-def test_a_rank_late_in_its_dataloader_is_named_live_and_after_it_caught_up(job_factory, tmp_path):
+@pytest.mark.parametrize("timing", timings())
+def test_a_rank_late_in_its_dataloader_is_named_live_and_after_it_caught_up(job_factory, tmp_path, timing):
     """Row 1: rank 3 stalls in its DataLoader, then catches up."""
-    job = job_factory("dataloader_late", 4, culprit=3, step=5, steps=8, timeout=1.0)
+    job = job_factory("dataloader_late", 4, culprit=3, step=5, steps=8, timeout=1.0, timing=timing)
     live = read_verdict(job.dump_dir, 90, job.log_text())
     job.release()
     assert job.finish() == [0, 0, 0, 0], job.log_text()
@@ -125,6 +126,7 @@ def _pth_installed():
 
 @pytest.mark.skipif(not _pth_installed(), reason="ranks started by mp.spawn are observed under run only where the "
                                                  "package's .pth is installed (the tox envs)")
+@pytest.mark.full  # tests/README.md: the full tier
 def test_an_mp_spawn_job_under_run_abort_says_after_it_what_it_said_live(tmp_path):
     """Row 6: rank 2 broadcasts where the others all_reduce, ranks started by mp.spawn, run --on-timeout
     abort: after the job, rank 2 is the odd one out that issued another op, never 'finished it'."""
