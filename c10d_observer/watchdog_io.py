@@ -274,14 +274,32 @@ class StackTaker(_Part):
     def dump_signal(self, reason):
         """faulthandler's dump from C, on the observer's own signal (never the job's): a thread holds the
         GIL, so the helper cannot answer.  The header first, then the signal.  Returns the file's size
-        after the header (the dump has come once it grows past it)."""
+        after the header (the dump has come once it grows past it).
+
+        Not to a stopped rank (SIGSTOP, a debugger: /proc says T or t): the signal would wait for its
+        resume and run then, among threads starting again (and ending: torch 1.8 on Python 3.8, a rank
+        stopped by a thread of its own, read a thread's state as it was freed and died of SIGSEGV in 1
+        run of 12).  One line says so instead; its helper answers a later request once it runs."""
+        stopped = self.stopped()
         try:
             self.dd.append_text(self.name, _dumpdir.HEADER % self.header(reason))
         except OSError:
             pass
         size = self.size()
-        self.kill(self.cfg.rank_pid, self.cfg.dump_signal)
+        if not stopped:
+            self.kill(self.cfg.rank_pid, self.cfg.dump_signal)
+            return size
+        try:  # the line is what this dump has: the file grew past the header
+            self.dd.append_text(self.name, "# c10d_observer: the rank is stopped (state %s: SIGSTOP or a debugger): "
+                                           "no stack signal is sent to it\n" % stopped)
+        except OSError:
+            pass
         return size
+
+    def stopped(self):
+        """The rank's state letter where it is stopped (T, t), else None."""
+        state = pid_state(self.cfg.rank_pid)
+        return state if state in ("T", "t") else None
 
     def py_spy_path(self):
         if self.py_spy and (self.py_spy_started is not None or self.py_spy_reserved):
@@ -543,6 +561,15 @@ def _read(path):
             return f.read()
     except OSError:
         return ""
+
+
+def pid_state(pid):
+    """The process's state letter in /proc (R, S, D, T stopped, t traced, Z...), or None where unreadable."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 def pid_alive(pid):

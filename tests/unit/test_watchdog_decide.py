@@ -8,11 +8,13 @@ signalling real ranks is covered by the integration tests (test_signal_contract.
 import json
 import os
 import signal
+import time
 
 import pytest
 
 from c10d_observer import channel as ch
 from c10d_observer import config, documents, dumpdir
+from c10d_observer import watchdog_io as _io
 from c10d_observer.requests import GatherRequest
 from c10d_observer.watchdog import Abort, Action, Detector, Gather, StackCollection, Watchdog, find_overdue
 
@@ -572,6 +574,37 @@ def test_a_helper_that_does_not_answer_gets_the_dump_signal_once_never_the_notif
     sent = rig.until_signal(detected + int(W.helper_answer * 1e9) + 1)
     rig.step(sent + 30 * POLL_NS)
     assert sorted(rig.kills) == sorted([(RANK_PID, signal.SIGUSR1), (RANK_PID, DUMP_SIG)])  # each once
+
+
+def test_a_stopped_rank_gets_no_dump_signal_and_its_stacks_file_says_why(tmp_path):
+    """A rank stopped (SIGSTOP, a debugger) cannot answer: the dump signal would wait for its resume and run
+    among threads starting and ending again (a rank died of SIGSEGV so, torch 1.8).  None is sent; the stacks
+    file says the rank is stopped.  A real process stands for the rank (it is stopped, then killed)."""
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        os.kill(proc.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 30
+        while _io.pid_state(proc.pid) != "T" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        r = Rig(tmp_path, rank_pid=proc.pid)
+        try:
+            r.reader.heartbeat_ns = lambda: T0  # no beat since: the helper cannot answer
+            r.streams[0].start(ALL_REDUCE, T0)
+            detected = T0 + TIMEOUT_NS + 1
+            r.step(detected)
+            r.step(detected + int(W.helper_answer * 1e9) + 1)
+            assert DUMP_SIG not in [k[1] for k in r.kills], r.kills
+            with open(r.stack_path) as f:
+                text = f.read()
+            assert "the rank is stopped (state T" in text, text
+            assert r.wd.stacks.arrived(r.wd.taker.size())  # the line is this dump: nothing waits for another
+        finally:
+            r.close()
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_a_rank_with_nothing_overdue_answering_a_gather_is_never_notified(rig):
