@@ -2,9 +2,14 @@
 gloo ranks and real watchdogs.  Timings here have generous bounds; what they are is measured in
 benchmarks/false_alarms.py.  The quick tier runs them at the test times (a learned floor of 2 s, harness.py),
 the full tier also at the defaults users get (10 s): scenario durations are set from the floor."""
+import glob
+import os
+import subprocess
+import sys
+
 import pytest
 
-from harness import floor_s, no_timeout_env, read_verdict, timings
+from harness import ROOT, floor_s, no_timeout_env, read_verdict, timings
 
 
 def _first_verdict(job, timeout=90):
@@ -17,6 +22,9 @@ def test_with_no_timeout_a_rank_that_stops_arriving_is_named_softly_within_secon
     job = job_factory("learned_stop", 3, culprit=1, steps=60 if timing is None else 20, on_timeout="abort", timing=timing,
                       env=no_timeout_env(timing))
     v = _first_verdict(job)
+    # soft verdicts inform: no signal (the watchdog marks each one it sends; a rank waiting in all_reduce, in
+    # C++, cannot have run a handler that takes the mark away)
+    assert not glob.glob(os.path.join(job.dump_dir, "notify-pid*.json")), os.listdir(job.dump_dir)
     job.release()
     assert job.finish() == [0, 0, 0], job.log_text()  # a soft verdict never aborts
     h = v["hangs"][0]
@@ -26,6 +34,10 @@ def test_with_no_timeout_a_rank_that_stops_arriving_is_named_softly_within_secon
     assert named_after < 2 * floor, named_after  # target: the floor (benchmarks/false_alarms.py measures it)
     assert "(soft: past its learned deadline of" in v["summary"]
     assert "soft: all_reduce" in job.log_text()  # the console says the level
+    # ... and no node to exclude
+    out = subprocess.run([sys.executable, "-m", "c10d_observer", "report", "--exclude", job.dump_dir],
+                         stdout=subprocess.PIPE, universal_newlines=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert (out.returncode, out.stdout) == (0, "\n"), out
 
 
 @pytest.mark.parametrize("timing", timings())

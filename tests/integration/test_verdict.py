@@ -122,6 +122,7 @@ def test_rank_stalled_in_computation(job_factory):
     assert_caught_up(job.dump_dir, 2, v)  # after the job: the same culprit, resolved
     h = _root(v)
     assert h["waiting_ranks"] == [0, 1] and h["missing_ranks"] == [2]
+    assert h["category"] == "never_arrived" and h["missing"]["2"]["state"] == "no_collective", h
     assert v["culprit_ranks"] == [2]
     odd = [g for g in v["stack_groups"] if g["ranks"] == [2]]  # innermost frame: matmul or release check
     assert odd and any(f.startswith("compute (") for f in odd[0]["frames"]), v["stack_groups"]
@@ -159,6 +160,7 @@ def test_cascade_names_the_root(job_factory):
     world = [h for h in v["hangs"] if h["group_ranks"] == [0, 1, 2]]
     assert len(world) == 1 and not world[0]["root"] and world[0]["caused_by"] == [v["hangs"].index(root)]
     assert world[0]["missing"]["1"]["state"] == "stuck"  # rank 1 is a victim, not a culprit
+    assert (world[0]["category"], root["category"]) == ("cascade", "never_arrived"), (world[0], root)
     assert v["culprit_ranks"] == [2]
 
 
@@ -175,6 +177,7 @@ def test_mismatched_op_at_the_same_seq(job_factory, source):
     assert mism, v["hangs"]
     assert mism[0]["mismatch"]["odd_ranks"] == [1]
     assert mism[0]["mismatch"]["ops"]["1"] == "broadcast" and mism[0]["mismatch"]["expected_op"] == "all_reduce"
+    assert mism[0]["category"] == "mismatch", mism[0]
     assert v["culprit_ranks"] == [1]
 
 
@@ -244,6 +247,7 @@ def test_recv_with_no_sender(job_factory):
     assert_caught_up(job.dump_dir, 0, v)  # after the job: the same culprit, resolved
     h = _root(v)
     assert h["kind"] == "p2p" and h["op"] == "recv" and h["waiting_ranks"] == [1] and h["missing_ranks"] == [0]
+    assert h["category"] == "unmatched_p2p", h
     assert v["culprit_ranks"] == [0]
 
 

@@ -111,6 +111,7 @@ def test_an_ordering_deadlock_names_the_rank_that_skipped_its_group_call(job_fac
     assert live["culprit_ranks"] == [2], (live["summary"], live["undecided"])
     root = _root(live)
     assert root["group_ranks"] == [2, 3] and root["missing_ranks"] == [2], root
+    assert root["category"] == "order", root
     m = root["missing"]["2"]
     assert m["state"] == "out_of_order" and "rank 2 issued all_reduce" in m["text"] and "which rank 3 issued" in m["text"]
     assert not any("cycle" in u for u in live["undecided"]), live["undecided"]
