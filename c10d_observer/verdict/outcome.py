@@ -8,9 +8,15 @@ from .analysis import _resolved, culprit_entry  # noqa: F401  (culprit_entry: wh
 from .types import Verdict
 
 def _main_record(records):
-    """The record shown: the newest that found stuck calls, else the newest."""
+    """The record shown: the newest that found stuck calls and named a culprit, else the newest that found
+    stuck calls, else the newest.  A later verdict that names nobody (every rank in the call, "cannot
+    decide": the ranks catching up after a hang, slow on a loaded machine) never takes the place of one that
+    named a culprit: a verdict is a record, later events are added and never erase the culprit
+    (docs/diagnosis.md, "The record").  It is one of ``other_verdicts``, with its outcome; still stuck, it sets the exit
+    code (``with_outcome``)."""
     with_hangs = [r for r in records if r[0].get("hangs")]
-    return (with_hangs or records or [None])[-1]
+    named = [r for r in with_hangs if r[0].get("culprit_ranks")]
+    return (named or with_hangs or records or [None])[-1]
 
 
 def with_outcome(records, docs_now):
@@ -36,16 +42,26 @@ def with_outcome(records, docs_now):
                               % (e.describe(), rank_list([r]))})
     after.sort(key=lambda x: x["at"] or 0)
     v["after"] = after
-    earlier = [r[0] for r in records if r is not main]
-    if earlier:
-        v["other_verdicts"] = [{"gather_id": x.get("gather_id"), "verdict_at": x.get("verdict_at"),
-                                "summary": x.get("summary"), "culprit_ranks": x.get("culprit_ranks")}
-                               for x in earlier]
+    others = [r[0] for r in records if r is not main]
+    if others:
+        v["other_verdicts"] = [dict({"gather_id": x.get("gather_id"), "verdict_at": x.get("verdict_at"),
+                                     "summary": x.get("summary"), "culprit_ranks": x.get("culprit_ranks")},
+                                    **_later_outcome(x, docs_now, t0))
+                               for x in others]
     res = _resolved(docs_now, {(h.get("stream"), h.get("seq")): h for h in v.get("hangs") or []
                                if h["outcome"]["state"] != "resolved"})
     if res:
         v["resolved"] = res
     return v
+
+
+def _later_outcome(x, docs_now, t0):
+    """{"outcome": resolved | ended | stuck} of a verdict merged after the one shown, where it found stuck
+    calls: the worst of its calls' (a stuck one keeps the exit code at 1); {} for an earlier one."""
+    if (x.get("verdict_at") or 0) <= t0 or not x.get("hangs"):
+        return {}
+    states = [_outcome(h, docs_now, x)["state"] for h in x["hangs"]]
+    return {"outcome": "stuck" if "stuck" in states else "ended" if "ended" in states else "resolved"}
 
 
 def _outcome(h, docs_now, v):

@@ -158,7 +158,8 @@ def format_text(v, problems=()):
         for a in v.after:
             lines.append("  %s: %s" % (short_clock(a.get("at")), a["text"]))
     for o in v.other_verdicts or []:
-        lines.append("another verdict of this job, at %s: %s" % (clock(o.get("verdict_at")), o.get("summary")))
+        lines.append("another verdict of this job, at %s: %s%s" % (
+            clock(o.get("verdict_at")), o.get("summary"), " (later; %s)" % o["outcome"] if o.get("outcome") else ""))
     for p in problems:
         lines.append("unreadable: %s" % p)
     return "\n".join(lines)

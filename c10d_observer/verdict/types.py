@@ -362,6 +362,8 @@ class Verdict(_Type):
             return stored
         if any((h.outcome.state if h.outcome else OutcomeState.STUCK) != OutcomeState.RESOLVED for h in self.hangs):
             return 1
+        if any(isinstance(o, dict) and o.get("outcome") in ("stuck", "ended") for o in self.other_verdicts or ()):
+            return 1  # a later verdict (one that named nobody) whose calls are stuck, or were when the job ended
         return 3 if self.hangs or self.resolved else 0
 
     @property

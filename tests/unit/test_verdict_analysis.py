@@ -448,3 +448,46 @@ def test_roots_with_no_majority_are_undecided_and_sizes_still_come_first():
         16 if r == 2 else 8, r == 1))]) for r in range(3)}
     m = verdict.analyze(docs).to_json()["hangs"][0]["mismatch"]
     assert m["kind"] == "size"
+
+
+def _record_job(tmp_path, later_still_stuck):
+    """A hang that named rank 2 (ranks 0, 1 waiting at world #5), then a later verdict that names nobody (every
+    rank in world #7, the ranks catching up on a loaded machine), both records written as the watchdog
+    writes them; then the ranks' reports since: #7 completed, or still in flight."""
+    from c10d_observer.verdict import files
+    dd = dumpdir.DumpDir(str(tmp_path))
+    world = [0, 1, 2]
+    first = {0: _doc(0, 3, [_g("0", world, 5, 4)]), 1: _doc(1, 3, [_g("0", world, 5, 4)]),
+             2: _doc(2, 3, [_g("0", world, 4, 4)])}
+    later = {r: _doc(r, 3, [_g("0", world, 7, 6, since=150.0)], written_at=152.0) for r in world}
+    for gid, docs, at in (("g1", first, 101.0), ("g2", later, 153.0)):
+        v = verdict.analyze({r: documents.RankDoc.from_json(d) for r, d in docs.items()}).to_json()
+        v.update(gather_id=gid, verdict_at=at, gather_s=0.1)
+        files.write(dd, v, {r: documents.RankDoc.from_json(d) for r, d in docs.items()})
+    done = 6 if later_still_stuck else 8
+    for r in world:
+        now = _doc(r, 3, [_g("0", world, 8 if not later_still_stuck else 7, done, since=150.0)], written_at=200.0,
+                   kind="report")
+        dumpdir.write_json(dd.path(dumpdir.report_name(r, 100 + r)), now)
+    return str(tmp_path)
+
+
+def test_a_later_verdict_that_names_nobody_never_takes_the_place_of_one_that_named_a_culprit(tmp_path):
+    """A verdict is a record: later events are added, never erase the culprit.  The ranks catching up after a
+    hang, slow on a loaded machine, made a second verdict ("every rank of it is in it", no culprit) that
+    report, load_verdict and the page then showed instead of the one that named the culprit (the quick tier
+    with a second job beside it, 2026-11-27)."""
+    from c10d_observer.verdict import files
+    v, _, _ = files.load(_record_job(tmp_path, later_still_stuck=False))
+    assert v.gather_id == "g1" and v.culprit_ranks == [2], v.summary
+    [o] = v.other_verdicts
+    assert o["gather_id"] == "g2" and o["culprit_ranks"] == [] and o["outcome"] == "resolved", o
+    assert v.exit_code == 3  # both resolved
+    assert "another verdict of this job" in v.text and "(later; resolved)" in v.text
+
+
+def test_a_later_verdict_still_stuck_keeps_the_exit_code_at_1(tmp_path):
+    from c10d_observer.verdict import files
+    v, _, _ = files.load(_record_job(tmp_path, later_still_stuck=True))
+    assert v.gather_id == "g1" and v.culprit_ranks == [2], v.summary
+    assert v.other_verdicts[0]["outcome"] == "stuck" and v.exit_code == 1
