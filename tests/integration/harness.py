@@ -284,6 +284,17 @@ class Job(object):
             log.close()
 
 
+def reported(job, rank, entry=None, before=None):
+    """The overdue entries ``rank`` reported: those of the call ``entry`` (another report's entry), or those
+    detected before the wall time ``before``.  A culprit never waits in the call it stalled before; the
+    ranks catching up after a hang may wait past a 1 s timeout in a later call on a loaded machine, which is
+    a report of its own, not the hang's."""
+    rep = job.reports().get(rank) or {}
+    return [e for e in rep.get("overdue") or ()
+            if (entry is None or (e["stream"], e["seq"]) == (entry["stream"], entry["seq"]))
+            and (before is None or (e.get("detected_at") or 0) < before)]
+
+
 def pid_alive(pid):
     """True while ``pid`` runs; a zombie (exited, not yet reaped) counts as gone."""
     try:
