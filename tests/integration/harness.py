@@ -285,10 +285,10 @@ class Job(object):
 
 
 def reported(job, rank, entry=None, before=None):
-    """The overdue entries ``rank`` reported: those of the call ``entry`` (another report's entry), or those
-    detected before the wall time ``before``.  A culprit never waits in the call it stalled before; the
-    ranks catching up after a hang may wait past a 1 s timeout in a later call on a loaded machine, which is
-    a report of its own, not the hang's."""
+    """The overdue entries ``rank`` reported: those of the call ``entry`` (another report's entry), and those
+    detected before the wall time ``before`` (the release).  A culprit never waits in the call it stalled
+    before while the hang lasts; once released, its own call, or a later one of the ranks catching up, may
+    take past a 1 s timeout on a loaded machine: a report of its own, not the hang's."""
     rep = job.reports().get(rank) or {}
     return [e for e in rep.get("overdue") or ()
             if (entry is None or (e["stream"], e["seq"]) == (entry["stream"], entry["seq"]))
