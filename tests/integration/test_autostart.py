@@ -58,9 +58,13 @@ def _job(tmp_path, cmd):
     assert all(r["observed"] for r in ranks), ranks
     pids = {json.load(open(p))["pid"] for p in glob.glob(str(dump / "report-rank*.json")) + glob.glob(
         str(dump / "state-rank*.json"))}
-    # the signal contract: the job's own SIGUSR1 handler ran once on the rank that waited, never on the culprit
+    # the signal contract: the job's own SIGUSR1 handler ran on the rank that waited, never on the culprit for
+    # the hang.  (Once released, the culprit's own all_reduce may take past the 1 s timeout on a loaded
+    # machine: then it is a rank with an overdue call of its own, and its handler runs for that.)
     calls = [json.load(open(str(work / ("handler%d.json" % r))))["calls"] for r in (0, 1)]
-    assert calls == [1, 0], calls
+    late = [e for p in glob.glob(str(dump / "report-rank1-*.json")) for e in json.load(open(p))["overdue"]
+            if e["level"] == "hard"]
+    assert calls[0] >= 1 and calls[1] == (1 if late else 0), (calls, late)
     return work, ranks, pids
 
 
