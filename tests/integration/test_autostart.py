@@ -64,7 +64,7 @@ def _job(tmp_path, cmd):
     calls = [json.load(open(str(work / ("handler%d.json" % r))))["calls"] for r in (0, 1)]
     late = [e for p in glob.glob(str(dump / "report-rank1-*.json")) for e in json.load(open(p))["overdue"]
             if e["level"] == "hard"]
-    assert calls[0] >= 1 and calls[1] == (1 if late else 0), (calls, late)
+    assert calls[0] >= 1 and calls[1] <= len(late), (calls, late)  # signalled where still in flight at its verdict
     return work, ranks, pids
 
 

@@ -27,11 +27,12 @@ def test_the_handler_the_job_had_runs_once_on_each_rank_that_waited_never_on_the
     assert job.finish() == [0, 0, 0], job.log_text()  # signalled ranks were not killed
     for r in range(3):
         f = job.facts(r)
-        # once per hang on each rank that waited; never on the culprit for the hang (once released, its own
-        # all_reduce may take past 1 s on a loaded machine: an overdue call of its own, a signal for that)
+        # once per hang on each rank that waited; never on the culprit for the hang.  (Once released, a rank's
+        # call may take past 1 s on a loaded machine: an overdue call of its own, signalled where it is still
+        # in flight at its verdict, not where it completed first)
         late = [e for e in reported(job, r) if e["level"] == "hard" and e["detected_at"] >= released]
-        expected = (0 if r == culprit else 1) + (1 if late else 0)
-        assert f["handler_calls"] == expected, (r, f, late, job.log_text())
+        base = 0 if r == culprit else 1
+        assert base <= f["handler_calls"] <= base + len(late), (r, f, late, job.log_text())
         assert f["handler_calls_by_others"] == 1  # and a SIGUSR1 from elsewhere still runs it
     assert not reported(job, culprit, hang, before=released)  # the culprit never waited in the call
 
