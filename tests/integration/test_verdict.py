@@ -285,8 +285,14 @@ def test_frozen_process(job_factory):
         os.kill(pid, signal.SIGCONT)
     assert job.finish() == [0, 0], job.log_text()
     h = _root(v)
-    assert h["waiting_ranks"] == [0] and h["missing_ranks"] == [1]
-    assert h["missing"]["1"]["state"] == "frozen"
+    # rank 1 stops as its first all_reduce returns: gloo may still owe rank 0 that call's last message (a
+    # loaded machine, 1 run in 3 with a second job beside: "every rank entered it; rank 1 is frozen in it"),
+    # else rank 0 waits in the next call, which rank 1 never entered; the frozen rank is the culprit either way
+    if h["missing_ranks"]:
+        assert h["waiting_ranks"] == [0] and h["missing_ranks"] == [1], v["summary"]
+        assert h["missing"]["1"]["state"] == "frozen" and h["category"] == "never_arrived"
+    else:
+        assert h["category"] == "all_arrived" and h["frozen_in_it"] == [1], v["summary"]
     assert v["frozen_ranks"] == [1] and v["culprit_ranks"] == [1]
 
 
