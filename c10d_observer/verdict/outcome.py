@@ -58,9 +58,10 @@ def with_outcome(records, docs_now):
 def _later_outcome(x, docs_now, t0):
     """{"outcome": resolved | ended | stuck} of a verdict merged after the one shown, where it found stuck
     calls: the worst of its calls' (a stuck one keeps the exit code at 1); {} for an earlier one."""
-    if (x.get("verdict_at") or 0) <= t0 or not x.get("hangs"):
-        return {}
-    states = [_outcome(h, docs_now, x)["state"] for h in x["hangs"]]
+    hangs = [h for h in x.get("hangs") or () if h.get("waiting_ranks") or h.get("missing_ranks")]
+    if (x.get("verdict_at") or 0) <= t0 or not hangs:
+        return {}  # earlier, or nobody was in its calls when it was merged ("they finished it")
+    states = [_outcome(h, docs_now, x)["state"] for h in hangs]
     return {"outcome": "stuck" if "stuck" in states else "ended" if "ended" in states else "resolved"}
 
 

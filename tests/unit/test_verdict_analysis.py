@@ -491,3 +491,18 @@ def test_a_later_verdict_still_stuck_keeps_the_exit_code_at_1(tmp_path):
     v, _, _ = files.load(_record_job(tmp_path, later_still_stuck=True))
     assert v.gather_id == "g1" and v.culprit_ranks == [2], v.summary
     assert v.other_verdicts[0]["outcome"] == "stuck" and v.exit_code == 1
+
+
+def test_a_later_verdict_whose_ranks_had_all_finished_its_call_leaves_the_exit_code(tmp_path):
+    """A late rank's watchdog gathered its own call after the others had finished it ("ranks 0, 1 finished it
+    and none wait in it"): nobody was in it when it was merged, nothing there can still be stuck."""
+    from c10d_observer.verdict import files
+    d = _record_job(tmp_path, later_still_stuck=False)
+    dd = dumpdir.DumpDir(d)
+    rec = dd.read_json(dumpdir.record_name("g2"))
+    v = dict(rec["verdict"], gather_id="g3", verdict_at=160.0)
+    v["hangs"] = [dict(h, waiting_ranks=[], missing_ranks=[]) for h in v["hangs"]]
+    files.write(dd, v)
+    out, _, _ = files.load(d)
+    assert out.gather_id == "g1" and out.exit_code == 3
+    assert [o.get("outcome") for o in out.other_verdicts] == ["resolved", None]
