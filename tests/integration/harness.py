@@ -295,6 +295,20 @@ def reported(job, rank, entry=None, before=None):
             and (before is None or (e.get("detected_at") or 0) < before)]
 
 
+def snapshot_dir(src, dst):
+    """Copy a live dump_dir: the watchdogs go on writing it (a temporary file renamed into place, a request
+    withdrawn), so a file gone between the listing and its copy is skipped, as it would be a moment later."""
+    import shutil
+    os.makedirs(dst)
+    for name in os.listdir(src):
+        if name.startswith(".tmp-"):
+            continue
+        try:
+            shutil.copy2(os.path.join(src, name), os.path.join(dst, name))
+        except FileNotFoundError:
+            pass
+
+
 def pid_alive(pid):
     """True while ``pid`` runs; a zombie (exited, not yet reaped) counts as gone."""
     try:

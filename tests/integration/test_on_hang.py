@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import sys
 
-from harness import ROOT, read_verdict
+from harness import ROOT, read_verdict, snapshot_dir
 
 import c10d_observer
 from c10d_observer import on_hang as _on_hang
@@ -43,7 +43,7 @@ def test_load_verdict_is_report_json_typed(job_factory, tmp_path):
     for r in (0, 2):  # the merge reads the ranks' states: their reports may come a moment after it
         job.wait_report(r)
     copy = str(tmp_path / "while-stuck")
-    shutil.copytree(job.dump_dir, copy)  # the documents while the hang lasts
+    snapshot_dir(job.dump_dir, copy)  # the documents while the hang lasts
     job.release()
     assert job.finish() == [0, 0, 0], job.log_text()
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from harness import ROOT, read_verdict
+from harness import ROOT, read_verdict, snapshot_dir
 
 from c10d_observer import page, verdict
 
@@ -32,7 +32,7 @@ def stuck_dir(tmp_path_factory):
     try:
         read_verdict(job.dump_dir, 60, job.log_text())
         copy = str(tmp / "while-stuck")
-        shutil.copytree(job.dump_dir, copy)
+        snapshot_dir(job.dump_dir, copy)
         job.release()
         assert job.finish() == [0, 0, 0], job.log_text()
     finally:
