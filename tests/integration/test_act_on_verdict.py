@@ -17,7 +17,7 @@ def _report(dump_dir, *args):
                           env=dict(os.environ, PYTHONPATH=ROOT))
 
 
-def test_under_abort_every_rank_exits_75_and_the_verdict_names_the_culprits_node(job_factory):
+def test_under_abort_every_rank_exits_93_and_the_verdict_names_the_culprits_node(job_factory):
     env = {"SLURMD_NODENAME": "gpu07", "SLURM_JOB_ID": "4242"}
     job = job_factory("skip", 3, culprit=2, step=1, timeout=1.0, on_timeout="abort", env=env)
     codes = job.finish(timeout=120)
