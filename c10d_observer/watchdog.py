@@ -559,10 +559,11 @@ class Watchdog(object):
 
     def _merged_for_mine(self):
         """The verdict merged from the last gather this rank answered, where it already holds every call of
-        this rank in flight past its deadline, with this rank waiting in it, at this detection's level and
-        not held; else None.  A rank that finds the hang after the gather it answered was merged (its call
-        entered later, or its watchdog was slower under load) joins that verdict instead of gathering the
-        same hang again: the record says what the console said first (a verdict is a record)."""
+        this rank in flight past its deadline, with this rank waiting in it (or named its late culprit), at
+        this detection's level and not held; else None.  A rank that finds the hang after the gather it answered
+        was merged (its call entered later, or its watchdog was slower under load; the culprit itself, late,
+        once it entered the call and its peers, starved of CPU, leave it slowly) joins that verdict instead of
+        gathering the same hang again: the record says what the console said first (a verdict is a record)."""
         gid = self.gather.answered
         v = self.files.verdict() if gid is not None and self.gather.owned is None else None
         if v is None or v.gather_id != gid or v.held_until or not v.hangs:
@@ -572,7 +573,8 @@ class Watchdog(object):
         mine = [e for e in self.detector.entries if e.in_flight]
         for e in mine:
             h = hangs.get((str(e.stream), e.seq))
-            if (h is None or rank not in (h.waiting_ranks or ()) or h.held_until
+            late = rank in (h.missing_ranks or ()) and rank in (v.culprit_ranks or ()) if h is not None else False
+            if (h is None or not (rank in (h.waiting_ranks or ()) or late) or h.held_until
                     or (e.level == "hard" and h.level != Level.HARD)):
                 return None
         return v if mine else None

@@ -167,7 +167,7 @@ def _gathered(directory):
 def record_documents(directory):
     """The documents the shown record was built from, by rank, or None (the page draws them)."""
     records = load_records(directory) or _gathered(directory)
-    main = _main_record(records)
+    main = _main_record(records, load_docs(directory, torch_dumps=True)[0] if len(records) > 1 else None)
     if main is None or main[1] is None:
         return None
     return {d.rank: d for d in main[1]}

@@ -7,22 +7,45 @@ from ..text import clock, rank_list, short_clock
 from .analysis import _resolved, culprit_entry  # noqa: F401  (culprit_entry: where load() names a culprit)
 from .types import Verdict
 
-def _main_record(records):
-    """The record shown: the newest that found stuck calls and named a culprit, else the newest that found
-    stuck calls, else the newest.  A later verdict that names nobody (every rank in the call, "cannot
-    decide": the ranks catching up after a hang, slow on a loaded machine) never takes the place of one that
-    named a culprit: a verdict is a record, later events are added and never erase the culprit
-    (docs/diagnosis.md, "The record").  It is one of ``other_verdicts``, with its outcome; still stuck, it sets the exit
-    code (``with_outcome``)."""
+def _main_record(records, docs_now=None):
+    """The record shown: the first hang's verdict.  It is the first verdict that found stuck calls and named a
+    culprit (else the newest that found stuck calls, else the newest); a later one takes its place only
+    where it is the same hang grown hard (it holds a call of the first, names the same culprits, and is hard
+    where the first was soft), or a new hang after the first resolved (each of its calls completed: a slow
+    eval found overdue, then a real stall elsewhere; ``docs_now`` tells).  Anything else merged later is what
+    happened after: a framework's SIGTERM handler calling a collective at the hang's seq, the ranks catching
+    up after a hang (slow on a loaded machine), ``destroy_process_group`` at teardown.  A verdict is a record:
+    later events are added and never erase the culprit (docs/diagnosis.md, "The record").  The others are
+    ``other_verdicts``, each with its outcome; one still stuck sets the exit code (``with_outcome``)."""
     with_hangs = [r for r in records if r[0].get("hangs")]
     named = [r for r in with_hangs if r[0].get("culprit_ranks")]
-    return (named or with_hangs or records or [None])[-1]
+    if not named:
+        return (with_hangs or records or [None])[-1]
+    main = named[0]
+    for r in named[1:]:
+        if _keys(r[0]) & _keys(main[0]):
+            if (set(r[0]["culprit_ranks"]) == set(main[0]["culprit_ranks"])
+                    and r[0].get("level") != "soft" and main[0].get("level") == "soft"):
+                main = r
+        elif docs_now is not None and _resolved_before(main[0], docs_now, r[0].get("verdict_at") or 0):
+            main = r
+    return main
+
+
+def _keys(v):
+    return {(str(h.get("stream")), h.get("seq")) for h in v.get("hangs") or ()}
+
+
+def _resolved_before(v, docs_now, t):
+    """Whether every stuck call of verdict ``v`` completed (the late ranks caught up) by wall time ``t``."""
+    outs = [_outcome(h, docs_now, v) for h in v.get("hangs") or ()]
+    return bool(outs) and all(o["state"] == "resolved" and (o.get("at") is None or o["at"] <= t) for o in outs)
 
 
 def with_outcome(records, docs_now):
-    """The record of the hang (the newest verdict that found stuck calls) as it was merged, with the
+    """The record of the hang (the first hang's verdict, ``_main_record``) as it was merged, with the
     ``outcome`` of each stuck call and the events after it (``after``), read from the documents now."""
-    main = _main_record(records)
+    main = _main_record(records, docs_now)
     v = copy.deepcopy(main[0])
     v["recorded"] = True
     t0 = v.get("verdict_at") or 0

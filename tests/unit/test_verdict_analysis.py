@@ -506,3 +506,72 @@ def test_a_later_verdict_whose_ranks_had_all_finished_its_call_leaves_the_exit_c
     out, _, _ = files.load(d)
     assert out.gather_id == "g1" and out.exit_code == 3
     assert [o.get("outcome") for o in out.other_verdicts] == ["resolved", None]
+
+
+def _records(tmp_path, merged, now):
+    """Records written as the watchdog writes them: ``merged`` is [(gather id, verdict_at, docs, changes to the
+    analysed verdict)], ``now`` the ranks' reports written since, by rank."""
+    from c10d_observer.verdict import files
+    dd = dumpdir.DumpDir(str(tmp_path))
+    for gid, at, docs, changes in merged:
+        parsed = {r: documents.RankDoc.from_json(d) for r, d in docs.items()}
+        v = verdict.analyze(parsed).to_json()
+        v.update(gather_id=gid, verdict_at=at, gather_s=0.1, **changes)
+        if "level" in changes:
+            v["hangs"] = [dict(h, level=changes["level"]) for h in v["hangs"]]
+        files.write(dd, v, parsed)
+    for r, d in now.items():
+        dumpdir.write_json(dd.path(dumpdir.report_name(r, 100 + r)), dict(d, kind="report"))
+    return files.load(str(tmp_path))[0]
+
+
+_W = [0, 1, 2]
+_LATE_1 = {0: _doc(0, 3, [_g("0", _W, 5, 4)]), 1: _doc(1, 3, [_g("0", _W, 4, 4)]),
+           2: _doc(2, 3, [_g("0", _W, 5, 4)])}  # rank 1 never arrived at world #5: the culprit
+
+
+def test_a_later_verdict_on_the_same_call_naming_another_rank_never_takes_the_first_ones_place(tmp_path):
+    """The quick tier with a second job beside it: rank 1 skipped world #5 and was named; once released it entered
+    the call, which its peers, starved of CPU, left slowly; a second merge saw every rank in #5 and rank 2's
+    Python not running for 1.7 s ("rank 2 is frozen in it").  The record is the first hang's: rank 1."""
+    caught_up = {r: _doc(r, 3, [_g("0", _W, 5, 4)], written_at=103.0) for r in _W}
+    done = {r: _doc(r, 3, [_g("0", _W, 5, 5)], written_at=110.0) for r in _W}
+    v = _records(tmp_path, [("g1", 101.0, _LATE_1, {}), ("g2", 104.0, caught_up, {"culprit_ranks": [2]})], done)
+    assert v.gather_id == "g1" and v.culprit_ranks == [1], v.summary
+    assert [o["gather_id"] for o in v.other_verdicts] == ["g2"]
+
+
+def test_the_same_hang_grown_hard_takes_the_soft_ones_place(tmp_path):
+    """A learned (soft) deadline named rank 1; the hard one, past the timeout, named it again: the record is
+    the hard verdict, the one that acts."""
+    v = _records(tmp_path, [("g1", 101.0, _LATE_1, {"level": "soft"}), ("g2", 120.0, _LATE_1, {"level": "hard"})],
+                 {})
+    assert v.gather_id == "g2" and v.culprit_ranks == [1] and v.acts, v.summary
+
+
+def test_a_framework_teardown_after_the_hang_never_replaces_it(tmp_path):
+    """Cancelled by SIGTERM to the launcher: the waiting ranks are still in world #5 when a verdict on another
+    group's call is merged (a framework's handler, destroy_process_group), naming another rank: the record
+    leads with the first hang, whose calls are still stuck."""
+    teardown = {0: _doc(0, 3, [_g("0", _W, 5, 4), _g("1", [0, 1], 1, 0)], written_at=130.0),
+                1: _doc(1, 3, [_g("0", _W, 4, 4), _g("1", [0, 1], 0, 0)], written_at=130.0),
+                2: _doc(2, 3, [_g("0", _W, 5, 4)], written_at=130.0)}
+    later = verdict.analyze({r: documents.RankDoc.from_json(d) for r, d in teardown.items()}).to_json()
+    assert later["culprit_ranks"], later["summary"]  # the teardown's verdict names someone too
+    stuck = {r: _doc(r, 3, [_g("0", _W, 5 if r != 1 else 4, 4)], written_at=140.0) for r in _W}
+    v = _records(tmp_path, [("g1", 101.0, _LATE_1, {}),
+                            ("g2", 131.0, {r: dict(d, groups=[g for g in d["groups"] if g["stream"] == "1"] or
+                                                   d["groups"]) for r, d in teardown.items()},
+                             {"culprit_ranks": [0]})], stuck)
+    assert v.gather_id == "g1" and v.culprit_ranks == [1] and v.exit_code == 1, v.summary
+
+
+def test_a_new_hang_after_the_first_resolved_is_the_record(tmp_path):
+    """A slow eval was found overdue (soft, rank 0 named) and completed; much later a real stall elsewhere was
+    named: the record is the stall, the eval one of the other verdicts, resolved."""
+    eval_ = {0: _doc(0, 3, [_g("0", _W, 4, 4)]), 1: _doc(1, 3, [_g("0", _W, 5, 4)]), 2: _doc(2, 3, [_g("0", _W, 5, 4)])}
+    stall = {r: _doc(r, 3, [_g("0", _W, 9 if r != 2 else 8, 8)], written_at=300.0) for r in _W}
+    v = _records(tmp_path, [("g1", 101.0, eval_, {"level": "soft"}), ("g2", 301.0, stall, {})],
+                 {r: dict(d, written_at=310.0) for r, d in stall.items()})
+    assert v.gather_id == "g2" and v.culprit_ranks == [2], v.summary
+    assert v.other_verdicts[0]["gather_id"] == "g1"

@@ -788,12 +788,22 @@ def test_a_rank_whose_call_completed_before_the_hard_verdict_came_is_not_signall
 
 
 @pytest.mark.parametrize("waiting,missing,level", [([0, 2], [1, 3], "hard"), ([0, 1, 2], [3], "soft")],
-                         ids=["it-was-missing-then", "that-verdict-was-soft"])
+                         ids=["it-was-missing-then-and-not-named", "that-verdict-was-soft"])
 def test_a_rank_overdue_after_a_verdict_that_does_not_hold_its_call_gathers_again(rig, waiting, missing, level):
-    """Where the merged verdict had this rank outside the call (it arrived since: the hang changed) or was
-    soft while this call is now hard, the rank gathers anew."""
-    req = _answered_then_overdue(rig, waiting, missing, level)
+    """Where the merged verdict had this rank outside the call and named nobody (it arrived since: the hang
+    changed) or was soft while this call is now hard, the rank gathers anew."""
+    req = _answered_then_overdue(rig, waiting, missing, level, culprits=[] if level == "hard" else None)
     assert req.id != "g1" and req.by_rank == 1
+
+
+def test_the_late_culprit_that_caught_up_joins_the_verdict_that_named_it(rig):
+    """The verdict named rank 1, missing; rank 1 entered the call late, and its peers, starved of CPU, left it
+    past the timeout: the same hang, not a new one.  A second gather then saw every rank in the call and one
+    whose Python had not run for 1.7 s, "frozen": a second culprit, printed live (the quick tier with a
+    second job beside it, 2026-11-27).  It joins g1, and, the culprit, gets no signal."""
+    req = _answered_then_overdue(rig, waiting=[0, 2, 3], missing=[1])
+    assert req.id == "g1"
+    assert rig.until_signal(T0 + TIMEOUT_NS + 1) is None
 
 
 def test_the_watchdog_wakes_at_the_first_hard_deadline_not_a_poll_after_it(rig):
