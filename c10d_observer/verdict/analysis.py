@@ -44,10 +44,14 @@ def _candidates(by_rank):
                 entry = dict(e.to_json(), group_ranks=list(e.group_ranks) if e.group_ranks else e.group_ranks)
                 c = found.setdefault(key, dict(entry, _seen_by={r}))
                 c["_seen_by"].add(r)
-                if e.level == "hard":  # a call past the hard deadline on any rank is a hard one
-                    c["level"], c["deadline_s"] = "hard", e.deadline_s
-                if e.age_s is not None:  # the first detection's age: the number the console printed
-                    c["age_s"] = min(c.get("age_s") or e.age_s, e.age_s)
+                if e.level == "hard" and c.get("level") != "hard":
+                    # a call past the hard deadline on any rank is a hard one, and its age and detection are
+                    # that rank's (a soft detection's younger age is not the hard verdict's)
+                    c.update(level="hard", deadline_s=e.deadline_s, age_s=e.age_s, detected_at=e.detected_at)
+                elif e.age_s is not None and (e.level == "hard" or c.get("level") != "hard"):
+                    # the first detection's age (of this level): the number the console printed
+                    if c.get("age_s") is None or e.age_s < c["age_s"]:
+                        c.update(age_s=e.age_s, detected_at=e.detected_at)
         if doc.dead:
             continue
         for g in doc.groups:
@@ -57,7 +61,8 @@ def _candidates(by_rank):
             # a torch dump's ages are lower bounds (torch_fr.py) and its timeout is 0: every call in it counts
             if age > doc.timeout or doc.ages_at_least:
                 key = (g.stream, g.in_flight.seq)
-                found.setdefault(key, _in_flight(g, (), doc.written_at))["_seen_by"].add(r)
+                # in flight past the timeout: hard (a torch dump's calls, with no timeout of their own, too)
+                found.setdefault(key, dict(_in_flight(g, (), doc.written_at), level="hard"))["_seen_by"].add(r)
     return found
 
 
@@ -187,7 +192,10 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
                 key = (g.stream, g.in_flight.seq)
                 if key in seen or key in cands:
                     continue
-                todo.append((key, dict(_in_flight(g, {r}), _derived=True)))
+                # not overdue itself: hard only where it is in flight past this rank's timeout
+                hard = (doc.ages_at_least or g.in_flight.started_at is not None and doc.timeout
+                        and now - g.in_flight.started_at > doc.timeout)
+                todo.append((key, dict(_in_flight(g, {r}), _derived=True, level="hard" if hard else "soft")))
 
     waiting_in = {}  # rank -> index of the stuck call it waits in
     for i, h in enumerate(hangs):
@@ -338,6 +346,20 @@ def _evaluate(by_rank, stream, seq, e, now):
     return h
 
 
+def _p2p(h):
+    return h.get("kind") == "p2p" or ":p2p:" in (h.get("stream") or "")
+
+
+def _whereabouts(missing):
+    """Where the missing ranks are, in words: "rank 2 is in no collective; rank 3 is dead: ..."."""
+    out = []
+    for r, m in sorted(missing.items(), key=lambda kv: int(kv[0])):
+        text = (m.get("text") or m.get("state") or "unknown").split("; ")[0]
+        out.append("rank %s %s" % (r, text[3:] if text.startswith("it ") else "is " + text if text.startswith(
+            "dead") else ": " + text))
+    return "; ".join(x.replace(" : ", ": ") for x in out)
+
+
 def _categorize(h, by_rank, undecided):
     """What kind of hang ``h`` is (``category``, ``category_why``); returns the culprits it adds: the frozen
     ranks of a call every member entered, where some members are not frozen (they wait for the frozen)."""
@@ -347,6 +369,12 @@ def _categorize(h, by_rank, undecided):
         h["category"] = "mismatch"
         h["category_why"] = "its ranks issued different %s at the same seq: %s" % (
             MISMATCH_WORDS[h["mismatch"]["kind"]], h["mismatch"]["text"])
+    elif _p2p(h) and h["missing_ranks"] and (h.get("cycle") or h["caused_by"]):
+        # a send or recv whose peer went on to another call (which waits for this rank: the calls wait for
+        # each other): the peer left its half out, as docs/diagnosis.md documents an unmatched p2p
+        h["category"] = "unmatched_p2p"
+        h["category_why"] = "%s never posted %s half: %s" % (
+            rank_list(h["missing_ranks"]), "its" if len(h["missing_ranks"]) == 1 else "their", _whereabouts(missing))
     elif h.get("cycle") or any(m.get("state") == "out_of_order" for m in missing.values()):
         h["category"] = "order"
         h["category_why"] = "the ranks issued their calls across groups in different orders"
@@ -356,11 +384,13 @@ def _categorize(h, by_rank, undecided):
             rank_list([int(r) for r, m in missing.items() if m.get("state") == "stuck"]),
             "is" if len([m for m in missing.values() if m.get("state") == "stuck"]) == 1 else "are")
     elif h["missing_ranks"]:
-        p2p = h.get("kind") == "p2p" or ":p2p:" in (h.get("stream") or "")
+        p2p = _p2p(h)
         h["category"] = "unmatched_p2p" if p2p else "never_arrived"
-        h["category_why"] = "%s never %s: %s" % (
-            rank_list(h["missing_ranks"]), "posted its half" if p2p else "arrived",
-            "; ".join("rank %s %s" % (r, m.get("state")) for r, m in sorted(missing.items(), key=lambda kv: int(kv[0]))))
+        # the kind says "never arrived" (render: "kind: never arrived: rank 2 is in no collective"); the why
+        # says where the ranks are, in words, not the fact again with a raw state
+        h["category_why"] = ("%s never posted %s half: %s" % (
+            rank_list(h["missing_ranks"]), "its" if len(h["missing_ranks"]) == 1 else "their", _whereabouts(missing))
+            if p2p else _whereabouts(missing))
     else:
         h["category"] = "all_arrived"
         frozen = sorted(r for r in h["waiting_ranks"] if by_rank.get(r) is not None and by_rank[r].frozen)

@@ -378,7 +378,9 @@ def test_categories_of_a_rank_that_never_arrived_a_mismatch_and_an_order_break()
     docs = {0: _doc(0, 3, [_g("0", [0, 1, 2], 5, 4)]), 1: _doc(1, 3, [_g("0", [0, 1, 2], 5, 4)]),
             2: _doc(2, 3, [_g("0", [0, 1, 2], 4, 4)])}
     h = verdict.analyze(docs).hangs[0]
-    assert h.category is verdict.Category.NEVER_ARRIVED and "rank 2 never arrived" in h.category_why
+    # the kind line says the fact once, in words: "kind: never arrived: rank 2 is in no collective" (it said
+    # "never arrived: rank 2 never arrived: rank 2 no_collective")
+    assert h.category is verdict.Category.NEVER_ARRIVED and h.category_why == "rank 2 is in no collective"
     docs = {0: _doc(0, 3, [_g("0", [0, 1, 2], 5, 4, op="all_reduce")]),
             1: _doc(1, 3, [_g("0", [0, 1, 2], 5, 4, op="all_reduce")]),
             2: _doc(2, 3, [_g("0", [0, 1, 2], 5, 4, op="broadcast")])}
@@ -575,3 +577,61 @@ def test_a_new_hang_after_the_first_resolved_is_the_record(tmp_path):
                  {r: dict(d, written_at=310.0) for r, d in stall.items()})
     assert v.gather_id == "g2" and v.culprit_ranks == [2], v.summary
     assert v.other_verdicts[0]["gather_id"] == "g1"
+
+
+def _overdue(stream, seq, level, age, detected_at, op="all_reduce", kind="collective", peer=None, group_ranks=None):
+    return {"stream": stream, "group": stream.split(":")[0], "seq": seq, "op": op, "kind": kind, "peer": peer,
+            "group_ranks": group_ranks, "started_at": detected_at - age, "detected_at": detected_at, "age_s": age,
+            "in_flight": True, "level": level, "deadline_s": 300.0 if level == "hard" else 10.0}
+
+
+def test_a_skipped_recv_found_past_its_learned_deadline_is_soft_on_every_call_of_the_verdict():
+    """Rank 0 sends rank 1 a tensor each step; rank 1 skipped one recv and waits in the next step's all_reduce,
+    for rank 0 (4 ranks, no timeout: the hard deadline is 300 s).  Rank 0's watchdog found its send past the
+    learned deadline (soft); the all_reduce, looked at because rank 1 waits in it, is 10 s old.  The verdict
+    said "hard: past the timeout of 300 s" and acted (`report --exclude` named the culprit's node 10 s into the
+    hang): one level per verdict, hard only past the hard deadline."""
+    p2p = "0:p2p:0->1"
+    world = [0, 1, 2, 3]
+    cfg = {"timeout": 300.0}
+    docs = {0: _doc(0, 4, [dict(_g(p2p, [0, 1], 31, 30, op="send", since=90.0), kind="p2p", peer=1),
+                           _g("0", world, 30, 30)], config=cfg,
+                    overdue=[_overdue(p2p, 31, "soft", 10.1, 100.1, op="send", kind="p2p", peer=1,
+                                      group_ranks=[0, 1])], written_at=100.5),
+            1: _doc(1, 4, [dict(_g(p2p, [0, 1], 30, 30), kind="p2p", peer=0),
+                           _g("0", world, 31, 30, since=90.5)], config=cfg, written_at=100.5),
+            2: _doc(2, 4, [_g("0", world, 31, 30, since=90.5)], config=cfg, written_at=100.5),
+            3: _doc(3, 4, [_g("0", world, 31, 30, since=90.5)], config=cfg, written_at=100.5)}
+    v = verdict.analyze(docs)
+    assert v.level is verdict.Level.SOFT and v.hangs, v.summary
+    assert all(h.level is verdict.Level.SOFT for h in v.hangs), [(h.call, h.level) for h in v.hangs]
+    assert not v.acts and verdict.culprit_nodes(v.to_json()) == ""
+
+
+def test_a_hard_verdict_carries_the_age_and_detection_of_the_rank_that_crossed_the_hard_deadline():
+    """Ranks 0 and 2 were at 20.0 s, past the timeout of 20 s; rank 3's report, written earlier, was still soft
+    at 11.3 s: the verdict said "stuck 11.3 s (hard: past the timeout of 20 s)"."""
+    world = [0, 1, 2, 3]
+    docs = {r: _doc(r, 4, [_g("0", world, 5 if r != 1 else 4, 4, since=80.0)], config={"timeout": 20.0},
+                    written_at=101.0,
+                    overdue=[_overdue("0", 5, "soft" if r == 3 else "hard", 11.3 if r == 3 else 20.0 + r / 100,
+                                      91.3 if r == 3 else 100.0 + r / 100, group_ranks=world)] if r != 1 else [])
+            for r in range(4)}
+    [h] = verdict.analyze(docs).hangs
+    assert h.level is verdict.Level.HARD and h.stuck_s == 20.0 and h.detected_at == 100.0, (h.stuck_s, h.detected_at)
+    assert h.stuck_s >= 20.0
+
+
+def test_a_send_whose_peer_went_on_to_a_call_that_waits_for_it_is_an_unmatched_p2p():
+    """Rank 1 skipped its recv and waits in the next all_reduce, which waits for rank 0, in its send: the calls
+    wait for each other, and the root is the send whose peer never posted its half (docs/diagnosis.md), not
+    an "order" of groups."""
+    p2p, world = "0:p2p:0->1", [0, 1, 2]
+    docs = {0: _doc(0, 3, [dict(_g(p2p, [0, 1], 4, 3, op="send"), kind="p2p", peer=1), _g("0", world, 3, 3)]),
+            1: _doc(1, 3, [dict(_g(p2p, [0, 1], 3, 3), kind="p2p", peer=0), _g("0", world, 4, 3)]),
+            2: _doc(2, 3, [_g("0", world, 4, 3)])}
+    v = verdict.analyze(docs)
+    root = [h for h in v.hangs if h.stream == p2p][0]
+    assert root.category is verdict.Category.UNMATCHED_P2P, (root.category, v.summary)
+    assert root.category_why.startswith("rank 1 never posted its half: rank 1 waits in all_reduce #4"), \
+        root.category_why
