@@ -362,7 +362,7 @@ class Watchdog(object):
         self.live_due = clock()  # a live document each LIVE_PERIOD_S while a view is open (watch-request.json)
         self.run_action = {  # what each action does (the effect's owner), by kind
             "report": self._report, "say": self._say, "say_overdue": self._say_overdue,
-            "notify": self._notify, "signal": lambda reason, now: self.notifier.notify(reason), "stacks": self._stacks,
+            "notify": self._notify, "signal": self._send_signal, "stacks": self._stacks,
             "stack_request": lambda reason, now: self.taker.request(reason),
             "withdraw_request": lambda _, now: self.taker.withdraw(), "dump_signal": self._dump_signal,
             "gather": self._request_gather, "answer": self._answer, "merge": self._merge, "hold": self._hold,
@@ -471,6 +471,13 @@ class Watchdog(object):
         if self.notifier.withheld() is not None:
             return  # its handler was replaced after enable(): no signal, said now (Notifier.withheld)
         self.pending_signal = (reason, now_ns)
+
+    def _send_signal(self, reason, now_ns):
+        """The signal, and a console line for it: to whom, when, why, and when its handler can run."""
+        if self.notifier.notify(reason):
+            self.log("rank %s: %s sent to pid %s (%s); the job's handler runs once this rank's main thread is "
+                     "back in Python: it waits in a call in C++, so not before that call returns (docs/contracts.md, "
+                     "\"The signal\")" % (self.docs.rank(), self.cfg.signal_name, self.cfg.rank_pid, reason))
 
     def _signal_step(self, now_ns):
         """The pending signal's decision: "signal" at the hard verdict, or, where none came within

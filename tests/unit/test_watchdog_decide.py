@@ -422,6 +422,9 @@ def test_fires_once_the_age_exceeds_the_timeout(rig):
     assert rig.notified() == [(RANK_PID, signal.SIGUSR1)] and sent - (T0 + TIMEOUT_NS) < W.abort_verdict * 1e9
     assert dumpdir.read_json(str(rig.dump_dir / dumpdir.VERDICT_JSON))["level"] == "hard"
     assert rig.wd.last_report == rig.report_path()
+    # a console line says the signal went, to whom, and when its handler can run
+    said = [m for m in rig.logs if "SIGUSR1 sent to pid %d" % RANK_PID in m]
+    assert len(said) == 1 and said[0].startswith("rank 1: ") and "not before that call returns" in said[0], rig.logs
 
 
 def test_a_call_fires_once_across_many_ticks(rig):
