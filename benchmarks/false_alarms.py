@@ -17,7 +17,12 @@ behind a barrier at step 5 and every 400 steps (torch.save, then 0.2-2.5 s more)
 - ``healthy``: the loop until the ranks together issued ``--collectives`` calls: the false alarms;
 - ``pause``: the loop, with rank 1 pausing 30 s at step 300, then catching up (a pause that resolves);
 - ``stop``: rank ``world - 1`` stops arriving at a step drawn from 100-130: how long until a verdict names it;
-- ``early_stall``: 0.2 s steps; rank ``world - 1``'s DataLoader worker stalls 40 s on the batch of step 7.
+- ``early_stall``: 0.2 s steps; rank ``world - 1``'s DataLoader worker stalls 40 s on the batch of step 7;
+- ``slow_eval``: 95 steps; at steps 30, 60 and 90 rank 0 evaluates for 15-60 s (drawn per eval) while the
+  others wait in the barrier after it, no ``phase()`` declared: how many evals got a verdict (issue 41: at
+  most the first);
+- ``slow_eval_stall``: the same, and rank 0 stalls inside the third eval until a verdict names it (then
+  goes on): how long until it is named, from the eval's start.
 
 Counted from the verdicts the watchdogs merged (``verdict-*.json``) and the ranks' own records: soft verdicts
 (where a rank it names was deliberately late over 1 s: justified; else a false alarm) and those on calls
@@ -42,7 +47,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from _harness import RESULTS, child_env, free_port, machine, run_logged, summary, table, today, write_json  # noqa: E402
 
-CASES = ("healthy", "pause", "stop", "early_stall")
+CASES = ("healthy", "pause", "stop", "early_stall", "slow_eval", "slow_eval_stall")
+EVALS = ("slow_eval", "slow_eval_stall")
 BATCH = 16
 
 
@@ -94,7 +100,9 @@ def rank_run(args):
     calls = step = 0
     t0 = time.time()
     per_step = 2 + (1 if pair is not None else 0)
-    steps = {"healthy": None, "early_stall": 30, "stop": 200}.get(case, args.steps)
+    steps = {"healthy": None, "early_stall": 30, "stop": 200, "slow_eval": 95, "slow_eval_stall": 95}.get(
+        case, args.steps)
+    eval_s = [shared.uniform(15.0, 60.0) for _ in range(3)] if case in EVALS else None
 
     waits = {}  # call site -> the time each of its calls took on this rank (ms): the healthy waits
 
@@ -155,7 +163,20 @@ def rank_run(args):
         timed("loss", dist.all_reduce, loss.detach().reshape(1))
         calls += per_step
         step += 1
-        if step % 50 == 0:  # rank 0 evaluates; the others wait for it in a barrier, then the metrics
+        if eval_s is not None and step % 30 == 0 and step // 30 <= 3:  # the slow evaluations
+            if rank == 0:
+                began = time.time()
+                if case == "slow_eval_stall" and step == 90:
+                    facts["fault_at"] = began  # a stall inside the third eval: until a verdict names it
+                    _wait_named(dump, rank, began, 280.0)
+                else:
+                    time.sleep(eval_s[step // 30 - 1])
+                late.append((began, time.time(), "slow evaluation"))
+                facts.setdefault("evals", []).append([began, time.time()])
+            timed("eval barrier", dist.barrier)
+            timed("metrics", dist.all_reduce, torch.ones(4))
+            calls += 2
+        elif step % 50 == 0:  # rank 0 evaluates; the others wait for it in a barrier, then the metrics
             if rank == 0:
                 began = time.time()
                 with torch.no_grad():
@@ -186,6 +207,21 @@ def rank_run(args):
     c10d_observer.disable()
 
 
+def _wait_named(dump, rank, since, limit):
+    """Until a verdict merged after ``since`` names ``rank`` (at most ``limit`` s)."""
+    while time.time() - since < limit:
+        for path in glob.glob(os.path.join(dump, "verdict-*.json")):
+            try:
+                with open(path) as f:
+                    v = json.load(f)["verdict"]
+            except (OSError, ValueError, KeyError):
+                continue
+            if rank in (v.get("culprit_ranks") or ()) and (v.get("verdict_at") or 0) > since:
+                return v
+        time.sleep(0.05)
+    return None
+
+
 def evaluate(work, dump, world, case):
     """One run's row from its ranks' records and the merged verdicts."""
     ranks = [json.load(open(os.path.join(work, "rank%d.json" % r))) for r in range(world)]
@@ -201,10 +237,16 @@ def evaluate(work, dump, world, case):
            "steps": ranks[0]["steps"], "loop_s": round(max(r["loop_s"] for r in ranks), 1),
            "signals": sum(r["signals"] for r in ranks), "soft": 0, "soft_justified": 0, "soft_false": 0,
            "soft_under_10s": 0, "hard": 0, "summaries": []}
+    evals = next((r.get("evals") for r in ranks if r.get("evals")), None)
+    if evals:  # per slow eval: the verdicts merged while it lasted (and 5 s after)
+        row["evals_s"] = [round(b - a, 1) for a, b in evals]
+        row["verdicts_per_eval"] = [len([v for v in verdicts if a <= (v.get("verdict_at") or 0) <= b + 5.0])
+                                    for a, b in evals]
+    culprit = 0 if case in EVALS else world - 1
     for v in verdicts:
         h = v["hangs"][0]
         named_fault = fault is not None and (v.get("verdict_at") or 0) > fault and (
-            (world - 1) in (v.get("culprit_ranks") or ()))
+            culprit in (v.get("culprit_ranks") or ()))
         if named_fault and row.get("detect_s") is None:
             row["detect_s"] = round(v["verdict_at"] - fault, 2)
             row["detect_level"] = v["level"]
@@ -299,13 +341,17 @@ def summarize(rows):
             calls = sum(r["collectives"] for r in rs)
             det = [r["detect_s"] for r in rs if r.get("detect_s") is not None]
             s = {"case": case, "source": source, "runs": len(rs), "collectives": calls,
-                 "missed": len([r for r in rs if case in ("stop", "early_stall") and r.get("detect_s") is None])}
+                 "missed": len([r for r in rs if case in ("stop", "early_stall", "slow_eval_stall")
+                                and r.get("detect_s") is None])}
             for k in ("soft", "soft_false", "soft_under_10s", "hard", "signals"):
                 n = sum(r[k] for r in rs)
                 s[k] = n
                 s[k + "_per_million_calls"] = round(1e6 * n / calls, 2) if calls else None
             if det:
                 s["detect_s"] = summary(det, keys=("n", "min", "median", "p90", "max"))
+            if case in EVALS:
+                s["evals_s"] = [r.get("evals_s") for r in rs]
+                s["verdicts_per_eval"] = [r.get("verdicts_per_eval") for r in rs]
             out.append(s)
     return out
 
@@ -340,7 +386,7 @@ def main():
     rows = []
     for case in args.cases.split(","):
         for source in args.sources.split(","):
-            for i in range(args.repeat if case in ("stop", "early_stall") else 1):
+            for i in range(args.repeat if case in ("stop", "early_stall") + EVALS else 1):
                 row = run(case, source, args.world, args, seed=1 + i)
                 rows.append(row)
                 print(json.dumps({k: v for k, v in row.items() if k != "summaries"}), flush=True)

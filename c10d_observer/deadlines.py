@@ -26,8 +26,13 @@ deadline from its first step, wide while evidence is thin, narrowing as it grows
   a stream that had nothing in flight for ``GAP_S`` (an evaluation, a checkpoint between epochs).  Its own
   deadline is the one pooled evidence gives: such a call waiting long gets a soft verdict (informs; never
   acts);
-- nor is a call that was found overdue: one incident (a rank paused 30 s, then caught up) never widens the
-  deadline of the calls after it.  A phase that always takes long is declared (``c10d_observer.phase``);
+- nor is a call that was found overdue: it is an *incident*, kept apart.  One that completed (the ranks
+  caught up: a periodic evaluation or checkpoint behind a barrier, a rank paused 30 s) is evidence for its
+  signature: a later call of it is overdue only past ``INCIDENT_MARGIN`` x the longest such incident (and
+  its ordinary deadline), so the second evaluation of 15 s gets no verdict (and, completed within its
+  deadline, is a sample), and a real stall at the same place is still named, once it lasts three to four
+  times what the slow step took before (45-60 s there).  A phase
+  that always takes long can also be declared (``c10d_observer.phase``): its calls are held, not timed;
 - ages are kept in buckets of ``1 / SUB`` octave (9 % apart): the deadline is at most 9 % above the one
   exact ages would give.
 """
@@ -44,6 +49,7 @@ GAP_S = 30.0  # a stream quiet this long (an evaluation, a checkpoint between ep
 SUB = 8  # buckets per octave of milliseconds
 BUCKETS = 32 * SUB  # bucket b: ages below 2 ** (b / SUB) ms (b = 0: below 1 ms); 2**32 ms is 50 days
 ZERO = 0  # the bucket of an age below a millisecond (and of a call that never was in flight at a poll)
+INCIDENT_MARGIN = 3.0  # a call of a signature that had an overdue call complete may take this x its longest
 
 
 def margin(n):
@@ -101,6 +107,7 @@ class Learner(object):
         self.completed = {}  # stream index -> its last completed seq at the last poll
         self.phase_change = set()  # stream indices whose next completed call is a change of phase
         self.known = set()  # signatures seen: the first call of one is a change of phase
+        self.incidents = {}  # signature -> the longest age (ns) of its calls found overdue that completed
 
     @staticmethod
     def key(idx, word):
@@ -124,8 +131,12 @@ class Learner(object):
                     self.phase_change.add(idx)  # quiet for GAP_S: its next call is a change of phase
             if done > 0:
                 for seq, word, _ in st.passed:
+                    age = prev[2] if prev is not None and prev[0] == seq else 0
                     if (idx, seq) not in reported:
-                        self.sample(idx, word, prev[2] if prev is not None and prev[0] == seq else 0)
+                        self.sample(idx, word, age)
+                    else:  # an incident that resolved: evidence for its signature, never a sample
+                        key = self.key(idx, word)
+                        self.incidents[key] = max(self.incidents.get(key, 0), age)
                 skipped = min(done - len(st.passed), 1 << 16)
                 if skipped > 0:
                     self.sample(idx, 0, 0, skipped)
@@ -168,6 +179,7 @@ class Learner(object):
         hard deadline)."""
         h, _ = self.evidence(idx, word)
         d = self.floor_ns if h is None else max(self.floor_ns, int(margin(h.n) * h.quantile_ns()))
+        d = max(d, int(INCIDENT_MARGIN * self.incidents.get(self.key(idx, word), 0)))
         return d if d < self.hard_ns else None
 
     def view(self, names):

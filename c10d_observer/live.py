@@ -73,8 +73,9 @@ def _order(streams):
     return sorted(streams.values(), key=key)
 
 
-def frame(directory, now=None, width=80, height=24):
-    """One screen of the view, as text."""
+def frame(directory, now=None, width=80, height=24, since=None):
+    """One screen of the view, as text.  ``since``: when this view first asked for live documents (its
+    first seconds: the watchdogs have not answered yet, and no rank is called silent)."""
     now = time.time() if now is None else now
     docs = current(directory)
     lines = ["c10d-observer watch %s   %s   (Ctrl-C to stop)" % (directory, short_clock(now))]
@@ -88,11 +89,16 @@ def frame(directory, now=None, width=80, height=24):
     ended = [r for r, d in docs.items() if d.kind == "end"]
     quiet = sorted(set(docs) - set(live) - set(ended))
     timeout = max(d.timeout for d in docs.values())
-    parts = ["%s live" % rank_list(live) if live else "no rank live"]
+    starting = since is not None and now - since < FRESH_S + 1.0
+    parts = ["%s live" % rank_list(live) if live else
+             "waiting for the ranks' first positions (their watchdogs write them once a second while a view is "
+             "open)" if starting and quiet else "no rank live"]
     if ended:
         parts.append("%s ended" % rank_list(ended))
-    if quiet:
+    if quiet and not starting:
         parts.append("%s silent for %g s or more" % (rank_list(quiet), FRESH_S))
+    elif quiet and live:
+        parts.append("%s not answered yet" % rank_list(quiet))
     lines.append("%d of %d ranks: %s; hard deadline (timeout) %g s" % (len(docs), world, ", ".join(parts), timeout))
     lines.append("")
     streams = {}
@@ -170,11 +176,14 @@ def watch(directory, interval=1.0, once=False, out=None):
             return 0
         if tty:
             out.write("\x1b[?25l")  # no cursor while redrawing
+        since = time.time()
+        _answered(dd, since + 1.5)  # the first frame once the watchdogs answered (a second or so)
         while True:
             ask(dd, time.time())
             size = _size(out)
             text = "\n".join(line[:size.columns - 1] for line in  # a wrapped line would scroll the frame
-                             frame(directory, width=size.columns, height=size.lines).splitlines()[:size.lines - 1])
+                             frame(directory, width=size.columns, height=size.lines, since=since
+                                   ).splitlines()[:size.lines - 1])
             out.write(("\x1b[H\x1b[2J" if tty else "\n") + text + ("" if tty else "\n"))
             out.flush()
             time.sleep(interval)

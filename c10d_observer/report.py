@@ -63,8 +63,9 @@ def summarize(reports, problems=()):
                          % (describe_call(e._asdict()), clock(e.started_at), clock(e.detected_at), e.age_s or 0.0,
                             deadline, after))
         done = ["%s=%s" % (g.stream, g.last_completed) for g in rep.groups]
-        if done:
-            lines.append("  last completed seq: " + ", ".join(done))
+        if done:  # the positions when the report was last written (after the calls above, where they ended)
+            lines.append("  last completed seq: %s (as of %s, this report's last write)"
+                         % (", ".join(done), clock(rep.written_at)))
         for g in rep.groups:
             if g.ring_overflow:
                 lines.append("  %s: %d call(s) not tracked one by one (a burst of more calls in flight than the "

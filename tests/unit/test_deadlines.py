@@ -158,9 +158,12 @@ def test_a_signature_with_no_samples_takes_its_streams_and_a_new_stream_the_rank
     assert job.deadline(AR, idx=job.idx2) == pytest.approx(stream, rel=1e-6)  # another group: the rank's
 
 
-def test_a_call_found_overdue_is_not_a_sample(job):
-    """A rank paused 30 s, then caught up: its soft verdict informs; the calls after it keep their deadline."""
+def test_a_call_found_overdue_is_not_a_sample_and_once_resolved_widens_only_its_signature(job):
+    """A rank paused 30 s (an evaluation behind the next all_reduce), then caught up: its soft verdict
+    informs; it is no sample (never 10 x 30 s from one incident), but an incident that resolved: calls of its
+    signature may now take 3 x 30 s; another signature keeps its deadline."""
     job.steps(10)
+    job.steps(10, word=BC)
     e, _ = job.stall()
     assert e.level == "soft"
     started = job.now
@@ -168,7 +171,29 @@ def test_a_call_found_overdue_is_not_a_sample(job):
         job.poll()
     job.s.done(job.s.seq)
     job.steps(3)
-    assert job.deadline() == FLOOR_S  # never 10 x 30 s
+    # the incident's age: the last poll's before it completed, ~30 s
+    assert dl.INCIDENT_MARGIN * 29.0 <= job.deadline() <= dl.INCIDENT_MARGIN * 31.0, job.deadline()
+    assert job.deadline(BC) == FLOOR_S
+
+
+def test_the_second_slow_eval_gets_no_verdict_and_a_stall_inside_the_third_still_does(job):
+    """Rank 0 evaluates for 15 s every 30 steps while the others wait in the next all_reduce (no phase()
+    declared): the first eval is a soft verdict; the second is known; a rank that stalls forever inside the
+    third is named once its call lasts 3 x the eval (45 s), or margin(n) x the second eval, a sample (3.7 x
+    15 s here)."""
+    job.steps(30)
+    e, at = job.stall()
+    assert e.level == "soft" and FLOOR_S <= at < FLOOR_S + 1
+    started = job.now - int(at * 1e9)
+    while job.now - started < 15e9:
+        job.poll()
+    job.s.done(job.s.seq)
+    job.steps(30)
+    job.call(duration_s=15.0)  # the second eval: no verdict
+    assert len([a for a in job.actions if a.kind == "say_overdue"]) == 1, job.actions
+    job.steps(30)
+    e3, at3 = job.stall()  # the third eval never ends
+    assert e3 is not None and e3.level == "soft" and 44.0 <= at3 <= 60.0, (e3, at3)
 
 
 def test_after_a_quiet_gap_the_next_call_is_a_change_of_phase(job):

@@ -44,3 +44,16 @@ def test_an_empty_folder_says_what_the_view_waits_for(tmp_path):
 def test_watch_on_a_missing_folder_exits_2_naming_it(tmp_path, capsys):
     assert live.watch(str(tmp_path / "nope"), once=True) == 2
     assert "nope is not a directory" in capsys.readouterr().err
+
+
+def test_the_first_frame_of_a_view_waits_for_the_ranks_instead_of_calling_them_silent(tmp_path):
+    """The watchdogs write live documents once a view asks: in its first seconds the reports they left are
+    older than that, and "no rank live, ranks 0-3 silent" said a healthy job was gone."""
+    d = str(tmp_path)
+    for r in range(4):
+        _write(d, RankDoc("report", r, 4, "vm", 10 + r, "job", NOW - 60, 1.0, config={"timeout": 300.0},
+                          groups=(_pos("0", range(4), 5, NOW - 70),)))
+    first = live.frame(d, now=NOW, since=NOW - 0.5)
+    assert "waiting for the ranks' first positions" in first and "silent" not in first, first
+    later = live.frame(d, now=NOW, since=NOW - 10)
+    assert "no rank live, ranks 0-3 silent for 3 s or more" in later, later
