@@ -451,7 +451,15 @@ class GatherFiles(_Part):
         req = self.request()
         if req is not None and req.id == gid:  # a later detection starts a new gather rather than join this one
             req.replace(merged_at=v.verdict_at).write(self.dd)
-        self.log("%s (verdict: %s)" % (v.summary[len("c10d_observer: "):], self.dd.path(_dumpdir.VERDICT_TEXT)))
+        main = _verdict.main_record(self.cfg.dump_dir, docs)
+        if main is not None and main.gather_id != gid:
+            # merged after the first hang's verdict (a framework's SIGTERM handler, teardown, ranks catching up):
+            # what happened after, never the job's verdict in its place (report leads with the first)
+            self.log("after the verdict of %s, which stays the job's verdict (culprit ranks: %s): %s" % (
+                short_clock(main.verdict_at or 0), ", ".join(str(r) for r in main.culprit_ranks or ()) or "none",
+                v.summary[len("c10d_observer: "):]))
+        else:
+            self.log("%s (verdict: %s)" % (v.summary[len("c10d_observer: "):], self.dd.path(_dumpdir.VERDICT_TEXT)))
         return v
 
 

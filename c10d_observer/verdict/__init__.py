@@ -29,8 +29,8 @@ thread is), ``outcome`` (what became of a record; the exit code; whether to act)
 This module is the verdict's front: what the rest of the package and users call.
 """
 from .analysis import VERSION, analyze, culprit_entry, phase_text
-from .files import (RECORD_DOCS_UP_TO, RECORD_FORMAT, SAME_JOB_S, load, load_docs, load_records, per_rank, read,
-                    read_docs, record, record_documents, write)
+from .files import (RECORD_DOCS_UP_TO, RECORD_FORMAT, SAME_JOB_S, load, load_docs, load_records, main_record,
+                    per_rank, read, read_docs, record, record_documents, write)
 from .outcome import acts, culprit_nodes, exit_code, with_outcome
 from .render import format_text, summary_line
 from .stacks import frame_text, is_library, main_thread_frames, whereabouts
@@ -38,7 +38,7 @@ from .types import (Category, Culprit, Hang, Level, Mismatch, MismatchKind, Orde
                     Verdict, Where, Whereabouts, public)
 
 __all__ = ["VERSION", "analyze", "culprit_entry", "phase_text", "RECORD_DOCS_UP_TO", "RECORD_FORMAT", "SAME_JOB_S",
-           "load", "load_docs", "load_records", "per_rank", "read", "read_docs", "record", "record_documents", "write",
+           "load", "load_docs", "load_records", "main_record", "per_rank", "read", "read_docs", "record", "record_documents", "write",
            "acts", "culprit_nodes", "exit_code", "with_outcome", "format_text", "summary_line", "frame_text",
            "is_library", "main_thread_frames", "whereabouts", "Category", "Culprit", "Hang", "Level", "Mismatch", "MismatchKind",
            "Ordering", "Outcome", "OutcomeState", "Straggler", "Verdict", "Where", "Whereabouts", "public"]

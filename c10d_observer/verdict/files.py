@@ -164,6 +164,14 @@ def _gathered(directory):
     return [(v, list(docs.values()))]
 
 
+def main_record(directory, docs_now=None):
+    """The Verdict of the record ``report`` leads with (the first hang's: outcome._main_record), as merged, or
+    None where no record is there yet."""
+    records = load_records(directory)
+    main = _main_record(records, docs_now) if records else None
+    return Verdict.from_json(main[0]) if main is not None else None
+
+
 def record_documents(directory):
     """The documents the shown record was built from, by rank, or None (the page draws them)."""
     records = load_records(directory) or _gathered(directory)

@@ -932,3 +932,24 @@ def test_a_watchdog_whose_request_was_overwritten_answers_the_other_and_never_me
     for k in range(1, 12):
         rig.step(detected + k * POLL_NS)
     assert not os.path.exists(str(rig.dump_dir / dumpdir.VERDICT_JSON))  # the other watchdog merges, not this one
+
+
+def test_a_verdict_merged_after_the_jobs_first_is_said_as_what_happened_after(rig):
+    """A framework's SIGTERM handler (or teardown) makes calls after the first hang's verdict; a later merge
+    is what happened after: its console line says the first stays the job's verdict (report leads with it)."""
+    from c10d_observer.verdict import files
+    files.write(dumpdir.DumpDir(str(rig.dump_dir)), {
+        "version": 1, "gather_id": "g0", "level": "hard", "verdict_at": wall_at(T0) - 5.0, "culprit_ranks": [3],
+        "summary": "c10d_observer: all_reduce #1 on group 0: rank 3 never arrived",
+        "hangs": [{"group": "0", "stream": "0", "seq": 1, "op": "all_reduce", "level": "hard", "root": True,
+                   "waiting_ranks": [0, 1, 2], "missing_ranks": [3],
+                   "missing": {"3": {"state": "no_collective", "text": "it is in no collective"}}}]})
+    rig.writer.set_rank(1, 4)
+    rig.streams[0].start(ALL_REDUCE, T0)
+    rig.step(T0 + TIMEOUT_NS + 1)
+    rig.until_signal(T0 + TIMEOUT_NS + 1)
+    assert rig.wd.gather.answered != "g0" and os.path.exists(
+        str(rig.dump_dir / dumpdir.record_name(rig.wd.gather.answered)))  # a later verdict was merged
+    said = [m for m in rig.logs if "which stays the job's verdict (culprit ranks: 3)" in m]
+    assert len(said) == 1 and said[0].startswith("after the verdict of "), rig.logs
+    assert files.main_record(str(rig.dump_dir)).gather_id == "g0"
