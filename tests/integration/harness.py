@@ -330,6 +330,14 @@ def children_of(pid):
     return out
 
 
+def free_port():
+    """A free TCP port on loopback (for a launcher's rendezvous; never a fixed one)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def read_verdict(dump_dir, timeout=60, log=""):
     """The verdict.json the firing watchdog merges (waits for it)."""
     path = os.path.join(dump_dir, "verdict.json")

@@ -2,13 +2,12 @@
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 
 import pytest
 
-from harness import ROOT, no_timeout_env, timings, wait_until
+from harness import ROOT, free_port, no_timeout_env, timings, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -23,10 +22,6 @@ def _env(**extra):
     return env
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _launcher(nproc):
@@ -36,7 +31,7 @@ def _launcher(nproc):
         return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=%d" % nproc]
     except ImportError:
         return [sys.executable, "-m", "torch.distributed.launch", "--use_env", "--nproc_per_node=%d" % nproc,
-                "--master_addr=127.0.0.1", "--master_port=%d" % _free_port()]
+                "--master_addr=127.0.0.1", "--master_port=%d" % free_port()]
 
 
 def _reports(d):
@@ -146,7 +141,7 @@ def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
     except ImportError:
         pytest.skip("torch 1.8 has no torchrun with c10d rendezvous")
     release = tmp_path / "release"
-    port = _free_port()
+    port = free_port()
     dumps = [tmp_path / ("node%d" % n) for n in (0, 1)]
     procs, logs = [], []
     for n in (0, 1):
@@ -224,7 +219,7 @@ def test_a_straggler_on_another_node_is_named(tmp_path):
         import torch.distributed.run  # noqa: F401  (torch 1.9+)
     except ImportError:
         pytest.skip("torch 1.8 has no torchrun with c10d rendezvous")
-    port = _free_port()
+    port = free_port()
     dumps = [tmp_path / ("node%d" % n) for n in (0, 1)]
     work = tmp_path / "work"
     work.mkdir()

@@ -8,13 +8,12 @@ test_lifecycle.py; torchrun's summary under on_timeout="abort" is here.
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 
 import pytest
 
-from harness import HERE, ROOT, read_verdict, wait_until
+from harness import HERE, ROOT, free_port, read_verdict, wait_until
 
 
 def _can_mount():
@@ -133,12 +132,6 @@ def test_on_a_full_dump_dir_on_hang_still_hands_every_rank_the_verdict(job_facto
         assert got[r]["culprit_ranks"] == [1] and got[r]["exit_code"] == 1, (r, got[r])
 
 
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def test_under_abort_torchruns_summary_names_the_culprit_and_the_verdict(tmp_path):
@@ -151,7 +144,7 @@ def test_under_abort_torchruns_summary_names_the_culprit_and_the_verdict(tmp_pat
     release = tmp_path / "release"
     dump = tmp_path / "dumps"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=1", "--nproc_per_node=3",
-           "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:%d" % _free_port(), "--max_restarts=0",
+           "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:%d" % free_port(), "--max_restarts=0",
            "-m", "c10d_observer", "run", "--timeout", "1", "--on-timeout", "abort", "--dump-dir", str(dump),
            os.path.join(HERE, "train_script.py"), str(release), "2"]
     env = dict(os.environ, PYTHONPATH=ROOT)
