@@ -22,8 +22,11 @@ node its own dump_dir, the gather carried between them by the store, as torchrun
 fsdp_stall (a FullyShardedDataParallel model on CPU; the culprit stalls before its forward, the others wait in
 FSDP's parameter all_gather), funcol_skip (a functional all_reduce each step, as tensor parallelism issues them
 from C++; the culprit skips one) and dtensor_skip (a DTensor sharded on a 1-D mesh is gathered each step with
-redistribute(Replicate); the culprit skips one).  A kind this torch cannot run (no FSDP on CPU, no functional
-collectives, no DTensor) writes ``unavailable.json`` with the reason and ends every rank cleanly.
+redistribute(Replicate); the culprit skips one), lightning_stall (a PyTorch Lightning ``Trainer``, DDP on
+CPU; the culprit stalls in ``training_step``, the others wait in DDP's gradient all_reduce) and
+accelerate_stall (the same loop under Hugging Face Accelerate).  A kind this torch cannot run (no FSDP on CPU,
+no functional collectives, no DTensor, the framework not installed) writes ``unavailable.json`` with the
+reason and ends every rank cleanly.
 """
 import argparse
 import json
@@ -41,7 +44,8 @@ KINDS = ("healthy", "skip", "early_stall", "dataloader_stall", "late", "exit", "
          "frozen_inside", "gil_c", "op_mismatch", "size_mismatch", "dtype_mismatch", "subgroup_skip", "order",
          "unmatched_recv", "unmatched_send", "wrong_root", "async_burst", "ddp_stall", "checkpoint",
          "checkpoint_phase", "eval_one_rank", "batch_p2p", "coalesced", "straggler", "nodes2_skip", "nodes4_skip",
-         "fsdp_stall", "funcol_skip", "dtensor_skip")
+         "fsdp_stall", "funcol_skip", "dtensor_skip", "lightning_stall", "accelerate_stall")
+FRAMEWORKS = {"lightning_stall": "lightning", "accelerate_stall": "accelerate"}
 
 
 def _write(path, doc):
@@ -115,6 +119,61 @@ def _parallel(kind, world):
     return None
 
 
+def _framework(a):
+    """lightning_stall / accelerate_stall: a DDP loop as the framework runs it; the culprit stalls at the fault
+    step of its first epoch (in Python), the others wait in DDP's gradient all_reduce."""
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    try:
+        __import__(FRAMEWORKS[a.kind])
+    except ImportError as e:
+        if rank == 0:
+            _write(os.path.join(a.out, "unavailable.json"), {"kind": a.kind, "reason": "%s: %s" % (
+                type(e).__name__, e)})
+        sys.exit(0)
+    data = torch.utils.data.TensorDataset(torch.randn(16 * a.steps, 32), torch.randn(16 * a.steps, 1))
+    loader = torch.utils.data.DataLoader(data, batch_size=16)
+
+    def step_hook(i):
+        time.sleep(a.step_s * random.Random(rank * 1000 + i).uniform(0.7, 1.3))  # compute, jittered
+        if i == a.fault_step and rank == a.culprit:
+            _write(os.path.join(a.out, "fault.json"), {"at": time.time(), "rank": rank, "kind": a.kind})
+            time.sleep(3600)
+
+    if a.kind == "lightning_stall":
+        import lightning as L
+
+        class Tiny(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.net = torch.nn.Linear(32, 1)
+
+            def training_step(self, batch, i):
+                step_hook(i)
+                x, y = batch
+                return torch.nn.functional.mse_loss(self.net(x), y)
+
+            def configure_optimizers(self):
+                return torch.optim.SGD(self.parameters(), lr=0.01)
+
+        L.Trainer(accelerator="cpu", devices=world, strategy="ddp", max_epochs=1, logger=False,
+                  enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                  use_distributed_sampler=False).fit(Tiny(), loader)
+    else:
+        from accelerate import Accelerator
+        acc = Accelerator(cpu=True)
+        model = torch.nn.Linear(32, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        model, opt = acc.prepare(model, opt)
+        for i, (x, y) in enumerate(loader):
+            step_hook(i)
+            acc.backward(torch.nn.functional.mse_loss(model(x), y))
+            opt.step()
+            opt.zero_grad()
+        acc.wait_for_everyone()
+    _write(os.path.join(a.out, "rank%d.json" % rank), {"calls": a.steps})
+
+
 def main():
     signal.signal(signal.SIGUSR1, _on_signal)
     p = argparse.ArgumentParser()
@@ -126,6 +185,8 @@ def main():
     p.add_argument("--step-s", type=float, default=0.1)
     p.add_argument("--late-s", type=float, default=20.0)
     a = p.parse_args()
+    if a.kind in FRAMEWORKS:  # the framework makes the process group itself
+        return _framework(a)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     rng = random.Random(rank)

@@ -15,7 +15,8 @@ verdict that named culprits (or the last verdict) minus the fault's start.  ``wr
 that is not the culprit, at any time.  ``undecided``: verdicts came and named nobody.  ``missed``: no verdict.
 ``torch raised``: every other rank ended by itself first (torch raised in them: gloo sees a dead peer's closed
 connection), so there was nothing to find; ``not on this torch``: the kind needs what this torch lacks on CPU
-(FSDP, functional collectives, DTensor: ``why`` says what); both are left out of the shares.
+(FSDP, functional collectives, DTensor) or a framework this env lacks (lightning, accelerate: installed in the
+torch 2.13 full tier): ``why`` says what; both are left out of the shares.
 Healthy runs (kind ``healthy``) count calls and verdicts (soft, hard) and signals sent.
 
 Results go to benchmarks/results/fault_matrix[_<tag>].json (or ``--out``) with the command, machine and date;
@@ -78,6 +79,8 @@ KINDS = {
     "fsdp_stall": (3, [1], 1),
     "funcol_skip": (3, [1], 1),
     "dtensor_skip": (3, [1], 1),
+    "lightning_stall": (2, [1], 1),
+    "accelerate_stall": (2, [1], 1),
     "healthy": (3, [], -1),
 }
 NODES = {"nodes2_skip": 2, "nodes4_skip": 4}  # the ranks spread over this many nodes, each its own dump_dir

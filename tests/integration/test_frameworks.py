@@ -40,8 +40,14 @@ def _needs(module):
 
 
 def _torchrun(world, script):
-    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % world,
-            "--master_addr=127.0.0.1", "--master_port=%d" % free_port(), script]
+    """torchrun (torch.distributed.launch --use_env on 1.8, which has no torch.distributed.run)."""
+    try:
+        import torch.distributed.run  # noqa: F401
+        launch = ["torch.distributed.run"]
+    except ImportError:
+        launch = ["torch.distributed.launch", "--use_env"]
+    return [sys.executable, "-m"] + launch + ["--nproc_per_node=%d" % world, "--master_addr=127.0.0.1",
+                                              "--master_port=%d" % free_port(), script]
 
 
 def _named(dump, culprit):

@@ -10,6 +10,7 @@ integration tests on torch 2.8+.
 """
 import json
 import os
+import time
 import types
 
 import pytest
@@ -377,3 +378,28 @@ def test_a_root_noted_by_op_id_goes_into_the_word_and_the_entry_of_that_op_only(
     for i in range(100, 100 + tr.ROOTS_KEPT):
         tr._Group.note_root(g, i, bcast, 0)
     assert len(g.roots) == tr.ROOTS_KEPT and 7 not in g.roots and 100 in g.roots
+
+
+def test_a_rooted_call_read_before_its_root_was_noted_waits_for_the_next_read():
+    """The patch wrapper notes a gloo broadcast's root once the call returns to Python; a batch read between
+    torch making the entry and that put the call on the arrivals stream with no root for good, and the
+    verdict had no root to compare (CI: "cannot decide" where "different roots, rank 1" was right).  A young
+    rooted call with no root yet holds the queue until a read finds its root (or a second has passed)."""
+    import collections
+    from c10d_observer import callword as cw
+    from c10d_observer import tracker as tr
+    g = types.SimpleNamespace(roots={}, native="gloo")
+    now_wall = time.time_ns()
+    entries = {5: {"op_id": 5, "profiling_name": "gloo:all_reduce", "input_sizes": [[8]], "input_dtypes": ["Float"],
+                   "time_created_ns": now_wall - 10 ** 6},
+               6: {"op_id": 6, "profiling_name": "gloo:broadcast", "input_sizes": [[8]], "input_dtypes": ["Float"],
+                   "time_created_ns": now_wall - 10 ** 6}}
+    p = types.SimpleNamespace(arrivals=object(), pending=collections.deque(), backfilled=4, group=g,
+                              nums=lambda by_pg: entries)
+    me = types.SimpleNamespace(pgs={("gloo", "0"): p})
+    rec = types.SimpleNamespace(name="gloo")
+    fr.FlightRecorderSource._queue_arrivals(me, rec, None)
+    assert [n for n, _, _ in p.pending] == [5]  # the broadcast waits: its root is not noted yet
+    tr._Group.note_root(g, 6, ch.OP_CODES["broadcast"], 1)
+    fr.FlightRecorderSource._queue_arrivals(me, rec, None)
+    assert [n for n, _, _ in p.pending] == [5, 6] and cw.decode_root(p.pending[-1][1]) == 1
