@@ -28,11 +28,15 @@ deadline from its first step, wide while evidence is thin, narrowing as it grows
   acts);
 - nor is a call that was found overdue: it is an *incident*, kept apart.  One that completed (the ranks
   caught up: a periodic evaluation or checkpoint behind a barrier, a rank paused 30 s) is evidence for its
-  signature: a later call of it is overdue only past ``INCIDENT_MARGIN`` x the longest such incident (and
-  its ordinary deadline), so the second evaluation of 15 s gets no verdict (and, completed within its
-  deadline, is a sample), and a real stall at the same place is still named, once it lasts three to four
-  times what the slow step took before (45-60 s there).  A phase
-  that always takes long can also be declared (``c10d_observer.phase``): its calls are held, not timed;
+  signature: a later call of it is overdue only past ``SLOW_MARGIN`` x the longest such incident (and its
+  ordinary deadline), so the next evaluation gets no verdict where it takes up to four times the first (15
+  then 60 s; completed within its deadline, it is a sample), and a real stall at the same place is still
+  named softly, once it lasts four times what the slow steps took before;
+- a slow step's samples (their quantile past the floor) take ``SLOW_MARGIN`` x, not ``margin(n)``: the wide
+  margin of thin evidence is for fast calls, where it stays under the floor anyway; 10 x a 53 s evaluation
+  put the soft deadline past the hard one, so a stall inside the next evaluation waited for the hard
+  deadline (benchmarks/false_alarms.py, slow_eval_stall).  A phase that always takes long can also be
+  declared (``c10d_observer.phase``): its calls are held, not timed;
 - ages are kept in buckets of ``1 / SUB`` octave (9 % apart): the deadline is at most 9 % above the one
   exact ages would give.
 """
@@ -49,7 +53,7 @@ GAP_S = 30.0  # a stream quiet this long (an evaluation, a checkpoint between ep
 SUB = 8  # buckets per octave of milliseconds
 BUCKETS = 32 * SUB  # bucket b: ages below 2 ** (b / SUB) ms (b = 0: below 1 ms); 2**32 ms is 50 days
 ZERO = 0  # the bucket of an age below a millisecond (and of a call that never was in flight at a poll)
-INCIDENT_MARGIN = 3.0  # a call of a signature that had an overdue call complete may take this x its longest
+SLOW_MARGIN = 4.0  # a slow step (an incident that resolved, samples past the floor) may take this x its longest
 
 
 def margin(n):
@@ -178,8 +182,13 @@ class Learner(object):
         """The soft deadline (ns) of a call of this signature on stream ``idx`` now, or None (at or past the
         hard deadline)."""
         h, _ = self.evidence(idx, word)
-        d = self.floor_ns if h is None else max(self.floor_ns, int(margin(h.n) * h.quantile_ns()))
-        d = max(d, int(INCIDENT_MARGIN * self.incidents.get(self.key(idx, word), 0)))
+        if h is None:
+            d = self.floor_ns
+        else:
+            q = h.quantile_ns()
+            m = margin(h.n) if q < self.floor_ns else min(margin(h.n), SLOW_MARGIN)
+            d = max(self.floor_ns, int(m * q))
+        d = max(d, int(SLOW_MARGIN * self.incidents.get(self.key(idx, word), 0)))
         return d if d < self.hard_ns else None
 
     def view(self, names):
