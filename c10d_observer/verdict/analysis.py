@@ -504,7 +504,7 @@ def _order_cycles(hangs, cycles, by_rank, undecided):
     followed (ordering.py) is its culprit; the call it skipped is the root.  Returns the culprits."""
     histories, last_started, members, names = {}, {}, {}, {}
     for r, doc in by_rank.items():
-        histories[r] = [_ordering.Call(s, c.seq, c.op, t) for t, s, c in doc.history()]
+        histories[r] = [_ordering.Call(s, c.seq, c.op, t, c.size) for t, s, c in doc.history()]
         last_started[r] = {g.stream: g.last_started for g in doc.groups}
         for g in doc.groups:
             members.setdefault(g.stream, g.members())

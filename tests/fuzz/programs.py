@@ -1,0 +1,394 @@
+"""Random distributed programs shaped like users' jobs, and one fault injected into each, with its ground truth
+(issue 42, the first slice: pure Python, no torch, no processes).
+
+A program is a world size, the groups the job makes (the world, ``new_group`` subgroups: pairs, halves, a
+subset of the ranks; a 2D mesh: tp x dp), and a per-step template of *slots*: a collective on a family of
+groups (every rank calls it on its own group of the family: "each step a tp all_reduce"), or point-to-point
+traffic (a pipeline-style chain of send/recv, or pairs that exchange tensors).  Every rank's list of calls is
+made from that one template (an optional prologue, the loop of 0-60 steps, an optional epilogue), so the
+members of a group issue its calls in one order and each send has its recv: the healthy program completes.
+
+A fault changes one rank's list at one call: ``skip`` (the call is left out), ``stall`` (the rank stops in
+Python before it, forever), ``exit`` (the rank dies before it), ``mismatch_op`` / ``mismatch_size`` /
+``mismatch_root`` (the call is issued with another op, element count or dtype, or root).  The culprit is that
+rank; ``undecidable`` flags cases where the evidence the documents can carry cannot tell that rank from
+another (see ``undecidable``).
+
+Deterministic: a case is a function of its seed (``make_case(seed)``).  Python 3.8.
+"""
+import random
+from collections import namedtuple
+
+STEP_S = 0.1  # the nominal wall time of one step (the simulator's clock)
+MAX_WORLD = 16
+MAX_STEPS = 60
+
+Group = namedtuple("Group", "gid ranks family")  # gid: torch's group name ("0" the world); ranks: global
+# One call of one rank.  size: "1024 x float32" (None for a barrier); root: the global rank of a rooted op's
+# root (None otherwise); peer: the other end of a send or recv (global rank); step: the loop step (-1 the
+# prologue, ``steps`` the epilogue); slot: the template slot; at: the nominal start, seconds after t0.
+Call = namedtuple("Call", "group op size root peer step slot at")
+# A template slot: kind "coll" (op on every group of ``family``; root_index: the root's rank in the group;
+# every: the slot runs at steps s with s % every == every - 1) or "p2p" (pattern "chain": pairs is the chain
+# of ranks, each sends to the next; "exchange": pairs of ranks that send to each other; group: the p2p group).
+Slot = namedtuple("Slot", "kind family op size root_index every pattern pairs group")
+
+Program = namedtuple("Program", "world shape groups families template steps prologue epilogue calls")
+Fault = namedtuple("Fault", "kind rank index call step detail")
+Case = namedtuple("Case", "seed program fault calls stop expected undecidable why_undecidable")
+
+COLL_OPS = ("all_reduce", "broadcast", "all_gather", "barrier")
+ROOTED = ("broadcast",)
+FAULT_KINDS = ("skip", "stall", "exit", "mismatch_op", "mismatch_size", "mismatch_root")
+FAULT_WEIGHTS = (4, 3, 2, 2, 2, 1)
+SHAPES = ("world", "pairs", "halves", "subset", "mesh", "p2p")
+NUMELS = (1, 4, 1024, 4096, 65536, 1048576)
+DTYPES = ("float32", "float32", "float32", "bfloat16", "int64")
+
+
+def _size(rng):
+    return "%d x %s" % (rng.choice(NUMELS), rng.choice(DTYPES))
+
+
+def _coll_slot(rng, family, groups_of_family, every=1):
+    op = rng.choice(("all_reduce",) * 4 + ("broadcast",) * 2 + ("all_gather",) * 2 + ("barrier",))
+    size = None if op == "barrier" else _size(rng)
+    root_index = None
+    if op in ROOTED:
+        smallest = min(len(groups_of_family[g].ranks) for g in groups_of_family)
+        root_index = 0 if rng.random() < 0.6 else rng.randrange(smallest)
+    if every == 1 and rng.random() < 0.12:
+        every = rng.randint(2, 10)  # an evaluation every few steps, a periodic checkpoint barrier
+    return Slot("coll", family, op, size, root_index, every, None, None, None)
+
+
+def _p2p_slot(rng, world):
+    ranks = list(range(world))
+    if rng.random() < 0.5:
+        n = rng.randint(2, min(world, 6))
+        start = rng.randrange(world - n + 1)
+        chain = ranks[start:start + n]
+        if rng.random() < 0.3:
+            chain.reverse()  # the backward pass of a pipeline
+        return Slot("p2p", None, None, _size(rng), None, 1, "chain", tuple(chain), "0")
+    rng.shuffle(ranks)
+    npairs = rng.randint(1, world // 2)
+    pairs = tuple((ranks[2 * i], ranks[2 * i + 1]) for i in range(npairs))
+    return Slot("p2p", None, None, _size(rng), None, 1, "exchange", pairs, "0")
+
+
+def _groups(rng, world, shape):
+    """(groups by gid, families: name -> [gid]), in the order the job makes them (every rank calls
+    new_group for every group, so the names agree)."""
+    groups = {"0": Group("0", tuple(range(world)), "world")}
+    families = {"world": ["0"]}
+    made = []
+
+    def new(family, ranks):
+        gid = str(len(groups))
+        groups[gid] = Group(gid, tuple(ranks), family)
+        families.setdefault(family, []).append(gid)
+        made.append(gid)
+
+    if shape == "pairs":
+        for i in range(0, world, 2):
+            new("pairs", range(i, i + 2))
+    elif shape == "halves":
+        half = world // 2
+        new("halves", range(half))
+        new("halves", range(half, world))
+    elif shape == "subset":
+        n = rng.randint(2, world - 1)
+        new("subset", sorted(rng.sample(range(world), n)))
+    elif shape == "mesh":
+        tp = rng.choice([d for d in range(2, world) if world % d == 0 and world // d >= 2])
+        dp = world // tp
+        for d in range(dp):
+            new("tp", [d * tp + t for t in range(tp)])
+        for t in range(tp):
+            new("dp", [d * tp + t for d in range(dp)])
+    return groups, families
+
+
+def _world_for(rng, shape):
+    if shape == "pairs":
+        return rng.choice(range(2, MAX_WORLD + 1, 2))
+    if shape == "halves":
+        return rng.randint(4, MAX_WORLD)
+    if shape == "subset":
+        return rng.randint(3, MAX_WORLD)
+    if shape == "mesh":
+        return rng.choice([4, 6, 8, 9, 10, 12, 14, 15, 16])
+    return rng.randint(2, MAX_WORLD)
+
+
+def _template(rng, shape, groups, families, world):
+    fams = [f for f in families if f != "world"]
+    slots = []
+    n = rng.randint(1, 4)
+    for _ in range(n):
+        if shape == "p2p":
+            slots.append(_p2p_slot(rng, world) if rng.random() < 0.5 else _coll_slot(
+                rng, "world", {"0": groups["0"]}))
+            continue
+        fam = rng.choice(fams + ["world"] if fams else ["world"])
+        slots.append(_coll_slot(rng, fam, {g: groups[g] for g in families[fam]}))
+    # every family of the shape takes part in each step (a mesh: a tp call and a dp call; a p2p job: traffic)
+    for fam in fams:
+        if not any(s.kind == "coll" and s.family == fam and s.every == 1 for s in slots):
+            slots.insert(rng.randrange(len(slots) + 1), _coll_slot(
+                rng, fam, {g: groups[g] for g in families[fam]})._replace(every=1))
+    if shape == "p2p" and not any(s.kind == "p2p" for s in slots):
+        slots.insert(rng.randrange(len(slots) + 1), _p2p_slot(rng, world))
+    return slots
+
+
+def _slot_calls(slot, index, step, groups, families):
+    """{rank: [Call without ``at``]} of one slot at one step."""
+    out = {}
+    if slot.kind == "coll":
+        for gid in families[slot.family]:
+            g = groups[gid]
+            root = g.ranks[slot.root_index] if slot.root_index is not None else None
+            for r in g.ranks:
+                out.setdefault(r, []).append(Call(gid, slot.op, slot.size, root, None, step, index, None))
+        return out
+    if slot.pattern == "chain":
+        chain = slot.pairs
+        for i, r in enumerate(chain):
+            if i > 0:
+                out.setdefault(r, []).append(Call(slot.group, "recv", slot.size, None, chain[i - 1], step, index, None))
+            if i + 1 < len(chain):
+                out.setdefault(r, []).append(Call(slot.group, "send", slot.size, None, chain[i + 1], step, index, None))
+        return out
+    for a, b in slot.pairs:
+        out.setdefault(a, []).extend([Call(slot.group, "send", slot.size, None, b, step, index, None),
+                                      Call(slot.group, "recv", slot.size, None, b, step, index, None)])
+        out.setdefault(b, []).extend([Call(slot.group, "recv", slot.size, None, a, step, index, None),
+                                      Call(slot.group, "send", slot.size, None, a, step, index, None)])
+    return out
+
+
+def _timed(calls, step):
+    """The calls of one rank at one step, each with its nominal start (spread over the step)."""
+    n = len(calls)
+    return [c._replace(at=step * STEP_S + (i + 1) * STEP_S / (n + 1)) for i, c in enumerate(calls)]
+
+
+def make_program(rng, shape=None, world=None, steps=None):
+    shape = shape or rng.choice(SHAPES)
+    world = world or _world_for(rng, shape)
+    groups, families = _groups(rng, world, shape)
+    template = _template(rng, shape, groups, families, world)
+    if steps is None:
+        steps = rng.randint(0, 3) if rng.random() < 0.1 else rng.randint(0, MAX_STEPS)
+    prologue = rng.random() < 0.5  # DDP's broadcast of the parameters from rank 0
+    epilogue = rng.random() < 0.6  # a barrier before destroy_process_group
+    calls = {r: [] for r in range(world)}
+
+    def add(step, per_rank):
+        for r in range(world):
+            calls[r].extend(_timed(per_rank.get(r, []), step))
+
+    if prologue:
+        add(-1, {r: [Call("0", "broadcast", "%d x float32" % rng.choice(NUMELS[2:]), 0, None, -1, -1, None)]
+                 for r in range(world)})
+        # one size for every rank (the same tensor)
+        size = calls[0][0].size
+        for r in range(world):
+            calls[r][0] = calls[r][0]._replace(size=size)
+    for s in range(steps):
+        per_rank = {}
+        for i, slot in enumerate(template):
+            if s % slot.every != slot.every - 1:
+                continue
+            for r, cs in _slot_calls(slot, i, s, groups, families).items():
+                per_rank.setdefault(r, []).extend(cs)
+        add(s, per_rank)
+    if epilogue:
+        add(steps, {r: [Call("0", "barrier", None, None, None, steps, len(template), None)] for r in range(world)})
+    return Program(world, shape, groups, families, template, steps, prologue, epilogue, calls)
+
+
+# -- the fault ----------------------------------------------------------------------------------------------
+def _other_op(rng, call, group):
+    op = rng.choice([o for o in COLL_OPS if o != call.op])
+    if op == "barrier":
+        return call._replace(op=op, size=None, root=None)
+    size = call.size or _size(rng)
+    root = group.ranks[0] if op in ROOTED else None
+    return call._replace(op=op, size=size, root=root)
+
+
+def _other_size(rng, call):
+    numel, dtype = call.size.split(" x ")
+    if rng.random() < 0.5:
+        return call._replace(size="%d x %s" % (int(numel) * rng.choice((2, 3)) + rng.choice((0, 1)), dtype))
+    return call._replace(size="%s x %s" % (numel, rng.choice([d for d in ("float32", "bfloat16", "int64")
+                                                               if d != dtype])))
+
+
+def _applies(kind, call):
+    if kind in ("skip", "stall", "exit"):
+        return True
+    if call.op in ("send", "recv"):
+        return False  # desyncs of p2p calls: a later slice
+    if kind == "mismatch_size":
+        return call.size is not None
+    if kind == "mismatch_root":
+        return call.op in ROOTED
+    return True
+
+
+def _pick_call(rng, calls, kind, early):
+    idx = [i for i, c in enumerate(calls) if _applies(kind, c)]
+    if early:
+        first = [i for i in idx if calls[i].step <= 2]
+        if first:
+            idx = first
+    return rng.choice(idx) if idx else None
+
+
+def inject(rng, program, kind=None):
+    """One fault, at a random call of a random rank (steps 0-2, the prologue included, about a third of the
+    time): (Fault, faulty per-rank calls, stop: {rank: (index, "stall" | "dead")})."""
+    for _ in range(50):
+        k = kind or rng.choices(FAULT_KINDS, FAULT_WEIGHTS)[0]
+        r = rng.randrange(program.world)
+        i = _pick_call(rng, program.calls[r], k, rng.random() < 0.35)
+        if i is None:
+            continue
+        return _apply(rng, program, k, r, i)
+    if kind:
+        return None  # no call of the program takes that fault
+    for r in range(program.world):  # a program where nothing but a skip applies
+        if program.calls[r]:
+            return _apply(rng, program, "skip", r, rng.randrange(len(program.calls[r])))
+    return None  # no calls at all
+
+
+def _apply(rng, program, kind, r, i):
+    calls = {q: list(cs) for q, cs in program.calls.items()}
+    orig = calls[r][i]
+    stop = {}
+    detail = ""
+    if kind == "skip":
+        del calls[r][i]
+    elif kind in ("stall", "exit"):
+        stop[r] = (i, "stall" if kind == "stall" else "dead")
+    else:
+        group = program.groups[orig.group]
+        if kind == "mismatch_op":
+            new = _other_op(rng, orig, group)
+        elif kind == "mismatch_size":
+            new = _other_size(rng, orig)
+        else:
+            new = orig._replace(root=rng.choice([q for q in group.ranks if q != orig.root]))
+        calls[r][i] = new
+        detail = "%s -> %s" % (_words(orig, program), _words(new, program))
+    return Fault(kind, r, i, orig, orig.step, detail), calls, stop
+
+
+def _words(c, program):
+    text = "%s on group %s" % (c.op, c.group)
+    if c.op in ("send", "recv"):
+        text = "%s %s %d on group %s" % (c.op, "to" if c.op == "send" else "from", c.peer, c.group)
+    if c.size:
+        text += " (%s)" % c.size
+    if c.root is not None:
+        text += " root %d" % c.root
+    return text
+
+
+def undecidable(program, fault):
+    """Why no verdict can name the culprit from the documents (a reason), or None.
+
+    The documents carry, per rank and stream, its counts, the call in flight and its last 16 calls with their
+    ops, sizes and start times on the rank's own clock: what every rank did, never what the program says it
+    should have done.  Where another single fault on another rank, in a program the generator could make,
+    leaves the same documents, no rule can tell the two apart.  Flagged here: the certain cases, and only
+    those (a heuristic on the program, not a search over every other program; an undecided case left
+    unflagged is counted apart, as a gap of the verdict's or a case this rule does not see):
+
+    - a desync, or a skip after which the rank's next call is another op, size or group, on a group of two
+      ranks that no other group of the job mirrors (the world of a 2-rank job, a subset of two ranks), at a
+      call that is the first of its slot (the prologue, the first step its slot runs, the epilogue): the two
+      ranks went different ways at their first chance and nothing before it, nor a group like theirs, says
+      which way the program meant (a program with the slots the other way round, the other rank at fault,
+      leaves the same documents: rank 0 issued X where rank 1 issued Y).  A skip followed by a call just like
+      the skipped one shifts the rank's calls on the group by one: the hang comes later (the rank ends with one
+      call fewer than its partner, which no fault of this model makes of the partner): not flagged.
+
+    Not flagged, though strictly undecidable too: a program may hold a slot that runs every k steps, so a
+    divergence of two ranks at any step could be the other rank skipping such a slot's call that the history
+    never showed (its last 16 calls per stream); the verdict that names a rank there bets on the program
+    repeating what the documents show (the wrong-culprit cases run.py lists so far are of this kind).
+    """
+    if fault.kind in ("stall", "exit"):
+        return None
+    c = fault.call
+    group = program.groups.get(c.group)
+    if group is None or len(group.ranks) != 2:
+        return None
+    if fault.kind == "skip":
+        calls = program.calls[fault.rank]
+        after = calls[fault.index + 1] if fault.index + 1 < len(calls) else None
+        if after is None or (after.group, after.op, after.size, after.root) == (c.group, c.op, c.size, c.root):
+            return None  # the rank's calls shift by one (or it ends): it ends one call short, never a desync here
+    siblings = [g for g in program.families.get(group.family, ()) if g != group.gid]
+    if siblings:
+        return None  # another group of the family ran the same slot: its ranks show the program's way
+    first = c.step <= 0 or c.step >= program.steps or c.step <= _first_step(program, c)
+    if first:
+        return ("%s at the first call of its slot on group %s, whose two ranks no other group mirrors: either "
+                "may be the odd one" % (fault.kind, c.group))
+    return None
+
+
+def _first_step(program, c):
+    """The first step at which the template slot of call ``c`` runs (its ``every``), or -1."""
+    if 0 <= c.slot < len(program.template):
+        e = program.template[c.slot].every
+        return e - 1
+    return -1
+
+
+def make_case(seed, shape=None, kind=None):
+    """The case of one seed: a program and one fault in it (or None where the program has no call)."""
+    rng = random.Random(seed)
+    program = make_program(rng, shape=shape)
+    got = inject(rng, program, kind=kind)
+    if got is None:
+        return Case(seed, program, None, program.calls, {}, set(), False, None)
+    fault, calls, stop = got
+    why = undecidable(program, fault)
+    return Case(seed, program, fault, calls, stop, {fault.rank}, why is not None, why)
+
+
+def describe(case):
+    """The case in words (``run.py --replay``)."""
+    p = case.program
+    lines = ["seed %d: world %d, shape %s, %d steps%s%s" % (
+        case.seed, p.world, p.shape, p.steps, ", prologue broadcast" if p.prologue else "",
+        ", epilogue barrier" if p.epilogue else "")]
+    for gid in sorted(p.groups, key=int):
+        g = p.groups[gid]
+        if gid != "0":
+            lines.append("  group %s (%s): ranks %s" % (gid, g.family, list(g.ranks)))
+    for i, s in enumerate(p.template):
+        if s.kind == "coll":
+            lines.append("  slot %d: %s on %s%s%s%s" % (i, s.op, s.family, " (%s)" % s.size if s.size else "",
+                                                      " root index %d" % s.root_index if s.root_index is not None
+                                                      else "", " every %d steps" % s.every if s.every > 1 else ""))
+        else:
+            lines.append("  slot %d: p2p %s %s (%s) on group %s" % (i, s.pattern, list(s.pairs), s.size, s.group))
+    f = case.fault
+    if f is None:
+        lines.append("  no fault (the program has no call)")
+    else:
+        lines.append("  fault: %s on rank %d at its call #%d (step %d, slot %d): %s%s" % (
+            f.kind, f.rank, f.index, f.step, f.call.slot, _words(f.call, p), "; " + f.detail if f.detail else ""))
+        lines.append("  expected culprits: %s%s" % (sorted(case.expected),
+                                                    "; undecidable: %s" % case.why_undecidable
+                                                    if case.undecidable else ""))
+    return "\n".join(lines)

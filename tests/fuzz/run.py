@@ -1,0 +1,215 @@
+"""The diagnosis fuzzer, first slice (issue 42): random programs, one fault each, gloo's matching simulated, the
+documents the watchdogs would write, judged by the real verdict engine (``c10d_observer.verdict.analyze``).
+
+    python tests/fuzz/run.py --cases 2000 --seed 1      # the table, and every WRONG case with its seed
+    python tests/fuzz/run.py --replay 1000042           # one case: the program, the fault, the hang, the verdict
+
+Each case is classified by the verdict's ``culprit_ranks`` against the culprit the fault put there: exact
+(the same set), undecided (none named: "cannot decide"; split by whether the case is flagged undecidable,
+programs.undecidable), partial (some of the expected, none else) or WRONG (a rank outside the expected set:
+never acceptable).  Every program is also run without its fault: it must end with every rank done, and its
+documents must give no verdict.  Python 3.8.
+"""
+import argparse
+import collections
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+for _p in (ROOT, os.path.dirname(HERE)):  # the package from this checkout; tests/ (for ``fuzz``)
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from c10d_observer import verdict as _verdict  # noqa: E402
+from fuzz import programs, simulate  # noqa: E402
+
+OUTCOMES = ("exact", "undecided_ok", "undecided", "partial", "wrong")
+HEADS = {"exact": "exact", "undecided_ok": "undec(flag)", "undecided": "undecided", "partial": "partial",
+         "wrong": "WRONG"}
+
+Result = collections.namedtuple("Result", "case mode outcome culprits summary healthy_ok healthy_why hung reason")
+
+# what the verdict says where it names nobody (its ``undecided`` lines), in a word
+REASONS = (("none has a majority", "desync, no majority"),
+           ("do not show who broke the order", "ordering cycle"),
+           ("is not known", "root not known"),
+           ("sent nothing", "silent rank"),
+           ("every rank", "all arrived"),
+           ("completed it and", "some finished"))
+
+
+def reason(v):
+    """Why a verdict named nobody, in a word (REASONS), from its first ``undecided`` line."""
+    for line in v.undecided or ():
+        for key, word in REASONS:
+            if key in line:
+                return word
+    return "other" if v.undecided else "no undecided line"
+
+
+def case_seed(seed, i):
+    return seed * 1000000 + i
+
+
+def healthy_check(sim):
+    """'' where the healthy run ended with every rank done and its documents give no verdict, else why not."""
+    if sim.hung:
+        return "the healthy program hangs: %s" % ", ".join(
+            "rank %d %s%s" % (r, s, " in %s #%d" % sim.blocked[r] if sim.blocked[r] else "")
+            for r, s in enumerate(sim.state) if s != "done")
+    v = _verdict.analyze(simulate.healthy_docs(sim))
+    if v.hangs or v.culprit_ranks:
+        return "the healthy program's documents give a verdict: %s" % v.summary
+    return ""
+
+
+def judge(seed, check_healthy=True, skew=False):
+    case = programs.make_case(seed)
+    mode = simulate.mode_of(seed)
+    healthy, faulty, docs = simulate.run_case(case, mode, skew=skew)
+    why = healthy_check(healthy) if check_healthy else ""
+    if case.fault is None:
+        return Result(case, mode, None, [], "", not why, why, False, None)
+    if docs is None:
+        return Result(case, mode, "nohang", [], "the fault made no hang", not why, why, False, None)
+    v = _verdict.analyze(docs)
+    outcome = simulate.classify(case, v.culprit_ranks)
+    return Result(case, mode, outcome, list(v.culprit_ranks), v.summary, not why, why, True,
+                  reason(v) if outcome in ("undecided", "undecided_ok") else None)
+
+
+def step_bucket(step, program):
+    if step <= 2:
+        return "steps 0-2"  # the prologue (-1) too
+    return "step 3+"
+
+
+def table(title, rows):
+    """rows: {label: Counter of outcomes} -> text."""
+    width = max([len(title)] + [len(k) for k in rows])
+    out = ["%-*s %6s %s" % (width, title, "cases", " ".join("%11s" % HEADS[o] for o in OUTCOMES))]
+    total = collections.Counter()
+    for label in sorted(rows):
+        c = rows[label]
+        total.update(c)
+        n = sum(c.values())
+        out.append("%-*s %6d %s" % (width, label, n, " ".join(
+            "%5d %4.0f%%" % (c[o], 100.0 * c[o] / n if n else 0) for o in OUTCOMES)))
+    n = sum(total.values())
+    out.append("%-*s %6d %s" % (width, "all", n, " ".join(
+        "%5d %4.0f%%" % (total[o], 100.0 * total[o] / n if n else 0) for o in OUTCOMES)))
+    return "\n".join(out)
+
+
+def run(cases, seed, show=(), out=sys.stdout, skew=False):
+    t = time.time()
+    by_kind, by_shape, by_step = (collections.defaultdict(collections.Counter) for _ in range(3))
+    reasons = collections.defaultdict(collections.Counter)  # undecided, not flagged: why, by fault kind
+    wrong, unhealthy, shown, nohang, nofault = [], [], [], [], 0
+    for i in range(cases):
+        res = judge(case_seed(seed, i), skew=skew)
+        if not res.healthy_ok:
+            unhealthy.append(res)
+        if res.outcome is None:
+            nofault += 1
+            continue
+        if res.outcome == "nohang":
+            nohang.append(res)
+            continue
+        f = res.case.fault
+        by_kind[f.kind][res.outcome] += 1
+        by_shape[res.case.program.shape][res.outcome] += 1
+        by_step[step_bucket(f.step, res.case.program)][res.outcome] += 1
+        if res.outcome == "undecided":
+            reasons[res.reason][f.kind] += 1
+        if res.outcome == "wrong":
+            wrong.append(res)
+        if res.outcome in show:
+            shown.append(res)
+    dt = time.time() - t
+    w = out.write
+    w("%d cases (seed %d%s) in %.1f s (%.0f cases/s, healthy runs and both verdicts included)\n\n" % (
+        cases, seed, ", clocks skewed" if skew else "", dt, cases / dt if dt else 0))
+    w(table("fault kind", by_kind) + "\n\n")
+    w(table("shape", by_shape) + "\n\n")
+    w(table("fault step", by_step) + "\n\n")
+    if reasons:
+        kinds = [k for k in programs.FAULT_KINDS if any(c[k] for c in reasons.values())]
+        width = max(len(k) for k in reasons)
+        w("undecided, not flagged, by what the verdict says (cases per fault kind):\n")
+        w("  %-*s %s\n" % (width, "", " ".join("%13s" % k for k in kinds)))
+        for key in sorted(reasons, key=lambda k: -sum(reasons[k].values())):
+            w("  %-*s %s\n" % (width, key, " ".join("%13d" % reasons[key][k] for k in kinds)))
+        w("\n")
+    w("healthy programs: %d run, %d ended with every rank done and no verdict%s\n" % (
+        cases, cases - len(unhealthy), "; %d programs had no call (no fault)" % nofault if nofault else ""))
+    for res in unhealthy:
+        w("  UNHEALTHY seed %d: %s\n" % (res.case.seed, res.healthy_why))
+    for res in nohang:
+        w("  NO HANG seed %d: the fault made no hang (%s)\n" % (res.case.seed, res.case.fault.kind))
+    w("\nWRONG culprits: %d\n" % len(wrong))
+    for res in wrong:
+        _line(res, w)
+    if shown:
+        w("\ncases shown (%s): %d\n" % (", ".join(show), len(shown)))
+        for res in shown:
+            _line(res, w)
+    return {"wrong": wrong, "unhealthy": unhealthy, "nohang": nohang, "by_kind": by_kind, "by_shape": by_shape,
+            "by_step": by_step, "reasons": reasons}
+
+
+def _line(res, w):
+    f = res.case.fault
+    w("  seed %d (--replay %d): %s on rank %d at step %d, shape %s, world %d, %s; named %s, expected %s\n    %s\n" % (
+        res.case.seed, res.case.seed, f.kind, f.rank, f.step, res.case.program.shape, res.case.program.world,
+        res.mode, res.culprits, sorted(res.case.expected), res.summary))
+
+
+def replay(seed, out=sys.stdout, skew=False):
+    w = out.write
+    case = programs.make_case(seed)
+    mode = simulate.mode_of(seed)
+    w(programs.describe(case) + "\n")
+    healthy, faulty, docs = simulate.run_case(case, mode, skew=skew)
+    w("healthy run: %s\n" % (healthy_check(healthy) or "every rank done, no verdict"))
+    if faulty is None:
+        return
+    w("faulty run (gather %s):\n" % mode)
+    for r, s in enumerate(faulty.state):
+        where = ""
+        if s == "blocked":
+            stream, seq = faulty.blocked[r]
+            h = faulty.hist[r][stream][-1]
+            where = " in %s #%d on stream %s (%s)" % (h[1], seq, stream, h[2])
+        counts = ", ".join("%s: %d" % (k, v) for k, v in sorted(faulty.started[r].items()))
+        w("  rank %d: %s%s; started per stream: %s\n" % (r, s, where, counts))
+    if docs is None:
+        w("no hang\n")
+        return
+    v = _verdict.analyze(docs)
+    w("culprits: %s, expected %s: %s\n\n" % (v.culprit_ranks, sorted(case.expected),
+                                             simulate.classify(case, v.culprit_ranks)))
+    w(_verdict.format_text(v.to_json()) + "\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--replay", type=int, help="one case, by the seed the table lists")
+    ap.add_argument("--skew", action="store_true", help="each rank's clock off by up to 2 h (ranks on other "
+                                                         "nodes): the verdict never compares two ranks' clocks")
+    ap.add_argument("--show", default="", help="also list the cases of these outcomes (comma separated: "
+                                                "undecided, undecided_ok, partial, exact)")
+    a = ap.parse_args(argv)
+    if a.replay is not None:
+        replay(a.replay, skew=a.skew)
+        return 0
+    got = run(a.cases, a.seed, [s for s in a.show.split(",") if s], skew=a.skew)
+    return 1 if got["wrong"] or got["unhealthy"] or got["nohang"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

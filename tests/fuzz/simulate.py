@@ -1,0 +1,281 @@
+"""gloo's matching, simulated, and the documents the watchdogs would write at hang time (issue 42, first slice).
+
+The model (gloo, synchronous calls):
+- a group's collectives match by order: the k-th call of each member on a group is one collective (seq k of
+  the group's stream, as the observer numbers it); it completes once every member has entered it, all with
+  the same op, size and root.  A collective whose members issued different ops, sizes or roots never
+  completes: the desync hangs with every member in it, the verdict's MISMATCH (real gloo raises at once on
+  some of them, a size mismatch among others: README, the fault matrix; a later slice may model that);
+- sends and recvs between two ranks match by order per direction: the n-th send from A to B and the n-th
+  recv on B from A are seq n of stream ``<group>:p2p:A->B``; the pair completes once both have entered it;
+- a rank blocks in a call until it completes; a stalled rank stops in Python before its call, a dead rank's
+  process ends there, a rank at the end of its program is done (it ends normally: the observer is disabled).
+Ranks run until none can progress: that is the hang (or, every rank done, no hang).
+
+``documents(sim)`` renders each rank as its watchdog writes it at the gather (documents.RankDoc's JSON): a
+state (kind "state") per rank alive, the end (kind "end", ``alive`` false) of a dead rank, the end of a rank
+that finished (``alive`` true), with per stream last_started / last_completed, the call in flight and the
+last 16 calls (``recent_ops``), and ``overdue`` entries (level hard) for calls in flight past the timeout.
+Pure Python, no torch.  Python 3.8.
+"""
+import random
+
+from c10d_observer import documents as _documents
+
+T0 = 1800000000.0  # the job's first step, Unix seconds
+TIMEOUT_S = 5.0  # the observer's timeout in the documents' config
+SEEN_LATE_S = 30.0  # the gather, this long after the last progress ("late")
+POLL_S = 0.25  # a watchdog finds a call overdue within a poll of its deadline
+HISTORY = 16  # calls per stream in a document (watchdog_io.HISTORY)
+STEP_S_BEFORE = 1.0  # ranks start this long before the loop's first step (the prologue runs in it)
+EPS = 1e-4  # a rank's next call starts at least this long after its previous call ended
+END_S = 5e-4  # a call ends this long after its last member entered it
+
+
+def coll_stream(gid):
+    return gid
+
+
+def p2p_stream(gid, src, dst):
+    return "%s:p2p:%d->%d" % (gid, src, dst)
+
+
+class Sim(object):
+    """One run of a program's per-rank calls (``calls``: {rank: [programs.Call]}) to the end or the hang.
+
+    ``stop``: {rank: (index, "stall" | "dead")}: the rank stops before its call ``index``.
+    After ``run()``: ``state[r]`` is "done", "blocked" (in ``blocked[r]``: (stream, seq)), "stall" or "dead";
+    ``clock[r]`` the rank's time (its end, its stall, its death); ``hist[r][stream]``: [(seq, op, size,
+    started_at)]; ``started`` / ``completed``: {rank: {stream: seq}}."""
+
+    def __init__(self, program, calls, stop=None):
+        self.program = program
+        self.calls = calls
+        self.stop = stop or {}
+        world = program.world
+        self.ptr = [0] * world
+        self.clock = [T0 - STEP_S_BEFORE] * world
+        self.state = ["ready"] * world
+        self.blocked = [None] * world
+        self.started = [dict() for _ in range(world)]
+        self.completed = [dict() for _ in range(world)]
+        self.hist = [dict() for _ in range(world)]
+        self.streams = [dict() for _ in range(world)]  # stream -> (gid, kind, peer, src, dst)
+        self.entered = {}  # (stream, seq) -> {rank: (signature, started_at)}
+        self.last_progress = T0
+        for r in range(world):
+            for gid, g in program.groups.items():
+                if r in g.ranks:
+                    self.streams[r][coll_stream(gid)] = (gid, "collective", None, None, None)
+
+    # -- the run ----------------------------------------------------------------------------------------------
+    def run(self):
+        ready = list(range(self.program.world))
+        while ready:
+            r = ready.pop()
+            ready.extend(self._advance(r))
+        return self
+
+    def _members(self, call, r):
+        if call.op == "send":
+            return (r, call.peer)
+        if call.op == "recv":
+            return (call.peer, r)
+        return self.program.groups[call.group].ranks
+
+    def _advance(self, r):
+        """Rank r issues its next call (or stops); returns the ranks a completed call set free."""
+        i = self.ptr[r]
+        calls = self.calls[r]
+        when = self.clock[r]
+        stop = self.stop.get(r)
+        if stop is not None and stop[0] == i:
+            t = max(T0 + calls[i].at, when + EPS)
+            self.state[r], self.clock[r] = stop[1], t
+            self.last_progress = max(self.last_progress, t)
+            return []
+        if i >= len(calls):
+            self.state[r] = "done"
+            self.last_progress = max(self.last_progress, when)
+            return []
+        c = calls[i]
+        self.ptr[r] = i + 1
+        if c.op in ("send", "recv"):
+            src, dst = (r, c.peer) if c.op == "send" else (c.peer, r)
+            stream = p2p_stream(c.group, src, dst)
+            if stream not in self.streams[r]:
+                self.streams[r][stream] = (c.group, "p2p", c.peer, src, dst)
+            sig = ("p2p", c.size)
+        else:
+            stream = coll_stream(c.group)
+            sig = (c.op, size_text(c, self.program))
+        seq = self.started[r].get(stream, 0) + 1
+        self.started[r][stream] = seq
+        t = max(T0 + c.at, when + EPS)
+        self.clock[r] = t
+        self.last_progress = max(self.last_progress, t)
+        self.hist[r].setdefault(stream, []).append((seq, c.op, size_text(c, self.program), t))
+        key = (stream, seq)
+        inst = self.entered.setdefault(key, {})
+        inst[r] = (sig, t)
+        self.state[r], self.blocked[r] = "blocked", key
+        members = self._members(c, r)
+        if len(inst) < len(members) or any(m not in inst for m in members):
+            return []
+        if len({s for s, _ in inst.values()}) != 1:
+            return []  # a desync: never completes
+        end = max(at for _, at in inst.values()) + END_S
+        self.last_progress = max(self.last_progress, end)
+        for m in members:
+            self.completed[m][stream] = seq
+            self.clock[m] = end
+            self.state[m], self.blocked[m] = "ready", None
+        del self.entered[key]
+        return list(members)
+
+    @property
+    def hung(self):
+        return any(s != "done" for s in self.state)
+
+
+def size_text(call, program):
+    """The size signature as the documents write it: "1024 x float32", ", root R" for a rooted op (R: the
+    root's rank in the group, callword.decode_sig), None for a barrier."""
+    if call.root is None:
+        return call.size
+    g = program.groups[call.group]
+    idx = g.ranks.index(call.root) if call.root in g.ranks else call.root
+    return ("%s, root %d" % (call.size, idx)) if call.size else "root %d" % idx
+
+
+def _stacks(frames, thread):
+    return "".join(["\n=== c10d_observer: stacks ===\nCurrent thread 0x%016x (most recent call first):\n" % thread]
+                   + ['  File "%s", line %d in %s\n' % f for f in frames])
+
+
+MAIN_THREAD = 0xab
+TORCH_C10D = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
+
+
+def seen_at(sim, mode="late"):
+    """When the gather's states are written: ``late``, SEEN_LATE_S after the last progress; ``early``, once the
+    first watchdog found its call overdue and the gather ran (a poll and a second later), but never before
+    the last progress."""
+    if mode == "late":
+        return sim.last_progress + SEEN_LATE_S
+    starts = [sim.hist[r][s][-1][3] for r in range(sim.program.world) if sim.state[r] == "blocked"
+              for s in (sim.blocked[r][0],)]
+    first = min(starts) if starts else sim.last_progress
+    return max(sim.last_progress + 0.5, first + TIMEOUT_S + POLL_S + 1.0)
+
+
+def documents(sim, mode="late", stacks=True, skew=None):
+    """{rank: the JSON of its document at hang time}, as the watchdogs would write them.  ``skew``: {rank: seconds
+    its clock is ahead} (ranks on other nodes: the verdict never compares two ranks' clocks)."""
+    p = sim.program
+    now = seen_at(sim, mode)
+    out = {}
+    for r in range(p.world):
+        off = (skew or {}).get(r, 0.0)
+        st = sim.state[r]
+        written = now
+        kind, alive, why = "state", True, None
+        if st == "dead":
+            kind, alive, why = "end", False, "process %d ended without disable() (exit code 1)" % (1000 + r)
+            written = sim.clock[r] + 0.05
+        elif st == "done" and sim.hung:
+            kind, why = "end", "the observer was disabled"
+            written = sim.clock[r] + 0.05
+        groups, overdue = [], []
+        for stream in sorted(sim.streams[r], key=_stream_key):
+            gid, skind, peer, src, dst = sim.streams[r][stream]
+            g = p.groups[gid]
+            started = sim.started[r].get(stream, 0)
+            completed = sim.completed[r].get(stream, 0)
+            hist = [(q, op, size, t + off) for q, op, size, t in sim.hist[r].get(stream, [])[-HISTORY:]]
+            d = {"stream": stream, "group": gid, "kind": skind, "ranks": list(g.ranks), "backend": "gloo",
+                 "peer": peer, "src": src, "dst": dst, "torch_timeout_s": 1800.0, "last_started": started,
+                 "last_completed": completed, "ring_overflow": 0,
+                 "recent_ops": [[s, op, size, t] for s, op, size, t in hist], "in_flight_seq": None}
+            if started > completed:
+                seq, op, size, t = hist[-1]
+                d.update(in_flight_seq=seq, in_flight_op=op, in_flight_api="", in_flight_size=size,
+                         in_flight_since=t)
+                detected = t + TIMEOUT_S + POLL_S
+                if alive and detected <= written + off:
+                    overdue.append({"stream": stream, "group": gid, "seq": seq, "op": op, "api": "", "size": size,
+                                    "group_ranks": list(g.ranks), "kind": skind, "peer": peer, "backend": "gloo",
+                                    "started_at": t, "detected_at": detected, "age_s": round(detected - t, 3),
+                                    "in_flight": True, "ended": None, "completed_at": None,
+                                    "resolved_after_s": None, "level": "hard", "deadline_s": TIMEOUT_S,
+                                    "held_until": None})
+            groups.append(d)
+        doc = {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": kind, "rank": r,
+               "world_size": p.world, "host": "sim", "pid": 1000 + r, "job_id": "fuzz",
+               "written_at": written + off, "watchdog_started_at": T0 - 2.0 + off, "alive": alive,
+               "exit_reason": why, "frozen": False, "heartbeat_age_s": 0.1, "config": {"timeout": TIMEOUT_S, "source": "patch"},
+               "groups": groups, "overdue": overdue, "gather_id": "fuzz-gather"}
+        if stacks and alive and kind == "state":
+            doc["main_thread"] = MAIN_THREAD
+            doc["stacks_text"] = _stacks(_frames(sim, r), MAIN_THREAD)
+        out[r] = doc
+    return out
+
+
+def _frames(sim, r):
+    """The main thread's frames, innermost first: in the call it waits in, or in the user's code."""
+    st = sim.state[r]
+    if st == "blocked":
+        stream, seq = sim.blocked[r]
+        op = sim.hist[r][stream][-1][1]
+        return [(TORCH_C10D, 2500, op), ("/job/train.py", 40, "step"), ("/job/train.py", 90, "<module>")]
+    if st == "stall":
+        return [("/job/train.py", 61, "compute"), ("/job/train.py", 41, "step"), ("/job/train.py", 90, "<module>")]
+    return [("/job/train.py", 95, "<module>")]
+
+
+def _stream_key(stream):
+    head = stream.split(":")[0]
+    return (int(head) if head.isdigit() else 0, stream)
+
+
+MODES = ("late", "early")
+
+
+def mode_of(seed):
+    """When the gather of a case ran (``seen_at``): one of MODES, a function of the case's seed."""
+    return random.Random("mode-%d" % seed).choice(MODES)
+
+
+def skew_of(seed, world, spread=7200.0):
+    """{rank: clock offset in seconds}, a function of the case's seed: ranks as on different nodes."""
+    rng = random.Random("skew-%d" % seed)
+    return {r: rng.uniform(-spread, spread) for r in range(world)}
+
+
+def run_case(case, mode=None, skew=False):
+    """(healthy Sim, faulty Sim, the faulty run's documents) of a case; ``mode`` defaults to mode_of(seed)."""
+    mode = mode or mode_of(case.seed)
+    healthy = Sim(case.program, case.program.calls).run()
+    faulty = Sim(case.program, case.calls, case.stop).run() if case.fault is not None else None
+    docs = None
+    if faulty is not None and faulty.hung:
+        docs = documents(faulty, mode, skew=skew_of(case.seed, case.program.world) if skew else None)
+    return healthy, faulty, docs
+
+
+def healthy_docs(sim):
+    """The documents of a run that ended (every rank done): states with nothing in flight."""
+    return documents(sim, "late")
+
+
+def classify(case, culprits):
+    """exact | undecided_ok (named none, the case is flagged undecidable) | undecided | partial | wrong."""
+    got = set(culprits)
+    if got == case.expected:
+        return "exact"
+    if not got:
+        return "undecided_ok" if case.undecidable else "undecided"
+    if got - case.expected:
+        return "wrong"
+    return "partial"

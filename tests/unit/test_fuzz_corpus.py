@@ -1,0 +1,141 @@
+"""The diagnosis fuzzer's fixed corpus (issue 42, first slice: tests/fuzz): seeded random programs, one fault
+each, gloo's matching simulated, the documents the watchdogs would write judged by the real verdict engine.
+No torch, no processes; a few seconds.  ``python tests/fuzz/run.py --replay SEED`` shows any case."""
+import collections
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))  # tests/, for ``fuzz``
+
+from c10d_observer import verdict  # noqa: E402
+from fuzz import programs, simulate  # noqa: E402
+
+CORPUS_SEED = 1  # the cases of ``run.py --seed 1``: case seeds 1000000 + i
+CORPUS = 200
+
+
+def _judge(case):
+    healthy, faulty, docs = simulate.run_case(case)
+    v = verdict.analyze(docs) if docs is not None else None
+    return healthy, faulty, v
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    out = []
+    for i in range(CORPUS):
+        case = programs.make_case(CORPUS_SEED * 1000000 + i)
+        healthy, faulty, v = _judge(case)
+        out.append((case, healthy, faulty, v))
+    return out
+
+
+def test_every_healthy_program_ends_with_every_rank_done_and_gives_no_verdict(corpus):
+    for case, healthy, _, _ in corpus:
+        assert not healthy.hung and set(healthy.state) == {"done"}, (case.seed, healthy.state)
+        v = verdict.analyze(simulate.healthy_docs(healthy))
+        assert not v.hangs and not v.culprit_ranks, (case.seed, v.summary)
+
+
+def test_every_fault_hangs_the_program(corpus):
+    faults = [(case, faulty) for case, _, faulty, _ in corpus if case.fault is not None]
+    assert len(faults) >= CORPUS * 0.95
+    for case, faulty in faults:
+        assert faulty.hung, case.seed
+        assert faulty.state[case.fault.rank] != "done" or case.fault.kind == "skip", (case.seed, faulty.state)
+
+
+def test_no_case_names_a_rank_outside_its_culprits(corpus):
+    wrong = [(case.seed, v.culprit_ranks, sorted(case.expected), v.summary) for case, _, _, v in corpus
+             if v is not None and set(v.culprit_ranks) - case.expected]
+    assert not wrong, wrong
+
+
+def test_a_stalled_or_dead_rank_is_always_named_exactly(corpus):
+    """Every shape, every step: a rank stalled in Python or dead before its call never arrives, and the verdict
+    names it alone (100 % over 50,000 cases of run.py, seeds 7 and 11)."""
+    seen = collections.Counter()
+    for case, _, _, v in corpus:
+        if case.fault is not None and case.fault.kind in ("stall", "exit"):
+            seen[case.fault.kind] += 1
+            assert v.culprit_ranks == [case.fault.rank], (case.seed, v.summary)
+    assert seen["stall"] >= 20 and seen["exit"] >= 15, seen
+
+
+def test_the_simplest_shapes_are_named_exactly():
+    """Skip, stall and exit on a job whose only group is the world: exact at every step for 3 ranks or more.
+    At 2 ranks a skip is mostly "cannot decide" (measured 19 exact of 143, 2,000 cases): the skipping rank's
+    next call meets its partner's skipped one at one seq, two ops and no majority (or, where the two calls are
+    alike, the rank ends one call short and is named).  Never wrong, at any size."""
+    got = collections.Counter()
+    for kind in ("skip", "stall", "exit"):
+        for i in range(40):
+            case = programs.make_case(5000000 + i, shape="world", kind=kind)
+            if case.fault is None:
+                continue
+            _, faulty, v = _judge(case)
+            assert not set(v.culprit_ranks) - case.expected, (case.seed, v.summary)
+            outcome = simulate.classify(case, v.culprit_ranks)
+            got[(kind, case.program.world >= 3, outcome)] += 1
+            if case.program.world >= 3 or kind != "skip":
+                assert outcome == "exact", (case.seed, kind, v.summary)
+    assert sum(n for (k, big, _), n in got.items() if big) >= 100, got
+
+
+def test_the_documents_are_what_the_watchdogs_write():
+    """A p2p job with a dead rank: states, the dead rank's end, p2p streams named <group>:p2p:<src>-><dst> with
+    kind p2p, peer, src and dst, as documents.RankDoc reads them."""
+    from c10d_observer import documents
+    for i in range(200):
+        case = programs.make_case(2000000 + i, shape="p2p", kind="exit")
+        if case.fault is not None and case.fault.step >= 2 and any(
+                s.kind == "p2p" for s in case.program.template):
+            break
+    _, faulty, docs = simulate.run_case(case)
+    parsed = {r: documents.RankDoc.from_json(d) for r, d in docs.items()}
+    dead = parsed[case.fault.rank]
+    assert dead.kind == "end" and dead.dead and dead.exit_reason
+    p2p = [g for d in parsed.values() for g in d.groups if g.kind == "p2p"]
+    assert p2p, case.seed
+    for g in p2p:
+        assert g.stream == "%s:p2p:%d->%d" % (g.group, g.src, g.dst) and g.peer in (g.src, g.dst)
+        assert g.members() == sorted({g.src, g.dst})
+    for r, d in parsed.items():
+        for g in d.groups:
+            assert len(g.recent) <= simulate.HISTORY
+            assert [c.seq for c in g.recent] == list(range(g.last_started - len(g.recent) + 1, g.last_started + 1))
+            if g.in_flight is not None:
+                assert g.in_flight.seq == g.last_started == g.last_completed + 1
+        assert all(e.level == "hard" and e.age_s >= simulate.TIMEOUT_S for e in d.overdue)
+
+
+# Known wrong culprits (the engine is not changed here; issue 42, item 5).  Each is a skip of a call whose slot
+# runs every k steps (an evaluation, a periodic barrier) at a step where the history does not show that slot
+# (its first occurrence, or its last one older than the 16 calls a document keeps per stream): ordering.py's
+# rule 2 extrapolates the place of the stuck call from the period of the last places and finds the skipping
+# rank's order the expected one, so the rank that followed the program is named "broke the order".  The
+# seeds are run.py's (programs.make_case), valid while the generator is unchanged.  Strict: once the engine
+# stops naming the wrong rank, the mark must go.
+KNOWN_WRONG = (7000629, 7004870, 7011447, 7013475, 7014432, 11001740)
+# Fixed: ordering.py rule 2 now names a rank only where the call it issued past the pattern's place is the
+# pattern's call there (same op and size as one period before): a barrier where all_gathers came before is not.
+FIXED_WRONG = (11008209,)
+
+
+@pytest.mark.parametrize("seed", FIXED_WRONG)
+def test_a_call_the_pattern_does_not_put_there_never_makes_the_rank_that_issued_it_the_culprit(seed):
+    case = programs.make_case(seed)
+    _, _, v = _judge(case)
+    assert not set(v.culprit_ranks) - case.expected, v.summary
+
+
+@pytest.mark.xfail(strict=True, reason="issue 42: a periodic call the history does not show, read as out of order "
+                                       "(ordering.py rule 2 extrapolates past it); the rank that followed the "
+                                       "program is named")
+@pytest.mark.parametrize("seed", KNOWN_WRONG)
+def test_known_wrong_culprits_of_periodic_calls(seed):
+    case = programs.make_case(seed)
+    _, _, v = _judge(case)
+    assert not set(v.culprit_ranks) - case.expected, v.summary
