@@ -38,8 +38,10 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None):
          order by this rule alone is named only where the A call it issued past that place is the call the
          pattern puts there (the same op and size as the A call one period before it, in its history): a
          call the history has not shown (a slot that runs every k steps, first met here, or older than the
-         history) breaks the pattern, and the rank that followed the program is not to be named for it
-         (the fuzzer, tests/fuzz: 7 wrong culprits in 50,000 cases before this check);
+         history) breaks the pattern, and the rank that followed the program is not to be named for it;
+         nor does the pattern decide anything where B #b, as a rank issued it, is not the pattern's call
+         either (its op or size differs from B #(b - p)'s): the pair is then undecided (the fuzzer,
+         tests/fuzz: 7 wrong culprits in 50,000 cases before these checks, 1 after);
       3. else, with no pattern, the place at which the other ranks issued B #b, if they agree.
     A rank's last call on a stream is still under test: it never counts in rule 1, and where it contradicts
     rule 2 it is set aside (its rank is then the one that rule 2 finds out of order).  r is out of order
@@ -69,6 +71,9 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None):
             for r in ranks:
                 got, target = last_started[r].get(a, 0), last[r] + 1
                 expected = _expected(places, known, target, r)
+                if expected is not None and expected[3] is not None and not _b_as_the_pattern(
+                        histories, b, target, expected[3]):
+                    return None  # B #target is not the pattern's call there: the pattern says nothing of it
                 if expected is None:
                     if got > max([n for k, n in (known or {}).items() if k < target] or [0]):
                         return None  # it may be out of order; nothing says where B #target goes
@@ -112,19 +117,37 @@ def _consensus(places, last):
 
 def _expected(places, known, target, rank):
     """(place of call #target, other ranks that issued it there, the A calls a period of the pattern spans
-    where the place comes from the pattern alone, else None), or None where nothing decides it."""
+    where the place comes from the pattern alone (else None), the pattern's period in B calls where the
+    pattern gave the place (else None)), or None where nothing decides it."""
     if known is None:
         return None
-    guess, stride = known.get(target), None
+    guess, stride, period = known.get(target), None, None
     if guess is None:
-        guess, stride = _extrapolate(known, target)
+        guess, stride, period = _extrapolate(known, target)
     others = {r: got[target] for r, got in places.items() if r != rank and target in got}
     if guess is None:
         if len(set(others.values())) != 1:
             return None
         guess = set(others.values()).pop()
     witnesses = sorted(r for r, n in others.items() if n == guess)
-    return guess, witnesses, stride if not witnesses else None
+    return guess, witnesses, stride if not witnesses else None, period
+
+
+def _b_as_the_pattern(histories, stream, seq, period):
+    """Whether call #seq on `stream`, as a rank that issued it has it, is the call the pattern puts there: the
+    same op and size as call #(seq - period); False only where a rank's history shows both and they differ
+    (a call that runs every k steps), True where none shows both."""
+    for calls in histories.values():
+        mine = dict((c.seq, (c.op, c.size)) for c in calls if c.stream == stream)
+        if seq in mine and seq - period in mine and not _alike(mine[seq], mine[seq - period]):
+            return False
+    return True
+
+
+def _alike(x, y):
+    """Two calls' (op, size) are the same call of a program: the same op, and the same size where both
+    sizes are known (an in-flight call's may not be)."""
+    return x[0] == y[0] and (x[1] is None or y[1] is None or x[1] == y[1])
 
 
 def _as_the_pattern(calls, stream, seq, stride):
@@ -132,12 +155,12 @@ def _as_the_pattern(calls, stream, seq, stride):
     call #(seq - stride), one period before; False where either is not in its history."""
     mine = dict((c.seq, (c.op, c.size)) for c in calls if c.stream == stream)
     now, before = mine.get(seq), mine.get(seq - stride) if stride > 0 else None
-    return now is not None and before is not None and now == before
+    return now is not None and before is not None and _alike(now, before)
 
 
 def _extrapolate(known, target):
     """(the place of call #target by the period of the run of known places just before it, the A calls one
-    period spans), or (None, None)."""
+    period spans, the period in B calls), or (None, None, None)."""
     end = max([s for s in known if s < target] or [0])
     start = end
     while start - 1 in known:
@@ -149,8 +172,8 @@ def _extrapolate(known, target):
             value = dict((s, known[s]) for s in range(start, end + 1))
             for s in range(end + 1, target + 1):
                 value[s] = value[s - p] + min(steps)
-            return value[target], min(steps)
-    return None, None
+            return value[target], min(steps), p
+    return None, None, None
 
 
 def _op(histories, r, stream, seq):

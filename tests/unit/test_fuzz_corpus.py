@@ -118,10 +118,11 @@ def test_the_documents_are_what_the_watchdogs_write():
 # rank's order the expected one, so the rank that followed the program is named "broke the order".  The
 # seeds are run.py's (programs.make_case), valid while the generator is unchanged.  Strict: once the engine
 # stops naming the wrong rank, the mark must go.
-KNOWN_WRONG = (7000629, 7004870, 7011447, 7013475, 7014432, 11001740)
-# Fixed: ordering.py rule 2 now names a rank only where the call it issued past the pattern's place is the
-# pattern's call there (same op and size as one period before): a barrier where all_gathers came before is not.
-FIXED_WRONG = (11008209,)
+KNOWN_WRONG = (7013475,)
+# Fixed: ordering.py rule 2 now trusts the pattern only where the calls at stake are the pattern's calls there
+# (the same op and size as one period before): the rank's call past the place (a barrier where all_gathers came
+# before), and the call whose place is sought (a 4096-element all_reduce where the pattern's is 1024).
+FIXED_WRONG = (7000629, 7004870, 7011447, 7014432, 11001740, 11008209)
 
 
 @pytest.mark.parametrize("seed", FIXED_WRONG)
