@@ -356,6 +356,7 @@ class Watchdog(object):
         self.report_due = False  # a report to write (or to retry: the last write failed)
         self.pending_signal = None  # (reason, monotonic ns): a hard detection's signal, sent at its verdict
         self.verdict_seen = None  # the last verdict.json read (the gather's verdict may come before the signal)
+        self.regathered = set()  # (stream, seq) of this rank's calls gathered again, left out of a merged verdict
         self.arrivals = _arrivals.ArrivalLog()  # the starts of this rank's calls, written every period
         self.stragglers = _arrivals.Stragglers()  # the node's join, where this rank's watchdog leads it
         self.arrivals_due = clock() + int(self.arrivals_period_s * 1e9)
@@ -564,6 +565,21 @@ class Watchdog(object):
         self.gather.own(gid, now_ns)
         self.docs.state(self.detector.entries, gid)
 
+    def _left_out_of(self, v):
+        """A verdict merged from the gather this rank answered that holds none of this rank's calls found
+        overdue and still in flight: its answer naming them came after the merge (it found its call overdue
+        during another rank's gather), and no one would gather them.  The level to gather them at, once per
+        call; else None."""
+        if v.gather_id != self.gather.answered or self.gather.owned is not None or not v.hangs:
+            return None
+        keys = {(str(h.stream), h.seq) for h in v.hangs}
+        left = [e for e in self.detector.entries if e.in_flight and (str(e.stream), e.seq) not in keys
+                and (str(e.stream), e.seq) not in self.regathered]
+        if not left:
+            return None
+        self.regathered.update((str(e.stream), e.seq) for e in left)
+        return "hard" if any(e.level == "hard" for e in left) else "soft"
+
     def _merged_for_mine(self):
         """The verdict merged from the last gather this rank answered, where it already holds every call of
         this rank in flight past its deadline, with this rank waiting in it (or named its late culprit), at
@@ -614,6 +630,9 @@ class Watchdog(object):
         v = self.files.new_verdict() if self.gather.answered is not None else None
         if v is not None:
             self.verdict_seen = v
+            level = self._left_out_of(v)
+            if level is not None:
+                out.append(Action("gather", level))
         if v is not None and v.gather_id == self.gather.answered and v.held_until:
             out.append(Action("hold", v))  # a rank the calls wait for is in a declared phase
         if self.cfg.on_timeout == "abort" and v is not None and v.level in (None, Level.HARD):

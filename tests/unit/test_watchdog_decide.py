@@ -953,3 +953,29 @@ def test_a_verdict_merged_after_the_jobs_first_is_said_as_what_happened_after(ri
     said = [m for m in rig.logs if "which stays the job's verdict (culprit ranks: 3)" in m]
     assert len(said) == 1 and said[0].startswith("after the verdict of "), rig.logs
     assert files.main_record(str(rig.dump_dir)).gather_id == "g0"
+
+
+def test_a_call_left_out_of_the_verdict_of_the_gather_this_rank_answered_is_gathered_again(rig):
+    """Rank 1 found its call overdue while rank 0's gather was open and answered it naming the call, but
+    the merge came first: the verdict holds another group's call only (the cascade's root), and nobody
+    gathered this rank's call (2.15 quick tier, test_cascade_names_the_root, once).  It gathers again, once."""
+    rig.beats()
+    rig.writer.set_rank(1, 4)
+    rig.streams[0].start(ALL_REDUCE, T0)
+    t = T0 + TIMEOUT_NS - 2 * POLL_NS
+    GatherRequest(id="g1", job_id="", by_rank=0, world_size=4, requested_at=wall_at(t), level="hard").write(
+        dumpdir.DumpDir(str(rig.dump_dir)))
+    rig.step(t + POLL_NS)
+    assert rig.wd.gather.answered == "g1"
+    rig.step(T0 + TIMEOUT_NS + 1)  # overdue while g1 is open: it answers g1 again, naming the call
+    assert GatherRequest.read(dumpdir.DumpDir(str(rig.dump_dir))).id == "g1"
+    dumpdir.write_json(str(rig.dump_dir / dumpdir.VERDICT_JSON), {
+        "version": 1, "gather_id": "g1", "level": "hard", "verdict_at": wall_at(T0 + TIMEOUT_NS),
+        "culprit_ranks": [3], "hangs": [{"group": "9", "stream": "9", "seq": 1, "op": "all_reduce", "level": "hard",
+                                         "root": True, "waiting_ranks": [2], "missing_ranks": [3]}]})
+    req = GatherRequest.read(dumpdir.DumpDir(str(rig.dump_dir)))
+    req.replace(merged_at=wall_at(T0 + TIMEOUT_NS)).write(dumpdir.DumpDir(str(rig.dump_dir)))
+    for k in range(1, 4):
+        rig.step(T0 + TIMEOUT_NS + 1 + k * POLL_NS)
+    again = GatherRequest.read(dumpdir.DumpDir(str(rig.dump_dir)))
+    assert again.id != "g1" and again.by_rank == 1, again
