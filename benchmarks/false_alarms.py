@@ -140,17 +140,7 @@ def rank_run(args):
             pause(30.0, "the pause that resolves")
         if step == stop_step and rank == last:
             facts["fault_at"] = time.time()
-            named = None
-            while time.time() - facts["fault_at"] < 60 and named is None:
-                for path in glob.glob(os.path.join(dump, "verdict-*.json")):
-                    try:
-                        with open(path) as f:
-                            v = json.load(f)["verdict"]
-                    except (OSError, ValueError, KeyError):
-                        continue
-                    if rank in (v.get("culprit_ranks") or ()) and (v.get("verdict_at") or 0) > facts["fault_at"]:
-                        named = v
-                time.sleep(0.05)
+            _wait_named(dump, rank, facts["fault_at"], 60.0)
             late.append((facts["fault_at"], time.time(), "the stop"))
         step_s = 0.2 if case == "early_stall" else rng.uniform(0.005, 0.03)
         work_t = _busy(step_s, work_t)
