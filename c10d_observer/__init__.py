@@ -7,7 +7,7 @@ from ._unset import UNSET as _UNSET
 from ._version import __version__
 
 __all__ = ["enable", "disable", "capabilities", "load_verdict", "phase", "begin_phase", "end_phase", "Verdict",
-           "HANG_EXIT_CODE", "__version__"]
+           "CollectiveHang", "HANG_EXIT_CODE", "__version__"]
 
 # on_timeout="abort": every rank the observer ends exits with this code: "a collective hang was found; the
 # verdict is in dump_dir", never a crash's or a test skip's code (config.HANG_EXIT_CODE says why 93)
@@ -34,7 +34,11 @@ def enable(timeout=_UNSET, *, poll_interval=_UNSET, dump_dir=_UNSET, signal=_UNS
         "abort" (at the hard deadline only, once the verdict is merged: every rank of the hang, the culprit
         first, exits with HANG_EXIT_CODE (93), "a collective hang was found; the verdict is in dump_dir",
         and torchrun's error file names the culprit; a rank that cannot run Python ends by SIGTERM, then
-        SIGKILL 10 s later).
+        SIGKILL 10 s later), or "raise" (at the hard verdict, in each rank with a call past the deadline,
+        never the culprit: CollectiveHang, carrying the verdict, is raised in the main thread once it is
+        next in Python, so that the job's except/finally blocks and checkpoints run; an NCCL group's
+        communicators are aborted so that its waiting calls end at once (not run on a GPU); a gloo call
+        cannot be ended from outside, so a gloo rank raises when its call returns or raises).
     on_hang: a callable taking one argument, or None.  Called in this rank, on a helper thread (never in a
         signal handler), with a Verdict (see load_verdict; ``.level`` "soft" or "hard") once a verdict with
         stuck calls is merged, or, where none comes within the gather window, with the verdict made from
@@ -95,6 +99,9 @@ def __getattr__(name):  # Verdict without importing anything at import time (PEP
     if name == "Verdict":
         from .verdict import Verdict
         return Verdict
+    if name == "CollectiveHang":
+        from .raising import CollectiveHang
+        return CollectiveHang
     raise AttributeError("module 'c10d_observer' has no attribute %r" % name)
 
 

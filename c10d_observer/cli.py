@@ -5,7 +5,7 @@ import runpy
 import sys
 
 from . import report as _report
-from .config import DEFAULT_DIR
+from .config import DEFAULT_DIR, ON_TIMEOUT_CHOICES
 
 
 def _duration(text):
@@ -65,10 +65,12 @@ def build_parser():
     run.add_argument("--poll-interval", type=_duration, help="time between the watchdog's checks (as --timeout)")
     run.add_argument("--dump-dir", help="reports and stack dumps (default $C10D_OBSERVER_DIR, else ./c10d_observer)")
     run.add_argument("--source", help="'auto' or an event source name (see the capabilities command)")
-    run.add_argument("--on-timeout", choices=("dump", "abort"),
+    run.add_argument("--on-timeout", choices=ON_TIMEOUT_CHOICES,
                      help="what a hard verdict (a call past the timeout) does: dump (report and stacks, training "
-                          "goes on; the default) or abort (every rank of the hang exits with code 93, the culprit "
-                          "first).  Soft verdicts (learned deadlines) never abort")
+                          "goes on; the default), abort (every rank of the hang exits with code 93, the culprit "
+                          "first) or raise (c10d_observer.CollectiveHang raised in each waiting rank: at once "
+                          "under NCCL, whose group is aborted; when the call returns under gloo).  Soft "
+                          "verdicts (learned deadlines) never act")
     run.add_argument("--signal", help="the signal sent to each rank with a call past the hard deadline, which "
                                       "runs the handler the script installed at its top (default "
                                       "$C10D_OBSERVER_SIGNAL, else SIGUSR1; SIGUSR2 where the job wants SIGUSR1 "

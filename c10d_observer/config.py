@@ -31,7 +31,7 @@ DEFAULT_TIMEOUT = 300.0
 HANG_EXIT_CODE = 93
 DEFAULT_DIR = "c10d_observer"
 DEFAULT_SOURCE = "auto"
-ON_TIMEOUT_CHOICES = ("dump", "abort")
+ON_TIMEOUT_CHOICES = ("dump", "abort", "raise")
 
 # Signals the watchdog may send.  SIGTERM and SIGINT are how launchers stop jobs, the fatal signals belong
 # to faulthandler's crash handler, SIGKILL and SIGSTOP cannot be caught.
@@ -112,7 +112,7 @@ Config.__doc__ = """The resolved, validated configuration (immutable).
 
 timeout, poll_interval: seconds (float); dump_dir: an absolute path that exists and is writable;
 signal: an int, or None (no signal is sent); source: the requested source name ("auto" or a source);
-on_timeout: "dump" or "abort"; soft: learned (soft) deadlines on or off (the timeout is the hard one);
+on_timeout: "dump", "abort" or "raise"; soft: learned (soft) deadlines on or off (the timeout is the hard one);
 timing: Timing (from C10D_OBSERVER_TIMING; for tests and experiments).
 """
 

@@ -19,6 +19,7 @@ Kinds of file (R: the rank, P: the rank's pid):
 ``fr-rank<R>-pid<P>.json``            rank              flight-recorder entries near the calls in flight
 ``stackreq-pid<P>.json``              watchdog -> rank  "write your stacks" (the helper thread answers)
 ``exitreq-pid<P>.json``               watchdog -> rank  on_timeout=abort: "exit with HANG_EXIT_CODE"
+``raisereq-pid<P>.json``              watchdog -> rank  on_timeout=raise: "raise the verdict in your main thread"
 ``notify-pid<P>.json``                watchdog -> rank  "the signal on its way is mine" (else: a foreign one)
 ``watch-request.json``                ``watch``         a live view is open: write live documents
 ``live-rank<R>-pid<P>.json``          watchdog          the rank's positions now, while a view is open
@@ -33,7 +34,7 @@ Kinds of file (R: the rank, P: the rank's pid):
 ``arrivals-node-<key>.json``           relay             another node's ranks' arrivals documents (relay.py)
 ====================================  ================  ================================================
 
-The request files (stackreq, exitreq, notify, signal, watch-request, gather-request) are named here;
+The request files (stackreq, exitreq, raisereq, notify, signal, watch-request, gather-request) are named here;
 their contents, and both halves of each protocol, are one versioned type each in ``requests.py``.  Every
 path into ``dump_dir`` goes through ``DumpDir`` (tests/unit/test_dumpdir_owner.py checks that no other module
 joins onto it), so that every reader survives a full or read-only directory.
@@ -59,6 +60,7 @@ PYSPY = "pyspy-rank%s-pid%d.txt"
 FR = "fr-rank%s-pid%d.json"
 STACK_REQUEST = "stackreq-pid%d.json"
 EXIT_REQUEST = "exitreq-pid%d.json"
+RAISE_REQUEST = "raisereq-pid%d.json"
 NOTIFY = "notify-pid%d.json"
 WATCH_REQUEST = "watch-request.json"
 LIVE = "live-rank%s-pid%d.json"
@@ -126,6 +128,10 @@ def stack_request_name(pid):
 
 def exit_request_name(pid):
     return EXIT_REQUEST % pid
+
+
+def raise_request_name(pid):
+    return RAISE_REQUEST % pid
 
 
 def notify_name(pid):

@@ -10,6 +10,7 @@ request                       from -> to             says
 ============================  =====================  ==================================================
 ``StackRequest``              watchdog -> rank       "write your stacks" (the helper thread answers)
 ``ExitRequest``               watchdog -> rank       on_timeout=abort: arm, disarm, or end now
+``RaiseRequest``              watchdog -> rank       on_timeout=raise: raise the verdict (raising.RankRaise)
 ``NotifyMark``                watchdog -> rank       "the signal on its way is mine"
 ``HandlerReplaced``           rank -> watchdog       the observer's handler was replaced: by what
 ``WatchRequest``              ``watch`` -> watchdog  a live view is open until ``until``
@@ -31,7 +32,7 @@ from .config import HANG_EXIT_CODE
 
 VERSION = 1
 
-__all__ = ["StackRequest", "ExitRequest", "ExitStage", "RankExit", "NotifyMark", "HandlerReplaced",
+__all__ = ["StackRequest", "ExitRequest", "ExitStage", "RankExit", "RaiseRequest", "NotifyMark", "HandlerReplaced",
            "WatchRequest", "GatherRequest"]
 
 
@@ -212,6 +213,32 @@ class RankExit(object):
             except Exception:
                 pass
         self._exit(code)
+
+
+# -- the rank's exception under on_timeout=raise -----------------------------------------------------------
+class RaiseRequest(_Request):
+    """on_timeout="raise": at the hard verdict, the watchdog asks a rank with a call past the hard deadline
+    to raise ``CollectiveHang`` in its main thread and to end the stuck calls of ``groups`` where torch can
+    (raising.RankRaise, the rank's half, in its helper thread; once per ``gather_id``).  ``verdict``: the
+    summary line; ``calls``: the rank's stuck calls as the console names them."""
+
+    KIND = "c10d_observer.raise_request"
+    FIELDS = {"gather_id": None, "groups": None, "calls": None, "verdict": None, "culprit_ranks": None,
+              "verdict_path": None, "written_at": None}
+
+    @staticmethod
+    def name(pid):
+        return _dumpdir.raise_request_name(pid)
+
+    def send(self, dd, pid):
+        """The watchdog's half.  Raises OSError where it cannot."""
+        dd.write_json(self.name(pid), self.to_json())
+
+    @classmethod
+    def take(cls, dd, pid):
+        """The rank's half: the request, taken away, or None."""
+        doc = dd.take(cls.name(pid))
+        return None if doc is None else cls.from_json(doc)
 
 
 # -- the signal -----------------------------------------------------------------------------------------

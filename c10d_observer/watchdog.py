@@ -467,18 +467,44 @@ class Watchdog(object):
     def _notify(self, reason, now_ns):
         """A hard detection: the signal goes once the verdict of the gather this rank is in says the hang is
         hard and not held (a rank it waits for is in a declared phase), or no verdict came in time."""
-        if self.cfg.signal is None or self.pending_signal is not None:
+        if self.pending_signal is not None:
             return
-        if self.notifier.withheld() is not None:
-            return  # its handler was replaced after enable(): no signal, said now (Notifier.withheld)
+        if self.cfg.on_timeout != "raise":  # under raise the exception goes at the same moment, signal or none
+            if self.cfg.signal is None or self.notifier.withheld() is not None:
+                return  # none, or its handler was replaced after enable(): no signal, said now (Notifier.withheld)
         self.pending_signal = (reason, now_ns)
 
     def _send_signal(self, reason, now_ns):
-        """The signal, and a console line for it: to whom, when, why, and when its handler can run."""
+        """The signal, and a console line for it: to whom, when, why, and when its handler can run; under
+        on_timeout="raise", the request that the rank raise the verdict (raising.RankRaise)."""
         if self.notifier.notify(reason):
             self.log("rank %s: %s sent to pid %s (%s); the job's handler runs once this rank's main thread is "
                      "back in Python: it waits in a call in C++, so not before that call returns (docs/contracts.md, "
                      "\"The signal\")" % (self.docs.rank(), self.cfg.signal_name, self.cfg.rank_pid, reason))
+        if self.cfg.on_timeout == "raise":
+            self._ask_raise(reason)
+
+    def _ask_raise(self, reason):
+        """on_timeout="raise": ask the rank to raise CollectiveHang, carrying the verdict, and to end its hard
+        calls' waits where torch can (NCCL).  Once per gather; a request that cannot be written is said."""
+        v = self.verdict_seen
+        mine = v is not None and self.gather.answered is not None and v.gather_id == self.gather.answered
+        hard = [e for e in self.detector.entries if e.in_flight and e.level == "hard"]
+        req = _requests.RaiseRequest(
+            gather_id=v.gather_id if mine else "no-verdict-%d" % len(self.detector.entries),
+            groups=sorted(set(e.group for e in hard)), calls=[e.describe() for e in hard],
+            verdict=(v.summary or "").replace("c10d_observer: ", "", 1) if mine else
+            "no verdict came within the gather window: %s" % reason,
+            culprit_ranks=list(v.culprit_ranks or ()) if mine else [],
+            verdict_path=self.dd.path(_dumpdir.VERDICT_TEXT), written_at=self.wall())
+        try:
+            req.send(self.dd, self.cfg.rank_pid)
+        except OSError as e:
+            self.log("rank %s: on_timeout=raise: cannot ask rank pid %s to raise (%s): it goes on"
+                     % (self.docs.rank(), self.cfg.rank_pid, e))
+            return
+        self.log("rank %s: on_timeout=raise: asked rank pid %s to raise CollectiveHang for %s"
+                 % (self.docs.rank(), self.cfg.rank_pid, "; ".join(req.calls) or reason))
 
     def _signal_step(self, now_ns):
         """The pending signal's decision: "signal" at the hard verdict, or, where none came within

@@ -26,7 +26,8 @@ def _legacy_backend():
 def run(ctx):
     a = ctx.args
     backend = "nccl" if a["kind"] == "nccl2" else _legacy_backend()
-    kw = dict(timeout=a["timeout"], poll_interval=a["poll"], dump_dir=a["dump_dir"], source=a["source"])
+    kw = dict(timeout=a["timeout"], poll_interval=a["poll"], dump_dir=a["dump_dir"], source=a["source"],
+              on_timeout=a.get("on_timeout", "dump"))
     obs = c10d_observer.enable(**kw) if a.get("enable_first") else None  # turns the recorder on (2.5-2.10)
     dist.init_process_group(backend, init_method="file://" + os.path.join(ctx.work_dir, "store"), rank=0,
                             world_size=1, timeout=datetime.timedelta(seconds=300))
@@ -53,10 +54,16 @@ def run(ctx):
         torch.cuda._sleep(int(a["sleep_cycles"]))  # the GPU is busy for seconds
         t0 = time.time()
         ctx.record(stuck_at=t0)
-        stuck(ctx, state)
-        ctx.record(returned_after_s=time.time() - t0)
-        torch.cuda.synchronize()
-        ctx.record(gpu_free_after_s=time.time() - t0)
+        try:
+            stuck(ctx, state)
+            ctx.record(returned_after_s=time.time() - t0)
+            torch.cuda.synchronize()
+            ctx.record(gpu_free_after_s=time.time() - t0)
+        except c10d_observer.CollectiveHang as e:  # on_timeout="raise": the group was aborted, done with it
+            ctx.record(raised=str(e), raised_after_s=time.time() - t0, ended=list(e.ended),
+                       culprit_ranks=list(e.culprit_ranks))
+            c10d_observer.disable()
+            return
     for _ in range(a.get("quick", 20)):
         stuck(ctx, state)
         torch.cuda.synchronize()

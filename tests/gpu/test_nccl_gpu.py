@@ -113,6 +113,19 @@ def test_a_rank_waiting_for_the_gpu_in_cpp_still_gets_its_stacks_dumped(gpu_job,
     assert "gpu_scenarios.py" in stacks
 
 
+def test_under_raise_the_nccl_group_is_aborted_and_the_rank_gets_the_verdict(gpu_job):
+    """on_timeout="raise" on NCCL (docs/contracts.md): at the hard verdict the rank's helper aborts the hang's
+    group and schedules CollectiveHang; the rank raises once its synchronisation returns.  At world size 1 the
+    wait is on a sleep kernel ahead of the call, which no abort ends: this checks that the abort runs on a real
+    ProcessGroupNCCL and the exception arrives with the verdict, not how soon an abort ends a peer's wait."""
+    job = _run(gpu_job, "synchronize", "nccl", "auto", on_timeout="raise")
+    facts, _ = _finish(job)
+    assert facts.get("raised") and "on_timeout=raise" in facts["raised"], (facts, job.log_text())
+    assert facts["ended"] == [facts["world_group"]], (facts, job.log_text())
+    assert "aborted" in job.log_text(), job.log_text()
+    print("raise on NCCL: raised after %.1f s; %s" % (facts["raised_after_s"], facts["raised"][:300]))
+
+
 def test_the_plans_under_test_are_those_capabilities_names():
     caps = c10d_observer.capabilities()
     assert ("nccl", "patch") in PLANS

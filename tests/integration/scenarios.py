@@ -528,6 +528,27 @@ def dead(ctx):
     ctx.stall_until_released()
 
 
+def raise_mode(ctx):
+    """on_timeout="raise": rank ``culprit`` skips an all_reduce until released; the others wait in it, each
+    inside its own ``try`` that catches c10d_observer.CollectiveHang (a gloo call cannot be ended from
+    outside: the exception comes once the call returns) and records what it carried."""
+    _enable(ctx, on_timeout="raise")
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if ctx.rank == ctx.args["culprit"]:
+        ctx.stall_until_released()
+    try:
+        dist.all_reduce(t)
+        for _ in range(200):  # the exception comes when this rank is next in Python: it never comes late
+            pass
+        ctx.record(raised=None)
+    except c10d_observer.CollectiveHang as e:
+        ctx.record(raised=str(e), is_runtime_error=isinstance(e, RuntimeError), culprit_ranks=list(e.culprit_ranks),
+                   calls=list(e.calls), groups=list(e.groups), ended=list(e.ended))
+    dist.barrier()  # the group still works under gloo: the call the exception interrupted had completed
+    c10d_observer.disable()
+
+
 def frozen(ctx):
     """Rank ``culprit`` stops (SIGSTOP: its Python cannot run, like a process stuck holding the GIL)
     while the others wait in an all_reduce; the test continues it (SIGCONT) and releases everyone."""

@@ -114,7 +114,7 @@ def test_a_watch_request_is_open_until_it_lapses_and_only_its_view_withdraws_it(
 def test_no_module_but_requests_writes_a_request_file():
     """One owner per message: the request files' names are used in requests.py (and named in dumpdir.py)."""
     pkg = os.path.dirname(requests.__file__)
-    names = ("stack_request_name", "exit_request_name", "notify_name", "handler_name", "WATCH_REQUEST", "GATHER")
+    names = ("stack_request_name", "exit_request_name", "raise_request_name", "notify_name", "handler_name", "WATCH_REQUEST", "GATHER")
     found = []
     for root, _dirs, files in os.walk(pkg):
         for f in files:
