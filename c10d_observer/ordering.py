@@ -13,7 +13,7 @@ Call = namedtuple("Call", "stream seq op started_at size")
 Call.__new__.__defaults__ = (None,)
 
 
-def ordering_culprit(histories, last_started, members, cycle, group_name=None):
+def ordering_culprit(histories, last_started, members, cycle, group_name=None, like=None, last_completed=None):
     """The rank that broke the order of calls across the groups of a cycle of stuck calls, or None.
 
     histories: {rank: [Call, ...]}, each rank's recent calls on all its streams (the last few per stream,
@@ -22,6 +22,12 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None):
     last_started: {rank: {stream: the last sequence number the rank started on that stream}} (from 1).
     members: {stream: [ranks]}.  cycle: the stuck calls, [(stream, seq, waiting_ranks, missing_ranks)].
     group_name: stream -> words for the text; default "group <stream>".
+    like: {stream: [streams of groups like it]} (analogs.like: other ranks, one program): the ranks of a like
+        group that share the other stream of a pair speak for the places too (rule 1, never under test): in a
+        job of pairs, the other pairs say where a pair's call goes among the world's calls.  Their last call
+        counts where it completed (``last_completed``: {rank: {stream: seq}}): they are not under test.
+    Where several ranks are out of order and exactly one of them by rule 1 (ranks went past the call at a
+    place it skipped), that rank is named: a place the ranks went past outweighs a place a pattern gives.
     Returns {"rank", "issued": (stream, seq), "skipped": (stream, seq), "witnesses": [ranks], "text"}:
     the culprit issued `issued` without `skipped`, which the program puts before it; `witnesses` are the
     other ranks that issued `skipped` at that place (empty where only the earlier steps show it).
@@ -67,7 +73,13 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None):
                 return None  # a rank in both streams sent nothing: its order is unknown
             last = {r: last_started[r].get(b, 0) for r in ranks}
             places = {r: _places(histories[r], b, a, last_started[r].get(a, 0)) for r in ranks}
-            known = _consensus(places, last)
+            all_places, all_last = dict(places), dict(last)
+            all_places.update(_like_places(histories, last_started, members, like, a, b, ranks))
+            all_last.update(_like_last(last_started, last_completed, members, like, a, b, ranks))
+            known = _consensus(all_places, all_last)
+            if known is None:  # the like groups' ranks disagree: the pair's own ranks speak alone
+                all_places, all_last = dict(places), dict(last)
+                known = _consensus(places, last)
             for r in ranks:
                 got, target = last_started[r].get(a, 0), last[r] + 1
                 expected = _expected(places, known, target, r)
@@ -81,13 +93,49 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None):
                     if expected[2] is not None and not _as_the_pattern(histories[r], a, expected[0] + 1,
                                                                         expected[2]):
                         return None  # the call it issued there is not the pattern's: the pattern may be wrong
-                    found.append((r, a, b, expected[0], target, expected[1], places[r]))
+                    likes = sorted({k[1] for k, p in all_places.items() if k not in places
+                                    and p.get(target) == expected[0] and all_last[k] > target})
+                    found.append((r, a, b, expected[0], target, expected[1], places[r], (target in known, likes)))
     if len({f[0] for f in found}) != 1:
-        return None
+        by_fact = {f[0] for f in found if f[7][0]}
+        if len(by_fact) != 1:
+            return None
+        found = [f for f in found if f[0] in by_fact]
     found.sort(key=lambda f: ((f[2], f[4]) not in stuck, (f[1], f[3] + 1) not in stuck, f[1], f[2]))
-    r, a, b, n, target, witnesses, own = found[0]
-    return {"rank": r, "issued": (a, n + 1), "skipped": (b, target), "witnesses": witnesses,
-            "text": _text(histories, r, a, b, n, target, witnesses, own, name)}
+    r, a, b, n, target, witnesses, own, (_, likes) = found[0]
+    text = _text(histories, r, a, b, n, target, witnesses, own, name)
+    if likes:
+        text += "; rank%s %s, of groups like %s, went past it at that place" % (
+            "s" if len(likes) > 1 else "", ", ".join(map(str, likes)), name(b))
+    return {"rank": r, "issued": (a, n + 1), "skipped": (b, target), "witnesses": witnesses, "text": text}
+
+
+def _like_pairs(members, like, a, b, ranks):
+    """(rank, A', B'): the ranks, not of ``ranks``, in a pair of streams like (a, b), one or both of them a like
+    group's."""
+    if not like:
+        return []
+    out = []
+    for a2 in [a] + list(like.get(a) or ()):
+        for b2 in [b] + list(like.get(b) or ()):
+            if (a2, b2) == (a, b):
+                continue
+            for r in sorted(set(members.get(a2, ())) & set(members.get(b2, ())) - set(ranks)):
+                out.append((r, a2, b2))
+    return out
+
+
+def _like_places(histories, last_started, members, like, a, b, ranks):
+    """{key: places} of the like groups' ranks (keys apart from ranks': ("like", rank, A', B'))."""
+    return {("like", r, a2, b2): _places(histories[r], b2, a2, last_started[r].get(a2, 0))
+            for r, a2, b2 in _like_pairs(members, like, a, b, ranks) if r in histories and r in last_started}
+
+
+def _like_last(last_started, last_completed, members, like, a, b, ranks):
+    """The like groups' ranks' last counted call + 1: their last completed call counts too."""
+    done = last_completed or {}
+    return {("like", r, a2, b2): max(last_started[r].get(b2, 0), (done.get(r) or {}).get(b2, 0) + 1)
+            for r, a2, b2 in _like_pairs(members, like, a, b, ranks) if r in last_started}
 
 
 def _places(calls, counted, other, last_other):

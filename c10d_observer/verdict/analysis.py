@@ -7,6 +7,7 @@ import collections
 import os
 import re
 
+from .. import analogs as _analogs
 from .. import arrivals as _arrivals
 from .. import documents as _documents
 from .. import ordering as _ordering
@@ -314,7 +315,7 @@ def _evaluate(by_rank, stream, seq, e, now):
         h["stuck_at_least"] = any(by_rank[r].ages_at_least for r in e["_seen_by"])
     ops = {r: c.op for r, c in calls.items()}
     if len(set(ops.values())) > 1:
-        h["mismatch"] = m = _mismatch(ops, calls)
+        h["mismatch"] = m = _by_program(_mismatch(ops, calls), calls, by_rank, stream, seq)
         if m["expected_op"]:
             # the odd ones issued another op at this seq: they never entered *this* call, finished or not
             other = [r for r in m["odd_ranks"] if r in waiting or r in finished]
@@ -337,10 +338,12 @@ def _evaluate(by_rank, stream, seq, e, now):
                 if len(known) < len(sizes):  # a rank of unknown root may be on either side: no odd one named
                     m["expected_op"], m["odd_ranks"] = None, []
                     m["unknown"] = sorted(r for r in sizes if r not in known)
+                else:
+                    _by_program(m, calls, by_rank, stream, seq)
                 if m["expected_op"]:
                     h["size"] = next(calls[r].size for r in sorted(sizes) if r not in m["odd_ranks"])
         elif len(set(sizes.values())) > 1:
-            h["mismatch"] = m = _mismatch(sizes, calls, "size")
+            h["mismatch"] = m = _by_program(_mismatch(sizes, calls, "size"), calls, by_rank, stream, seq)
             if m["expected_op"]:  # the call named by what the majority issued, not by the odd rank's size
                 h["size"] = m["expected_op"].split(" of ", 1)[1]
     return h
@@ -481,6 +484,28 @@ def _mismatch(ops, calls, kind="op"):
             "text": ", ".join("%s %s" % (rank_list(rs), op) for op, rs in by_op.items())}
 
 
+def _by_program(m, calls, by_rank, stream, seq):
+    """A desync with no majority: the odd ones out are the ranks whose call is not the one that groups like
+    this one, with its history, issued at this seq and went past (analogs.program_call), where some of its
+    ranks issued that call and some another; the evidence is said.  ``m``, changed in place, returned."""
+    if m["odd_ranks"] or m.get("unknown"):
+        return m
+    got = _analogs.program_call(by_rank, stream, seq)
+    if got is None or any(c.op in (None, "unknown") for c in calls.values()):
+        return m
+    (op, size), streams, (first, last) = got
+    agree = sorted(r for r, c in calls.items() if (c.op, c.size) == (op, size))
+    odd = sorted(r for r in calls if r not in agree)
+    if not agree or not odd or str(agree[0]) not in m["ops"]:
+        return m
+    m["odd_ranks"], m["expected_op"] = odd, m["ops"][str(agree[0])]
+    m["evidence"] = "no majority in the group; group%s %s, whose calls #%d-#%d were this group's, issued %s%s at #%d" % (
+        "s" if len(streams) > 1 else "", ", ".join(map(str, streams[:4])) + (" and %d more" % (len(streams) - 4)
+                                                                              if len(streams) > 4 else ""),
+        first, last, op, " of %s" % size if size else "", seq)
+    return m
+
+
 def _reaches(hangs, a, b):
     """Whether hang ``b`` is reached from hang ``a`` along caused_by (in one step or more)."""
     seen, todo = set(), list(hangs[a]["caused_by"])
@@ -502,10 +527,11 @@ def _order_cycles(hangs, cycles, by_rank, undecided):
     """A cycle of stuck calls (ranks wait for each other in different groups: an ordering deadlock): the
     rank whose order of calls across its groups broke the order the others and its own earlier steps
     followed (ordering.py) is its culprit; the call it skipped is the root.  Returns the culprits."""
-    histories, last_started, members, names = {}, {}, {}, {}
+    histories, last_started, last_completed, members, names = {}, {}, {}, {}, {}
     for r, doc in by_rank.items():
         histories[r] = [_ordering.Call(s, c.seq, c.op, t, c.size) for t, s, c in doc.history()]
         last_started[r] = {g.stream: g.last_started for g in doc.groups}
+        last_completed[r] = {g.stream: g.last_completed for g in doc.groups}
         for g in doc.groups:
             members.setdefault(g.stream, g.members())
             names.setdefault(g.stream, "group %s" % g.group if g.kind != "p2p" else "group %s (p2p %s)" % (
@@ -521,8 +547,10 @@ def _order_cycles(hangs, cycles, by_rank, undecided):
                for j in ring]
         found = None
         try:
+            like = {s: _analogs.like(by_rank, s) for s in {c[0] for c in cyc} if ":p2p:" not in str(s)}
             found = _ordering.ordering_culprit(histories, last_started, members, cyc,
-                                               group_name=lambda s: names.get(s, "group %s" % s))
+                                               group_name=lambda s: names.get(s, "group %s" % s), like=like,
+                                               last_completed=last_completed)
         except Exception:  # the history is odd: undecided, never a crash of the verdict
             found = None
         if not found:

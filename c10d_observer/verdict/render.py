@@ -109,8 +109,9 @@ def format_text(v, problems=()):
             lines.append("  %s: %s: %s" % ("broke the order" if m.state == Where.OUT_OF_ORDER else "never arrived",
                                            _who(v, r), m.text))
         if h.mismatch:
-            lines.append("  MISMATCH at this seq: %s%s" % (h.mismatch.text, "; the odd one(s) out: %s" % (
-                rank_list(h.mismatch.odd_ranks)) if h.mismatch.odd_ranks else ""))
+            lines.append("  MISMATCH at this seq: %s%s%s" % (h.mismatch.text, "; the odd one(s) out: %s" % (
+                rank_list(h.mismatch.odd_ranks)) if h.mismatch.odd_ranks else "",
+                " (%s)" % h.mismatch.evidence if h.mismatch.evidence else ""))
         if h.ordering and str(h.ordering.rank) not in (h.missing or {}):
             lines.append("  ordering deadlock: %s" % h.ordering.text)
         if h.outcome:

@@ -255,10 +255,11 @@ class Whereabouts(_Type):
 
 class Mismatch(_Type):
     """Different calls at one seq: ``kind`` (``MismatchKind``), each rank's ``ops`` ({"<rank>": op}), the
-    majority's ``expected_op`` (None: no majority), the ``odd_ranks``, ``text``."""
+    majority's ``expected_op`` (None: no majority), the ``odd_ranks``, ``text``; ``evidence`` where the odd
+    ones come from groups like this one rather than a majority (analogs.py)."""
     __slots__ = ()
     FIELDS = (F("kind", _enum(MismatchKind), _dump_enum), F("ops"), F("expected_op"),
-              F("odd_ranks", _list, _dump_list), F("text"))
+              F("odd_ranks", _list, _dump_list), F("text"), F("evidence", optional=True))
 
 
 class Ordering(_Type):
