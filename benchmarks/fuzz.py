@@ -5,10 +5,13 @@ verdict engine; the tables by fault kind, shape and fault step, and every wrong 
     python benchmarks/fuzz.py --cases 20000 --seed 7          # the tables; results/fuzz_sim_seed7.json
     python tests/fuzz/run.py --replay 7013475                  # one case, whole
 
+    python benchmarks/fuzz.py --real-only --real 40 --seed 3  # 40 programs by real gloo ranks (2-8 each)
+
 Source model: the exact sources (the patch wrappers, torch's pre/post hooks): every call a rank issued is in
-its document, as the watchdog writes it.  Not yet here (issue 42, left for the next slice): torch's recorders'
-quirks (entries without completion times, bounded rings, reads between polls), two faults at once, and the
-same programs run by real gloo ranks.  Exit status 1 where a culprit was wrong, a healthy program hung or
+its document, as the watchdog writes it.  ``--real N``: the same programs run by real gloo ranks under
+C10D_OBSERVER=1 (tests/fuzz/real.py), judged the same way.  Not yet here (issue 42, left for the next slice):
+torch's recorders' quirks (entries without completion times, bounded rings, reads between polls) and two
+faults at once.  Exit status 1 where a culprit was wrong, a healthy program hung or
 gave a verdict, or a fault made no hang.
 """
 import argparse
@@ -46,7 +49,14 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--skew", action="store_true", help="each rank's clock off by up to 2 h")
     ap.add_argument("--out", help="the results file (default benchmarks/results/fuzz_sim_seed<SEED>.json)")
+    ap.add_argument("--real", type=int, default=0, metavar="N",
+                    help="also run N of the programs (2-8 ranks, seeds from --seed's series) with real gloo ranks "
+                         "under C10D_OBSERVER=1, at the settings users get (no timeout)")
+    ap.add_argument("--real-wait", type=float, default=45.0, help="seconds after the fault to wait for a culprit")
+    ap.add_argument("--real-only", action="store_true", help="the real programs only")
     a = ap.parse_args(argv)
+    if a.real_only:
+        return _real(a)
     t0 = time.time()
     got = _run.run(a.cases, a.seed, skew=a.skew)
     dt = time.time() - t0
@@ -65,7 +75,46 @@ def main(argv=None):
         json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")
     print("\nresults: %s" % os.path.relpath(out, ROOT))
-    return 1 if got["wrong"] or got["unhealthy"] or got["nohang"] else 0
+    bad = got["wrong"] or got["unhealthy"] or got["nohang"]
+    if a.real:
+        bad = _real(a) or bad
+    return 1 if bad else 0
+
+
+def _real(a):
+    """N programs by real gloo ranks (tests/fuzz/real.py), one at a time: the table, results as data."""
+    import collections
+    import real as _real_mode  # tests/fuzz/real.py
+    import torch
+    seeds, i = [], 0
+    while len(seeds) < a.real:
+        seed = _run.case_seed(a.seed, i)
+        if _real_mode.eligible(seed):
+            seeds.append(seed)
+        i += 1
+    rows, t0 = [], time.time()
+    for seed in seeds:
+        row = _real_mode.run_real(seed, wait_s=a.real_wait)
+        rows.append(row)
+        print("real %d/%d seed %d: %s %s rank(s) %s at step %d, world %d: %s%s" % (
+            len(rows), len(seeds), seed, row["shape"], row["kind"], row["expected"], row["step"], row["world"],
+            row["outcome"], " in %.1f s" % row["named_s"] if row["named_s"] is not None else ""))
+        sys.stdout.flush()
+    by = collections.Counter(r["outcome"] for r in rows)
+    named = sorted(r["named_s"] for r in rows if r["outcome"] == "exact" and r["named_s"] is not None)
+    p90 = named[min(len(named) - 1, int(0.9 * len(named)))] if named else None
+    print("\nreal programs: %d, torch %s, %.0f s: %s; the fault to the culprit (exact): p90 %s s" % (
+        len(rows), torch.__version__, time.time() - t0, ", ".join("%s %d" % kv for kv in sorted(by.items())),
+        "%.1f" % p90 if p90 is not None else "-"))
+    out = os.path.join(HERE, "results", "fuzz_real_seed%d_torch%s.json" % (a.seed, torch.__version__.split("+")[0]))
+    with open(out, "w") as f:
+        json.dump({"command": "python benchmarks/fuzz.py --real-only --real %d --seed %d" % (a.real, a.seed),
+                   "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   "torch": torch.__version__, "machine": "%s, %d cores" % (platform.machine(), os.cpu_count() or 0),
+                   "outcomes": dict(by), "p90_named_s": p90, "rows": rows}, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print("results: %s" % os.path.relpath(out, ROOT))
+    return 1 if by.get("wrong") else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,104 @@
+"""One rank of a fuzzer program run by real gloo ranks (issue 42, item 4): ``programs.make_case(SEED)``
+rebuilt here, its groups made with ``new_group`` in the order of their names (torch names them "1", "2", ...
+as the program does), and this rank's calls of the faulty program issued with torch.distributed, under
+``C10D_OBSERVER=1`` (the driver, real.py, sets the environment as torchrun would).  A stall stops the rank in
+Python (it sleeps) before its call; an exit ends it there (``os._exit(1)``).  ``fault.json`` (wall time) is
+written into ``--out`` just before the fault; ``rank<R>.json`` when the rank is done with its program (calls
+made, or the error torch raised); a rank done lives on for ``--linger-s`` without collectives.  Python 3.8, torch 1.8.1+.
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # tests/, for ``fuzz``
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+from fuzz import programs  # noqa: E402
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "int64": torch.int64}
+
+
+def _write(path, doc):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f)
+    os.replace(tmp, path)
+
+
+def _tensor(size):
+    numel, dtype = size.split(" x ")
+    return torch.ones(int(numel), dtype=DTYPES[dtype])
+
+
+def _issue(c, groups, rank):
+    if c.op == "send":
+        dist.send(_tensor(c.size), dst=c.peer, group=groups[c.group])
+    elif c.op == "recv":
+        dist.recv(_tensor(c.size), src=c.peer, group=groups[c.group])
+    elif c.op == "barrier":
+        dist.barrier(group=groups[c.group])
+    elif c.op == "all_reduce":
+        dist.all_reduce(_tensor(c.size), group=groups[c.group])
+    elif c.op == "broadcast":
+        dist.broadcast(_tensor(c.size), src=c.root, group=groups[c.group])
+    elif c.op == "all_gather":
+        t = _tensor(c.size)
+        n = dist.get_world_size(groups[c.group])
+        dist.all_gather([torch.empty_like(t) for _ in range(n)], t, group=groups[c.group])
+    else:
+        raise ValueError("no such op in a fuzzer program: %r" % c.op)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--step-s", type=float, default=0.02, help="the compute of one step (a sleep)")
+    ap.add_argument("--linger-s", type=float, default=300.0, help="how long a rank done with its program lives on")
+    a = ap.parse_args()
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    case = programs.make_case(a.seed)
+    assert case.program.world == world, (case.program.world, world)
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=600))
+    groups = {"0": None}
+    for gid in sorted((g for g in case.program.groups if g != "0"), key=int):
+        groups[gid] = dist.new_group(list(case.program.groups[gid].ranks))  # every rank, in one order
+    calls = case.calls[rank]
+    stop = case.stop.get(rank)
+    step, made, error = None, 0, None
+    try:
+        for i, c in enumerate(calls):
+            if stop is not None and stop[0] == i:
+                _write(os.path.join(a.out, "fault.json"), {"at": time.time(), "rank": rank, "kind": stop[1]})
+                if stop[1] == "dead":
+                    os._exit(1)
+                while True:
+                    time.sleep(3600)
+            if case.fault is not None and rank == case.fault.rank and i == case.fault.index:
+                _write(os.path.join(a.out, "fault.json"), {"at": time.time(), "rank": rank, "kind": case.fault.kind})
+            if c.step != step:
+                step = c.step
+                time.sleep(a.step_s)
+            _issue(c, groups, rank)
+            made += 1
+        if case.fault is not None and rank == case.fault.rank and case.fault.index >= len(calls):
+            # a skip of the rank's last call: the fault is that it ends without it
+            _write(os.path.join(a.out, "fault.json"), {"at": time.time(), "rank": rank, "kind": case.fault.kind})
+    except Exception as e:  # torch raised (gloo saw a closed connection, a size it refuses): the job fails
+        error = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+    _write(os.path.join(a.out, "rank%d.json" % rank), {"calls": made, "error": error})
+    if error is None:
+        # done with its program, the rank goes on without collectives (saving, evaluating), as the simulation's
+        # "done" rank does: its exit would make gloo raise in the ranks that wait for it (the driver kills it)
+        time.sleep(a.linger_s)
+    sys.exit(1 if error else 0)  # atexit runs (C10D_OBSERVER=1's disable), as in a job that ends
+
+
+if __name__ == "__main__":
+    main()
