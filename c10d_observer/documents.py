@@ -118,8 +118,12 @@ class Position(NamedTuple):
     @classmethod
     def from_json(cls, d):
         recent = []
+        new = tuple.__new__  # a Call per item, built directly (the merge reads thousands: issue 42's fuzzer)
         for item in d.get("recent_ops") or ():
-            if isinstance(item, list) and item and isinstance(item[0], int):
+            if type(item) is list and len(item) == 4 and type(item[0]) is int and item[1]:
+                t = item[3]
+                recent.append(new(Call, (item[0], item[1], item[2], t if type(t) in (float, int) else None, "")))
+            elif isinstance(item, list) and item and isinstance(item[0], int):
                 recent.append(Call(item[0], item[1] if len(item) > 1 and item[1] else "unknown",
                                    item[2] if len(item) > 2 else None, _num(item[3]) if len(item) > 3 else None))
         fly = d.get("in_flight_seq")

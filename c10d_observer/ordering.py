@@ -82,19 +82,20 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
                 known = _consensus(places, last)
             for r in ranks:
                 got, target = last_started[r].get(a, 0), last[r] + 1
-                expected = _expected(places, known, target, r)
+                expected = _expected(places, known, target, r,
+                                     {k: p for k, p in all_places.items() if k not in places})
                 if expected is not None and expected[3] is not None and not _b_as_the_pattern(
                         histories, b, target, expected[3]):
                     return None  # B #target is not the pattern's call there: the pattern says nothing of it
                 if expected is None:
-                    if got > max([n for k, n in (known or {}).items() if k < target] or [0]):
+                    if got > _lower_bound(all_places, known, target):
                         return None  # it may be out of order; nothing says where B #target goes
                 elif got > expected[0]:
                     if expected[2] is not None and not _as_the_pattern(histories[r], a, expected[0] + 1,
                                                                         expected[2]):
                         return None  # the call it issued there is not the pattern's: the pattern may be wrong
                     likes = sorted({k[1] for k, p in all_places.items() if k not in places
-                                    and p.get(target) == expected[0] and all_last[k] > target})
+                                    and p.get(target) == expected[0]})
                     found.append((r, a, b, expected[0], target, expected[1], places[r], (target in known, likes)))
     if len({f[0] for f in found}) != 1:
         by_fact = {f[0] for f in found if f[7][0]}
@@ -105,7 +106,7 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
     r, a, b, n, target, witnesses, own, (_, likes) = found[0]
     text = _text(histories, r, a, b, n, target, witnesses, own, name)
     if likes:
-        text += "; rank%s %s, of groups like %s, went past it at that place" % (
+        text += "; rank%s %s, of groups like %s, issued it at that place" % (
             "s" if len(likes) > 1 else "", ", ".join(map(str, likes)), name(b))
     return {"rank": r, "issued": (a, n + 1), "skipped": (b, target), "witnesses": witnesses, "text": text}
 
@@ -138,6 +139,19 @@ def _like_last(last_started, last_completed, members, like, a, b, ranks):
             for r, a2, b2 in _like_pairs(members, like, a, b, ranks) if r in last_started}
 
 
+def _lower_bound(places, known, target):
+    """The least place B #target can have: a B call comes after the B calls before it on every rank, so its
+    place is at least theirs: the known places (rule 1), and for an earlier B call that two ranks or more
+    issued (in flight for them, say), the least place at which one issued it (a rank that skipped an A call
+    before it, or issued it early, puts it lower than the program does, never higher)."""
+    low = max([n for k, n in (known or {}).items() if k < target] or [0])
+    for k in set(s for got in places.values() for s in got if s < target):
+        at = [got[k] for got in places.values() if k in got]
+        if len(at) >= 2:
+            low = max(low, min(at))
+    return low
+
+
 def _places(calls, counted, other, last_other):
     """{seq: n} for each `counted` call of one rank whose place is known: n is the last `other` call the
     rank started before it (0: none)."""
@@ -163,10 +177,12 @@ def _consensus(places, last):
     return known
 
 
-def _expected(places, known, target, rank):
+def _expected(places, known, target, rank, like_places=None):
     """(place of call #target, other ranks that issued it there, the A calls a period of the pattern spans
     where the place comes from the pattern alone (else None), the pattern's period in B calls where the
-    pattern gave the place (else None)), or None where nothing decides it."""
+    pattern gave the place (else None)), or None where nothing decides it.  Rule 3 reads the like groups'
+    ranks too (``like_places``): where they agree (two or more), they speak for the place unless the pair's
+    other ranks, two or more, agree on another (one rank alone may be the culprit)."""
     if known is None:
         return None
     guess, stride, period = known.get(target), None, None
@@ -174,9 +190,14 @@ def _expected(places, known, target, rank):
         guess, stride, period = _extrapolate(known, target)
     others = {r: got[target] for r, got in places.items() if r != rank and target in got}
     if guess is None:
-        if len(set(others.values())) != 1:
+        own = set(others.values())
+        like = [got[target] for got in (like_places or {}).values() if target in got]
+        if len(own) == 1 and (not like or set(like) == own):
+            guess = own.pop()
+        elif len(set(like)) == 1 and len(like) >= 2 and len(others) <= 1:
+            guess = like[0]
+        else:
             return None
-        guess = set(others.values()).pop()
     witnesses = sorted(r for r, n in others.items() if n == guess)
     return guess, witnesses, stride if not witnesses else None, period
 

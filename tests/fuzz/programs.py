@@ -172,7 +172,8 @@ def _slot_calls(slot, index, step, groups, families):
 def _timed(calls, step):
     """The calls of one rank at one step, each with its nominal start (spread over the step)."""
     n = len(calls)
-    return [c._replace(at=step * STEP_S + (i + 1) * STEP_S / (n + 1)) for i, c in enumerate(calls)]
+    return [Call(c[0], c[1], c[2], c[3], c[4], c[5], c[6], step * STEP_S + (i + 1) * STEP_S / (n + 1))
+            for i, c in enumerate(calls)]
 
 
 def make_program(rng, shape=None, world=None, steps=None):

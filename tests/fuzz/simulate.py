@@ -106,15 +106,20 @@ class Sim(object):
             if stream not in self.streams[r]:
                 self.streams[r][stream] = (c.group, "p2p", c.peer, src, dst)
             sig = ("p2p", c.size)
+            text = c.size
         else:
             stream = coll_stream(c.group)
-            sig = (c.op, size_text(c, self.program))
+            text = c.size if c.root is None else size_text(c, self.program)
+            sig = (c.op, text)
         seq = self.started[r].get(stream, 0) + 1
         self.started[r][stream] = seq
-        t = max(T0 + c.at, when + EPS)
+        t = T0 + c.at
+        if t < when + EPS:
+            t = when + EPS
         self.clock[r] = t
-        self.last_progress = max(self.last_progress, t)
-        self.hist[r].setdefault(stream, []).append((seq, c.op, size_text(c, self.program), t))
+        if t > self.last_progress:
+            self.last_progress = t
+        self.hist[r].setdefault(stream, []).append((seq, c.op, text, t))
         key = (stream, seq)
         inst = self.entered.setdefault(key, {})
         inst[r] = (sig, t)

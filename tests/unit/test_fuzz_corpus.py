@@ -13,7 +13,10 @@ from c10d_observer import verdict  # noqa: E402
 from fuzz import programs, simulate  # noqa: E402
 
 CORPUS_SEED = 1  # the cases of ``run.py --seed 1``: case seeds 1000000 + i
-CORPUS = 200
+# 200 cases on every line; C10D_FUZZ_CORPUS sets more (tox.ini: 10,000 on the torch 2.13 line, once: the
+# simulation and the verdict engine are pure Python, the same on every line)
+CORPUS = int(os.environ.get("C10D_FUZZ_CORPUS") or 200)
+HEALTHY_EVERY = max(1, CORPUS // 1000)  # a healthy program's documents judged: every case up to 1,000, else a sample
 
 
 def _judge(case):
@@ -33,8 +36,10 @@ def corpus():
 
 
 def test_every_healthy_program_ends_with_every_rank_done_and_gives_no_verdict(corpus):
-    for case, healthy, _, _ in corpus:
+    for i, (case, healthy, _, _) in enumerate(corpus):
         assert not healthy.hung and set(healthy.state) == {"done"}, (case.seed, healthy.state)
+        if i % HEALTHY_EVERY:
+            continue
         v = verdict.analyze(simulate.healthy_docs(healthy))
         assert not v.hangs and not v.culprit_ranks, (case.seed, v.summary)
 
