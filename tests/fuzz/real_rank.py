@@ -21,7 +21,9 @@ import torch.distributed as dist  # noqa: E402
 
 from fuzz import programs  # noqa: E402
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "int64": torch.int64}
+# gloo has no bfloat16 reductions before torch 1.10 ("Unsupported data type"): float16 there, the same size
+_OLD = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) < (1, 10)
+DTYPES = {"float32": torch.float32, "bfloat16": torch.float16 if _OLD else torch.bfloat16, "int64": torch.int64}
 
 
 def _write(path, doc):
