@@ -28,6 +28,9 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
         counts where it completed (``last_completed``: {rank: {stream: seq}}): they are not under test.
     Where several ranks are out of order and exactly one of them by rule 1 (ranks went past the call at a
     place it skipped), that rank is named: a place the ranks went past outweighs a place a pattern gives.
+    Else, where one rank is out of order by the places two ranks or more issued the call at, and every other
+    rank out of order is so only by that one rank's place, the one is named (a skip makes its rank the one
+    witness against the many: each side finds the other out of order).
     Returns {"rank", "issued": (stream, seq), "skipped": (stream, seq), "witnesses": [ranks], "text"}:
     the culprit issued `issued` without `skipped`, which the program puts before it; `witnesses` are the
     other ranks that issued `skipped` at that place (empty where only the earlier steps show it).
@@ -99,9 +102,10 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
                     found.append((r, a, b, expected[0], target, expected[1], places[r], (target in known, likes)))
     if len({f[0] for f in found}) != 1:
         by_fact = {f[0] for f in found if f[7][0]}
-        if len(by_fact) != 1:
+        one = by_fact if len(by_fact) == 1 else _one_against_many(found)
+        if len(one) != 1:
             return None
-        found = [f for f in found if f[0] in by_fact]
+        found = [f for f in found if f[0] in one]
     found.sort(key=lambda f: ((f[2], f[4]) not in stuck, (f[1], f[3] + 1) not in stuck, f[1], f[2]))
     r, a, b, n, target, witnesses, own, (_, likes) = found[0]
     text = _text(histories, r, a, b, n, target, witnesses, own, name)
@@ -109,6 +113,19 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
         text += "; rank%s %s, of groups like %s, issued it at that place" % (
             "s" if len(likes) > 1 else "", ", ".join(map(str, likes)), name(b))
     return {"rank": r, "issued": (a, n + 1), "skipped": (b, target), "witnesses": witnesses, "text": text}
+
+
+def _one_against_many(found):
+    """{c} where one rank c is out of order by the places two ranks or more issued calls at, and every other rank
+    found out of order is so only by c's own place (c alone witnessed it): the one against the many, as a
+    desync's odd one out; else set()."""
+    out = set()
+    for c in {f[0] for f in found}:
+        others = [f for f in found if f[0] != c]
+        if all(f[5] and set(f[5]) <= {c} for f in others) and any(
+                len(set(f[5]) - {c}) >= 2 for f in found if f[0] == c):
+            out.add(c)
+    return out
 
 
 def _like_pairs(members, like, a, b, ranks):
