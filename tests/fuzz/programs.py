@@ -268,10 +268,10 @@ def inject(rng, program, kind=None):
     return None  # no calls at all
 
 
-def _apply(rng, program, kind, r, i):
-    calls = {q: list(cs) for q, cs in program.calls.items()}
+def _apply(rng, program, kind, r, i, calls=None, stop=None):
+    calls = {q: list(cs) for q, cs in (calls or program.calls).items()}
     orig = calls[r][i]
-    stop = {}
+    stop = dict(stop or {})
     detail = ""
     if kind == "skip":
         del calls[r][i]
@@ -364,6 +364,40 @@ def make_case(seed, shape=None, kind=None):
     fault, calls, stop = got
     why = undecidable(program, fault)
     return Case(seed, program, fault, calls, stop, {fault.rank}, why is not None, why)
+
+
+def make_case2(seed, shape=None):
+    """Two faults at once (issue 42: "and, separately, two at once"): the first as make_case's, a second on
+    another rank at a random call of its list.  ``expected``: both ranks.  A verdict may name one of them (the
+    hang the first fault made can hide the second: "partial") or both; a rank outside the two is wrong, except
+    that two faults can leave the documents one fault on a third rank would leave (two ranks skip the same
+    call: the third, alone in it, looks like the one that issued an extra call), which run.py counts apart."""
+    rng = random.Random("two-%d" % seed)
+    program = make_program(rng, shape=shape)
+    got = inject(rng, program)
+    if got is None or program.world < 3:
+        return Case(seed, program, None, program.calls, {}, set(), False, None)
+    fault, calls, stop = got
+    for _ in range(50):
+        k = rng.choices(FAULT_KINDS, FAULT_WEIGHTS)[0]
+        r = rng.randrange(program.world)
+        if r == fault.rank or not calls[r]:
+            continue
+        i = _pick_call(rng, calls[r], k, rng.random() < 0.35)
+        if i is None:
+            continue
+        second, calls, stop = _apply(rng, program, k, r, i, calls, stop)
+        o1, o2 = fault.call, second.call
+        alike = (fault.kind == second.kind and (o1.group, o1.step, o1.slot) == (o2.group, o2.step, o2.slot)
+                 and (fault.kind not in ("mismatch_op", "mismatch_size", "mismatch_root")
+                      or calls[fault.rank][fault.index][1:4] == calls[r][i][1:4]))
+        two = fault._replace(detail=(fault.detail + "; " if fault.detail else "") + "and %s on rank %d at its call #%d%s"
+                             % (second.kind, second.rank, second.index,
+                                " (%s)" % second.detail if second.detail else ""))
+        why = ("both ranks did the same to the same call: the documents are those of one fault on the call's other "
+               "ranks" if alike else None)
+        return Case(seed, program, two, calls, stop, {fault.rank, second.rank}, alike, why)
+    return Case(seed, program, None, program.calls, {}, set(), False, None)
 
 
 def describe(case):

@@ -7,7 +7,8 @@ documents the watchdogs would write, judged by the real verdict engine (``c10d_o
 Each case is classified by the verdict's ``culprit_ranks`` against the culprit the fault put there: exact
 (the same set), undecided (none named: "cannot decide"; split by whether the case is flagged undecidable,
 programs.undecidable), partial (some of the expected, none else) or WRONG (a rank outside the expected set:
-never acceptable).  Every program is also run without its fault: it must end with every rank done, and its
+never acceptable).  ``--two``: two faults on two ranks (programs.make_case2); "mimic" counts a rank outside
+the two named where both did the same to the same call (the documents of one fault on the call's other rank).  Every program is also run without its fault: it must end with every rank done, and its
 documents must give no verdict.  Python 3.8.
 """
 import argparse
@@ -25,9 +26,9 @@ for _p in (ROOT, os.path.dirname(HERE)):  # the package from this checkout; test
 from c10d_observer import verdict as _verdict  # noqa: E402
 from fuzz import programs, simulate  # noqa: E402
 
-OUTCOMES = ("exact", "undecided_ok", "undecided", "partial", "wrong")
+OUTCOMES = ("exact", "undecided_ok", "undecided", "partial", "mimic", "wrong")
 HEADS = {"exact": "exact", "undecided_ok": "undec(flag)", "undecided": "undecided", "partial": "partial",
-         "wrong": "WRONG"}
+         "mimic": "mimic", "wrong": "WRONG"}
 
 Result = collections.namedtuple("Result", "case mode outcome culprits summary healthy_ok healthy_why hung reason")
 
@@ -65,8 +66,8 @@ def healthy_check(sim):
     return ""
 
 
-def judge(seed, check_healthy=True, skew=False):
-    case = programs.make_case(seed)
+def judge(seed, check_healthy=True, skew=False, two=False):
+    case = programs.make_case2(seed) if two else programs.make_case(seed)
     mode = simulate.mode_of(seed)
     healthy, faulty, docs = simulate.run_case(case, mode, skew=skew)
     why = healthy_check(healthy) if check_healthy else ""
@@ -76,8 +77,19 @@ def judge(seed, check_healthy=True, skew=False):
         return Result(case, mode, "nohang", [], "the fault made no hang", not why, why, False, None)
     v = _verdict.analyze(docs)
     outcome = simulate.classify(case, v.culprit_ranks)
+    if outcome == "wrong" and two and (case.undecidable or _mimicked(case, v.culprit_ranks)):
+        outcome = "mimic"  # two faults that leave one fault's documents on another rank: that rank is named
     return Result(case, mode, outcome, list(v.culprit_ranks), v.summary, not why, why, True,
                   reason(v) if outcome in ("undecided", "undecided_ok") else None)
+
+
+def _mimicked(case, named):
+    """Whether each rank named outside the two faulted ones shares a group with both, of which they are half or
+    more: whatever they did alike there, the documents are those of one fault on the others of that group."""
+    extra = set(named) - case.expected
+    return bool(extra) and all(
+        any(x in g.ranks and case.expected <= set(g.ranks) and 2 * len(case.expected) >= len(g.ranks)
+            for g in case.program.groups.values()) for x in extra)
 
 
 def step_bucket(step, program):
@@ -103,13 +115,13 @@ def table(title, rows):
     return "\n".join(out)
 
 
-def run(cases, seed, show=(), out=sys.stdout, skew=False):
+def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False):
     t = time.time()
     by_kind, by_shape, by_step = (collections.defaultdict(collections.Counter) for _ in range(3))
     reasons = collections.defaultdict(collections.Counter)  # undecided, not flagged: why, by fault kind
     wrong, unhealthy, shown, nohang, nofault = [], [], [], [], 0
     for i in range(cases):
-        res = judge(case_seed(seed, i), skew=skew)
+        res = judge(case_seed(seed, i), skew=skew, two=two)
         if not res.healthy_ok:
             unhealthy.append(res)
         if res.outcome is None:
@@ -130,8 +142,8 @@ def run(cases, seed, show=(), out=sys.stdout, skew=False):
             shown.append(res)
     dt = time.time() - t
     w = out.write
-    w("%d cases (seed %d%s) in %.1f s (%.0f cases/s, healthy runs and both verdicts included)\n\n" % (
-        cases, seed, ", clocks skewed" if skew else "", dt, cases / dt if dt else 0))
+    w("%d cases (seed %d%s%s) in %.1f s (%.0f cases/s, healthy runs and both verdicts included)\n\n" % (
+        cases, seed, ", clocks skewed" if skew else "", ", two faults each" if two else "", dt, cases / dt if dt else 0))
     w(table("fault kind", by_kind) + "\n\n")
     w(table("shape", by_shape) + "\n\n")
     w(table("fault step", by_step) + "\n\n")
@@ -147,6 +159,9 @@ def run(cases, seed, show=(), out=sys.stdout, skew=False):
         cases, cases - len(unhealthy), "; %d programs had no call (no fault)" % nofault if nofault else ""))
     for res in unhealthy:
         w("  UNHEALTHY seed %d: %s\n" % (res.case.seed, res.healthy_why))
+    if two:  # two faults can cancel (a send skipped, its recv skipped): no hang, no error
+        w("  %d cases of two faults made no hang\n" % len(nohang))
+        nohang = []
     for res in nohang:
         w("  NO HANG seed %d: the fault made no hang (%s)\n" % (res.case.seed, res.case.fault.kind))
     w("\nWRONG culprits: %d\n" % len(wrong))
@@ -167,9 +182,9 @@ def _line(res, w):
         res.mode, res.culprits, sorted(res.case.expected), res.summary))
 
 
-def replay(seed, out=sys.stdout, skew=False):
+def replay(seed, out=sys.stdout, skew=False, two=False):
     w = out.write
-    case = programs.make_case(seed)
+    case = programs.make_case2(seed) if two else programs.make_case(seed)
     mode = simulate.mode_of(seed)
     w(programs.describe(case) + "\n")
     healthy, faulty, docs = simulate.run_case(case, mode, skew=skew)
@@ -201,13 +216,14 @@ def main(argv=None):
     ap.add_argument("--replay", type=int, help="one case, by the seed the table lists")
     ap.add_argument("--skew", action="store_true", help="each rank's clock off by up to 2 h (ranks on other "
                                                          "nodes): the verdict never compares two ranks' clocks")
+    ap.add_argument("--two", action="store_true", help="two faults at once, on two ranks (programs.make_case2)")
     ap.add_argument("--show", default="", help="also list the cases of these outcomes (comma separated: "
                                                 "undecided, undecided_ok, partial, exact)")
     a = ap.parse_args(argv)
     if a.replay is not None:
-        replay(a.replay, skew=a.skew)
+        replay(a.replay, skew=a.skew, two=a.two)
         return 0
-    got = run(a.cases, a.seed, [s for s in a.show.split(",") if s], skew=a.skew)
+    got = run(a.cases, a.seed, [s for s in a.show.split(",") if s], skew=a.skew, two=a.two)
     return 1 if got["wrong"] or got["unhealthy"] or got["nohang"] else 0
 
 

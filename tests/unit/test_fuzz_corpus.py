@@ -151,3 +151,18 @@ def test_a_call_the_pattern_does_not_put_there_never_makes_the_rank_that_issued_
     case = programs.make_case(seed)
     _, _, v = _judge(case)
     assert not set(v.culprit_ranks) - case.expected, v.summary
+
+
+def test_two_faults_at_once_never_name_a_rank_outside_them_but_where_they_mimic_one():
+    """Two faults on two ranks (programs.make_case2): the verdict names one or both, or cannot decide; a third
+    rank only where the two are half or more of a group of it and so leave one fault's documents on it
+    (run._mimicked: two ranks of three skip the same call, the third alone in it looks like the one that issued
+    an extra call)."""
+    from fuzz import run
+    got = collections.Counter()
+    for i in range(300):
+        seed = 21000000 + i
+        res = run.judge(seed, check_healthy=False, two=True)
+        got[res.outcome] += 1
+        assert res.outcome != "wrong", (seed, res.culprits, sorted(res.case.expected), res.summary)
+    assert got["exact"] + got["partial"] >= 200, got
