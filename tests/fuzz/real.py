@@ -5,9 +5,10 @@ observer at the settings users get unless ``timeout`` is given; the verdict the 
 
 Outcomes: exact, undecided (flagged or not), partial, wrong (as run.py); "torch raised" (every rank that
 waited ended by itself: gloo raised on a peer's death or a desync it checks, the job failed rather than hung;
-the verdict, where one came, is still judged for a wrong culprit), "missed" (no culprit named within
-``wait_s`` of the fault) and "no fault" (the program ended before it).  ``named_s``: the fault to the first
-verdict that named a culprit, seconds.
+the verdict, where one came, is still judged for a wrong culprit), "no hang" (every rank finished its
+program: gloo let the fault through, as a broadcast from another root, which completes with the wrong data),
+"missed" (no culprit named within ``wait_s`` of the fault) and "no fault" (the program ended before it).
+``named_s``: the fault to the first verdict that named a culprit, seconds.
 """
 import json
 import os
@@ -90,6 +91,10 @@ def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, k
                 if v.get("culprit_ranks") and first is None:
                     first = v
                     break
+            done = [_read(os.path.join(out, "rank%d.json" % r)) for r in range(case.program.world)]
+            if all(d is not None and d.get("error") is None for d in done):
+                row["outcome"] = "no hang"  # every rank finished its program: gloo let the fault through
+                return row
             if all(procs[r].poll() is not None for r in waiting):
                 time.sleep(1.0)  # the watchdogs' last merge
                 last = _read(os.path.join(dumps, "verdict.json")) or last
