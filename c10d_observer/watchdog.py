@@ -752,7 +752,9 @@ class Watchdog(object):
         self.snap = self.reader.snapshot()
         if self.detector.entries:
             self.act(Action("report", None))
-        why = "process %d ended without disable() (%s)" % (self.cfg.rank_pid, reason)
+        status = _io.exit_status(self.cfg.rank_pid)
+        why = "process %d ended without disable() (%s%s)" % (self.cfg.rank_pid, reason,
+                                                             "; " + status if status else "")
         how = self.abort.how_ended()
         if self.abort.before_exit:
             # the watchdog is not the rank's parent: it says what it asked for, a launcher may have ended it first

@@ -580,6 +580,28 @@ def pid_state(pid):
         return None
 
 
+def exit_status(pid, proc="/proc"):
+    """How a process that ended is ending, in words ("killed by signal 6 (SIGABRT)", "exit code 1"), read from
+    its /proc entry while it is a zombie not yet reaped by its parent (field 52, Linux 3.5+); None where it is
+    not a zombie or the entry is gone (reaped: a launcher reaps within its monitor interval)."""
+    try:
+        with open("%s/%d/stat" % (proc, pid)) as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+        if rest[0] != "Z" or len(rest) < 50:
+            return None
+        status = int(rest[49])
+    except (OSError, IndexError, ValueError):
+        return None
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = "signal %d" % sig
+        return "killed by signal %d (%s)" % (sig, name)
+    return "exit code %d" % os.WEXITSTATUS(status)
+
+
 def pid_alive(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:

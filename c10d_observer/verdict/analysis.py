@@ -216,6 +216,10 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
                 h["missing"][str(r)] = _where(by_rank.get(r), frames.get(r), now)
                 if by_rank.get(r) is not None:
                     culprits.add(r)
+        for r in _aborted_beside_another(h, by_rank, waiting_in):
+            culprits.discard(r)
+            m = h["missing"][str(r)]
+            m["text"] = "%s; %s" % (m.get("text") or "dead", ABORTED_WORDS)
         h["caused_by"] = sorted(set(h["caused_by"]))
         if "mismatch" in h:
             if h["mismatch"]["odd_ranks"]:
@@ -269,6 +273,29 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
         v["straggler_lines"] = _arrivals.lines(stragglers, now)
     v["summary"] = summary_line(v)
     return v
+
+
+# A rank that died of SIGABRT beside another rank that explains the hang: gloo aborts a rank that receives a
+# collective of another size than it posted ("op.preamble.length <= op.nbytes ... Is there a distributed
+# collective mismatch"), so the desync's victim dies while the rank that caused it lives on (the fuzzer's real
+# programs: tests/fuzz/real.py, seed 5000066).  It is a symptom: not named while another rank of the call is.
+ABORTED_WORDS = ("aborted (SIGABRT), as gloo aborts a rank that receives a collective of another size than it "
+                 "posted: a symptom of the other rank's desync, not named")
+
+
+def _aborted_beside_another(h, by_rank, waiting_in):
+    """The missing ranks of hang ``h`` that died of SIGABRT, where a missing rank that did not (in no
+    collective, frozen, dead otherwise) is there to name: else none (an abort alone is named)."""
+    aborted, others = [], []
+    for r in h["missing_ranks"]:
+        doc = by_rank.get(r)
+        if doc is None or r in waiting_in:
+            continue
+        if doc.dead and "(SIGABRT)" in (doc.exit_reason or ""):
+            aborted.append(r)
+        else:
+            others.append(r)
+    return aborted if others else []
 
 
 def _evaluate(by_rank, stream, seq, e, now):

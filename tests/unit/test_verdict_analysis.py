@@ -635,3 +635,29 @@ def test_a_send_whose_peer_went_on_to_a_call_that_waits_for_it_is_an_unmatched_p
     assert root.category is verdict.Category.UNMATCHED_P2P, (root.category, v.summary)
     assert root.category_why.startswith("rank 1 never posted its half: rank 1 waits in all_reduce #4"), \
         root.category_why
+
+
+def _aborted_docs(stalled=True):
+    """Rank 0 waits in world #2; rank 1 stalled in Python (in no collective) or not there; rank 2 died of
+    SIGABRT (as gloo aborts a rank that receives a collective of another size: the fuzzer's real programs)."""
+    aborted = "process 42 ended without disable() (the rank closed its end; killed by signal 6 (SIGABRT))"
+    docs = {0: _doc(0, 3, [_g("0", [0, 1, 2], 2, 1)]),
+            2: _doc(2, 3, [_g("0", [0, 1, 2], 1, 1)], kind="end", alive=False, exit_reason=aborted)}
+    if stalled:
+        docs[1] = _doc(1, 3, [_g("0", [0, 1, 2], 1, 1)])
+    else:
+        docs[1] = _doc(1, 3, [_g("0", [0, 1, 2], 2, 1)])
+    return docs
+
+
+def test_a_rank_aborted_beside_a_rank_that_explains_the_hang_is_a_symptom_not_a_culprit():
+    v = verdict.analyze(_aborted_docs()).to_json()
+    h = v["hangs"][0]
+    assert sorted(h["missing_ranks"]) == [1, 2]
+    assert v["culprit_ranks"] == [1], v["summary"]
+    assert "aborted (SIGABRT)" in h["missing"]["2"]["text"] and "not named" in h["missing"]["2"]["text"]
+
+
+def test_a_rank_aborted_alone_is_named():
+    v = verdict.analyze(_aborted_docs(stalled=False)).to_json()
+    assert v["culprit_ranks"] == [2], v["summary"]

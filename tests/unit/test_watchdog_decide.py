@@ -979,3 +979,23 @@ def test_a_call_left_out_of_the_verdict_of_the_gather_this_rank_answered_is_gath
         rig.step(T0 + TIMEOUT_NS + 1 + k * POLL_NS)
     again = GatherRequest.read(dumpdir.DumpDir(str(rig.dump_dir)))
     assert again.id != "g1" and again.by_rank == 1, again
+
+
+def test_the_exit_status_of_a_rank_not_yet_reaped_says_how_it_ended():
+    """watchdog_io.exit_status: a rank gone but not reaped by its launcher (a zombie) says how it ended, read
+    from /proc (a real child process that aborts, one that exits 3); a live process or a reaped one: None."""
+    import subprocess
+    import sys
+    import time
+    from c10d_observer import watchdog_io
+    for code, words in (("import os; os.abort()", "killed by signal 6 (SIGABRT)"),
+                        ("import sys; sys.exit(3)", "exit code 3")):
+        p = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while watchdog_io.pid_state(p.pid) != "Z" and time.monotonic() < deadline:
+            time.sleep(0.01)  # until it is a zombie: ended, not reaped (there is no event to wait on)
+        assert watchdog_io.exit_status(p.pid) == words
+        p.wait()
+        assert watchdog_io.exit_status(p.pid) is None  # reaped
+    import os
+    assert watchdog_io.exit_status(os.getpid()) is None  # alive
