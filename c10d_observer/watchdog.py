@@ -752,7 +752,7 @@ class Watchdog(object):
         self.snap = self.reader.snapshot()
         if self.detector.entries:
             self.act(Action("report", None))
-        status = _io.exit_status(self.cfg.rank_pid)
+        status = _io.exit_status(self.cfg.rank_pid, wait_s=2.0)
         why = "process %d ended without disable() (%s%s)" % (self.cfg.rank_pid, reason,
                                                              "; " + status if status else "")
         how = self.abort.how_ended()

@@ -580,10 +580,19 @@ def pid_state(pid):
         return None
 
 
-def exit_status(pid, proc="/proc"):
+def exit_status(pid, proc="/proc", wait_s=0.0, clock=time.monotonic, sleep=time.sleep):
     """How a process that ended is ending, in words ("killed by signal 6 (SIGABRT)", "exit code 1"), read from
     its /proc entry while it is a zombie not yet reaped by its parent (field 52, Linux 3.5+); None where it is
-    not a zombie or the entry is gone (reaped: a launcher reaps within its monitor interval)."""
+    not a zombie or the entry is gone (reaped: a launcher reaps within its monitor interval).  ``wait_s``: how
+    long to wait for it to become one: a process closes its files (the watchdog's lifeline) before it is a
+    zombie, and one that dumps core on SIGABRT takes a while (no event tells a non-parent: pidfd_open is not in
+    Python 3.8; polled every 10 ms)."""
+    end = clock() + wait_s
+    while True:
+        state = pid_state(pid) if proc == "/proc" else None
+        if state is None or state in ("Z", "X") or clock() >= end:
+            break
+        sleep(0.01)
     try:
         with open("%s/%d/stat" % (proc, pid)) as f:
             rest = f.read().rsplit(")", 1)[1].split()

@@ -986,15 +986,11 @@ def test_the_exit_status_of_a_rank_not_yet_reaped_says_how_it_ended():
     from /proc (a real child process that aborts, one that exits 3); a live process or a reaped one: None."""
     import subprocess
     import sys
-    import time
     from c10d_observer import watchdog_io
     for code, words in (("import os; os.abort()", "killed by signal 6 (SIGABRT)"),
                         ("import sys; sys.exit(3)", "exit code 3")):
         p = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while watchdog_io.pid_state(p.pid) != "Z" and time.monotonic() < deadline:
-            time.sleep(0.01)  # until it is a zombie: ended, not reaped (there is no event to wait on)
-        assert watchdog_io.exit_status(p.pid) == words
+        assert watchdog_io.exit_status(p.pid, wait_s=60) == words  # it waits until the child is a zombie
         p.wait()
         assert watchdog_io.exit_status(p.pid) is None  # reaped
     import os
