@@ -3,8 +3,9 @@
 observer at the settings users get unless ``timeout`` is given; the verdict the watchdogs merge
 (``verdict.json``) is judged against the case's ground truth as the simulated mode judges its own.
 
-Outcomes: exact, undecided (flagged or not), partial, wrong (as run.py); "torch raised" (every rank that
-waited ended by itself: gloo raised on a peer's death or a desync it checks, the job failed rather than hung;
+Outcomes: exact, undecided (flagged or not), partial, wrong (as run.py); "torch raised" (every other rank
+ended by itself or finished its program, none waits: gloo raised on a peer's death or a desync it checks in
+the ranks that shared a call with it, the job failed rather than hung;
 the verdict, where one came, is still judged for a wrong culprit), "no hang" (every rank finished its
 program: gloo let the fault through, as a broadcast from another root, which completes with the wrong data),
 "missed" (no culprit named within ``wait_s`` of the fault) and "no fault" (the program ended before it).
@@ -95,7 +96,8 @@ def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, k
             if all(d is not None and d.get("error") is None for d in done):
                 row["outcome"] = "no hang"  # every rank finished its program: gloo let the fault through
                 return row
-            if all(procs[r].poll() is not None for r in waiting):
+            if all(procs[r].poll() is not None or (done[r] is not None and done[r].get("error") is None)
+                   for r in waiting):  # each rank ended, or finished its program: none waits
                 time.sleep(1.0)  # the watchdogs' last merge
                 last = _read(os.path.join(dumps, "verdict.json")) or last
                 first = first or (last if last and last.get("culprit_ranks") else None)
