@@ -165,6 +165,19 @@ def free_port():
         s.close()
 
 
+def end_sessions(procs):
+    """End each process started with ``start_new_session`` that is still running, with its session (a stopped
+    one continued first, so that SIGKILL is not left pending), and reap them all."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGCONT)
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        p.wait()
+
+
 def run_logged(cmd, env, timeout, log_path, verbose=False, cwd=ROOT):
     """Run ``cmd`` in a session of its own, output to ``log_path``; return (rc, seconds).  Past ``timeout``
     its process group (this command's processes only) is ended and rc is 124."""

@@ -31,14 +31,13 @@ import argparse
 import glob
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import RESULTS, child_env, free_port, machine, summary, table, today, write_json  # noqa: E402
+from _harness import RESULTS, child_env, end_sessions, free_port, machine, summary, table, today, write_json  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from c10d_observer import _autostart  # noqa: E402
@@ -165,14 +164,7 @@ def run_one(kind, source, timeout, wait_s, tmp, fault_step=30, step_s=0.1, verbo
                         break
                 time.sleep(0.1)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGCONT)
-                    os.killpg(p.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            p.wait()
+        end_sessions(procs)
         for log in logs:
             log.close()
     if kind == "healthy":

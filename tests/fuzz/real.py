@@ -14,8 +14,6 @@ program: gloo let the fault through, as a broadcast from another root, which com
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,18 +24,11 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 RANK = os.path.join(HERE, "real_rank.py")
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))  # _harness: free ports, ending the ranks (no torch)
 
+from _harness import end_sessions, free_port  # noqa: E402
 from c10d_observer.dumpdir import read_json as _read  # noqa: E402
 from fuzz import programs, simulate  # noqa: E402
-
-
-def _free_port():
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
 
 
 def eligible(seed, max_world=8):
@@ -54,7 +45,7 @@ def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, k
     dumps = os.path.join(out, "dumps")
     env_extra = env
     env = dict(os.environ, C10D_OBSERVER="1", C10D_OBSERVER_DIR=dumps, C10D_OBSERVER_QUIET="1",
-               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), WORLD_SIZE=str(case.program.world),
+               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(case.program.world),
                PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
     env.pop("C10D_OBSERVER_TIMEOUT", None)
     env.update(env_extra or {})
@@ -112,18 +103,9 @@ def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, k
                 row["named_s"] = round(first["verdict_at"] - fault["at"], 2)
         if row["outcome"] != "torch raised" or set(row["named"]) - case.expected:
             row["outcome"] = simulate.classify(case, row["named"]) if v is not None else "missed"
-            if row["outcome"] == "undecided" and not row["named"] and v is None:
-                row["outcome"] = "missed"
         return row
     finally:
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGCONT)
-                    os.killpg(p.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            p.wait()
+        end_sessions(procs)
         row["rcs"] = [p.returncode for p in procs]
         for log in logs:
             log.close()
