@@ -202,7 +202,10 @@ class Observer(object):
                       _requests.RankExit(self.dd, pid, rank, time.time(), _say, also_unregister=(disable,)).check]
             if cfg.on_timeout == "raise":
                 from . import raising as _raising
-                checks.append(_raising.RankRaise(self.dd, pid, rank, time.time(), _say).check)
+                raiser = _raising.RankRaise(self.dd, pid, rank, time.time(), _say, handler=notify)
+                if notify is not None:
+                    notify.after = raiser.from_signal
+                checks.append(raiser.check)
             if notify is not None:
                 checks.insert(0, _handler_check(notify, chan, self.dd, rank, pid, _config.signal_name(cfg.signal)))
             tracker.check_handler = _helper_checks(*checks)

@@ -4,22 +4,26 @@ At a hard verdict the watchdog asks each rank with a call past the hard deadline
 under a held verdict: the ranks the signal goes to) to raise; the rank's helper thread (requests.RaiseRequest,
 read every poll or half poll) then
 
-1. schedules ``CollectiveHang`` in the rank's main thread (``PyThreadState_SetAsyncExc``, as
-   ``KeyboardInterrupt`` reaches it): Python raises it once the main thread is next in Python, so that the
-   job's own ``except``, ``finally``, handlers and checkpoints run with the verdict in hand;
-2. ends the stuck calls of the hang's groups where torch can: an NCCL group's communicators are aborted
-   (``ProcessGroup.abort()``, else the NCCL backend's ``abort()``; torch marks that API experimental and
-   NCCL-only in ``_abort_process_group``'s docstring), after which the waiting synchronisation returns and
-   the group can no longer be used.  gloo offers nothing that ends a waiting call (``ProcessGroupGloo``'s
-   ``abort()`` returns and leaves the wait, torch 2.13), so a gloo rank raises once its call returns or
-   raises (torch's own timeout, a peer that ends); the rank says so in one line, pointing to
-   on_timeout="abort", which ends the job at the hard verdict.
+1. has ``CollectiveHang`` raised in the rank's main thread once it is next in Python: by the observer's
+   signal handler, after the job's own, where the job's signal goes with the request; else scheduled by the
+   helper thread (``PyThreadState_SetAsyncExc``, as ``KeyboardInterrupt`` reaches it); so that the job's own
+   ``except``, ``finally``, handlers and checkpoints run with the verdict in hand;
+2. then (never before: the wait an abort ends can return before the abort does) ends the stuck calls of the
+   hang's groups where torch can: an NCCL group's communicators are aborted (``ProcessGroup.abort()``, else
+   the NCCL backend's ``abort()``; torch marks that API experimental and NCCL-only in
+   ``_abort_process_group``'s docstring), after which the waiting synchronisation returns and the group can
+   no longer be used.  gloo offers nothing that ends a waiting call (``ProcessGroupGloo``'s ``abort()``
+   returns and leaves the wait, torch 2.13), so a gloo rank raises once its call returns or raises (torch's
+   own timeout, a peer that ends); the rank says so in one line, pointing to on_timeout="abort", which ends
+   the job at the hard verdict.
 
-The NCCL half has not run on a GPU (tests/unit/test_raising.py stands a recording object in for the NCCL
-group; tests/gpu/ has the check for a lent GPU).
+The NCCL half ran on an H200 at world size 1 (tests/gpu/, 2026-11-27: the abort of a real ProcessGroupNCCL
+took 7.7 s behind a 10 s sleep kernel; the exception came as the synchronisation returned); a peer's wait
+inside NCCL's kernel, which the abort is for, needs two GPUs and has not run.
 """
 import ctypes
 import threading
+import time
 
 from . import requests as _requests
 
@@ -97,47 +101,133 @@ def _abort_nccl(pg):
     try:
         if callable(getattr(pg, "abort", None)):
             pg.abort()
-            return "aborted (ProcessGroup.abort): its waiting calls end now"
+            return "aborted (ProcessGroup.abort): its waiting calls end (after the GPU work queued ahead of them)"
         import torch
         backend = pg._get_backend(torch.device("cuda"))
         backend.abort()
-        return "aborted (the NCCL backend's abort): its waiting calls end now"
+        return "aborted (the NCCL backend's abort): its waiting calls end (after the GPU work queued ahead of them)"
     except Exception as e:
         return "not ended: abort raised %r" % (e,)
 
 
 class RankRaise(object):
-    """The rank's half of RaiseRequest, run by its helper thread every poll or half poll: once per gather
-    (hang), schedule CollectiveHang in the main thread, end the waits torch can end, say it in one line."""
+    """The rank's half of RaiseRequest: once per gather (hang), CollectiveHang in the main thread, the waits
+    torch can end ended, one line said.
 
-    def __init__(self, dd, pid, rank, since, say, main_thread_id=None, end=end_waits):
+    Two ways in, chosen per request.  Where the watchdog sent the job's signal with it (``signal_sent``) and the
+    observer's Python handler is the one installed, the handler raises it (``from_signal``), after the job's
+    own handler: an exception scheduled from another thread would be raised at the first bytecode the main
+    thread runs, which is the signal handler's own first line, and the job's handler would never run.  Else
+    the helper thread schedules it (``PyThreadState_SetAsyncExc``).  Either way the helper thread (``check``,
+    every poll or half poll) ends the waits: the main thread is in C until they end."""
+
+    def __init__(self, dd, pid, rank, since, say, main_thread_id=None, end=end_waits, handler=None):
         self.dd, self.pid, self.rank, self.since, self.say = dd, pid, rank, since, say
         self.main_thread_id = main_thread_id if main_thread_id is not None else threading.main_thread().ident
         self.end = end
-        self.raised = set()  # gather ids already raised for
+        self.handler = handler  # signals.NotifyHandler, or None
+        self.raised = set()  # gather ids raised for
+        self.ended = {}  # gather id -> [(group, backend, how)]: the waits ended for it
+        self._lock = threading.Lock()  # the helper's check and the signal handler's from_signal
+
+    def _fresh(self, req):
+        return req is not None and isinstance(req.written_at, (int, float)) and req.written_at >= self.since
+
+    def _by_signal(self, req):
+        h = self.handler
+        return bool(req.signal_sent) and h is not None and h.installed and not h.via_faulthandler \
+            and h.replaced_by() is None
 
     def check(self):
-        req = _requests.RaiseRequest.take(self.dd, self.pid)
-        if req is None or not isinstance(req.written_at, (int, float)) or req.written_at < self.since:
+        """The helper thread's half."""
+        req = _requests.RaiseRequest.read(self.dd, self.pid)
+        if not self._fresh(req):
             return  # none, or an earlier process's with this pid
-        if req.gather_id in self.raised:
-            return
-        self.raised.add(req.gather_id)
-        ended = self.end(req.groups or ())
-        exc = type("CollectiveHang", (CollectiveHang,), {
-            "__module__": CollectiveHang.__module__, "verdict": req.verdict,
-            "culprit_ranks": tuple(req.culprit_ranks or ()), "calls": tuple(req.calls or ()),
-            "groups": tuple(req.groups or ()), "verdict_path": req.verdict_path,
-            "ended": tuple(g for g, _, how in ended if how.startswith("aborted"))})
-        scheduled = _async_raise(self.main_thread_id, exc)
-        groups = "; ".join("group %s (%s): %s" % e for e in ended) or "no group of this rank's to end"
-        if not scheduled:
+        with self._lock:
+            if req.gather_id in self.ended:
+                return
+            by_signal = self._by_signal(req)
+            exc = None
+            if not by_signal:
+                if _requests.RaiseRequest.take(self.dd, self.pid) is None:
+                    return  # taken meanwhile
+                if req.gather_id in self.raised:
+                    return
+                self.raised.add(req.gather_id)
+                # scheduled before the abort: the wait an abort ends can return before the abort does, and
+                # the job would run on past it with a broken group and no verdict in hand
+                exc = self._exception(req)
+                scheduled = _async_raise(self.main_thread_id, exc)
+            ended, took = self._end(req)
+            if exc is not None:
+                exc.ended = _aborted(ended)  # read as e.ended: the class's, whenever the job reads it
+        groups = self._groups_text(ended, took)
+        if by_signal:
+            self.say("rank %s: on_timeout=raise: CollectiveHang is raised by the observer's %s handler in the "
+                     "main thread, after the job's own handler, once it is back in Python: %s; %s"
+                     % (self.rank, _signal_name(self.handler), self._when(ended), groups))
+        elif not scheduled:
             self.say("rank %s: on_timeout=raise: could not schedule CollectiveHang in the main thread; %s"
                      % (self.rank, groups))
+        else:
+            self.say("rank %s: on_timeout=raise: CollectiveHang scheduled in the main thread, raised when it is "
+                     "next in Python: %s; %s" % (self.rank, self._when(ended), groups))
+
+    def from_signal(self):
+        """The signal handler's half, in the main thread after the job's own handler: raise the verdict asked
+        for with this signal, if any (the waits are ended first where the helper has not yet)."""
+        req = _requests.RaiseRequest.read(self.dd, self.pid)
+        if not self._fresh(req) or not req.signal_sent:
             return
-        aborted_all = bool(ended) and all(how.startswith("aborted") for _, _, how in ended)
-        when = "at once" if aborted_all else \
-            "once the call returns or raises (torch's own timeout, or a peer that ends); on_timeout=\"abort\" " \
-            "ends the job at the hard verdict instead"
-        self.say("rank %s: on_timeout=raise: CollectiveHang scheduled in the main thread, raised when it is next "
-                 "in Python: %s; %s" % (self.rank, when, groups))
+        with self._lock:
+            if _requests.RaiseRequest.take(self.dd, self.pid) is None or req.gather_id in self.raised:
+                return
+            self.raised.add(req.gather_id)
+            first = req.gather_id not in self.ended  # before the helper thread saw the request
+            if first:
+                ended, took = self._end(req)
+            exc = self._exception(req)
+            exc.ended = _aborted(self.ended[req.gather_id])
+        if first:
+            self.say("rank %s: on_timeout=raise: CollectiveHang raised by the observer's %s handler in the main "
+                     "thread, after the job's own handler; %s"
+                     % (self.rank, _signal_name(self.handler), self._groups_text(ended, took)))
+        raise exc
+
+    def _end(self, req):
+        t0 = time.monotonic()
+        ended = self.ended[req.gather_id] = list(self.end(req.groups or ()))
+        return ended, time.monotonic() - t0
+
+    @staticmethod
+    def _exception(req):
+        return type("CollectiveHang", (CollectiveHang,), {
+            "__module__": CollectiveHang.__module__, "verdict": req.verdict,
+            "culprit_ranks": tuple(req.culprit_ranks or ()), "calls": tuple(req.calls or ()),
+            "groups": tuple(req.groups or ()), "verdict_path": req.verdict_path, "ended": ()})
+
+    @staticmethod
+    def _groups_text(ended, took):
+        text = "; ".join("group %s (%s): %s" % e for e in ended) or "no group of this rank's to end"
+        if _aborted(ended) and took >= 0.1:
+            text += " (the abort took %.1f s)" % took
+        return text
+
+    @staticmethod
+    def _when(ended):
+        if ended and all(how.startswith("aborted") for _, _, how in ended):
+            return "as the aborted calls end"
+        return "once the call returns or raises (torch's own timeout, or a peer that ends); on_timeout=\"abort\" " \
+               "ends the job at the hard verdict instead"
+
+
+def _aborted(ended):
+    return tuple(g for g, _, how in ended if how.startswith("aborted"))
+
+
+def _signal_name(handler):
+    try:
+        import signal
+        return signal.Signals(handler.signum).name
+    except Exception:
+        return "signal's"

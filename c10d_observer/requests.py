@@ -220,11 +220,12 @@ class RaiseRequest(_Request):
     """on_timeout="raise": at the hard verdict, the watchdog asks a rank with a call past the hard deadline
     to raise ``CollectiveHang`` in its main thread and to end the stuck calls of ``groups`` where torch can
     (raising.RankRaise, the rank's half, in its helper thread; once per ``gather_id``).  ``verdict``: the
-    summary line; ``calls``: the rank's stuck calls as the console names them."""
+    summary line; ``calls``: the rank's stuck calls as the console names them; ``signal_sent``: the job's signal
+    goes to the rank with this request (written first), so the observer's handler raises it, after the job's."""
 
     KIND = "c10d_observer.raise_request"
     FIELDS = {"gather_id": None, "groups": None, "calls": None, "verdict": None, "culprit_ranks": None,
-              "verdict_path": None, "written_at": None}
+              "verdict_path": None, "written_at": None, "signal_sent": False}
 
     @staticmethod
     def name(pid):
@@ -239,6 +240,12 @@ class RaiseRequest(_Request):
         """The rank's half: the request, taken away, or None."""
         doc = dd.take(cls.name(pid))
         return None if doc is None else cls.from_json(doc)
+
+    @classmethod
+    def read(cls, dd, pid):
+        """The request, left in place, or None."""
+        doc = dd.read_json(cls.name(pid))
+        return cls.from_json(doc) if isinstance(doc, dict) else None
 
 
 # -- the signal -----------------------------------------------------------------------------------------

@@ -92,6 +92,7 @@ class NotifyHandler(object):
         self.mine = None  # () -> whether the watchdog sent the signal now received (observer.py), or None
         self.foreign = 0  # signals received that the watchdog did not send
         self.said_foreign = None  # (signum, had) -> None: says once what a foreign signal met (observer.py)
+        self.after = None  # () -> None, run after the job's handler: on_timeout="raise" raises there (raising.py)
 
     @property
     def chained(self):
@@ -126,6 +127,8 @@ class NotifyHandler(object):
                 self.said_foreign(signum, prev)
         if callable(prev):
             prev(signum, frame)
+        if self.after is not None:
+            self.after()
 
     def replaced_by(self):
         """None while ours is the handler in place; else what replaced it (signal.signal() after enable(),

@@ -477,16 +477,17 @@ class Watchdog(object):
     def _send_signal(self, reason, now_ns):
         """The signal, and a console line for it: to whom, when, why, and when its handler can run; under
         on_timeout="raise", the request that the rank raise the verdict (raising.RankRaise)."""
+        if self.cfg.on_timeout == "raise":  # first: the rank's handler raises what it finds with the signal
+            self._ask_raise(reason, signal_sent=self.cfg.signal is not None and self.notifier.withheld() is None)
         if self.notifier.notify(reason):
             self.log("rank %s: %s sent to pid %s (%s); the job's handler runs once this rank's main thread is "
                      "back in Python: it waits in a call in C++, so not before that call returns (docs/contracts.md, "
                      "\"The signal\")" % (self.docs.rank(), self.cfg.signal_name, self.cfg.rank_pid, reason))
-        if self.cfg.on_timeout == "raise":
-            self._ask_raise(reason)
 
-    def _ask_raise(self, reason):
+    def _ask_raise(self, reason, signal_sent=False):
         """on_timeout="raise": ask the rank to raise CollectiveHang, carrying the verdict, and to end its hard
-        calls' waits where torch can (NCCL).  Once per gather; a request that cannot be written is said."""
+        calls' waits where torch can (NCCL).  Once per gather; a request that cannot be written is said.
+        ``signal_sent``: the job's signal follows, and the rank's handler raises (raising.RankRaise)."""
         v = self.verdict_seen
         mine = v is not None and self.gather.answered is not None and v.gather_id == self.gather.answered
         hard = [e for e in self.detector.entries if e.in_flight and e.level == "hard"]
@@ -496,7 +497,7 @@ class Watchdog(object):
             verdict=(v.summary or "").replace("c10d_observer: ", "", 1) if mine else
             "no verdict came within the gather window: %s" % reason,
             culprit_ranks=list(v.culprit_ranks or ()) if mine else [],
-            verdict_path=self.dd.path(_dumpdir.VERDICT_TEXT), written_at=self.wall())
+            verdict_path=self.dd.path(_dumpdir.VERDICT_TEXT), written_at=self.wall(), signal_sent=signal_sent)
         try:
             req.send(self.dd, self.cfg.rank_pid)
         except OSError as e:

@@ -115,9 +115,11 @@ def test_a_rank_waiting_for_the_gpu_in_cpp_still_gets_its_stacks_dumped(gpu_job,
 
 def test_under_raise_the_nccl_group_is_aborted_and_the_rank_gets_the_verdict(gpu_job):
     """on_timeout="raise" on NCCL (docs/contracts.md): at the hard verdict the rank's helper aborts the hang's
-    group and schedules CollectiveHang; the rank raises once its synchronisation returns.  At world size 1 the
-    wait is on a sleep kernel ahead of the call, which no abort ends: this checks that the abort runs on a real
-    ProcessGroupNCCL and the exception arrives with the verdict, not how soon an abort ends a peer's wait."""
+    group, and the observer's signal handler raises CollectiveHang once the synchronisation returns (the
+    job's signal goes with it).  At world size 1 the wait is on a sleep kernel ahead of the call, which no
+    abort ends: this checks that the abort runs on a real ProcessGroupNCCL and the exception arrives with the
+    verdict, not how soon an abort ends a peer's wait.  (Its first run, H200, 2026-11-27, found the exception
+    scheduled only once the abort had returned, after the wait: the job ran on with a broken group.)"""
     job = _run(gpu_job, "synchronize", "nccl", "auto", on_timeout="raise")
     facts, _ = _finish(job)
     assert facts.get("raised") and "on_timeout=raise" in facts["raised"], (facts, job.log_text())

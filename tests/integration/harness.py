@@ -23,14 +23,15 @@ RANK_MAIN = os.path.join(HERE, "rank_main.py")
 
 
 def wait_until(predicate, timeout, what):
-    """Wait for a condition on files or processes; fail loudly with ``what`` if it never holds."""
+    """Wait for a condition on files or processes; fail loudly with ``what`` (or what it returns, called at
+    the failure: a log read then) if it never holds."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError("timed out after %g s waiting for %s" % (timeout, what))
+            raise AssertionError("timed out after %g s waiting for %s" % (timeout, what() if callable(what) else what))
         time.sleep(0.05)
 
 

@@ -531,7 +531,10 @@ def dead(ctx):
 def raise_mode(ctx):
     """on_timeout="raise": rank ``culprit`` skips an all_reduce until released; the others wait in it, each
     inside its own ``try`` that catches c10d_observer.CollectiveHang (a gloo call cannot be ended from
-    outside: the exception comes once the call returns) and records what it carried."""
+    outside: the exception comes once the call returns) and records what it carried.  The job has a SIGUSR1
+    handler of its own, set before enable(): it runs too, before the exception."""
+    handled = []
+    signal.signal(signal.SIGUSR1, lambda signum, frame: handled.append(signum))
     _enable(ctx, on_timeout="raise")
     t = torch.ones(4)
     dist.all_reduce(t)
@@ -541,10 +544,10 @@ def raise_mode(ctx):
         dist.all_reduce(t)
         for _ in range(200):  # the exception comes when this rank is next in Python: it never comes late
             pass
-        ctx.record(raised=None)
+        ctx.record(raised=None, job_handler_ran=len(handled))
     except c10d_observer.CollectiveHang as e:
         ctx.record(raised=str(e), is_runtime_error=isinstance(e, RuntimeError), culprit_ranks=list(e.culprit_ranks),
-                   calls=list(e.calls), groups=list(e.groups), ended=list(e.ended))
+                   calls=list(e.calls), groups=list(e.groups), ended=list(e.ended), job_handler_ran=len(handled))
     dist.barrier()  # the group still works under gloo: the call the exception interrupted had completed
     c10d_observer.disable()
 

@@ -65,7 +65,7 @@ def test_the_request_becomes_a_collective_hang_in_the_thread_carrying_the_verdic
         assert (e.culprit_ranks, e.calls, e.groups, e.ended, e.verdict_path) == (
             (1,), ("all_reduce #7 on group 3 (ranks 0-1)",), ("3",), ("3",), "/x/verdict.txt")
         assert "rank 1 never arrived" in str(e) and "culprit ranks: 1" in str(e), str(e)
-        assert len(said) == 1 and "raised when it is next in Python: at once" in said[0], said
+        assert len(said) == 1 and "raised when it is next in Python: as the aborted calls end" in said[0], said
         assert not dd.exists(dumpdir.raise_request_name(4242))  # taken away
         req.send(dd, 4242)  # the same gather again (a watchdog restarted): never a second exception
         rr.check()
@@ -109,3 +109,69 @@ def test_gloo_says_when_the_exception_comes():
     finally:
         stop.set()
         t.join(10)
+
+
+
+def test_with_the_signal_the_observers_handler_raises_the_hang_after_the_jobs_own_handler(tmp_path):
+    """The watchdog writes the request (signal_sent) and sends the job's signal at the same hard verdict: the
+    job's handler runs, then the observer's handler raises CollectiveHang in the main thread, carrying the
+    verdict and the groups the helper ended.  (Scheduled from another thread instead, the exception is raised
+    at the first bytecode the main thread runs, the signal handler's own first line, and the job's handler
+    never runs.)  A real signal to this process (SIGUSR2, so nothing else is disturbed), a real C wait
+    (os.read) that the 'helper' ends, as an NCCL abort ends a wait."""
+    import os
+    import signal
+
+    from c10d_observer.signals import NotifyHandler
+    calls, saved = [], signal.getsignal(signal.SIGUSR2)
+
+    def jobs(signum, frame):
+        calls.append(signum)
+
+    r, w = os.pipe()
+    signal.signal(signal.SIGUSR2, jobs)
+    h = NotifyHandler(signal.SIGUSR2)
+    h.install()
+    dd = dumpdir.DumpDir(str(tmp_path))
+    said = []
+
+    def end(groups):
+        os.write(w, b"x")  # the wait ends
+        return [(g, "nccl", "aborted (test)") for g in groups]
+
+    rr = raising.RankRaise(dd, 4242, 0, time.time() - 1, said.append, end=end, handler=h)
+    h.after = rr.from_signal
+
+    def verdict():  # the watchdog's half, then the rank's helper thread's
+        requests.RaiseRequest(gather_id="g1", groups=["3"], calls=["all_reduce #7 on group 3 (ranks 0-1)"],
+                              verdict="rank 1 never arrived", culprit_ranks=[1], written_at=time.time(),
+                              signal_sent=True).send(dd, 4242)
+        os.kill(os.getpid(), signal.SIGUSR2)
+        rr.check()
+
+    caught = []
+    t = threading.Thread(target=verdict)
+    try:
+        try:
+            t.start()
+            os.read(r, 1)  # the main thread waits in C
+            for _ in range(1000):  # back in Python: the exception comes at the latest here
+                pass
+        except raising.CollectiveHang as e:
+            caught.append(e)
+        t.join(10)
+    finally:
+        h.uninstall()
+        signal.signal(signal.SIGUSR2, saved)
+        os.close(r)
+        os.close(w)
+    assert calls == [signal.SIGUSR2], "the job's handler did not run: %r" % calls
+    assert len(caught) == 1, caught
+    e = caught[0]
+    assert (e.culprit_ranks, e.ended) == ((1,), ("3",)), (e.culprit_ranks, e.ended)
+    # said once, by whichever came first: the helper thread, or the handler (the main thread back in Python)
+    assert len(said) == 1 and "handler in the main thread, after the job's own handler" in said[0] \
+        and "aborted (test)" in said[0], said
+    assert not dd.exists(dumpdir.raise_request_name(4242))  # taken away by the handler
+    rr.check()  # nothing left to do: no second line, no second exception
+    assert len(said) == 1
