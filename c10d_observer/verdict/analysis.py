@@ -238,6 +238,13 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
     for h in hangs:
         h["root"] = not h["caused_by"]
         culprits.update(_categorize(h, by_rank, undecided))
+    for h in hangs:  # after every rule that names: the dead rank it leans on must be named
+        for r in h["missing_ranks"]:
+            m = h["missing"].get(str(r)) or {}
+            why = _raised_on_a_death(r, by_rank, culprits) if m.get("state") == "no_collective" else None
+            if why is not None:
+                culprits.discard(r)
+                m["state"], m["text"] = "raised", "%s; %s" % (m.get("text") or "it is in no collective", why)
     silent = sorted(set(range(world_size)) - set(by_rank))
     for h in hangs:
         unknown = [r for r in h["missing_ranks"] if by_rank.get(r) is None]
@@ -296,6 +303,34 @@ def _aborted_beside_another(h, by_rank, waiting_in):
         else:
             others.append(r)
     return aborted if others else []
+
+
+def _raised_on_a_death(r, by_rank, culprits):
+    """Why rank ``r``, alive and in no collective, is a symptom of a dead culprit, in words; else None.  Its
+    last call on a group of a dead named rank is one that rank never entered, and it is no longer in it: a
+    collective cannot complete without a member, so it ended by raising (gloo raises in the peers of a rank
+    whose process ends), and the rank went to its error path, where it may stay a while (tearing down).  The
+    fuzzer's real programs found it (tests/fuzz/real.py, seed 5000001 on torch 2.15: a mesh rank named "in no
+    collective" beside the rank that exited).  Only in that direction: a rank that stalls outside collectives
+    while a peer dies waiting for it never entered a call that the dead rank did not."""
+    doc = by_rank.get(r)
+    if doc is None or doc.dead or doc.frozen or doc.phase or any(g.in_flight is not None for g in doc.groups):
+        return None
+    for d in sorted(culprits):
+        dead = by_rank.get(d)
+        if d == r or dead is None or not dead.dead:
+            continue
+        for g in doc.groups:
+            if g.kind != "collective" or d not in (g.ranks or ()):
+                continue
+            theirs = dead.position(g.stream)
+            if theirs is not None and g.last_started > theirs.last_started:
+                c = g.call(g.last_started)
+                call = describe_call({"group": g.group, "seq": g.last_started, "op": c.op if c else None,
+                                      "group_ranks": list(g.ranks or ()), "kind": "collective"})
+                return ("its %s, which rank %d never entered, is over: gloo raised it when rank %d died, and this "
+                        "rank left for its error path; a symptom, not named" % (call, d, d))
+    return None
 
 
 def _evaluate(by_rank, stream, seq, e, now):

@@ -39,6 +39,7 @@ class Where(str, enum.Enum):
     DEAD = "dead"  # its process ended before it entered the call
     UNKNOWN = "unknown"  # it sent nothing
     OUT_OF_ORDER = "out_of_order"  # it issued its calls across groups in another order (an ordering deadlock)
+    RAISED = "raised"  # its call that a dead culprit never entered is over: it raised, the rank left (a symptom)
 
     def __str__(self):
         return self.value

@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 RANK = os.path.join(HERE, "real_rank.py")
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))  # _harness: free ports, ending the ranks (no torch)
+sys.path.append(os.path.join(ROOT, "benchmarks"))  # _harness: free ports, ending the ranks (no torch)
 
 from _harness import end_sessions, free_port  # noqa: E402
 from c10d_observer.dumpdir import read_json as _read  # noqa: E402

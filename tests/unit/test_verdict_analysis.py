@@ -661,3 +661,32 @@ def test_a_rank_aborted_beside_a_rank_that_explains_the_hang_is_a_symptom_not_a_
 def test_a_rank_aborted_alone_is_named():
     v = verdict.analyze(_aborted_docs(stalled=False)).to_json()
     assert v["culprit_ranks"] == [2], v["summary"]
+
+
+def _death_docs(raised=True):
+    """4 ranks: world "0" and a subgroup "1" of ranks 0 and 3.  Rank 3 exited (ended without disable) after
+    its subgroup call #2; ranks 1 and 2 wait in world #4; rank 0 is in no collective.  ``raised``: rank 0's
+    last call was subgroup #3, which rank 3 never entered, and it is over (gloo raised it when rank 3 died:
+    the fuzzer's real programs, seed 5000001 on 2.15); else rank 0 stopped before it, a stall of its own."""
+    gone = "process 47 ended without disable() (the rank closed its end; exit code 1)"
+    docs = {1: _doc(1, 4, [_g("0", [0, 1, 2, 3], 4, 3)]), 2: _doc(2, 4, [_g("0", [0, 1, 2, 3], 4, 3)]),
+            3: _doc(3, 4, [_g("0", [0, 1, 2, 3], 3, 3), _g("1", [0, 3], 2, 2)], kind="end", alive=False,
+                    exit_reason=gone),
+            0: _doc(0, 4, [_g("0", [0, 1, 2, 3], 3, 3), _g("1", [0, 3], 3 if raised else 2, 3 if raised else 2,
+                                                              recent=[(3, "all_reduce", "4 x float32", 95.0)])])}
+    return docs
+
+
+def test_a_rank_whose_call_a_dead_culprit_never_entered_is_over_is_a_symptom_of_the_death():
+    v = verdict.analyze(_death_docs()).to_json()
+    h = v["hangs"][0]
+    assert sorted(h["missing_ranks"]) == [0, 3]
+    assert v["culprit_ranks"] == [3], v["summary"]
+    m = h["missing"]["0"]
+    assert m["state"] == "raised" and "rank 3 never entered" in m["text"] and "not named" in m["text"], m
+
+
+def test_a_rank_that_stopped_before_the_call_the_dead_rank_missed_is_still_named():
+    v = verdict.analyze(_death_docs(raised=False)).to_json()
+    assert v["culprit_ranks"] == [0, 3], v["summary"]
+    assert v["hangs"][0]["missing"]["0"]["state"] == "no_collective"

@@ -38,7 +38,7 @@ def test_every_category_is_an_enum_whose_values_are_the_jsons_strings():
     assert h.missing["1"].state is Where.OUT_OF_ORDER and h.missing["1"].issued == ["0", 4]
     assert json.loads(json.dumps(v.to_json())) == doc  # present-and-null stays present (after_s)
     assert [m.value for m in Where] == ["no_collective", "in_collective", "stuck", "frozen", "dead", "unknown",
-                                        "out_of_order"]
+                                        "out_of_order", "raised"]
 
 
 def test_a_value_a_later_release_adds_is_kept_as_its_string():
