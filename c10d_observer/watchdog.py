@@ -418,6 +418,7 @@ class Watchdog(object):
 
     def step(self, now_ns):
         """tick, then every action; returns the actions."""
+        self.docs.watch_frozen(now_ns, self.wall())
         actions = self.tick(now_ns)
         for a in actions:
             self.act(a, now_ns)

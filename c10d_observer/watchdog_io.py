@@ -59,6 +59,24 @@ class RankDocs(object):
         self.stacks = stacks  # the StackCollection protocol: the stacks file's size when last asked
         self.windows = cfg.windows
         self.last_report = None
+        self.frozen_spans = []  # [{"since", "until"}]: when the rank's Python did not run (watch_frozen)
+
+    def watch_frozen(self, now_ns, wall_now):
+        """Every poll: note each span in which the rank's Python did not run (no beat of its helper thread for
+        longer than ``frozen_after``: stopped, or a thread holding the GIL), with wall times.  A rank that
+        resumes reads unfrozen in every later document; its spans, written in each, let a freeze found after
+        the verdict still reach the record (outcome.py: "after")."""
+        beat = self.reader.heartbeat_ns()
+        if not beat:
+            return
+        age = (now_ns - beat) / 1e9
+        last = self.frozen_spans[-1] if self.frozen_spans else None
+        if age > self.windows.frozen_after:
+            if last is None or last["until"] is not None:
+                self.frozen_spans.append({"since": round(wall_now - age, 3), "until": None})
+                del self.frozen_spans[:-8]
+        elif last is not None and last["until"] is None:
+            last["until"] = round(wall_now - age, 3)  # its first beat since
 
     def rank(self):
         return self.reader.rank()[0]
@@ -133,6 +151,10 @@ class RankDocs(object):
             self.positions(snap, now_ns, wall_now), tuple(entries),
             self._fr_entries(rank), c.public_config, self.notifier.handler_state(), phase=phase,
             scheduler=c.scheduler)
+        if self.frozen_spans:
+            extra = dict(fields.pop("extra", None) or {})
+            extra["frozen_spans"] = [dict(span) for span in self.frozen_spans]
+            fields["extra"] = extra
         return doc._replace(**fields) if fields else doc
 
     def report(self, entries, snap, now_ns, deadlines=None):

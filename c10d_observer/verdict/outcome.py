@@ -63,6 +63,7 @@ def with_outcome(records, docs_now):
                 known.add((e.stream, e.seq))
                 after.append({"at": e.detected_at, "text": "later: %s overdue on %s (no verdict merged for it)"
                               % (e.describe(), rank_list([r]))})
+    after.extend(_late_freezes(v, docs_now))
     after.sort(key=lambda x: x["at"] or 0)
     v["after"] = after
     others = [r[0] for r in records if r is not main]
@@ -76,6 +77,32 @@ def with_outcome(records, docs_now):
     if res:
         v["resolved"] = res
     return v
+
+
+def _late_freezes(v, docs_now):
+    """A late fact: ranks found frozen (their Python did not run) during the hang by their watchdogs after the
+    verdict had merged without knowing it (a rank stopped inside a call every rank entered, found frozen a poll
+    after the merge).  Added to "after", never changing what the verdict said (docs/diagnosis.md, "The
+    record")."""
+    starts = [h.get("started_at") for h in v.get("hangs") or () if h.get("started_at")]
+    if not starts:
+        return []
+    known, out = set(v.get("frozen_ranks") or ()), []
+    for r, d in sorted(docs_now.items()):
+        if r in known:
+            continue
+        for span in (d.extra or {}).get("frozen_spans") or ():
+            since, until = span.get("since"), span.get("until")
+            if not isinstance(since, (int, float)) or until is not None and until < min(starts):
+                continue
+            text = ("later: %s was found frozen (its Python did not run: stopped, or a thread holding the GIL) "
+                    "from %s %s; the verdict, merged at %s, did not know it" % (
+                        rank_list([r]), short_clock(since),
+                        "to %s (%.1f s)" % (short_clock(until), until - since) if until is not None else
+                        "on (at least %.1f s by its last document)" % ((d.written_at or since) - since),
+                        short_clock(v.get("verdict_at")) if v.get("verdict_at") else "the time of the hang"))
+            out.append({"at": until if until is not None else since, "rank": r, "text": text})
+    return out
 
 
 def _later_outcome(x, docs_now, t0):

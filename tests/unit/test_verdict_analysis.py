@@ -690,3 +690,44 @@ def test_a_rank_that_stopped_before_the_call_the_dead_rank_missed_is_still_named
     v = verdict.analyze(_death_docs(raised=False)).to_json()
     assert v["culprit_ranks"] == [0, 3], v["summary"]
     assert v["hangs"][0]["missing"]["0"]["state"] == "no_collective"
+
+
+def test_a_freeze_found_after_the_merge_is_added_to_the_record_and_changes_nothing_it_said(tmp_path):
+    """Item 6 of issue 42: rank 1 was stopped from 95.0 to 103.5 (SIGSTOP inside the call); the merge at 100
+    did not see it frozen; its watchdog's later document carries the span.  The record says it after."""
+    v, overdue = _merged(tmp_path)
+    span = [{"since": 95.0, "until": 103.5}]
+    _write(tmp_path, "end-rank1-pid2.json", _doc(1, 2, [_g("0", [0, 1], 3, 3)], kind="end", written_at=170.0,
+                                                 exit_reason="the observer was disabled", frozen_spans=span))
+    _write(tmp_path, "end-rank0-pid1.json", _doc(0, 2, [_g("0", [0, 1], 3, 3)], kind="end", written_at=170.0,
+                                                 exit_reason="the observer was disabled",
+                                                 frozen_spans=[{"since": 10.0, "until": 20.0}]))  # before it
+    got, _, _ = verdict.load(str(tmp_path))
+    got = got.to_json()
+    assert got["culprit_ranks"] == [1] and got["summary"] == v["summary"] and got["frozen_ranks"] == []
+    late = [a for a in got["after"] if "found frozen" in a["text"]]
+    assert len(late) == 1 and late[0]["rank"] == 1 and late[0]["at"] == 103.5, got["after"]
+    assert "(8.5 s)" in late[0]["text"] and "did not know it" in late[0]["text"], late
+
+
+def test_the_watchdog_notes_each_span_its_ranks_python_did_not_run():
+    import types
+
+    from c10d_observer import watchdog_io
+    beat = [0]
+    docs = types.SimpleNamespace(reader=types.SimpleNamespace(heartbeat_ns=lambda: beat[0]), frozen_spans=[],
+                                 windows=types.SimpleNamespace(frozen_after=1.0))
+    watch = watchdog_io.RankDocs.watch_frozen
+
+    def poll(t, last_beat):  # now t s; the helper last beat at last_beat s (wall == monotonic here)
+        beat[0] = int(last_beat * 1e9)
+        watch(docs, int(t * 1e9), t)
+    poll(1.0, 0.9)
+    poll(2.0, 1.9)
+    assert docs.frozen_spans == []
+    poll(3.5, 2.0)  # no beat for 1.5 s: frozen since 2.0
+    poll(6.0, 2.0)
+    assert docs.frozen_spans == [{"since": 2.0, "until": None}]
+    poll(7.0, 6.8)  # it beat again at 6.8
+    poll(8.0, 7.9)
+    assert docs.frozen_spans == [{"since": 2.0, "until": 6.8}]
