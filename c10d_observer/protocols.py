@@ -251,7 +251,12 @@ class Gather(_Machine):
         """Note one answer file's documents (read when it changed)."""
         entries = []
         for doc in docs:
-            counts = doc.dead or doc.gather_id == gid
+            # a rank whose helper fell silent (no beat for longer than it answers in) but is not yet frozen
+            # counts once its watchdog says which (it answers again when the rank froze): else a rank stopped
+            # inside a call every rank entered is merged as "none is frozen" a moment before it is
+            silent = (not doc.dead and not doc.frozen and doc.heartbeat_age_s is not None
+                      and doc.heartbeat_age_s > self.w.helper_answer)
+            counts = doc.dead or (doc.gather_id == gid and not silent)
             wanted = None if doc.dead or doc.frozen else (doc.stack_dump, doc.stacks_size_before)
             entries.append((doc.rank, counts, wanted))
         self._answers[path] = (key, entries)

@@ -418,7 +418,13 @@ class Watchdog(object):
 
     def step(self, now_ns):
         """tick, then every action; returns the actions."""
-        self.docs.watch_frozen(now_ns, self.wall())
+        if self.docs.watch_frozen(now_ns, self.wall()):
+            gid = self.gather.answered
+            v = self.verdict_seen
+            if gid is not None and (v is None or v.gather_id != gid):
+                # frozen while the gather it answered is open: its answer again, saying so (the merge waits
+                # for a rank whose helper fell silent to be frozen or beat again: Gather.due)
+                self.docs.state(self.detector.entries, gid)
         actions = self.tick(now_ns)
         for a in actions:
             self.act(a, now_ns)

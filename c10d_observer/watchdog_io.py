@@ -65,7 +65,7 @@ class RankDocs(object):
         """Every poll: note each span in which the rank's Python did not run (no beat of its helper thread for
         longer than ``frozen_after``: stopped, or a thread holding the GIL), with wall times.  A rank that
         resumes reads unfrozen in every later document; its spans, written in each, let a freeze found after
-        the verdict still reach the record (outcome.py: "after")."""
+        the verdict still reach the record (outcome.py: "after").  True where the rank froze now."""
         beat = self.reader.heartbeat_ns()
         if not beat:
             return
@@ -75,8 +75,10 @@ class RankDocs(object):
             if last is None or last["until"] is not None:
                 self.frozen_spans.append({"since": round(wall_now - age, 3), "until": None})
                 del self.frozen_spans[:-8]
+                return True  # frozen now
         elif last is not None and last["until"] is None:
             last["until"] = round(wall_now - age, 3)  # its first beat since
+        return False
 
     def rank(self):
         return self.reader.rank()[0]

@@ -311,6 +311,19 @@ def test_gather_answers_of_another_request_do_not_count_but_ended_ranks_do():
     assert g._answered_n == 0 and not g.due(1, 2, lambda w: True) and g._answered_n == 1
 
 
+def test_gather_waits_for_a_rank_whose_helper_fell_silent_to_be_frozen():
+    """A rank stopped inside a call every rank entered answers before it reads frozen (no beat for longer than
+    its helper answers in, not yet the frozen window): merged then, the verdict says "none is frozen" a moment
+    before it is.  Its answer counts once its watchdog answers again, frozen (or with a fresh beat)."""
+    g = Gather(W, "", 0.0)
+    g.own("g1", 0)
+    g.count("a", 1, _docs([0, 1], "g1", heartbeat_age_s=0.05), "g1")
+    g.count("b", 1, _docs([2], "g1", heartbeat_age_s=W.helper_answer + 0.1), "g1")
+    assert not g.due(1, 3, lambda w: True)
+    g.count("b", 2, _docs([2], "g1", heartbeat_age_s=W.frozen_after + 0.1, frozen=True), "g1")
+    assert g.due(2, 3, lambda w: True)
+
+
 def test_gather_waits_for_the_stack_dumps_it_asked_for():
     g = Gather(W, "", 0.0)
     g.own("g1", 0)
