@@ -15,7 +15,8 @@ gradient all_reduce), checkpoint (the culprit, rank 0, saves for ``--late-s`` wh
 barrier; then the job goes on) and checkpoint_phase (the same inside ``c10d_observer.phase("checkpoint",
 up_to=60)``), eval_one_rank (rank 0 evaluates alone, and its model syncs a buffer with a broadcast the others
 never issue: DDP's broadcast_buffers under ``if rank == 0: evaluate()``), batch_p2p (a ring exchange each step
-with batch_isend_irecv; the culprit skips its batch), coalesced (all_reduce_coalesced each step; the culprit
+with batch_isend_irecv; the culprit skips its batch; batch_drop_send / batch_drop_recv: it leaves its isend or
+its irecv out of the batch), coalesced (all_reduce_coalesced each step; the culprit
 skips one), straggler (from the fault step the culprit computes 40 % longer every step: no hang; named in
 stragglers.json), and nodes2_skip / nodes4_skip (skip, with the ranks spread over two or four nodes: each
 node its own dump_dir, the gather carried between them by the store, as torchrun sets LOCAL_WORLD_SIZE),
@@ -43,7 +44,8 @@ import torch.distributed as dist
 KINDS = ("healthy", "skip", "early_stall", "dataloader_stall", "late", "exit", "sigkill", "frozen_before",
          "frozen_inside", "gil_c", "op_mismatch", "size_mismatch", "dtype_mismatch", "subgroup_skip", "order",
          "unmatched_recv", "unmatched_send", "wrong_root", "async_burst", "ddp_stall", "checkpoint",
-         "checkpoint_phase", "eval_one_rank", "batch_p2p", "coalesced", "straggler", "nodes2_skip", "nodes4_skip",
+         "checkpoint_phase", "eval_one_rank", "batch_p2p", "batch_drop_send", "batch_drop_recv", "coalesced",
+         "straggler", "nodes2_skip", "nodes4_skip",
          "fsdp_stall", "funcol_skip", "dtensor_skip", "lightning_stall", "accelerate_stall")
 FRAMEWORKS = {"lightning_stall": "lightning", "accelerate_stall": "accelerate"}
 
@@ -276,16 +278,19 @@ def main():
             fault_began()
             dist.broadcast(torch.zeros(16), 0)  # the eval model's buffers, from rank 0: nobody else issues it
             calls += 1
-        if kind == "batch_p2p":
-            if me and step == step_at:
+        if kind in ("batch_p2p", "batch_drop_send", "batch_drop_recv"):
+            if kind == "batch_p2p" and me and step == step_at:
                 fault_began()
                 time.sleep(3600)
             buf = torch.zeros(64)
             ops = [dist.P2POp(dist.isend, t[:64].clone(), (rank + 1) % world),
                    dist.P2POp(dist.irecv, buf, (rank - 1) % world)]
+            if kind != "batch_p2p" and me and step == step_at:  # one op of the ring left out of its batch
+                fault_began()
+                ops = ops[1:] if kind == "batch_drop_send" else ops[:1]
             for w in dist.batch_isend_irecv(ops):
                 w.wait()
-            calls += 2
+            calls += len(ops)
         if parallel is not None:
             if me and step == step_at:
                 fault_began()
