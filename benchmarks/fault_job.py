@@ -16,8 +16,9 @@ barrier; then the job goes on) and checkpoint_phase (the same inside ``c10d_obse
 up_to=60)``), eval_one_rank (rank 0 evaluates alone, and its model syncs a buffer with a broadcast the others
 never issue: DDP's broadcast_buffers under ``if rank == 0: evaluate()``), batch_p2p (a ring exchange each step
 with batch_isend_irecv; the culprit skips its batch; batch_drop_send / batch_drop_recv: it leaves its isend or
-its irecv out of the batch), coalesced (all_reduce_coalesced each step; the culprit
-skips one), straggler (from the fault step the culprit computes 40 % longer every step: no hang; named in
+its irecv out of the batch), subgroup_skip_early (subgroup_skip at step 1), mesh_skip (a 2 x 2 mesh, a
+tensor-parallel then a data-parallel all_reduce each step; rank 3 skips one tensor-parallel call: the job runs
+on and hangs at its end), coalesced (all_reduce_coalesced each step; the culprit skips one), straggler (from the fault step the culprit computes 40 % longer every step: no hang; named in
 stragglers.json), and nodes2_skip / nodes4_skip (skip, with the ranks spread over two or four nodes: each
 node its own dump_dir, the gather carried between them by the store, as torchrun sets LOCAL_WORLD_SIZE),
 fsdp_stall (a FullyShardedDataParallel model on CPU; the culprit stalls before its forward, the others wait in
@@ -45,7 +46,7 @@ KINDS = ("healthy", "skip", "early_stall", "dataloader_stall", "late", "exit", "
          "frozen_inside", "gil_c", "op_mismatch", "size_mismatch", "dtype_mismatch", "subgroup_skip", "order",
          "unmatched_recv", "unmatched_send", "wrong_root", "async_burst", "ddp_stall", "checkpoint",
          "checkpoint_phase", "eval_one_rank", "batch_p2p", "batch_drop_send", "batch_drop_recv", "coalesced",
-         "straggler", "nodes2_skip", "nodes4_skip",
+         "straggler", "nodes2_skip", "nodes4_skip", "subgroup_skip_early", "mesh_skip",
          "fsdp_stall", "funcol_skip", "dtensor_skip", "lightning_stall", "accelerate_stall")
 FRAMEWORKS = {"lightning_stall": "lightning", "accelerate_stall": "accelerate"}
 
@@ -193,8 +194,13 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     rng = random.Random(rank)
     kind, me = a.kind, rank == a.culprit
-    step_at = a.fault_step if kind != "early_stall" else 3
-    sub = dist.new_group([world - 2, world - 1]) if kind == "subgroup_skip" else None
+    step_at = {"early_stall": 3, "subgroup_skip_early": 1}.get(kind, a.fault_step)
+    sub = dist.new_group([world - 2, world - 1]) if kind in ("subgroup_skip", "subgroup_skip_early") else None
+    mesh = None
+    if kind == "mesh_skip":  # a 2 x 2 mesh: tensor-parallel [0, 1] [2, 3], data-parallel [0, 2] [1, 3]
+        tp = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+        dp = [dist.new_group([0, 2]), dist.new_group([1, 3])]
+        mesh = (tp[rank // 2], dp[rank % 2])
     other = dist.new_group(list(range(world))) if kind == "order" else None
     loader = None
     if kind == "dataloader_stall":
@@ -323,6 +329,12 @@ def main():
                 dist.all_reduce(torch.ones(2048))  # gloo aborts at once (either way); NCCL waits
             else:
                 dist.all_reduce(torch.ones(1024, dtype=torch.float64))
+        elif mesh is not None:  # each step a tp all_reduce, then a dp all_reduce; the culprit skips one tp call
+            if me and step == step_at:
+                fault_began()  # gloo matches by order: the job runs on, and hangs at its end
+            else:
+                dist.all_reduce(t, group=mesh[0])
+            dist.all_reduce(t, group=mesh[1])
         else:
             dist.all_reduce(t)
         calls += 1
