@@ -281,13 +281,18 @@ def test_rank_that_died(job_factory):
     assert v["ranks_dead"] == [1] and v["culprit_ranks"] == [1]
 
 
-def test_frozen_process(job_factory):
-    job = job_factory("frozen", 2, culprit=1, timeout=3.0)
-    pid = job.wait_facts(1, "pid")
+def _verdict_then_continue(job, rank):
+    """The verdict on a job whose rank ``rank`` stops itself (SIGSTOP), then that rank continued (SIGCONT)."""
+    pid = job.wait_facts(rank, "pid")
     try:
-        v = _verdict(job)
+        return _verdict(job)
     finally:
         os.kill(pid, signal.SIGCONT)
+
+
+def test_frozen_process(job_factory):
+    job = job_factory("frozen", 2, culprit=1, timeout=3.0)
+    v = _verdict_then_continue(job, 1)
     assert job.finish() == [0, 0], job.log_text()
     h = _root(v)
     # rank 1 stops as its first all_reduce returns: gloo may still owe rank 0 that call's last message (a
@@ -301,18 +306,13 @@ def test_frozen_process(job_factory):
     assert v["frozen_ranks"] == [1] and v["culprit_ranks"] == [1]
 
 
-
 def test_a_rank_frozen_inside_a_call_every_rank_entered_is_named(job_factory):
     """Issue 33: SIGSTOP 0.1 s into a 1 s all_reduce every rank entered (a frozen host, a debugger): the frozen
     one is the culprit, not "every rank of it is in it" with no culprit.  Under source="patch", whose start is
     written on the call path; a recorder source learns of the call when its helper reads the entries, so a
     rank frozen before that read is "never arrived; frozen" there (the same culprit, benchmarks/fault_matrix)."""
     job = job_factory("frozen_inside", 3, culprit=2, timeout=3.0, source="patch")
-    pid = job.wait_facts(2, "pid")
-    try:
-        v = _verdict(job)
-    finally:
-        os.kill(pid, signal.SIGCONT)
+    v = _verdict_then_continue(job, 2)
     assert job.finish() == [0, 0, 0], job.log_text()
     h = _root(v)
     assert h["missing_ranks"] == [] and sorted(h["waiting_ranks"]) == [0, 1, 2], v["summary"]
@@ -328,11 +328,7 @@ def test_a_rank_stopped_inside_a_call_with_a_short_timeout_is_named_not_merged_a
     again, and its watchdog answers again once it is frozen (tests/unit/test_watchdog_decide.py holds the rule;
     this run passed here before the change too, on 1.8.1 and 2.15 with the fuzzer running beside it)."""
     job = job_factory("frozen_inside", 3, culprit=2, timeout=2.0)
-    pid = job.wait_facts(2, "pid")
-    try:
-        v = _verdict(job)
-    finally:
-        os.kill(pid, signal.SIGCONT)
+    v = _verdict_then_continue(job, 2)
     assert job.finish() == [0, 0, 0], job.log_text()
     assert v["culprit_ranks"] == [2] and v["frozen_ranks"] == [2], v["summary"]
 
