@@ -25,9 +25,12 @@ import ctypes
 import threading
 import time
 
+from . import config as _config
 from . import requests as _requests
 
 __all__ = ["CollectiveHang", "RankRaise"]
+
+HANDLER_WAIT_S = 5.0  # the signal handler waits at most this for the helper's abort before raising without it
 
 
 class CollectiveHang(RuntimeError):
@@ -165,7 +168,7 @@ class RankRaise(object):
         if by_signal:
             self.say("rank %s: on_timeout=raise: CollectiveHang is raised by the observer's %s handler in the "
                      "main thread, after the job's own handler, once it is back in Python: %s; %s"
-                     % (self.rank, _signal_name(self.handler), self._when(ended), groups))
+                     % (self.rank, _config.signal_name(self.handler.signum), self._when(ended), groups))
         elif not scheduled:
             self.say("rank %s: on_timeout=raise: could not schedule CollectiveHang in the main thread; %s"
                      % (self.rank, groups))
@@ -175,24 +178,41 @@ class RankRaise(object):
 
     def from_signal(self):
         """The signal handler's half, in the main thread after the job's own handler: raise the verdict asked
-        for with this signal, if any (the waits are ended first where the helper has not yet)."""
+        for with this signal, if any (the waits are ended first where the helper has not yet).  Nothing else
+        ever leaves it: a fault of the observer's here is said in one line and the job goes on."""
+        try:
+            exc, said = self._from_signal()
+        except Exception as e:
+            self.say("rank %s: on_timeout=raise: the signal's handler could not raise the verdict (%r); the job "
+                     "goes on" % (self.rank, e))
+            return
+        if said:
+            self.say(said)
+        if exc is not None:
+            raise exc
+
+    def _from_signal(self):
         req = _requests.RaiseRequest.read(self.dd, self.pid)
         if not self._fresh(req) or not req.signal_sent:
-            return
-        with self._lock:
+            return None, None
+        # the helper may hold the lock in a long abort: never wait on it for long in the main thread
+        locked = self._lock.acquire(timeout=HANDLER_WAIT_S)
+        try:
             if _requests.RaiseRequest.take(self.dd, self.pid) is None or req.gather_id in self.raised:
-                return
+                return None, None
             self.raised.add(req.gather_id)
-            first = req.gather_id not in self.ended  # before the helper thread saw the request
-            if first:
+            said = None
+            if req.gather_id not in self.ended and locked:  # before the helper thread saw the request
                 ended, took = self._end(req)
+                said = ("rank %s: on_timeout=raise: CollectiveHang raised by the observer's %s handler in the main "
+                        "thread, after the job's own handler; %s" % (
+                            self.rank, _config.signal_name(self.handler.signum), self._groups_text(ended, took)))
             exc = self._exception(req)
-            exc.ended = _aborted(self.ended[req.gather_id])
-        if first:
-            self.say("rank %s: on_timeout=raise: CollectiveHang raised by the observer's %s handler in the main "
-                     "thread, after the job's own handler; %s"
-                     % (self.rank, _signal_name(self.handler), self._groups_text(ended, took)))
-        raise exc
+            exc.ended = _aborted(self.ended.get(req.gather_id, ()))
+            return exc, said
+        finally:
+            if locked:
+                self._lock.release()
 
     def _end(self, req):
         t0 = time.monotonic()
@@ -224,10 +244,3 @@ class RankRaise(object):
 def _aborted(ended):
     return tuple(g for g, _, how in ended if how.startswith("aborted"))
 
-
-def _signal_name(handler):
-    try:
-        import signal
-        return signal.Signals(handler.signum).name
-    except Exception:
-        return "signal's"

@@ -175,3 +175,24 @@ def test_with_the_signal_the_observers_handler_raises_the_hang_after_the_jobs_ow
     assert not dd.exists(dumpdir.raise_request_name(4242))  # taken away by the handler
     rr.check()  # nothing left to do: no second line, no second exception
     assert len(said) == 1
+
+
+def test_a_fault_of_the_observers_in_the_signal_handlers_half_is_said_and_never_reaches_the_job(tmp_path):
+    """Only CollectiveHang ever leaves the handler's half: an error of the observer's own there (here the
+    waits' ending breaks) is one line, and the job's main thread goes on."""
+    dd = dumpdir.DumpDir(str(tmp_path))
+    said = []
+
+    def broken(groups):
+        raise OSError("the observer's own fault")
+
+    class Handler(object):
+        signum, installed, via_faulthandler = 12, True, False
+
+        def replaced_by(self):
+            return None
+
+    rr = raising.RankRaise(dd, 4242, 0, time.time() - 1, said.append, end=broken, handler=Handler())
+    requests.RaiseRequest(gather_id="g1", groups=["3"], written_at=time.time(), signal_sent=True).send(dd, 4242)
+    rr.from_signal()  # returns: nothing raised
+    assert len(said) == 1 and "could not raise the verdict" in said[0] and "the job goes on" in said[0], said
