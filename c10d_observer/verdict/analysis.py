@@ -11,6 +11,7 @@ from .. import analogs as _analogs
 from .. import arrivals as _arrivals
 from .. import documents as _documents
 from .. import ordering as _ordering
+from .. import shifts as _shifts
 from ..text import describe_call, rank_list
 from .render import summary_line
 from .stacks import _stack_groups, main_thread_frames, whereabouts
@@ -600,6 +601,13 @@ def _order_cycles(hangs, cycles, by_rank, undecided):
                 g.group, g.stream.split(":p2p:")[-1]))
     culprits = set()
     done = set()
+    likes = {}
+
+    def like_of(stream):
+        if stream not in likes:
+            likes[stream] = _analogs.like(by_rank, stream) if ":p2p:" not in str(stream) else []
+        return likes[stream]
+
     for i in cycles:
         if i in done:
             continue
@@ -613,6 +621,9 @@ def _order_cycles(hangs, cycles, by_rank, undecided):
             found = _ordering.ordering_culprit(histories, last_started, members, cyc,
                                                group_name=lambda s: names.get(s, "group %s" % s), like=like,
                                                last_completed=last_completed)
+            if not found:  # a skip older than the histories shows as a shift of one rank's places
+                found = _shifts.shift_culprit(histories, last_started, last_completed, members, cyc, like_of,
+                                              group_name=lambda s: names.get(s, "group %s" % s))
         except Exception:  # the history is odd: undecided, never a crash of the verdict
             found = None
         if not found:

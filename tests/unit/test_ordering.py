@@ -277,3 +277,43 @@ def test_a_call_that_comes_before_the_first_call_of_the_other_stream_is_said_so(
     text = _text(histories, 0, "a", "b", 0, 1, [1], {}, lambda s: "group " + s)
     assert text == ("rank 0 issued all_reduce #1 on group a without its all_reduce #1 on group b, which rank 1 "
                     "issued before all_reduce #1 on group a")
+
+
+def test_ranks_that_have_not_issued_the_call_yet_bound_its_place_from_below():
+    # the fuzzer's seed 7000533: two halves, each step a barrier on the half then two world calls, an
+    # all_reduce on the halves every 5 steps (no period the rule reads); rank 3 leaves out the world's
+    # all_gather at step 5.  Ranks 4-6 wait in world #12 before their barrier #8, rank 3 waits in barrier #8
+    members = {"0": list(range(7)), "1": [0, 1, 2], "2": [3, 4, 5, 6]}
+
+    def program(r, i):
+        half = "1" if r < 3 else "2"
+        calls = ([(half, "all_reduce")] if i % 5 == 4 else []) + [(half, "barrier"), ("0", "all_reduce"),
+                                                                   ("0", "all_gather")]
+        return calls[:-1] if (r, i) == (3, 5) else calls
+    histories, last, stuck = run(members, program, 8)
+    assert ("2", 8, [3], [4, 5, 6]) in stuck
+    got = ordering_culprit(histories, last, members, stuck)
+    assert got is not None and got["rank"] == 3 and got["skipped"] == ("0", 12)
+
+
+def test_a_subgroup_skip_at_step_1_has_a_twin_with_the_other_rank_at_fault():
+    # issue 42's subgroup_skip_early: each step a world call, then one on [2, 3]; rank 2 skips its subgroup
+    # call at step 1.  Its twin: a program with one more world call at step 1 (every two steps, first met
+    # there), which rank 3 skipped.  Each rank issues the same calls in the same order in both, and both hang
+    # in the same calls: no rule can name either rank, and none does
+    def genuine(r, i):
+        calls = [("0", "all_reduce")] + ([("1", "all_reduce")] if r in (2, 3) else [])
+        return [c for c in calls if (r, i, c[0]) != (2, 1, "1")]
+
+    def twin(r, i):
+        calls = [("0", "all_reduce")] + ([("0", "all_reduce")] if i % 2 == 1 and r != 3 else []) + (
+            [("1", "all_reduce")] if r in (2, 3) else [])
+        return calls
+    runs = [run(WORLD4, program, steps) for program, steps in ((genuine, 6), (twin, 4))]
+    orders = [{r: [(c.stream, c.seq) for c in sorted(h[r], key=lambda c: c.started_at)] for r in h}
+              for h, _, _ in runs]
+    assert orders[0] == orders[1]
+    assert runs[0][2] == runs[1][2] == [("0", 3, [0, 1, 2], [3]), ("1", 2, [3], [2])]
+    for histories, last, stuck in runs:
+        assert ordering_culprit(histories, last, WORLD4, stuck) is None
+
