@@ -45,6 +45,7 @@ from c10d_observer.dumpdir import read_json as _read  # noqa: E402  (the file ma
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "fault_job.py")
+JOB3D = os.path.join(HERE, "job3d.py")
 
 # kind -> (world, culprit(s) expected, the rank that does the fault)
 KINDS = {
@@ -85,6 +86,10 @@ KINDS = {
     "lightning_stall": (2, [1], 1),
     "accelerate_stall": (2, [1], 1),
     "healthy": (3, [], -1),
+    # issue 42's 3D job (benchmarks/job3d.py): 8 ranks, pp 2 x dp 2 x tp 2; rank 5 is stage 1, dp 0, tp 1
+    "3d_pp_stall": (8, [5], 5),
+    "3d_tp_skip": (8, [5], 5),
+    "3d_fsdp_skip": (8, [5], 5),
 }
 NODES = {"nodes2_skip": 2, "nodes4_skip": 4}  # the ranks spread over this many nodes, each its own dump_dir
 QUICK = ("skip", "early_stall", "dataloader_stall", "late", "sigkill", "frozen_inside", "subgroup_skip",
@@ -116,7 +121,8 @@ def run_one(kind, source, timeout, wait_s, tmp, fault_step=30, step_s=0.1, verbo
         e = dict(env, RANK=str(r), LOCAL_RANK=str(r % local))
         if nodes > 1:  # as torchrun sets them on each node; a dump_dir of each node's own
             e.update(LOCAL_WORLD_SIZE=str(local), GROUP_RANK=str(r // local), C10D_OBSERVER_DIR=dirs[r // local])
-        procs.append(subprocess.Popen([sys.executable, JOB, "--kind", kind, "--out", out, "--culprit", str(culprit),
+        job = JOB3D if kind.startswith("3d_") else JOB
+        procs.append(subprocess.Popen([sys.executable, job, "--kind", kind, "--out", out, "--culprit", str(culprit),
                                        "--fault-step", str(fault_step), "--steps", str(steps), "--step-s",
                                        str(step_s)], env=e, stdout=log, stderr=subprocess.STDOUT,
                                       start_new_session=True))

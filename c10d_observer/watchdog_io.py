@@ -26,7 +26,7 @@ from . import verdict as _verdict
 from .config import HANG_EXIT_CODE
 from .text import rank_list, short_clock
 
-HISTORY = 16  # calls kept per stream in a document (the verdict reads ops, sizes and the order of calls)
+HISTORY = 32  # calls kept per stream in a document (the verdict reads ops, sizes and the order of calls)
 PY_SPY_EVERY_S = 60.0
 PY_SPY_LIMIT_S = 30.0
 
@@ -97,9 +97,10 @@ class RankDocs(object):
                 if a == b == seq:
                     name, api = _ch.decode_op(op)
                     recent.append(_documents.Call(seq, name, _ch.decode_sig(op), wall_now - (now_ns - t) / 1e9, api))
-            if len(recent) < min(HISTORY, st.last_completed) // 2:
+            if len(recent) < min(HISTORY, st.last_started):
                 # a recorder source writes a group's calls as counters and puts their exact starts (and ops)
-                # on the group's arrivals stream once it read them: the history the ordering rule needs
+                # on the group's arrivals stream once it read them: the history the ordering rule needs (every
+                # gap filled: a 3D job on 2.15 kept 17 of 32 calls where only half missing was filled)
                 if exact is None:
                     exact = {str(a.desc.get("stream")): a for a in self.reader.snapshot(arrivals=True)}
                 recent = self._from_arrivals(exact.get(str(d.get("stream"))), st, recent, now_ns, wall_now)

@@ -304,7 +304,7 @@ def _words(c, program):
 def undecidable(program, fault):
     """Why no verdict can name the culprit from the documents (a reason), or None.
 
-    The documents carry, per rank and stream, its counts, the call in flight and its last 16 calls with their
+    The documents carry, per rank and stream, its counts, the call in flight and its last 32 calls with their
     ops, sizes and start times on the rank's own clock: what every rank did, never what the program says it
     should have done.  Where another single fault on another rank, in a program the generator could make,
     leaves the same documents, no rule can tell the two apart.  Flagged here: the certain cases, and only
@@ -322,7 +322,7 @@ def undecidable(program, fault):
 
     Not flagged, though strictly undecidable too: a program may hold a slot that runs every k steps, so a
     divergence of two ranks at any step could be the other rank skipping such a slot's call that the history
-    never showed (its last 16 calls per stream); the verdict that names a rank there bets on the program
+    never showed (its last 32 calls per stream); the verdict that names a rank there bets on the program
     repeating what the documents show (the wrong-culprit cases run.py lists so far are of this kind).
     """
     if fault.kind in ("stall", "exit"):

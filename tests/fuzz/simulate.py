@@ -15,7 +15,7 @@ Ranks run until none can progress: that is the hang (or, every rank done, no han
 ``documents(sim)`` renders each rank as its watchdog writes it at the gather (documents.RankDoc's JSON): a
 state (kind "state") per rank alive, the end (kind "end", ``alive`` false) of a dead rank, the end of a rank
 that finished (``alive`` true), with per stream last_started / last_completed, the call in flight and the
-last 16 calls (``recent_ops``), and ``overdue`` entries (level hard) for calls in flight past the timeout.
+last 32 calls (``recent_ops``), and ``overdue`` entries (level hard) for calls in flight past the timeout.
 Pure Python, no torch.  Python 3.8.
 """
 import random
@@ -26,7 +26,7 @@ T0 = 1800000000.0  # the job's first step, Unix seconds
 TIMEOUT_S = 5.0  # the observer's timeout in the documents' config
 SEEN_LATE_S = 30.0  # the gather, this long after the last progress ("late")
 POLL_S = 0.25  # a watchdog finds a call overdue within a poll of its deadline
-HISTORY = 16  # calls per stream in a document (watchdog_io.HISTORY)
+HISTORY = 32  # calls per stream in a document (watchdog_io.HISTORY)
 STEP_S_BEFORE = 1.0  # ranks start this long before the loop's first step (the prologue runs in it)
 EPS = 1e-4  # a rank's next call starts at least this long after its previous call ended
 END_S = 5e-4  # a call ends this long after its last member entered it

@@ -357,6 +357,33 @@ def test_a_recorder_groups_history_in_the_rank_document_comes_from_its_arrivals_
         writer.close()
 
 
+def test_every_gap_in_a_groups_history_is_filled_from_its_arrivals_stream(tmp_path):
+    """A group's own stream with its last calls written as slots but older ones counted only (a recorder
+    source's calls long in flight are written, the others counted): the document's history is every call of
+    the window, the gaps from the arrivals stream (benchmarks/job3d.py on 2.15 kept 17 of 32 calls, too few
+    for the ordering rule, while gaps were filled only where half the window was missing)."""
+    import functools
+    from c10d_observer import callword, watchdog_io
+    writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
+    reader = ch.ChannelReader.attach(writer)
+    try:
+        main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
+        arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
+        word = callword.encode_op("all_reduce")
+        main.skip_to(20)  # 20 collectives completed, counted: no slot written
+        for i in range(21, 41):  # 20 more written as slots
+            main.done(main.start(word, 1000 * 10 ** 9 + i * 10 ** 8))
+        for i in range(1, 41):
+            arr.done(arr.start(word, 1000 * 10 ** 9 + i * 10 ** 8))
+        docs = types.SimpleNamespace(reader=reader)
+        docs._from_arrivals = functools.partial(watchdog_io.RankDocs._from_arrivals, docs)
+        [pos] = [p for p in watchdog_io.RankDocs.positions(docs, reader.snapshot(), 1010 * 10 ** 9, 5000.0)]
+        assert [c.seq for c in pos.recent] == list(range(40 - watchdog_io.HISTORY + 1, 41))
+    finally:
+        reader.close()
+        writer.close()
+
+
 def test_a_root_noted_by_op_id_goes_into_the_word_and_the_entry_of_that_op_only():
     """gloo's entries carry no root: the patch wrapper notes it by torch's op id (tracker._Group.note_root),
     and the reader puts it in the call's word and in the entry the report writes, for the same op only;

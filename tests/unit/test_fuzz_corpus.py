@@ -108,6 +108,11 @@ def test_the_simplest_shapes_are_named_exactly():
     assert sum(n for (k, big, _), n in got.items() if big) >= 100, got
 
 
+def test_the_simulated_documents_keep_as_many_calls_as_the_watchdogs_do():
+    from c10d_observer import watchdog_io
+    assert simulate.HISTORY == watchdog_io.HISTORY == 32
+
+
 def test_the_documents_are_what_the_watchdogs_write():
     """A p2p job with a dead rank: states, the dead rank's end, p2p streams named <group>:p2p:<src>-><dst> with
     kind p2p, peer, src and dst, as documents.RankDoc reads them."""

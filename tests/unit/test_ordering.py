@@ -317,3 +317,26 @@ def test_a_subgroup_skip_at_step_1_has_a_twin_with_the_other_rank_at_fault():
     for histories, last, stuck in runs:
         assert ordering_culprit(histories, last, WORLD4, stuck) is None
 
+
+def _recorded(name):
+    """A cycle as the ordering rule read it in a real run (tests/data), as ordering_culprit's arguments."""
+    import json
+    import os
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "data", name)) as f:
+        d = json.load(f)
+    histories = {int(r): [Call(*c) for c in calls] for r, calls in d["histories"].items()}
+    last = {int(r): s for r, s in d["last_started"].items()}
+    done = {int(r): s for r, s in d["last_completed"].items()}
+    return histories, last, done, d["members"], [tuple(c) for c in d["cycle"]], d["like"]
+
+
+def test_a_3d_jobs_skipped_tensor_parallel_call_is_named_from_32_calls_of_history_and_not_from_16():
+    # benchmarks/job3d.py (pp 2 x dp 2 x tp 2, FSDP2 and pipelining on 8 gloo ranks): rank 5 leaves out one
+    # tensor-parallel all_reduce; the stage's four ranks wait in a cycle of tp and dp calls.  A step holds 8 tp
+    # and about 12 dp calls per rank: the pattern rule needs 2p + 1 places, more than 16 calls show
+    # (watchdog_io.HISTORY was 16 until this run)
+    histories, last, done, members, cycle, like = _recorded("ordering-3d-tp-skip.json")
+    got = ordering_culprit(histories, last, members, cycle, like=like, last_completed=done)
+    assert got is not None and got["rank"] == 5 and got["skipped"] == ("11", 246)
+    short = {r: [c for c in calls if c.seq > last[r].get(c.stream, 0) - 16] for r, calls in histories.items()}
+    assert ordering_culprit(short, last, members, cycle, like=like, last_completed=done) is None
