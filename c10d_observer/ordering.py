@@ -126,8 +126,9 @@ def _one_against_many(found):
     """{c} where one rank c is out of order by the places two ranks or more issued calls at (or the ranks of
     two groups like its own, or more: analogs.MIN_GROUPS), and every other rank found out of order is so only
     by c's own place (c alone witnessed it): the one against the many, as a desync's odd one out; else set().
-    (The fuzzer's seed 7000122: in a job of five pairs, rank 6 issued its pair's all_reduce #3 before the
-    world's barrier #5; its partner alone issued the barrier first, and the four other pairs did too.)"""
+    (The fuzzer's seed 7001400: in a 2 x 3 mesh, rank 5 issued its dp group's all_reduce #27 before the
+    world's all_reduce #19; rank 2 alone of its own groups witnessed the order, and ranks 0, 1, 3, 4 of the
+    dp groups like it did too.)"""
     out = set()
     for c in {f[0] for f in found}:
         others = [f for f in found if f[0] != c]
