@@ -177,15 +177,21 @@ def _framework(a):
     _write(os.path.join(a.out, "rank%d.json" % rank), {"calls": a.steps})
 
 
-def main():
-    signal.signal(signal.SIGUSR1, _on_signal)
+def job_args(kinds, culprit):
+    """The options fault_matrix.py gives every job it starts (this one and job3d.py)."""
     p = argparse.ArgumentParser()
-    p.add_argument("--kind", choices=KINDS, required=True)
+    p.add_argument("--kind", choices=kinds, required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--culprit", type=int, default=1)
+    p.add_argument("--culprit", type=int, default=culprit)
     p.add_argument("--fault-step", type=int, default=30)
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--step-s", type=float, default=0.1)
+    return p
+
+
+def main():
+    signal.signal(signal.SIGUSR1, _on_signal)
+    p = job_args(KINDS, 1)
     p.add_argument("--late-s", type=float, default=20.0)
     a = p.parse_args()
     if a.kind in FRAMEWORKS:  # the framework makes the process group itself

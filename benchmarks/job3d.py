@@ -17,8 +17,6 @@ Faults (``--kind``), at ``--fault-step`` on the rank ``--culprit``:
 
     python benchmarks/job3d.py --kind 3d_tp_skip --out DIR   (under torchrun or fault_matrix.py)
 """
-import argparse
-import json
 import os
 import sys
 import time
@@ -26,15 +24,10 @@ import time
 import torch
 import torch.distributed as dist
 
+from fault_job import _write, job_args  # the job fault_matrix.py starts for the other kinds (benchmarks/)
+
 KINDS = ("3d_healthy", "3d_pp_stall", "3d_tp_skip", "3d_fsdp_skip")
 D, HIDDEN, BATCH, MICRO = 64, 256, 8, 2
-
-
-def _write(path, doc):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f)
-    os.replace(tmp, path)
 
 
 class _ReduceForward(torch.autograd.Function):
@@ -107,14 +100,7 @@ def _apis():
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--kind", choices=KINDS, required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--culprit", type=int, default=5)
-    p.add_argument("--fault-step", type=int, default=30)
-    p.add_argument("--steps", type=int, default=200)
-    p.add_argument("--step-s", type=float, default=0.1)
-    a = p.parse_args()
+    a = job_args(KINDS, 5).parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     try:
