@@ -339,12 +339,22 @@ def free_port():
         return s.getsockname()[1]
 
 
-def read_verdict(dump_dir, timeout=60, log=""):
-    """The verdict.json the firing watchdog merges (waits for it)."""
+def read_verdict(dump_dir, timeout=60, log="", level=None):
+    """The verdict.json the firing watchdog merges (waits for it; with ``level="hard"``, until the one merged
+    at the hard deadline has replaced any learned one)."""
     path = os.path.join(dump_dir, "verdict.json")
-    wait_until(lambda: os.path.exists(path), timeout, "a verdict in %s\n%s" % (dump_dir, log))
-    with open(path) as f:
-        return json.load(f)
+
+    def ready():
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            try:
+                v = json.load(f)
+            except ValueError:  # being replaced
+                return None
+        return v if level is None or v.get("level") == level else None
+
+    return wait_until(ready, timeout, "a %sverdict in %s\n%s" % (level + " " if level else "", dump_dir, log))
 
 
 def wait_signal_sent(dump_dir, timeout=30, log=""):

@@ -46,9 +46,13 @@ def _root(v):
 
 @pytest.mark.parametrize("timing", timings())
 def test_a_rank_late_in_its_dataloader_is_named_live_and_after_it_caught_up(job_factory, tmp_path, timing):
-    """Row 1: rank 3 stalls in its DataLoader, then catches up."""
-    job = job_factory("dataloader_late", 4, culprit=3, step=5, steps=8, timeout=1.0, timing=timing)
-    live = read_verdict(job.dump_dir, 90, job.log_text())
+    """Row 1: rank 3 stalls in its DataLoader, then catches up.  A 3 s timeout, not 1 s: the verdict comes a
+    timeout after the first rank entered the call, and with 12 processes on 2 cores (4 ranks, their DataLoader
+    workers and watchdogs) a rank once reached the call over 1 s after its peers, and was rightly not yet
+    "waiting" (CI on 2.15, 2026-11-27).  A learned verdict may come first (floor 2 s at the test times); the
+    record is the hard one, so that is the one read live."""
+    job = job_factory("dataloader_late", 4, culprit=3, step=5, steps=8, timeout=3.0, timing=timing)
+    live = read_verdict(job.dump_dir, 90, job.log_text(), level="hard")
     job.release()
     assert job.finish() == [0, 0, 0, 0], job.log_text()
     h = _root(live)
