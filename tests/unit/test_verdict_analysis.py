@@ -637,16 +637,19 @@ def test_a_send_whose_peer_went_on_to_a_call_that_waits_for_it_is_an_unmatched_p
         root.category_why
 
 
-def _aborted_docs(stalled=True):
-    """Rank 0 waits in world #2; rank 1 stalled in Python (in no collective) or not there; rank 2 died of
-    SIGABRT (as gloo aborts a rank that receives a collective of another size: the fuzzer's real programs)."""
-    aborted = "process 42 ended without disable() (the rank closed its end; killed by signal 6 (SIGABRT))"
-    docs = {0: _doc(0, 3, [_g("0", [0, 1, 2], 2, 1)]),
-            2: _doc(2, 3, [_g("0", [0, 1, 2], 1, 1)], kind="end", alive=False, exit_reason=aborted)}
+ABORTED = "process 42 ended without disable() (the rank closed its end; killed by signal 6 (SIGABRT))"
+
+
+def _aborted_docs(stalled=True, sizes=("4 x float32", "4 x float32")):
+    """Rank 0 waits in world #2; rank 1 stalled in Python (in no collective) or not there (waits in #2 too);
+    rank 2 died of SIGABRT (as gloo aborts a rank that receives a collective of another size: the fuzzer's
+    real programs).  ``sizes``: ranks 0 and 1's sizes for #2 (None: not known)."""
+    docs = {0: _doc(0, 3, [_g("0", [0, 1, 2], 2, 1, size=sizes[0])]),
+            2: _doc(2, 3, [_g("0", [0, 1, 2], 1, 1)], kind="end", alive=False, exit_reason=ABORTED)}
     if stalled:
         docs[1] = _doc(1, 3, [_g("0", [0, 1, 2], 1, 1)])
     else:
-        docs[1] = _doc(1, 3, [_g("0", [0, 1, 2], 2, 1)])
+        docs[1] = _doc(1, 3, [_g("0", [0, 1, 2], 2, 1, size=sizes[1])])
     return docs
 
 
@@ -658,9 +661,58 @@ def test_a_rank_aborted_beside_a_rank_that_explains_the_hang_is_a_symptom_not_a_
     assert "aborted (SIGABRT)" in h["missing"]["2"]["text"] and "not named" in h["missing"]["2"]["text"]
 
 
-def test_a_rank_aborted_alone_is_named():
+def test_a_rank_aborted_alone_beside_peers_that_issued_one_call_is_named():
+    # gloo aborts the rank that receives more than it posted: with ranks 0 and 1 alike, rank 2 crashed before
+    # all_reduce #2 or posted another size in it; either way the fault is its own
     v = verdict.analyze(_aborted_docs(stalled=False)).to_json()
     assert v["culprit_ranks"] == [2], v["summary"]
+    assert "crashed, or posted another size" in v["hangs"][0]["missing"]["2"]["text"]
+
+
+def test_a_rank_aborted_alone_beside_peers_of_unknown_or_different_sizes_is_not_named():
+    # either peer may have sent rank 2 more than it posted: nothing says whether rank 2 crashed or was aborted
+    for sizes in ((None, None), ("4 x float32", "8 x float32")):
+        v = verdict.analyze(_aborted_docs(stalled=False, sizes=sizes)).to_json()
+        assert 2 not in v["culprit_ranks"], (sizes, v["summary"])
+        assert any("died of SIGABRT" in u for u in v["undecided"]) or v["hangs"][0].get("mismatch"), v["undecided"]
+
+
+def _aborted_pair_docs(peer_size, like_size="4 x float32", likes=2, history=5):
+    """Four ranks in pairs ([0, 1], [2, 3], [4, 5]: groups "1", "2", "3"), each pair all_reducing ``history``
+    calls and then one more; rank 3 died of SIGABRT after its call #``history``, and rank 2 waits in #history+1
+    with ``peer_size``, where the other pairs (``likes`` of them) issued ``like_size`` and went past it.  The
+    fuzzer's real programs, seed 8000076 on 2.15: a pair's root broadcast 2,097,153 elements, gloo aborted
+    the receiver before its source read its entry for the call."""
+    n = history + 1
+    done = [(s, "all_reduce", "4 x float32", 80.0 + s) for s in range(1, n)]
+    docs = {2: _doc(2, 6, [_g("2", [2, 3], n, n - 1, size=peer_size, recent=done)]),
+            3: _doc(3, 6, [_g("2", [2, 3], n - 1, n - 1, recent=done)], kind="end", alive=False, exit_reason=ABORTED)}
+    for stream, pair in (("1", [0, 1]), ("3", [4, 5]))[:likes]:
+        for r in pair:
+            docs[r] = _doc(r, 6, [_g(stream, pair, n, n, recent=done + [(n, "all_reduce", like_size, 80.0 + n)])])
+    return docs
+
+
+def test_a_rank_aborted_alone_in_a_pair_is_not_named_where_nothing_tells_who_changed_the_size():
+    for docs in (_aborted_pair_docs("8 x float32", likes=0), _aborted_pair_docs("8 x float32", history=1),
+                 _aborted_pair_docs("4 x float32", likes=1)):
+        v = verdict.analyze(docs).to_json()
+        assert v["culprit_ranks"] == [], v["summary"]
+        [why] = [u for u in v["undecided"] if "SIGABRT" in u]
+        assert "rank 3 may have crashed before it or been aborted by its peer's call" in why, why
+        assert "not named" in v["hangs"][0]["missing"]["3"]["text"]
+
+
+def test_a_rank_aborted_alone_in_a_pair_is_told_apart_by_the_pairs_like_it():
+    v = verdict.analyze(_aborted_pair_docs("8 x float32")).to_json()
+    assert v["culprit_ranks"] == [2], v["summary"]  # it sent more than the program's call: rank 3 a symptom
+    m = v["hangs"][0]["mismatch"]
+    assert m["kind"] == "size" and m["odd_ranks"] == [2] and m["expected_op"] == "all_reduce of 4 x float32", m
+    assert "groups 1, 3, like this one" in m["evidence"] and "died of SIGABRT" in m["evidence"], m
+    assert "a symptom, not named" in v["hangs"][0]["missing"]["3"]["text"]
+    v = verdict.analyze(_aborted_pair_docs("4 x float32")).to_json()
+    assert v["culprit_ranks"] == [3], v["summary"]  # rank 2 issued the program's call: rank 3 crashed, or changed
+    assert "crashed, or posted another size" in v["hangs"][0]["missing"]["3"]["text"]
 
 
 def _death_docs(raised=True):
