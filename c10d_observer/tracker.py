@@ -231,6 +231,15 @@ class Tracker(object):
         log.warning(msg)
         warnings.warn(msg, RuntimeWarning)
 
+    def in_a_call(self):
+        """Whether a call the wrappers write (p2p, a side stream, a group no source records) is in flight on
+        this rank: a recorder source reads its buffer once the rank has waited in one for a while."""
+        for g in list(self.groups.values()):
+            for s in [g.coll] + list(g.sends.values()) + list(g.recvs.values()) + list(g.sides.values()):
+                if getattr(s, "open", None):
+                    return True
+        return False
+
     def _update_rank(self):
         rank, world = compat.rank_and_world()
         if rank >= 0:

@@ -97,10 +97,12 @@ class RankDocs(object):
                 if a == b == seq:
                     name, api = _ch.decode_op(op)
                     recent.append(_documents.Call(seq, name, _ch.decode_sig(op), wall_now - (now_ns - t) / 1e9, api))
-            if len(recent) < min(HISTORY, st.last_started):
-                # a recorder source writes a group's calls as counters and puts their exact starts (and ops)
-                # on the group's arrivals stream once it read them: the history the ordering rule needs (every
-                # gap filled: a 3D job on 2.15 kept 17 of 32 calls where only half missing was filled)
+            if len(recent) < min(HISTORY, st.last_started) or any(c.op == "unknown" for c in recent):
+                # a recorder source writes a group's calls as counters (op unknown until a lookup names them)
+                # and puts their exact starts and ops on the group's arrivals stream once it read them: the
+                # history the ordering rule needs (every gap filled: a 3D job on 2.15 kept 17 of 32 calls where
+                # only half missing was filled; every unknown op too: on 2.13 one at the skip's place left a
+                # TP skip "cannot decide")
                 if exact is None:
                     exact = {str(a.desc.get("stream")): a for a in self.reader.snapshot(arrivals=True)}
                 recent = self._from_arrivals(exact.get(str(d.get("stream"))), st, recent, now_ns, wall_now)
@@ -120,15 +122,16 @@ class RankDocs(object):
     def _from_arrivals(self, arr, st, recent, now_ns, wall_now):
         if arr is None:
             return recent
-        have = {c.seq for c in recent}
+        have = {c.seq: c for c in recent}
         for seq in range(max(1, st.last_started - HISTORY + 1), min(st.last_started, arr.last_started) + 1):
-            if seq in have:
+            if seq in have and have[seq].op != "unknown":
                 continue
             a, op, t, b, _ = self.reader.slot(arr.idx, seq)
             if a == b == seq:
                 name, api = _ch.decode_op(op)
-                recent.append(_documents.Call(seq, name, _ch.decode_sig(op), wall_now - (now_ns - t) / 1e9, api))
-        return sorted(recent, key=lambda c: c.seq)
+                if name != "unknown" or seq not in have:
+                    have[seq] = _documents.Call(seq, name, _ch.decode_sig(op), wall_now - (now_ns - t) / 1e9, api)
+        return sorted(have.values(), key=lambda c: c.seq)
 
     def document(self, kind, entries, snap=None, now_ns=None, **fields):
         """A RankDoc of this rank now: who, where in every group, and how alive."""

@@ -67,7 +67,9 @@ from .. import requests as _requests
 log = logging.getLogger("c10d_observer")
 
 NEIGHBOURS = 3  # entries kept either side of a call in flight, per group
-HISTORY = 16  # a group's last calls kept while a call is long in flight (the verdict reads their order)
+HISTORY = 32  # a group's last calls kept while a call is long in flight (the verdict reads their order; as
+# many as a document keeps of a stream, watchdog_io.HISTORY: with 16, the newest calls of a rank read only
+# through these entries left its document 16 calls a stream and a 3D TP skip undecided)
 LOOKUP_SOFT_S = 2.5  # with learned deadlines, a call is named once this long in flight (a quarter of their floor)
 WATCHED_S = 0.5  # ... and this long while c10d-observer watch is open
 MAX_START = 128  # calls started at once for one group when a read finds more enqueued (a burst): the
@@ -256,9 +258,28 @@ class _Batches(object):
         self.cost_s = None  # the last whole read's duration
         self.period = LADDER[0]
         self.next_at = 0.0  # wall time of the next read
+        self.still = (None, 0, True)  # (pg_status, monotonic ns it has held since, read once since)
 
     def due(self, wall_now):
         return wall_now >= self.next_at
+
+    def stuck(self, status, now_ns, after_ns, waiting):
+        """Whether to read now, off the periods: pg_status has not moved for ``after_ns``, the rank waits in
+        a call (``waiting()``: one its recorder records, or one the wrappers write, gloo's p2p), and the buffer
+        was not read since it went still.  Its last calls reach its document only through a read: with
+        periods of up to a minute between reads, the stage-0 ranks of the 3D job (waiting in a pipeline
+        recv) sent documents with 0-3 of their last 32 calls a group, and a skip was "cannot decide" (2.13,
+        timeout 5 s).  Once per still spell, and only while the rank waits: its GIL is free, so the read
+        costs the job nothing (a rank computing for long, in no call, is not read off the periods)."""
+        key = tuple(sorted(status.items()))
+        seen, since, read = self.still
+        if key != seen:
+            self.still = (key, now_ns, False)
+            return False
+        if read or now_ns - since < after_ns or not waiting():
+            return False
+        self.still = (key, since, True)
+        return True
 
     def done(self, wall_now, cost_s):
         self.cost_s = cost_s
@@ -436,8 +457,10 @@ class FlightRecorderSource(object):
             self._check_recording(status, now)
         batches = self._batches.setdefault(rec.name, _Batches())
         wall_now = time.time()
-        batch = rec.events and not final and batches.due(wall_now) and any(
-            p.arrivals is not None for k, p in self.pgs.items() if k[0] == rec.name)
+        mine = [p for k, p in self.pgs.items() if k[0] == rec.name]
+        batch = rec.events and not final and any(p.arrivals is not None for p in mine) and (
+            batches.due(wall_now) or batches.stuck(status, now, self.lookup_after_ns,
+                                                   lambda: any(p.inflight for p in mine) or self.tracker.in_a_call()))
         if lookup or mixed or verify or unsure or batch:
             whole = batch or not rec.active_only
             t0 = self.read_s

@@ -151,6 +151,26 @@ def test_a_call_in_flight_is_looked_at_again_each_quarter_and_ends_when_retired(
     assert in_flight(reader) == (2, 2, None)
 
 
+def test_a_call_long_in_flight_keeps_as_many_of_its_groups_last_calls_as_a_document_keeps(rig):
+    # a rank whose newest calls reach its document only through these entries (not yet on its arrivals
+    # stream) must carry as many calls a group as the others' documents do: with 16 of 32, the order rule
+    # had too few places and a TP skip in the 3D job was "cannot decide" (2.13, 2026-11-27)
+    from c10d_observer import watchdog_io
+    src, rec, clock, reader = rig
+    for op_id in range(1, 41):
+        rec.call(op_id)
+        if op_id < 40:
+            rec.retire(op_id, last_completed=op_id)
+    src.poll_once()
+    clock.now_ns += QUARTER_NS
+    src.poll_once()
+    [written] = [f for f in os.listdir(src.dump_dir) if f.startswith("fr-rank0-")]
+    with open(os.path.join(src.dump_dir, written)) as f:
+        entries = json.load(f)["groups"]["0"]
+    assert [e["op_id"] for e in entries] == list(range(40 - watchdog_io.HISTORY + 1, 41))
+    assert [e["op_id"] for e in entries if e["in_flight"]] == [40]
+
+
 def test_a_group_whose_ops_have_no_entries_is_looked_for_once_a_quarter_not_every_poll(rig, monkeypatch):
     # pg_status counts ops the recorder keeps no entry for (gloo's p2p and monitored_barrier): a group that
     # issues only those was read for on every poll, and one read of a full buffer holds the rank's GIL for
@@ -332,6 +352,51 @@ def test_a_batch_read_puts_exact_starts_on_the_arrivals_stream_paced_and_in_orde
         writer.close()
 
 
+@pytest.mark.parametrize("waiting", [True, False])
+def test_a_rank_that_waits_in_a_call_is_read_once_off_the_periods(monkeypatch, tmp_path, waiting):
+    """A rank blocked in a recv its recorder does not record (gloo's p2p: the wrappers write it) has its
+    buffer read once a lookup period after pg_status went still, not at the next period (up to a minute
+    away): the stage-0 ranks of the 3D job sent 0-3 of their last 32 calls a group without it.  A rank still
+    in no call (computing) is not read: the read would take its GIL."""
+    writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
+    reader = ch.ChannelReader.attach(writer)
+    rec, clock = Recorder(), Clock()
+    monkeypatch.setattr(compat, "fr_status", rec.status)
+    monkeypatch.setattr(compat, "fr_entries", rec.read_entries)
+    monkeypatch.setattr(fr, "time", clock)
+    tracker = types.SimpleNamespace(rank=0, in_a_call=lambda: waiting)
+    src = fr.FlightRecorderSource(tracker=tracker, period=0.01, timeout=TIMEOUT_S, dump_dir=str(tmp_path))
+    main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
+    arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
+    src.pgs[("gloo", "0")] = fr._Pg("0", main, key_id="0", arrivals=arr)
+
+    def calls(first, last):
+        for op_id in range(first, last + 1):
+            rec.call(op_id)
+            rec.entries[op_id]["time_created_ns"] = clock.time_ns()
+            rec.retire(op_id, last_completed=op_id)
+            clock.now_ns += 1000000
+
+    try:
+        calls(1, 10)
+        src.poll_once()  # the first read is due at once
+        assert rec.entry_reads == 1
+        src._batches["gloo"].next_at = clock.time() + 60.0  # the next period's read, a minute away
+        calls(11, 20)
+        src.poll_once()
+        for _ in range(8):  # still (in the recv) for two lookup periods
+            clock.now_ns += QUARTER_NS // 4
+            src.poll_once()
+        [st] = reader.snapshot(passed=True, arrivals=True)
+        if waiting:
+            assert rec.entry_reads == 2 and [c[0] for c in st.passed] == list(range(1, 21))
+        else:
+            assert rec.entry_reads == 1 and [c[0] for c in st.passed] == list(range(1, 11))
+    finally:
+        reader.close()
+        writer.close()
+
+
 def test_a_recorder_groups_history_in_the_rank_document_comes_from_its_arrivals_stream(tmp_path):
     """Issue 33 (found by benchmarks/fault_matrix.py): under a recorder source a group's own stream holds
     counters only; the exact starts and ops the batch reads put on its arrivals stream are the history a
@@ -379,6 +444,33 @@ def test_every_gap_in_a_groups_history_is_filled_from_its_arrivals_stream(tmp_pa
         docs._from_arrivals = functools.partial(watchdog_io.RankDocs._from_arrivals, docs)
         [pos] = [p for p in watchdog_io.RankDocs.positions(docs, reader.snapshot(), 1010 * 10 ** 9, 5000.0)]
         assert [c.seq for c in pos.recent] == list(range(40 - watchdog_io.HISTORY + 1, 41))
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_call_its_group_stream_left_unnamed_is_named_from_its_arrivals_stream(tmp_path):
+    """A recorder source starts a group's calls from pg_status's counters with op "unknown" and names only
+    those long in flight; the batch reads put every call's op on the arrivals stream.  A document carried
+    the unknown ones (benchmarks/job3d.py on 2.13, timeout 5 s: one at the skipped TP call's place left the
+    skip "cannot decide"): each is named from the arrivals stream where it holds the call."""
+    import functools
+    from c10d_observer import callword, watchdog_io
+    writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
+    reader = ch.ChannelReader.attach(writer)
+    try:
+        main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
+        arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
+        word, unknown = callword.encode_op("all_reduce"), ch.OP_CODES["unknown"]
+        for i in range(1, 41):
+            main.done(main.start(unknown if i % 3 == 0 else word, 1000 * 10 ** 9 + i * 10 ** 8))
+        for i in range(1, 39):  # the last two not read yet: they stay unknown
+            arr.done(arr.start(word, 1000 * 10 ** 9 + i * 10 ** 8))
+        docs = types.SimpleNamespace(reader=reader)
+        docs._from_arrivals = functools.partial(watchdog_io.RankDocs._from_arrivals, docs)
+        [pos] = watchdog_io.RankDocs.positions(docs, reader.snapshot(), 1010 * 10 ** 9, 5000.0)
+        assert [c.seq for c in pos.recent] == list(range(40 - watchdog_io.HISTORY + 1, 41))
+        assert [c.seq for c in pos.recent if c.op == "unknown"] == [39]
     finally:
         reader.close()
         writer.close()

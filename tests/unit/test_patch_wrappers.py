@@ -106,6 +106,17 @@ def test_cpu_backend_call_ends_when_wait_returns(rig):
     assert in_flight() == {} and not tr.waiting
 
 
+def test_the_tracker_says_a_rank_is_in_a_call_while_a_p2p_call_is_in_flight(rig):
+    # what a recorder source asks before reading its buffer off its periods (sources/flight_recorder.py)
+    tr, group, wrap, in_flight = rig
+    pg = group("gloo")
+    assert not tr.in_a_call()
+    work = wrap("send")(pg, ["t"], 1)
+    assert tr.in_a_call() and in_flight() == {"g-gloo:p2p:0->1": 1}
+    patch._make_wait_wrapper(tr, FakeWork.wait)(work)
+    assert not tr.in_a_call()
+
+
 def test_coalesced_calls_end_with_the_work_of_end_coalescing(rig):
     tr, group, wrap, in_flight = rig
     pg = group("nccl")
