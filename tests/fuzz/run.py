@@ -66,10 +66,10 @@ def healthy_check(sim):
     return ""
 
 
-def judge(seed, check_healthy=True, skew=False, two=False):
+def judge(seed, check_healthy=True, skew=False, two=False, source="exact"):
     case = programs.make_case2(seed) if two else programs.make_case(seed)
     mode = simulate.mode_of(seed)
-    healthy, faulty, docs = simulate.run_case(case, mode, skew=skew)
+    healthy, faulty, docs = simulate.run_case(case, mode, skew=skew, source=source)
     why = healthy_check(healthy) if check_healthy else ""
     if case.fault is None:
         return Result(case, mode, None, [], "", not why, why, False, None)
@@ -115,13 +115,13 @@ def table(title, rows):
     return "\n".join(out)
 
 
-def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False):
+def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False, source="exact"):
     t = time.time()
     by_kind, by_shape, by_step = (collections.defaultdict(collections.Counter) for _ in range(3))
     reasons = collections.defaultdict(collections.Counter)  # undecided, not flagged: why, by fault kind
     wrong, unhealthy, shown, nohang, nofault = [], [], [], [], 0
     for i in range(cases):
-        res = judge(case_seed(seed, i), skew=skew, two=two)
+        res = judge(case_seed(seed, i), skew=skew, two=two, source=source)
         if not res.healthy_ok:
             unhealthy.append(res)
         if res.outcome is None:
@@ -142,8 +142,9 @@ def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False):
             shown.append(res)
     dt = time.time() - t
     w = out.write
-    w("%d cases (seed %d%s%s) in %.1f s (%.0f cases/s, healthy runs and both verdicts included)\n\n" % (
-        cases, seed, ", clocks skewed" if skew else "", ", two faults each" if two else "", dt, cases / dt if dt else 0))
+    w("%d cases (seed %d%s%s, source model %s) in %.1f s (%.0f cases/s, healthy runs and both verdicts included)\n\n" % (
+        cases, seed, ", clocks skewed" if skew else "", ", two faults each" if two else "", source, dt,
+        cases / dt if dt else 0))
     w(table("fault kind", by_kind) + "\n\n")
     w(table("shape", by_shape) + "\n\n")
     w(table("fault step", by_step) + "\n\n")
@@ -182,12 +183,12 @@ def _line(res, w):
         res.mode, res.culprits, sorted(res.case.expected), res.summary))
 
 
-def replay(seed, out=sys.stdout, skew=False, two=False):
+def replay(seed, out=sys.stdout, skew=False, two=False, source="exact"):
     w = out.write
     case = programs.make_case2(seed) if two else programs.make_case(seed)
     mode = simulate.mode_of(seed)
     w(programs.describe(case) + "\n")
-    healthy, faulty, docs = simulate.run_case(case, mode, skew=skew)
+    healthy, faulty, docs = simulate.run_case(case, mode, skew=skew, source=source)
     w("healthy run: %s\n" % (healthy_check(healthy) or "every rank done, no verdict"))
     if faulty is None:
         return
@@ -217,13 +218,16 @@ def main(argv=None):
     ap.add_argument("--skew", action="store_true", help="each rank's clock off by up to 2 h (ranks on other "
                                                          "nodes): the verdict never compares two ranks' clocks")
     ap.add_argument("--two", action="store_true", help="two faults at once, on two ranks (programs.make_case2)")
+    ap.add_argument("--source", default="exact", choices=simulate.SOURCES,
+                    help="what the documents say of the calls: exact (patch, hooks) or recorder (torch's gloo "
+                         "recorder, the default source on 2.8+: simulate.py)")
     ap.add_argument("--show", default="", help="also list the cases of these outcomes (comma separated: "
                                                 "undecided, undecided_ok, partial, exact)")
     a = ap.parse_args(argv)
     if a.replay is not None:
-        replay(a.replay, skew=a.skew, two=a.two)
+        replay(a.replay, skew=a.skew, two=a.two, source=a.source)
         return 0
-    got = run(a.cases, a.seed, [s for s in a.show.split(",") if s], skew=a.skew, two=a.two)
+    got = run(a.cases, a.seed, [s for s in a.show.split(",") if s], skew=a.skew, two=a.two, source=a.source)
     return 1 if got["wrong"] or got["unhealthy"] or got["nohang"] else 0
 
 

@@ -18,6 +18,7 @@ that finished (``alive`` true), with per stream last_started / last_completed, t
 last 32 calls (``recent_ops``), and ``overdue`` entries (level hard) for calls in flight past the timeout.
 Pure Python, no torch.  Python 3.8.
 """
+import math
 import random
 
 from c10d_observer import documents as _documents
@@ -174,9 +175,50 @@ def seen_at(sim, mode="late"):
     return max(sim.last_progress + 0.5, first + TIMEOUT_S + POLL_S + 1.0)
 
 
-def documents(sim, mode="late", stacks=True, skew=None):
+# The source models (issue 42, item 3): what a rank's document says of its calls.
+# - "exact": the patch and hooks sources: every call's op, size and start, as it was issued.
+# - "recorder": torch's gloo recorder (the default source on 2.8+; sources/flight_recorder.py): p2p calls and
+#   roots come from the wrappers, exact; a collective is started from pg_status's counters at the source's
+#   next poll (op "unknown", no size) and named, with its exact start, by a read of the buffer: a batch read
+#   at each multiple of the rank's batch period (the ladder's: cost / 0.2 % budget, the same for the ranks
+#   of a job), or, for a rank waiting in a call, once it has been still for a lookup period (then every call
+#   it issued is named, the call in flight too), and once more at disable().  A rank stalled in Python or
+#   dead keeps its calls since the last periodic read unnamed.  Not modelled: the buffer's bound (2,000 entries; no program here
+#   issues as many), gloo's completion counter going back (the source keeps its own).
+SOURCES = ("exact", "recorder")
+READ_PERIODS = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0)  # flight_recorder.LADDER
+SOURCE_POLL_S = 0.05  # the recorder source's poll: a call started from the counters is dated at the next one
+LOOKUP_S = TIMEOUT_S / 4.0  # flight_recorder: a call in flight this long is named; a still rank waiting, read
+
+
+def period_of(seed):
+    """The batch period of a case's job (recorder model): one of READ_PERIODS, a function of its seed."""
+    return random.Random("period-%d" % seed).choice(READ_PERIODS)
+
+
+def _named_until(sim, r, written, period):
+    """The time up to which the recorder source had read rank ``r``'s calls (named them, with their exact
+    starts) when its document was written at ``written``: its last periodic read, the read of a rank that
+    waited in a call (blocked) for LOOKUP_S, or the read at disable() of a rank that ended."""
+    if sim.state[r] == "done":
+        return written  # disable() reads the whole buffer once more (flight_recorder._last_batch)
+    last = math.floor(round(written / period, 9)) * period
+    if sim.state[r] == "blocked":
+        stream, _ = sim.blocked[r]
+        since = sim.hist[r][stream][-1][3]
+        if written >= since + LOOKUP_S:
+            last = max(last, since + LOOKUP_S)
+    return last
+
+
+def _polled(t):
+    return math.ceil(round(t / SOURCE_POLL_S, 9)) * SOURCE_POLL_S
+
+
+def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=None):
     """{rank: the JSON of its document at hang time}, as the watchdogs would write them.  ``skew``: {rank: seconds
-    its clock is ahead} (ranks on other nodes: the verdict never compares two ranks' clocks)."""
+    its clock is ahead} (ranks on other nodes: the verdict never compares two ranks' clocks).  ``source``: one
+    of SOURCES; ``period``: the recorder's batch period (s)."""
     p = sim.program
     now = seen_at(sim, mode)
     out = {}
@@ -191,13 +233,17 @@ def documents(sim, mode="late", stacks=True, skew=None):
         elif st == "done" and sim.hung:
             kind, why = "end", "the observer was disabled"
             written = sim.clock[r] + 0.05
+        named = _named_until(sim, r, written, period) if source == "recorder" else None
         groups, overdue = [], []
         for stream in sorted(sim.streams[r], key=_stream_key):
             gid, skind, peer, src, dst = sim.streams[r][stream]
             g = p.groups[gid]
             started = sim.started[r].get(stream, 0)
             completed = sim.completed[r].get(stream, 0)
-            hist = [(q, op, size, t + off) for q, op, size, t in sim.hist[r].get(stream, [])[-HISTORY:]]
+            hist = sim.hist[r].get(stream, [])[-HISTORY:]
+            if named is not None and skind == "collective":
+                hist = [h if h[3] <= named else (h[0], "unknown", None, _polled(h[3])) for h in hist]
+            hist = [(q, op, size, t + off) for q, op, size, t in hist]
             d = {"stream": stream, "group": gid, "kind": skind, "ranks": list(g.ranks), "backend": "gloo",
                  "peer": peer, "src": src, "dst": dst, "torch_timeout_s": 1800.0, "last_started": started,
                  "last_completed": completed, "ring_overflow": 0,
@@ -218,7 +264,8 @@ def documents(sim, mode="late", stacks=True, skew=None):
         doc = {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": kind, "rank": r,
                "world_size": p.world, "host": "sim", "pid": 1000 + r, "job_id": "fuzz",
                "written_at": written + off, "watchdog_started_at": T0 - 2.0 + off, "alive": alive,
-               "exit_reason": why, "frozen": False, "heartbeat_age_s": 0.1, "config": {"timeout": TIMEOUT_S, "source": "patch"},
+               "exit_reason": why, "frozen": False, "heartbeat_age_s": 0.1,
+               "config": {"timeout": TIMEOUT_S, "source": "patch" if source == "exact" else "flight_recorder"},
                "groups": groups, "overdue": overdue, "gather_id": "fuzz-gather"}
         if stacks and alive and kind == "state":
             doc["main_thread"] = MAIN_THREAD
@@ -258,14 +305,16 @@ def skew_of(seed, world, spread=7200.0):
     return {r: rng.uniform(-spread, spread) for r in range(world)}
 
 
-def run_case(case, mode=None, skew=False):
-    """(healthy Sim, faulty Sim, the faulty run's documents) of a case; ``mode`` defaults to mode_of(seed)."""
+def run_case(case, mode=None, skew=False, source="exact"):
+    """(healthy Sim, faulty Sim, the faulty run's documents) of a case; ``mode`` defaults to mode_of(seed);
+    ``source``: the source model of the documents (SOURCES)."""
     mode = mode or mode_of(case.seed)
     healthy = Sim(case.program, case.program.calls).run()
     faulty = Sim(case.program, case.calls, case.stop).run() if case.fault is not None else None
     docs = None
     if faulty is not None and faulty.hung:
-        docs = documents(faulty, mode, skew=skew_of(case.seed, case.program.world) if skew else None)
+        docs = documents(faulty, mode, skew=skew_of(case.seed, case.program.world) if skew else None,
+                         source=source, period=period_of(case.seed))
     return healthy, faulty, docs
 
 

@@ -397,6 +397,40 @@ def test_a_rank_that_waits_in_a_call_is_read_once_off_the_periods(monkeypatch, t
         writer.close()
 
 
+def test_disable_puts_every_call_since_the_last_batch_on_the_arrivals_stream(monkeypatch, tmp_path):
+    """A rank that ends (disable()) while others hang: its end document names its last calls, for the verdict
+    to read what the groups like a stuck one issued (the fuzzer's recorder model, seed 7000945)."""
+    writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
+    reader = ch.ChannelReader.attach(writer)
+    rec, clock = Recorder(), Clock()
+    monkeypatch.setattr(compat, "fr_status", rec.status)
+    monkeypatch.setattr(compat, "fr_entries", rec.read_entries)
+    monkeypatch.setattr(fr, "time", clock)
+    src = fr.FlightRecorderSource(tracker=types.SimpleNamespace(rank=0, in_a_call=lambda: False), period=0.01,
+                                  timeout=TIMEOUT_S, dump_dir=str(tmp_path))
+    main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
+    arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
+    src.pgs[("gloo", "0")] = fr._Pg("0", main, key_id="0", arrivals=arr)
+    try:
+        for op_id in range(1, 151):
+            rec.call(op_id)
+            rec.entries[op_id]["time_created_ns"] = clock.time_ns()
+            rec.retire(op_id, last_completed=op_id)
+            clock.now_ns += 1000000
+            if op_id == 10:
+                src.poll_once()  # the first batch, then none for a minute
+                src._batches["gloo"].next_at = clock.time() + 60.0
+        src.poll_once()
+        [st] = reader.snapshot(passed=True, arrivals=True)
+        assert [c[0] for c in st.passed] == list(range(1, 11))
+        src.uninstall()
+        [st] = reader.snapshot(passed=True, arrivals=True)
+        assert st.last_started == 150 and [c[0] for c in st.passed][-3:] == [148, 149, 150]
+    finally:
+        reader.close()
+        writer.close()
+
+
 def test_a_recorder_groups_history_in_the_rank_document_comes_from_its_arrivals_stream(tmp_path):
     """Issue 33 (found by benchmarks/fault_matrix.py): under a recorder source a group's own stream holds
     counters only; the exact starts and ops the batch reads put on its arrivals stream are the history a
