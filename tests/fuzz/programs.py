@@ -2,7 +2,8 @@
 (issue 42, the first slice: pure Python, no torch, no processes).
 
 A program is a world size, the groups the job makes (the world, ``new_group`` subgroups: pairs, halves, a
-subset of the ranks; a 2D mesh: tp x dp), and a per-step template of *slots*: a collective on a family of
+subset of the ranks; a 2D mesh: tp x dp; where asked, a 3D mesh of up to 64 ranks: pp x dp x tp, whose
+pipeline stages send and receive along each pp group), and a per-step template of *slots*: a collective on a family of
 groups (every rank calls it on its own group of the family: "each step a tp all_reduce"), or point-to-point
 traffic (a pipeline-style chain of send/recv, or pairs that exchange tensors).  Every rank's list of calls is
 made from that one template (an optional prologue, the loop of 0-60 steps, an optional epilogue), so the
@@ -42,6 +43,13 @@ ROOTED = ("broadcast",)
 FAULT_KINDS = ("skip", "stall", "exit", "mismatch_op", "mismatch_size", "mismatch_root")
 FAULT_WEIGHTS = (4, 3, 2, 2, 2, 1)
 SHAPES = ("world", "pairs", "halves", "subset", "mesh", "p2p")
+# Shapes drawn only where asked for (``make_case(seed, shape=...)``, run.py --shape): drawing them among SHAPES
+# would change every seed's program, and the seeds the tests keep.  "mesh3d": pp x dp x tp (each 2-4, 8-64
+# ranks), a tensor-parallel and a data-parallel collective each step and the pipeline's sends and recvs
+# along each pp group (forward, sometimes backward too), as torch.distributed.pipelining over a DeviceMesh.
+EXTRA_SHAPES = ("mesh3d",)
+MESH3D_WORLDS = (8, 12, 16, 18, 24, 27, 32, 36, 48, 64)
+MESH3D_MAX_STEPS = 30  # a 64-rank program of 60 steps is 15,000 calls a run
 NUMELS = (1, 4, 1024, 4096, 65536, 1048576)
 DTYPES = ("float32", "float32", "float32", "bfloat16", "int64")
 
@@ -100,6 +108,19 @@ def _groups(rng, world, shape):
     elif shape == "subset":
         n = rng.randint(2, world - 1)
         new("subset", sorted(rng.sample(range(world), n)))
+    elif shape == "mesh3d":
+        pp, dp, tp = rng.choice([(p, d, t) for p in (2, 3, 4) for d in (2, 3, 4) for t in (2, 3, 4)
+                                 if p * d * t == world])
+        rank = lambda p, d, t: (p * dp + d) * tp + t  # noqa: E731 (pp outermost, as init_device_mesh's first dim)
+        for p in range(pp):
+            for d in range(dp):
+                new("tp", [rank(p, d, t) for t in range(tp)])
+        for p in range(pp):
+            for t in range(tp):
+                new("dp", [rank(p, d, t) for d in range(dp)])
+        for d in range(dp):
+            for t in range(tp):
+                new("pp", [rank(p, d, t) for p in range(pp)])
     elif shape == "mesh":
         tp = rng.choice([d for d in range(2, world) if world % d == 0 and world // d >= 2])
         dp = world // tp
@@ -119,10 +140,14 @@ def _world_for(rng, shape):
         return rng.randint(3, MAX_WORLD)
     if shape == "mesh":
         return rng.choice([4, 6, 8, 9, 10, 12, 14, 15, 16])
+    if shape == "mesh3d":
+        return rng.choice(MESH3D_WORLDS)
     return rng.randint(2, MAX_WORLD)
 
 
 def _template(rng, shape, groups, families, world):
+    if shape == "mesh3d":
+        return _template3d(rng, groups, families)
     fams = [f for f in families if f != "world"]
     slots = []
     n = rng.randint(1, 4)
@@ -143,6 +168,31 @@ def _template(rng, shape, groups, families, world):
     return slots
 
 
+def _template3d(rng, groups, families):
+    """A pipeline step over a 3D mesh: the stages' forward sends and recvs along each pp group, a tp
+    collective and a dp collective (in a random order), sometimes a backward pass (the chains reversed),
+    sometimes a periodic world call; rank order within the step is the template's."""
+    chains = tuple(tuple(groups[g].ranks) for g in families["pp"])
+    size = _size(rng)
+    slots = [Slot("p2p", "pp", None, size, None, 1, "chains", chains, "0")]
+    colls = [_coll_slot(rng, fam, {g: groups[g] for g in families[fam]})._replace(every=1) for fam in ("tp", "dp")]
+    rng.shuffle(colls)
+    slots += colls
+    if rng.random() < 0.5:
+        slots.append(Slot("p2p", "pp", None, size, None, 1, "chains", tuple(c[::-1] for c in chains), "0"))
+    if rng.random() < 0.3:
+        slots.insert(rng.randrange(len(slots) + 1), _coll_slot(rng, "world", {"0": groups["0"]}))
+    return slots
+
+
+def _chain_calls(out, chain, slot, index, step):
+    for i, r in enumerate(chain):
+        if i > 0:
+            out.setdefault(r, []).append(Call(slot.group, "recv", slot.size, None, chain[i - 1], step, index, None))
+        if i + 1 < len(chain):
+            out.setdefault(r, []).append(Call(slot.group, "send", slot.size, None, chain[i + 1], step, index, None))
+
+
 def _slot_calls(slot, index, step, groups, families):
     """{rank: [Call without ``at``]} of one slot at one step."""
     out = {}
@@ -154,12 +204,11 @@ def _slot_calls(slot, index, step, groups, families):
                 out.setdefault(r, []).append(Call(gid, slot.op, slot.size, root, None, step, index, None))
         return out
     if slot.pattern == "chain":
-        chain = slot.pairs
-        for i, r in enumerate(chain):
-            if i > 0:
-                out.setdefault(r, []).append(Call(slot.group, "recv", slot.size, None, chain[i - 1], step, index, None))
-            if i + 1 < len(chain):
-                out.setdefault(r, []).append(Call(slot.group, "send", slot.size, None, chain[i + 1], step, index, None))
+        _chain_calls(out, slot.pairs, slot, index, step)
+        return out
+    if slot.pattern == "chains":  # one chain per pp group (mesh3d)
+        for chain in slot.pairs:
+            _chain_calls(out, chain, slot, index, step)
         return out
     for a, b in slot.pairs:
         out.setdefault(a, []).extend([Call(slot.group, "send", slot.size, None, b, step, index, None),
@@ -182,7 +231,8 @@ def make_program(rng, shape=None, world=None, steps=None):
     groups, families = _groups(rng, world, shape)
     template = _template(rng, shape, groups, families, world)
     if steps is None:
-        steps = rng.randint(0, 3) if rng.random() < 0.1 else rng.randint(0, MAX_STEPS)
+        most = MESH3D_MAX_STEPS if shape == "mesh3d" else MAX_STEPS
+        steps = rng.randint(0, 3) if rng.random() < 0.1 else rng.randint(0, most)
     prologue = rng.random() < 0.5  # DDP's broadcast of the parameters from rank 0
     epilogue = rng.random() < 0.6  # a barrier before destroy_process_group
     calls = {r: [] for r in range(world)}

@@ -66,8 +66,8 @@ def healthy_check(sim):
     return ""
 
 
-def judge(seed, check_healthy=True, skew=False, two=False, source="exact"):
-    case = programs.make_case2(seed) if two else programs.make_case(seed)
+def judge(seed, check_healthy=True, skew=False, two=False, source="exact", shape=None):
+    case = programs.make_case2(seed, shape=shape) if two else programs.make_case(seed, shape=shape)
     mode = simulate.mode_of(seed)
     healthy, faulty, docs = simulate.run_case(case, mode, skew=skew, source=source)
     why = healthy_check(healthy) if check_healthy else ""
@@ -115,13 +115,13 @@ def table(title, rows):
     return "\n".join(out)
 
 
-def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False, source="exact"):
+def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False, source="exact", shape=None):
     t = time.time()
     by_kind, by_shape, by_step = (collections.defaultdict(collections.Counter) for _ in range(3))
     reasons = collections.defaultdict(collections.Counter)  # undecided, not flagged: why, by fault kind
     wrong, unhealthy, shown, nohang, nofault = [], [], [], [], 0
     for i in range(cases):
-        res = judge(case_seed(seed, i), skew=skew, two=two, source=source)
+        res = judge(case_seed(seed, i), skew=skew, two=two, source=source, shape=shape)
         if not res.healthy_ok:
             unhealthy.append(res)
         if res.outcome is None:
@@ -142,8 +142,9 @@ def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False, source="exa
             shown.append(res)
     dt = time.time() - t
     w = out.write
-    w("%d cases (seed %d%s%s, source model %s) in %.1f s (%.0f cases/s, healthy runs and both verdicts included)\n\n" % (
-        cases, seed, ", clocks skewed" if skew else "", ", two faults each" if two else "", source, dt,
+    w("%d cases (seed %d%s%s%s, source model %s) in %.1f s (%.0f cases/s, healthy runs and both verdicts included)\n\n" % (
+        cases, seed, ", clocks skewed" if skew else "", ", two faults each" if two else "",
+        ", shape %s" % shape if shape else "", source, dt,
         cases / dt if dt else 0))
     w(table("fault kind", by_kind) + "\n\n")
     w(table("shape", by_shape) + "\n\n")
@@ -183,9 +184,9 @@ def _line(res, w):
         res.mode, res.culprits, sorted(res.case.expected), res.summary))
 
 
-def replay(seed, out=sys.stdout, skew=False, two=False, source="exact"):
+def replay(seed, out=sys.stdout, skew=False, two=False, source="exact", shape=None):
     w = out.write
-    case = programs.make_case2(seed) if two else programs.make_case(seed)
+    case = programs.make_case2(seed, shape=shape) if two else programs.make_case(seed, shape=shape)
     mode = simulate.mode_of(seed)
     w(programs.describe(case) + "\n")
     healthy, faulty, docs = simulate.run_case(case, mode, skew=skew, source=source)
@@ -221,13 +222,16 @@ def main(argv=None):
     ap.add_argument("--source", default="exact", choices=simulate.SOURCES,
                     help="what the documents say of the calls: exact (patch, hooks) or recorder (torch's gloo "
                          "recorder, the default source on 2.8+: simulate.py)")
+    ap.add_argument("--shape", choices=programs.SHAPES + programs.EXTRA_SHAPES,
+                    help="every program of this shape (mesh3d: pp x dp x tp, 8-64 ranks, drawn only where asked)")
     ap.add_argument("--show", default="", help="also list the cases of these outcomes (comma separated: "
                                                 "undecided, undecided_ok, partial, exact)")
     a = ap.parse_args(argv)
     if a.replay is not None:
-        replay(a.replay, skew=a.skew, two=a.two, source=a.source)
+        replay(a.replay, skew=a.skew, two=a.two, source=a.source, shape=a.shape)
         return 0
-    got = run(a.cases, a.seed, [s for s in a.show.split(",") if s], skew=a.skew, two=a.two, source=a.source)
+    got = run(a.cases, a.seed, [s for s in a.show.split(",") if s], skew=a.skew, two=a.two, source=a.source,
+              shape=a.shape)
     return 1 if got["wrong"] or got["unhealthy"] or got["nohang"] else 0
 
 

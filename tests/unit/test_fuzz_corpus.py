@@ -158,6 +158,28 @@ def test_a_call_the_pattern_does_not_put_there_never_makes_the_rank_that_issued_
     assert not set(v.culprit_ranks) - case.expected, v.summary
 
 
+def test_the_other_end_of_a_p2p_stream_never_speaks_for_a_rank_as_a_like_groups_rank():
+    """The fuzzer's first 3D mesh (seed 50000055: pp 2 x dp 3 x tp 2): rank 3 skipped its send to rank 9;
+    its dp call, one send early, spoke for where rank 9's dp call goes among its recvs (a rank of a group
+    like rank 9's, on the same p2p stream), and rank 9 was named.  The skip is named now."""
+    case = programs.make_case(50000055, shape="mesh3d")
+    _, _, v = _judge(case)
+    assert v.culprit_ranks == [3], v.summary
+
+
+def test_3d_meshes_of_up_to_64_ranks_never_name_a_rank_outside_their_culprits():
+    """programs.py's mesh3d shape (pp x dp x tp, 8-64 ranks, pipeline sends and recvs beside tp and dp
+    collectives): drawn only where asked, so a corpus of its own."""
+    from fuzz import run
+    got = collections.Counter()
+    for i in range(max(100, CORPUS // 20)):
+        res = run.judge(50000000 + i, check_healthy=i % 10 == 0, shape="mesh3d")
+        got[res.outcome] += 1
+        assert res.healthy_ok, (res.case.seed, res.healthy_why)
+        assert res.outcome != "wrong", (res.case.seed, res.culprits, sorted(res.case.expected), res.summary)
+    assert got["exact"] >= 0.7 * sum(n for k, n in got.items() if k not in (None, "nohang")), got
+
+
 def test_the_recorder_model_leaves_unnamed_only_the_calls_a_stalled_or_dead_rank_made_since_its_last_read():
     """simulate.py's "recorder" source model: a rank waiting in a call, or ended (disable() reads once more),
     has every collective named; a stalled or dead rank, its calls since the last multiple of the batch period
