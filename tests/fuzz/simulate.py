@@ -3,7 +3,9 @@
 The model (gloo, synchronous calls):
 - a group's collectives match by order: the k-th call of each member on a group is one collective (seq k of
   the group's stream, as the observer numbers it); it completes once every member has entered it, all with
-  the same op, size and root.  A collective whose members issued different ops, sizes or roots never
+  the same op, size and root; a broadcast, gloo's binomial tree (gloo/broadcast.cc), completes for each rank
+  that received from its parent and whose children entered it, so a rank that never enters holds only its
+  parent and its own subtree (``Sim._tree_done``).  A collective whose members issued different ops, sizes or roots never
   completes: the desync hangs with every member in it, the verdict's MISMATCH (real gloo raises at once on
   some of them, a size mismatch among others: README, the fault matrix; a later slice may model that);
 - sends and recvs between two ranks match by order per direction: the n-th send from A to B and the n-th
@@ -63,6 +65,7 @@ class Sim(object):
         self.hist = [dict() for _ in range(world)]
         self.streams = [dict() for _ in range(world)]  # stream -> (gid, kind, peer, src, dst)
         self.entered = {}  # (stream, seq) -> {rank: (signature, started_at)}
+        self.through = {}  # (stream, seq) -> ranks a broadcast let through before every member entered it
         self.last_progress = T0
         for r in range(world):
             for gid, g in program.groups.items():
@@ -127,17 +130,63 @@ class Sim(object):
         self.state[r], self.blocked[r] = "blocked", key
         members = self._members(c, r)
         if len(inst) < len(members) or any(m not in inst for m in members):
+            if c.op == "broadcast" and len({s for s, _ in inst.values()}) == 1:
+                return self._tree_done(key, members, c.root, inst)
             return []
         if len({s for s, _ in inst.values()}) != 1:
             return []  # a desync: never completes
         end = max(at for _, at in inst.values()) + END_S
         self.last_progress = max(self.last_progress, end)
+        gone = self.through.pop(key, ())
         for m in members:
+            if m in gone:
+                continue
             self.completed[m][stream] = seq
             self.clock[m] = end
             self.state[m], self.blocked[m] = "ready", None
         del self.entered[key]
-        return list(members)
+        return [m for m in members if m not in gone]
+
+    def _tree_done(self, key, members, root, inst):
+        """gloo's broadcast (gloo/broadcast.cc): a binomial tree from the root; a rank receives from its parent
+        once both entered the call and the parent received, then sends to its children, and returns once each
+        child entered it (a send completes when its recv is posted).  So a rank that never enters holds its
+        parent and its subtree; the others go through (the fuzzer's real programs, seed 9000040: ranks 0, 2, 4,
+        5 past a world broadcast rank 3 skipped, rank 1 in it).  The members it lets through now: completed,
+        set free, remembered in ``through`` until the call completes for all."""
+        n = len(members)
+        v = {m: (i - members.index(root)) % n for i, m in enumerate(members)}
+        real = {x: members[(x + members.index(root)) % n] for x in range(n)}
+        dim = max(1, (n - 1).bit_length())
+
+        def parent(x):  # it receives at the iteration of its highest bit, from the rank without that bit
+            return None if x == 0 else x & ~(1 << (x.bit_length() - 1))
+
+        def children(x):  # it sends at each later iteration, to the rank with that bit set too
+            return [x | (1 << i) for i in range(x.bit_length(), dim) if (x | (1 << i)) < n]
+
+        def received(x):
+            return real[x] in inst and (x == 0 or received(parent(x)))
+
+        gone = self.through.setdefault(key, set())
+        free = []
+        for m in members:
+            x = v[m]
+            if m in gone or m not in inst or not received(x) or any(real[y] not in inst for y in children(x)):
+                continue
+            chain = [x] + children(x)
+            p = parent(x)
+            while p is not None:
+                chain.append(p)
+                p = parent(p)
+            end = max(inst[real[y]][1] for y in chain) + END_S
+            self.last_progress = max(self.last_progress, end)
+            self.completed[m][key[0]] = key[1]
+            self.clock[m] = end
+            self.state[m], self.blocked[m] = "ready", None
+            gone.add(m)
+            free.append(m)
+        return free
 
     @property
     def hung(self):

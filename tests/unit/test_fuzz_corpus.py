@@ -180,6 +180,18 @@ def test_3d_meshes_of_up_to_64_ranks_never_name_a_rank_outside_their_culprits():
     assert got["exact"] >= 0.7 * sum(n for k, n in got.items() if k not in (None, "nohang")), got
 
 
+def test_a_broadcast_lets_through_the_ranks_gloo_does_not_route_through_a_rank_that_skipped_it():
+    """gloo's broadcast is a binomial tree (gloo/broadcast.cc): the seed 9000040 (6 ranks, rank 3 skips the
+    world's broadcast #2 and issues the subset's all_reduce #1) hangs in the simulation as it hung with real
+    gloo ranks on 2.13: ranks 0, 2, 5 past the broadcast, in the all_reduce; rank 1, whose child in the tree
+    is rank 3, in the broadcast; rank 4, alone outside the subset, in the world's barrier #3."""
+    case = programs.make_case(9000040)
+    _, faulty, v = _judge(case)
+    where = {r: (faulty.blocked[r][0], faulty.blocked[r][1]) for r in range(6)}
+    assert where == {0: ("1", 1), 1: ("0", 2), 2: ("1", 1), 3: ("1", 1), 4: ("0", 3), 5: ("1", 1)}, where
+    assert v.culprit_ranks == [3], v.summary
+
+
 def test_the_recorder_model_leaves_unnamed_only_the_calls_a_stalled_or_dead_rank_made_since_its_last_read():
     """simulate.py's "recorder" source model: a rank waiting in a call, or ended (disable() reads once more),
     has every collective named; a stalled or dead rank, its calls since the last multiple of the batch period

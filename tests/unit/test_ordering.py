@@ -340,3 +340,22 @@ def test_a_3d_jobs_skipped_tensor_parallel_call_is_named_from_32_calls_of_histor
     assert got is not None and got["rank"] == 5 and got["skipped"] == ("11", 246)
     short = {r: [c for c in calls if c.seq > last[r].get(c.stream, 0) - 16] for r, calls in histories.items()}
     assert ordering_culprit(short, last, members, cycle, like=like, last_completed=done) is None
+
+
+def test_one_rank_of_many_at_another_place_neither_blocks_nor_names_and_the_skip_is_named():
+    # the fuzzer's real programs, seed 9000040 (2.13, 6 gloo ranks): rank 3 skips the world's broadcast #2 and
+    # issues the subset's all_reduce #1.  gloo completes the broadcast for ranks 0, 2, 5, who go on to the
+    # all_reduce; rank 1 stays in the broadcast.  Rank 3 alone puts the all_reduce one world call earlier, and
+    # its world count, one short, was the least bound of the subset's next call: each held a rank "may be out
+    # of order" and the skip was "cannot decide".  All but one of three or more speak for a place and a bound.
+    histories, last, done, members, cycle, like = _recorded("ordering-real-9000040.json")
+    got = ordering_culprit(histories, last, members, cycle, like=like, last_completed=done)
+    assert got is not None and got["rank"] == 3 and got["skipped"] == ("0", 2), got
+
+
+def test_the_least_bound_of_a_place_outvotes_one_rank_only_among_three():
+    # _lower_bound: of two ranks that have not issued B #3, either may be the one off; of three, one
+    from c10d_observer.ordering import _lower_bound
+    assert _lower_bound({}, {}, 3, pending=[2, 5]) == 2
+    assert _lower_bound({}, {}, 3, pending=[1, 5, 5]) == 5
+    assert _lower_bound({}, {}, 3, pending=[5, 5, 9]) == 5
