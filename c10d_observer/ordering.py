@@ -67,6 +67,9 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
     """
     name = group_name or (lambda stream: "group %s" % stream)
     streams = sorted({c[0] for c in cycle})
+    suspects = {}  # stream -> the ranks that never arrived at a stuck call on it
+    for c in cycle:
+        suspects.setdefault(c[0], set()).update(c[3])
     stuck = {(c[0], c[1]) for c in cycle}
     found = []  # (rank, a, b, place, target, witnesses, places on b)
     for a in streams:
@@ -85,6 +88,8 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
             if known is None:  # the like groups' ranks disagree: the pair's own ranks speak alone
                 all_places, all_last = dict(places), dict(last)
                 known = _consensus(places, last)
+            for seq in _suspect_facts(known, all_places, all_last, suspects.get(a, ()), min(last.values())):
+                del known[seq]
             for r in ranks:
                 got, target = last_started[r].get(a, 0), last[r] + 1
                 expected = _expected(places, known, target, r,
@@ -138,6 +143,22 @@ def _one_against_many(found):
         if all(f[5] and set(f[5]) <= {c} for f in others) and any(
                 len(set(f[5]) - {c}) >= 2 or f[7][2] >= MIN_GROUPS for f in found if f[0] == c):
             out.add(c)
+    return out
+
+
+def _suspect_facts(known, places, last, suspects, issued):
+    """The seqs of ``known`` past ``issued`` (a B call a rank of the pair has not issued yet: the call at
+    stake) that only suspects went past: ranks that never arrived at a stuck call on the pair's other stream
+    (``suspects``).  A rank that skipped an A call and went on past B #b puts B #b one A
+    call early, and is as likely the culprit as the rank its place would name (the simulator's gloo
+    broadcast, seed 7002238: rank 7 skipped its pair's all_reduce, issued the world's broadcast as its root
+    and, the tree letting it through, went past it; its place alone said where the broadcast goes, and its
+    partner was named).  Such a place is no fact; rule 3 may still read it, as one rank's."""
+    out = []
+    for seq in [q for q in known or () if q > issued]:
+        vouch = [k for k, got in places.items() if seq in got and seq < last[k]]
+        if vouch and all(k in suspects for k in vouch):
+            out.append(seq)
     return out
 
 
