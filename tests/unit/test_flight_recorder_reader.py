@@ -319,56 +319,57 @@ def test_batch_reads_are_spaced_by_their_cost_and_fall_on_the_same_wall_clock_in
     assert b.period == fr.LADDER[-1]
 
 
-def test_a_batch_read_puts_exact_starts_on_the_arrivals_stream_paced_and_in_order(monkeypatch, tmp_path):
-    writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))  # the watchdog's ring
-    reader = ch.ChannelReader.attach(writer)
-    rec, clock = Recorder(), Clock()
-    monkeypatch.setattr(compat, "fr_status", rec.status)
-    monkeypatch.setattr(compat, "fr_entries", rec.read_entries)
-    monkeypatch.setattr(fr, "time", clock)
-    src = fr.FlightRecorderSource(tracker=types.SimpleNamespace(rank=0), period=0.01, timeout=TIMEOUT_S,
-                                  dump_dir=str(tmp_path))
-    main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
-    arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
-    src.pgs[("gloo", "0")] = fr._Pg("0", main, key_id="0", arrivals=arr)
-    try:
-        for op_id in range(1, 251):
-            rec.call(op_id)
-            rec.entries[op_id]["time_created_ns"] = clock.time_ns() - (300 - op_id) * 1000000  # 1 ms apart
-            rec.retire(op_id, last_completed=op_id)
-        src.poll_once()  # the first read is due at once: 250 starts read, BACKFILL of them put on the stream
-        assert rec.entry_reads == 1
-        [st] = reader.snapshot(passed=True, arrivals=True)
-        assert [c[0] for c in st.passed] == list(range(1, fr.BACKFILL + 1))
-        starts = [c[2] for c in st.passed]
-        assert starts[1] - starts[0] == 1000000  # torch's own creation times, 1 ms apart
-        src.poll_once()
-        src.poll_once()
-        [st] = reader.snapshot(passed=True, arrivals=True)
-        assert [c[0] for c in st.passed] == list(range(fr.BACKFILL + 1, 251)) and rec.entry_reads == 1
-        assert [s.desc["kind"] for s in reader.snapshot()] == ["collective"]  # detection never sees it
-    finally:
-        reader.close()
-        writer.close()
-
-
-@pytest.mark.parametrize("waiting", [True, False])
-def test_a_rank_that_waits_in_a_call_is_read_once_off_the_periods(monkeypatch, tmp_path, waiting):
-    """A rank blocked in a recv its recorder does not record (gloo's p2p: the wrappers write it) has its
-    buffer read once a lookup period after pg_status went still, not at the next period (up to a minute
-    away): the stage-0 ranks of the 3D job sent 0-3 of their last 32 calls a group without it.  A rank still
-    in no call (computing) is not read: the read would take its GIL."""
+@pytest.fixture
+def arrivals_rig(monkeypatch, tmp_path):
+    """A recorder source over one gloo group "0" with its arrivals stream (the watchdog's ring of 256):
+    ``make(waiting)`` -> (source, recorder, clock, reader); ``waiting``: what the tracker says of a call in
+    flight that the wrappers write (Tracker.in_a_call)."""
     writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
     reader = ch.ChannelReader.attach(writer)
     rec, clock = Recorder(), Clock()
     monkeypatch.setattr(compat, "fr_status", rec.status)
     monkeypatch.setattr(compat, "fr_entries", rec.read_entries)
     monkeypatch.setattr(fr, "time", clock)
-    tracker = types.SimpleNamespace(rank=0, in_a_call=lambda: waiting)
-    src = fr.FlightRecorderSource(tracker=tracker, period=0.01, timeout=TIMEOUT_S, dump_dir=str(tmp_path))
-    main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
-    arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
-    src.pgs[("gloo", "0")] = fr._Pg("0", main, key_id="0", arrivals=arr)
+
+    def make(waiting=False):
+        tracker = types.SimpleNamespace(rank=0, in_a_call=lambda: waiting)
+        src = fr.FlightRecorderSource(tracker=tracker, period=0.01, timeout=TIMEOUT_S, dump_dir=str(tmp_path))
+        main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
+        arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
+        src.pgs[("gloo", "0")] = fr._Pg("0", main, key_id="0", arrivals=arr)
+        return src, rec, clock, reader
+
+    yield make
+    reader.close()
+    writer.close()
+
+
+def test_a_batch_read_puts_exact_starts_on_the_arrivals_stream_paced_and_in_order(arrivals_rig):
+    src, rec, clock, reader = arrivals_rig()
+    for op_id in range(1, 251):
+        rec.call(op_id)
+        rec.entries[op_id]["time_created_ns"] = clock.time_ns() - (300 - op_id) * 1000000  # 1 ms apart
+        rec.retire(op_id, last_completed=op_id)
+    src.poll_once()  # the first read is due at once: 250 starts read, BACKFILL of them put on the stream
+    assert rec.entry_reads == 1
+    [st] = reader.snapshot(passed=True, arrivals=True)
+    assert [c[0] for c in st.passed] == list(range(1, fr.BACKFILL + 1))
+    starts = [c[2] for c in st.passed]
+    assert starts[1] - starts[0] == 1000000  # torch's own creation times, 1 ms apart
+    src.poll_once()
+    src.poll_once()
+    [st] = reader.snapshot(passed=True, arrivals=True)
+    assert [c[0] for c in st.passed] == list(range(fr.BACKFILL + 1, 251)) and rec.entry_reads == 1
+    assert [s.desc["kind"] for s in reader.snapshot()] == ["collective"]  # detection never sees it
+
+
+@pytest.mark.parametrize("waiting", [True, False])
+def test_a_rank_that_waits_in_a_call_is_read_once_off_the_periods(arrivals_rig, waiting):
+    """A rank blocked in a recv its recorder does not record (gloo's p2p: the wrappers write it) has its
+    buffer read once a lookup period after pg_status went still, not at the next period (up to a minute
+    away): the stage-0 ranks of the 3D job sent 0-3 of their last 32 calls a group without it.  A rank still
+    in no call (computing) is not read: the read would take its GIL."""
+    src, rec, clock, reader = arrivals_rig(waiting)
 
     def calls(first, last):
         for op_id in range(first, last + 1):
@@ -377,58 +378,40 @@ def test_a_rank_that_waits_in_a_call_is_read_once_off_the_periods(monkeypatch, t
             rec.retire(op_id, last_completed=op_id)
             clock.now_ns += 1000000
 
-    try:
-        calls(1, 10)
-        src.poll_once()  # the first read is due at once
-        assert rec.entry_reads == 1
-        src._batches["gloo"].next_at = clock.time() + 60.0  # the next period's read, a minute away
-        calls(11, 20)
+    calls(1, 10)
+    src.poll_once()  # the first read is due at once
+    assert rec.entry_reads == 1
+    src._batches["gloo"].next_at = clock.time() + 60.0  # the next period's read, a minute away
+    calls(11, 20)
+    src.poll_once()
+    for _ in range(8):  # still (in the recv) for two lookup periods
+        clock.now_ns += QUARTER_NS // 4
         src.poll_once()
-        for _ in range(8):  # still (in the recv) for two lookup periods
-            clock.now_ns += QUARTER_NS // 4
-            src.poll_once()
-        [st] = reader.snapshot(passed=True, arrivals=True)
-        if waiting:
-            assert rec.entry_reads == 2 and [c[0] for c in st.passed] == list(range(1, 21))
-        else:
-            assert rec.entry_reads == 1 and [c[0] for c in st.passed] == list(range(1, 11))
-    finally:
-        reader.close()
-        writer.close()
+    [st] = reader.snapshot(passed=True, arrivals=True)
+    if waiting:
+        assert rec.entry_reads == 2 and [c[0] for c in st.passed] == list(range(1, 21))
+    else:
+        assert rec.entry_reads == 1 and [c[0] for c in st.passed] == list(range(1, 11))
 
 
-def test_disable_puts_every_call_since_the_last_batch_on_the_arrivals_stream(monkeypatch, tmp_path):
+def test_disable_puts_every_call_since_the_last_batch_on_the_arrivals_stream(arrivals_rig):
     """A rank that ends (disable()) while others hang: its end document names its last calls, for the verdict
     to read what the groups like a stuck one issued (the fuzzer's recorder model, seed 7000945)."""
-    writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
-    reader = ch.ChannelReader.attach(writer)
-    rec, clock = Recorder(), Clock()
-    monkeypatch.setattr(compat, "fr_status", rec.status)
-    monkeypatch.setattr(compat, "fr_entries", rec.read_entries)
-    monkeypatch.setattr(fr, "time", clock)
-    src = fr.FlightRecorderSource(tracker=types.SimpleNamespace(rank=0, in_a_call=lambda: False), period=0.01,
-                                  timeout=TIMEOUT_S, dump_dir=str(tmp_path))
-    main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
-    arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
-    src.pgs[("gloo", "0")] = fr._Pg("0", main, key_id="0", arrivals=arr)
-    try:
-        for op_id in range(1, 151):
-            rec.call(op_id)
-            rec.entries[op_id]["time_created_ns"] = clock.time_ns()
-            rec.retire(op_id, last_completed=op_id)
-            clock.now_ns += 1000000
-            if op_id == 10:
-                src.poll_once()  # the first batch, then none for a minute
-                src._batches["gloo"].next_at = clock.time() + 60.0
-        src.poll_once()
-        [st] = reader.snapshot(passed=True, arrivals=True)
-        assert [c[0] for c in st.passed] == list(range(1, 11))
-        src.uninstall()
-        [st] = reader.snapshot(passed=True, arrivals=True)
-        assert st.last_started == 150 and [c[0] for c in st.passed][-3:] == [148, 149, 150]
-    finally:
-        reader.close()
-        writer.close()
+    src, rec, clock, reader = arrivals_rig()
+    for op_id in range(1, 151):
+        rec.call(op_id)
+        rec.entries[op_id]["time_created_ns"] = clock.time_ns()
+        rec.retire(op_id, last_completed=op_id)
+        clock.now_ns += 1000000
+        if op_id == 10:
+            src.poll_once()  # the first batch, then none for a minute
+            src._batches["gloo"].next_at = clock.time() + 60.0
+    src.poll_once()
+    [st] = reader.snapshot(passed=True, arrivals=True)
+    assert [c[0] for c in st.passed] == list(range(1, 11))
+    src.uninstall()
+    [st] = reader.snapshot(passed=True, arrivals=True)
+    assert st.last_started == 150 and [c[0] for c in st.passed][-3:] == [148, 149, 150]
 
 
 def test_a_recorder_groups_history_in_the_rank_document_comes_from_its_arrivals_stream(tmp_path):
