@@ -271,14 +271,13 @@ class _Batches(object):
         recv) sent documents with 0-3 of their last 32 calls a group, and a skip was "cannot decide" (2.13,
         timeout 5 s).  Once per still spell, and only while the rank waits: its GIL is free, so the read
         costs the job nothing (a rank computing for long, in no call, is not read off the periods)."""
-        key = tuple(sorted(status.items()))
         seen, since, read = self.still
-        if key != seen:
-            self.still = (key, now_ns, False)
+        if status != seen:
+            self.still = (dict(status), now_ns, False)
             return False
         if read or now_ns - since < after_ns or not waiting():
             return False
-        self.still = (key, since, True)
+        self.still = (seen, since, True)
         return True
 
     def done(self, wall_now, cost_s):

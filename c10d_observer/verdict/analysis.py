@@ -221,7 +221,9 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
             culprits.discard(r)
             m = h["missing"][str(r)]
             m["text"] = "%s; %s" % (m.get("text") or "dead", ABORTED_WORDS)
-        for r, odd, why in _aborted_alone(h, by_rank, waiting_in):
+        alone = _aborted_alone(h, by_rank, waiting_in)
+        if alone is not None:
+            r, odd, why = alone
             m = h["missing"][str(r)]
             m["text"] = "%s; %s" % (m.get("text") or "dead", why)
             if odd is None:  # nothing decides
@@ -316,8 +318,8 @@ def _aborted_beside_another(h, by_rank, waiting_in):
 
 
 def _aborted_alone(h, by_rank, waiting_in):
-    """``(rank, odd, why)`` for each missing rank of hang ``h`` that died of SIGABRT with no other missing rank
-    beside it, and whose last call on the stuck call's stream is the one before it: it may have crashed before
+    """``(rank, odd, why)`` for the missing rank of hang ``h`` that died of SIGABRT with no other missing rank
+    beside it (else None), and whose last call on the stuck call's stream is the one before it: it may have crashed before
     the call, or died inside it, aborted by gloo because a peer sent more than it posted (seed 8000076 on 2.15:
     the root of a pair's broadcast sent 2,097,153 elements; gloo aborted the receiver before its source read its
     entry for the call).  Its own size is unknown; its peers' calls at the place decide:
@@ -327,23 +329,22 @@ def _aborted_alone(h, by_rank, waiting_in):
       odd ranks are the peers whose call is another (named, the dead rank a symptom), or [] where every peer
       issued the program's call;
     - else ``odd`` is None: nothing decides, the hang says why."""
-    out = []
     missing = [r for r in h["missing_ranks"] if by_rank.get(r) is not None and r not in waiting_in]
     if len(missing) != 1:
-        return out  # none, or _aborted_beside_another's case
+        return None  # none, or _aborted_beside_another's case
     r = missing[0]
     doc = by_rank[r]
     if not (doc.dead and "(SIGABRT)" in (doc.exit_reason or "")):
-        return out
+        return None
     pos = doc.position(h["stream"])
     if (pos.last_started if pos is not None else 0) != h["seq"] - 1:
-        return out
+        return None
     peers = {p: by_rank[p].call(h["stream"], h["seq"]) for p in h["waiting_ranks"] + h["finished_ranks"]}
     peers = {p: (c.op, c.size) for p, c in peers.items() if c is not None and c.op not in (None, "unknown") and c.size}
     call = describe_call(h)
     if len(peers) >= 2 and len(set(peers.values())) == 1 and "mismatch" not in h:
-        return [(r, [], "aborted (SIGABRT) before or inside %s, which %s issued alike (%s of %s): it crashed, or "
-                        "posted another size than they did" % (call, rank_list(sorted(peers)), *next(iter(peers.values()))))]
+        return (r, [], "aborted (SIGABRT) before or inside %s, which %s issued alike (%s of %s): it crashed, or "
+                        "posted another size than they did" % (call, rank_list(sorted(peers)), *next(iter(peers.values()))))
     got = _analogs.program_call(by_rank, h["stream"], h["seq"]) if peers and len(peers) == len(
         h["waiting_ranks"] + h["finished_ranks"]) else None
     if got is not None:
@@ -356,17 +357,17 @@ def _aborted_alone(h, by_rank, waiting_in):
             mismatch = {"kind": "size", "ops": ops, "expected_op": "%s of %s" % (op, size), "odd_ranks": odd,
                         "text": ", ".join("%s %s" % (rank_list([p]), ops[str(p)]) for p in odd),
                         "evidence": "%s; the one rank beside, %s, died of SIGABRT" % (like, rank_list([r]))}
-            return [(r, mismatch, "aborted (SIGABRT) by gloo inside %s, as gloo aborts a rank that receives more "
+            return (r, mismatch, "aborted (SIGABRT) by gloo inside %s, as gloo aborts a rank that receives more "
                                   "than it posted: %s issued %s there (%s): a symptom, not named" % (
-                                      call, rank_list(odd), ops[str(odd[0])], like))]
-        return [(r, [], "aborted (SIGABRT) before or inside %s; its peers issued the program's call (%s): it "
-                        "crashed, or posted another size" % (call, like))]
+                                      call, rank_list(odd), ops[str(odd[0])], like))
+        return (r, [], "aborted (SIGABRT) before or inside %s; its peers issued the program's call (%s): it "
+                        "crashed, or posted another size" % (call, like))
     said = "; ".join("%s issued %s of %s" % ((rank_list([p]),) + c) for p, c in sorted(peers.items())[:2])
-    return [(r, None, "%s died of SIGABRT and never arrived, or died inside it: gloo aborts a rank that receives "
+    return (r, None, "%s died of SIGABRT and never arrived, or died inside it: gloo aborts a rank that receives "
                       "a collective of another size than it posted, so %s may have crashed before it or been "
                       "aborted by its peer's call (%s); its own size is not known, and no group like this one "
                       "shows the program's call there: not named" % (rank_list([r]), rank_list([r]),
-                                                                    said or "their sizes are not known"))]
+                                                                    said or "their sizes are not known"))
 
 
 def _raised_on_a_death(r, by_rank, culprits):
