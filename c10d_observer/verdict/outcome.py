@@ -125,6 +125,7 @@ def _outcome(h, docs_now, v):
     t0 = v.get("verdict_at") or 0
     waited = list(h.get("waiting_ranks") or []) + list(h.get("missing_ranks") or [])
     completed, ended, stuck_on, silent = [], [], [], []
+    other_op = {}  # late ranks whose call at this seq was another op: a teardown's call, never a catch-up
     at = None
     for r in waited:
         d = docs_now.get(r)
@@ -133,18 +134,25 @@ def _outcome(h, docs_now, v):
             continue
         e = next((x for x in d.overdue if (x.stream, x.seq) == key), None)
         pos = d.position(key[0])
-        if e is not None and e.ended == "completed" or (e is None and pos is not None and pos.last_completed >= key[1]
-                                                       and not d.dead):
+        op = _op_at(e, pos, key[1])
+        if op not in ("unknown", h.get("op") or "unknown") and r in (h.get("missing_ranks") or ()):
+            other_op[r] = op
+        if r not in other_op and (e is not None and e.ended == "completed" or (
+                e is None and pos is not None and pos.last_completed >= key[1] and not d.dead)):
             completed.append(r)
             if e is not None and e.completed_at:
                 at = max(at or 0, e.completed_at)
         elif (e is not None and e.ended in ("rank ended", "peers ended")) or d.dead or d.kind == "end":
-            ended.append(r)
+            ended.append(r)  # (a late rank that called another op here: what it did since decides)
         elif d.relayed_from:
             silent.append(r)  # another node's state, relayed during the gather: what it said then, not now
         else:
             stuck_on.append(r)
     unheard = " (nothing since from %s)" % rank_list(silent) if silent else ""
+    if other_op:
+        unheard += "; %s, not %s: no catch-up" % (
+            ", ".join("rank %d called %s #%s there" % (r, o, key[1]) for r, o in sorted(other_op.items())),
+            h.get("op"))
     late = [r for r in h.get("missing_ranks") or []]
     if completed and not ended and not stuck_on:
         after = max([x.resolved_after_s or 0 for r in completed for x in docs_now[r].overdue
@@ -169,6 +177,14 @@ def _outcome(h, docs_now, v):
     return {"state": "stuck", "at": None, "stuck_on": stuck_on or silent,
             "text": ("still stuck in the newest documents (%s)" % clock(newest) if stuck_on else
                      "no rank of it wrote anything since the verdict") + (unheard if stuck_on else "")}
+
+
+def _op_at(e, pos, seq):
+    """The op a rank's documents show at ``seq`` of a stream: its overdue entry's, else its history's."""
+    if e is not None and e.op != "unknown":
+        return e.op
+    calls = list(pos.recent) + ([pos.in_flight] if pos.in_flight is not None else []) if pos is not None else []
+    return next((c.op for c in calls if c is not None and c.seq == seq), "unknown")
 
 
 def exit_code(v):

@@ -266,6 +266,21 @@ def test_a_record_keeps_its_culprit_after_the_hang_resolved(tmp_path):
     assert [a["text"] for a in got["after"]][-1].startswith("rank 1 ended")
 
 
+def test_a_late_rank_that_called_another_op_at_the_seq_did_not_catch_up(tmp_path):
+    # Lightning's SIGTERM handler on the culprit: a broadcast at the stuck all_reduce's seq, which gloo let a
+    # waiting rank complete; the hang did not resolve (the record of a real 4-rank run, 2026-11-28)
+    v, overdue = _merged(tmp_path)
+    done = [dict(overdue[0], in_flight=False, ended="completed", completed_at=160.3, resolved_after_s=70.3)]
+    _write(tmp_path, "end-rank0-pid1.json", _doc(0, 2, [_g("0", [0, 1], 2, 2)], kind="end", written_at=170.0,
+                                                 overdue=done, exit_reason="the observer was disabled"))
+    _write(tmp_path, "end-rank1-pid2.json", _doc(1, 2, [_g("0", [0, 1], 2, 2, recent=[(2, "broadcast", "1", 101.0)])],
+                                                 kind="end", written_at=170.0, exit_reason="the observer was disabled"))
+    got, _, _ = verdict.load(str(tmp_path))
+    o = got.to_json()["hangs"][0]["outcome"]
+    assert o["state"] == "ended" and "rank 1 called broadcast #2 there, not all_reduce: no catch-up" in o["text"], o
+    assert got.exit_code == 1 and got.acts  # report exits 1; --exclude names the culprit's node
+
+
 def test_a_record_whose_ranks_were_ended_stays_a_hang_and_names_the_abort(tmp_path):
     v, overdue = _merged(tmp_path)
     ended = [dict(overdue[0], in_flight=False, ended="rank ended", completed_at=101.0, resolved_after_s=11.0)]
