@@ -99,11 +99,12 @@ def _loop(dist, t, seconds, batches):
     """all_reduces a second for ``seconds`` under the observer (source flight_recorder), batch reads on or off."""
     import c10d_observer
     from c10d_observer.sources import flight_recorder as fr
+    from c10d_observer.sources import recorder_books as books
     obs = c10d_observer.enable(timeout=300, source="flight_recorder", dump_dir=tempfile.mkdtemp())
     src = next((p for p in getattr(obs.parts, "parts", ()) if isinstance(p, fr.FlightRecorderSource)), None)
-    saved = fr.LADDER
+    saved = books.LADDER
     if not batches:
-        fr.LADDER = (1e9,)  # the first read happens at once; the next never
+        books.LADDER = (1e9,)  # the first read happens at once; the next never
     try:
         dist.barrier()
         n, t0 = 0, time.perf_counter()
@@ -115,7 +116,7 @@ def _loop(dist, t, seconds, batches):
         wall = time.perf_counter() - t0
         read = (src.read_s - r0) if src else None
     finally:
-        fr.LADDER = saved
+        books.LADDER = saved
         c10d_observer.disable()
     return {"calls_per_s": round(n / wall, 1), "read_share_pct": round(100 * read / wall, 3) if read is not None
             else None, "reads": src.reads if src else None}

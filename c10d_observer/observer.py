@@ -118,7 +118,7 @@ class Observer(object):
         self.source = caps["auto"] if config.source == "auto" else config.source
         self.auto = config.source == "auto"
         from . import sources as _sources
-        from .sources import flight_recorder as _fr
+        from .sources import recorders as _fr
         self.nccl_on = _fr.nccl_recorder_on(caps, self.auto or self.source == "flight_recorder")
         # the plan, computed once: the start-up line, the reports and build() all read this one
         self.planned = _sources.make_plan(self.source, caps, self.auto, self.nccl_on)

@@ -22,7 +22,7 @@ def _choice(name, auto):
 
 def make_plan(name, caps, auto=False, nccl_on=None):
     """The table's plan for source ``name`` (``auto``: the automatic choice) on this torch.  ``nccl_on``:
-    whether the legacy NCCL recorder records in this process (flight_recorder.nccl_recorder_on; None: as
+    whether the legacy NCCL recorder records in this process (recorders.nccl_recorder_on; None: as
     the capabilities say)."""
     if nccl_on is not None and (caps.get("nccl_plan") or {}).get("recorder"):
         caps = dict(caps, nccl_plan=dict(caps["nccl_plan"], recorder_on=(
@@ -73,7 +73,7 @@ class Dispatch(object):
     def recorders(self, caps):
         """The recorders the flight-recorder reader follows: those that make events, and the others where
         they record, for the flight-recorder entries reports carry."""
-        from . import flight_recorder as fr
+        from . import recorders as fr
         plan = self.plan
         out = []
         if plan.probes["gloo_recorder"][0]:
@@ -138,7 +138,7 @@ def build(plan_, tracker, cfg, caps, nccl_on=False):
     reg = PatchRegistry()
     parts = []
     if nccl_on == compat.RecorderOn.ENABLE:
-        from .flight_recorder import NcclRecorderSwitch
+        from .recorders import NcclRecorderSwitch
         parts.append(NcclRecorderSwitch())
     on_group = []  # called for every group as it is created (and for those made before enable())
     first = plan_.first

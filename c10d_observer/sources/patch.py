@@ -137,7 +137,7 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
         try:
             if not plain and g.native == "gloo":
                 # gloo's recorder counts this op (not recorded) with the collectives, which torch numbers apart:
-                # the reader needs its place (flight_recorder._Numbers); only p2p and side ops come here
+                # the reader needs its place (recorder_books._Numbers); only p2p and side ops come here
                 before = compat.torch_seq(self)
                 work = orig(self, *args, **kwargs)
                 g.other_ops.append((before, compat.torch_seq(self), p2p is not None))
@@ -160,7 +160,7 @@ def _make_call_wrapper(tracker, orig, op, p2p=None, side=None):
 def _native_rooted(g, pg, orig, args, kwargs, op, root):
     """A rooted collective (broadcast, reduce, gather, scatter) on a group whose collectives gloo's recorder
     reports: its entry carries no root, so the root is noted here by torch's op id, which the entry carries
-    (``op_id``: torch's op count just after the call is issued; flight_recorder._op_word puts it in the op
+    (``op_id``: torch's op count just after the call is issued; recorders._op_word puts it in the op
     word).  Noted only where the count moved by exactly one (another thread's op between the two reads
     leaves it unknown: "cannot decide" rather than a root guessed)."""
     root = root if root.__class__ is int else getattr(root, "rootRank", -1)

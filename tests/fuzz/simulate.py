@@ -235,7 +235,7 @@ def seen_at(sim, mode="late"):
 #   dead keeps its calls since the last periodic read unnamed.  Not modelled: the buffer's bound (2,000 entries; no program here
 #   issues as many), gloo's completion counter going back (the source keeps its own).
 SOURCES = ("exact", "recorder")
-READ_PERIODS = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0)  # flight_recorder.LADDER
+READ_PERIODS = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0)  # recorder_books.LADDER
 SOURCE_POLL_S = 0.05  # the recorder source's poll: a call started from the counters is dated at the next one
 LOOKUP_S = TIMEOUT_S / 4.0  # flight_recorder: a call in flight this long is named; a still rank waiting, read
 

@@ -18,6 +18,8 @@ import pytest
 from c10d_observer import channel as ch
 from c10d_observer import compat
 from c10d_observer.sources import flight_recorder as fr
+from c10d_observer.sources import recorder_books as books
+from c10d_observer.sources import nccl_checks, recorders
 
 TIMEOUT_S = 1.0
 QUARTER_NS = int(TIMEOUT_S * 1e9 / 4)
@@ -73,11 +75,12 @@ def rig(monkeypatch, tmp_path):
     clock = Clock()
     monkeypatch.setattr(compat, "fr_status", rec.status)
     monkeypatch.setattr(compat, "fr_entries", rec.read_entries)
-    monkeypatch.setattr(fr, "time", clock)
+    for m in (fr, recorders, nccl_checks):  # the reader and its parts read the clock
+        monkeypatch.setattr(m, "time", clock)
     tracker = types.SimpleNamespace(rank=0)  # only its rank is read, to name the entries file
     src = fr.FlightRecorderSource(tracker=tracker, period=0.01, timeout=TIMEOUT_S, dump_dir=str(tmp_path))
     stream = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
-    src.pgs[("gloo", "0")] = fr._Pg("0", stream, 0, key_id="0")  # what _add_pg makes for a gloo group counted from op 0
+    src.pgs[("gloo", "0")] = books._Pg("0", stream, 0, key_id="0")  # what _add_pg makes for a gloo group counted from op 0
     src.dump_dir = str(tmp_path)
     yield src, rec, clock, reader
     reader.close()
@@ -262,7 +265,7 @@ def gloo(rig):
     src, rec, clock, reader = rig
     group = types.SimpleNamespace(other_ops=[])
     p = src.pgs[("gloo", "0")]
-    p.numbers = fr._Numbers(group, 0, 0)
+    p.numbers = books._Numbers(group, 0, 0)
     return src, rec, clock, reader, GlooGroup(rec, group)
 
 
@@ -309,14 +312,14 @@ def test_an_op_whose_place_is_not_exact_is_numbered_from_the_entries(gloo):
 # -- batch reads: every call's exact start, within a budget of the GIL ------------------------------------------
 
 def test_batch_reads_are_spaced_by_their_cost_and_fall_on_the_same_wall_clock_instants():
-    b = fr._Batches()
+    b = books._Batches()
     assert b.due(0.0)
     b.done(1000.3, 0.0015)  # a read of 1.5 ms: 0.75 s at a 0.2 % budget: every second
     assert b.period == 1.0 and b.next_at == 1001.0
     b.done(1001.1, 0.038)  # 38 ms (2,000 gloo entries on torch 2.13): 19 s, on the ladder 20 s
     assert b.period == 20.0 and b.next_at == 1020.0 and not b.due(1019.9) and b.due(1020.0)
     b.done(1020.0, 1.0)  # never rarer than the ladder's top
-    assert b.period == fr.LADDER[-1]
+    assert b.period == books.LADDER[-1]
 
 
 @pytest.fixture
@@ -329,14 +332,15 @@ def arrivals_rig(monkeypatch, tmp_path):
     rec, clock = Recorder(), Clock()
     monkeypatch.setattr(compat, "fr_status", rec.status)
     monkeypatch.setattr(compat, "fr_entries", rec.read_entries)
-    monkeypatch.setattr(fr, "time", clock)
+    for m in (fr, recorders, nccl_checks):  # the reader and its parts read the clock
+        monkeypatch.setattr(m, "time", clock)
 
     def make(waiting=False):
         tracker = types.SimpleNamespace(rank=0, in_a_call=lambda: waiting)
         src = fr.FlightRecorderSource(tracker=tracker, period=0.01, timeout=TIMEOUT_S, dump_dir=str(tmp_path))
         main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
         arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
-        src.pgs[("gloo", "0")] = fr._Pg("0", main, key_id="0", arrivals=arr)
+        src.pgs[("gloo", "0")] = books._Pg("0", main, key_id="0", arrivals=arr)
         return src, rec, clock, reader
 
     yield make
@@ -503,14 +507,14 @@ def test_a_root_noted_by_op_id_goes_into_the_word_and_the_entry_of_that_op_only(
     bcast, reduce_ = ch.OP_CODES["broadcast"], ch.OP_CODES["reduce"]
     tr._Group.note_root(g, 7, bcast, 1)
     e = {"op_id": 7, "profiling_name": "gloo:broadcast", "input_sizes": [[8]], "input_dtypes": ["Float"]}
-    word = fr._op_word(e, g)
+    word = recorders._op_word(e, g)
     assert cw.decode_root(word) == 1 and word & cw.OP_MASK == bcast
-    assert cw.decode_root(fr._op_word(e)) is None  # no group: no root
-    assert cw.decode_root(fr._op_word(dict(e, op_id=8), g)) is None  # another op id
-    out = fr._entry_json(e, True, 3, g)
+    assert cw.decode_root(recorders._op_word(e)) is None  # no group: no root
+    assert cw.decode_root(recorders._op_word(dict(e, op_id=8), g)) is None  # another op id
+    out = recorders._entry_json(e, True, 3, g)
     assert out["root"] == 1 and out["size"].endswith(", root 1"), out
     tr._Group.note_root(g, 9, reduce_, 0)  # a reduce noted at the id of a recorded broadcast: not its root
-    assert cw.decode_root(fr._op_word(dict(e, op_id=9), g)) is None
+    assert cw.decode_root(recorders._op_word(dict(e, op_id=9), g)) is None
     for i in range(100, 100 + tr.ROOTS_KEPT):
         tr._Group.note_root(g, i, bcast, 0)
     assert len(g.roots) == tr.ROOTS_KEPT and 7 not in g.roots and 100 in g.roots

@@ -18,6 +18,8 @@ from c10d_observer import channel as ch
 from c10d_observer import compat
 from c10d_observer import tracker as _tracker
 from c10d_observer.sources import flight_recorder as fr
+from c10d_observer.sources import recorder_books as books
+from c10d_observer.sources import nccl_checks, recorders
 from c10d_observer.watchdog import find_overdue
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -87,13 +89,14 @@ def rig(monkeypatch, tmp_path):
     monkeypatch.setattr(compat, "nccl_uid", lambda pg: pg.uid)
     monkeypatch.setattr(compat, "torch_seq", lambda pg: pg.seq)
     monkeypatch.setattr(compat, "rank_and_world", lambda: (0, 1))
-    monkeypatch.setattr(fr, "time", clock)
+    for m in (fr, recorders, nccl_checks):  # the reader and its parts read the clock
+        monkeypatch.setattr(m, "time", clock)
     tr = _tracker.Tracker(writer, completion_period=1.0)
     tr.native_for = lambda pg, desc, kind="collective": None if kind == "p2p" else "nccl"  # the plan: this recorder makes the NCCL groups' events
     src = fr.FlightRecorderSource(tr, period=PERIOD_S, timeout=TIMEOUT_S, dump_dir=str(tmp_path),
-                                  recorders=[fr.nccl_recorder()])
+                                  recorders=[recorders.nccl_recorder()])
     src.activate("nccl")
-    src._batches["nccl"] = fr._Batches()
+    src._batches["nccl"] = books._Batches()
     src._batches["nccl"].next_at = float("inf")
     rig = types.SimpleNamespace(src=src, tracker=tr, clock=clock, readings=readings, reader=reader,
                                 tmp=str(tmp_path))
