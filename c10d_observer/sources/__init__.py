@@ -7,13 +7,11 @@ plan to work: ``Dispatch`` answers, once per group, which recorder or hook makes
 their coverage from the group (``_Group.native``, set by the tracker from ``Dispatch.native_for``); none
 decides it.
 """
-from .. import compat
-from .. import config as _config
-from . import table as _table
+import importlib
 
-P2P = ("send", "recv", "recv_anysource")
-COLLECTIVE_METHODS = tuple(m for m, _ in compat.PG_METHODS if m not in P2P and m != "monitored_barrier")
-ROOTED_METHODS = tuple(m for m, op in compat.PG_METHODS if op in compat.ROOT_ARG)
+from .. import compat
+from . import base as _base
+from . import table as _table
 
 
 def _choice(name, auto):
@@ -122,93 +120,51 @@ class Composite(object):
             p.uninstall()
 
 
+# The rows that build themselves (base.Source.build), in install order: the legacy NCCL recorder's switch
+# where this enable() turns it on (its row's side effect), the patch wrappers, pg_hooks or hooks where chosen,
+# the functional collectives' wrappers where they make some cell's events, CUDA graph captures counted, the
+# watch that announces each group, and last the flight-recorder reader (its thread starts once every group
+# has been announced).  A new recorder or hook: one row here, one file.
+PARTS = ("recorders:NcclRecorderSwitch", "patch:PatchSource", "pg_hooks:PgHooksSource", "hooks:HooksSource",
+         "funcol:FuncolSource", "_CaptureWatch", "groups:GroupWatch", "flight_recorder:FlightRecorderSource")
+
+
+def _part(row):
+    if ":" not in row:
+        return globals()[row]
+    module, name = row.split(":")
+    return getattr(importlib.import_module("." + module, __name__), name)
+
+
 def build(plan_, tracker, cfg, caps, nccl_on=False):
-    """The parts a plan (make_plan's, made once by enable()) uses, in install order: the legacy NCCL
-    recorder's switch where this enable() turns it on (its row's side effect), the patch wrappers for the
-    cells they make (p2p and monitored_barrier always; collectives at once where they make gloo's, else
-    when the first group whose collectives no recorder or hook makes appears; the rooted ones at once where
-    gloo's recorder makes them, for their root), pg_hooks or hooks where
-    chosen, the functional collectives' wrappers where they make some cell's events, and the
-    flight-recorder reader."""
-    from .groups import GroupWatch
-    from .patch import PatchRegistry, PatchSource
+    """The parts a plan (make_plan's, made once by enable()) uses, in install order (PARTS): each row builds
+    itself from the plan, or is left out."""
+    from .patch import PatchRegistry
     dispatch = Dispatch(plan_, caps)
     tracker.native_for = dispatch.native_for
     tracker.seq_base = dispatch.seq_base
-    reg = PatchRegistry()
+    ctx = _base.BuildContext(plan_, dispatch, tracker, cfg, caps, PatchRegistry(), [], nccl_on)
     parts = []
-    if nccl_on == compat.RecorderOn.ENABLE:
-        from .recorders import NcclRecorderSwitch
-        parts.append(NcclRecorderSwitch())
-    on_group = []  # called for every group as it is created (and for those made before enable())
-    first = plan_.first
-    gloo_by_call_path = first("gloo", "collective") in ("patch", "pg_hooks")
-    eager = first("gloo", "collective") == "patch"
-    # rooted collectives are wrapped also where gloo's recorder makes the collectives' events: its entries
-    # carry no root, which the wrapper notes (patch._native_rooted) and the reader puts in the call's word
-    rooted = set(ROOTED_METHODS) if first("gloo", "collective") == "gloo_recorder" else set()
-    methods = set(P2P) | {"monitored_barrier"} | (set(COLLECTIVE_METHODS) if eager else rooted)
-    patch = PatchSource(tracker, methods=methods, side={"monitored_barrier"}, wait=gloo_by_call_path,
-                        ddp=any(first(b, "ddp_allreduce") == "patch" for b in _table.BACKENDS),
-                        coalescing=eager, registry=reg)
-    parts.append(patch)
-    if not eager:
-        wrapped = []
-
-        def gap_collectives(pg):
-            if not wrapped and dispatch.native_for(pg, None) is None:
-                wrapped.append(True)
-                patch.wrap_methods(COLLECTIVE_METHODS)
-
-        on_group.append(gap_collectives)
-    if plan_.uses("pg_hooks"):
-        from .pg_hooks import PgHooksSource
-        hooks = PgHooksSource(tracker)
-        parts.append(hooks)
-        on_group.append(hooks.hook_group)
-    if plan_.uses("hooks"):
-        from .hooks import HooksSource
-        parts.append(HooksSource(tracker, caps["features"]["hooks_module"]))
-    if plan_.uses("funcol"):
-        from .funcol import FuncolSource
-        parts.append(FuncolSource(tracker, reg))
-    reader = None
-    recorders = dispatch.recorders(caps)
-    watch = GroupWatch(reg, on_group)
-    if recorders:
-        from .flight_recorder import FlightRecorderSource
-        reader = FlightRecorderSource(tracker, cfg.poll_interval / 2.0, cfg.timeout, cfg.dump_dir, recorders,
-                                      soft=getattr(cfg, "soft", False),
-                                      lookup_soft_s=getattr(cfg, "timing", _config.DEFAULT_TIMING).learned_floor_s / 4)
-
-        def announce(pg):  # an NCCL recorder is read once this rank has a group it records
-            kind = compat.nccl_kind(pg)
-            if kind is not None:
-                reader.activate(kind)
-            if kind == "nccl":
-                reader.register_group(pg)
-
-        def not_recorded(pg):  # the recorder does not record it after all: the next row in its cell takes it
-            dispatch.unrecorded.add(id(pg))
-            tracker.replan(pg)
-            for fn in on_group:
-                fn(pg)
-
-        reader.on_not_recorded = not_recorded
-        watch.on_group.insert(0, announce)
-    parts.append(_CaptureWatch(tracker.gpu, reg))
-    parts.append(watch)
-    if reader is not None:
-        parts.append(reader)  # last: its thread starts once every group has been announced
+    for row in PARTS:
+        part = _part(row).build(ctx)
+        if part is None:
+            continue
+        parts.append(part)
+        if part.hears_groups():
+            ctx.on_group.append(part.on_group)
     return Composite(plan_.main_source(), parts, plan_.view())
 
 
-class _CaptureWatch(object):
+class _CaptureWatch(_base.Source):
     """CUDA graph captures counted (gpu.GpuCompletion.watch_captures); restored with the registry."""
 
     def __init__(self, gpu, registry):
         self.gpu = gpu
         self.registry = registry
+
+    @classmethod
+    def build(cls, ctx):
+        return cls(ctx.tracker.gpu, ctx.registry)
 
     def install(self):
         self.gpu.watch_captures(self.registry)

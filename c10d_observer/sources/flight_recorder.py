@@ -27,8 +27,10 @@ from time import sleep as _sleep
 
 from .. import channel as _ch
 from .. import compat
+from .. import config as _config
 from .. import dumpdir as _dumpdir
 from .. import requests as _requests
+from .base import Source
 from .nccl_checks import _HELD, NcclChecks, _Gap
 from .recorder_books import BUDGET, LADDER, _Batches, _Numbers, _Pg
 from .recorders import (_UNKNOWN, _by_pg, _entry_json, _group_name, _op_word, _ops_by_pg, _root_pending, _start_ns,
@@ -48,7 +50,7 @@ BACKFILL = 100  # exact starts put on a group's arrivals stream per read (the wa
 FINAL_READS, FINAL_READ_GAP_S = 50, 0.005  # at disable(), a call still in flight is read again (uninstall)
 
 
-class FlightRecorderSource(NcclChecks):
+class FlightRecorderSource(NcclChecks, Source):
     name = "flight_recorder"
 
     def __init__(self, tracker, period, timeout, dump_dir, recorders=None, soft=False, lookup_soft_s=LOOKUP_SOFT_S):
@@ -77,6 +79,39 @@ class FlightRecorderSource(NcclChecks):
         self.on_not_recorded = None  # callback(pg): a group the recorder does not record after all
         self.read_s = 0.0  # time spent reading entries (the GIL held), for the benchmarks
         self.reads = 0
+
+    @classmethod
+    def build(cls, ctx):
+        """The reader of the recorders the plan follows (sources.Dispatch.recorders), or None: it hears of
+        each group first (an NCCL recorder is read once this rank has a group it records), and a group its
+        recorder turns out not to record goes to the next row of its cell."""
+        recorders = ctx.dispatch.recorders(ctx.caps)
+        if not recorders:
+            return None
+        cfg = ctx.cfg
+        timing = getattr(cfg, "timing", _config.DEFAULT_TIMING)
+        reader = cls(ctx.tracker, cfg.poll_interval / 2.0, cfg.timeout, cfg.dump_dir, recorders,
+                     soft=getattr(cfg, "soft", False), lookup_soft_s=timing.learned_floor_s / 4)
+        others = list(ctx.on_group)  # what a group gone back to the table's next row is announced to
+
+        def not_recorded(pg):
+            ctx.dispatch.unrecorded.add(id(pg))
+            ctx.tracker.replan(pg)
+            for fn in others:
+                fn(pg)
+
+        reader.on_not_recorded = not_recorded
+        ctx.on_group.insert(0, reader.announce)
+        return reader
+
+    def announce(self, pg):
+        """A group appeared: an NCCL recorder is read from its first group on; a legacy NCCL group is keyed
+        by its backend's uid."""
+        kind = compat.nccl_kind(pg)
+        if kind is not None:
+            self.activate(kind)
+        if kind == "nccl":
+            self.register_group(pg)
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     def install(self):

@@ -26,6 +26,7 @@ import weakref
 
 from .. import callword as _cw
 from .. import compat
+from .base import Source
 
 log = logging.getLogger("c10d_observer")
 
@@ -46,7 +47,7 @@ class _Call(object):
             self.st.done(self.seq)
 
 
-class FuncolSource(object):
+class FuncolSource(Source):
     """Wrappers on the ``_op`` of the functional collectives' packets and of ``wait_tensor``'s
     (compat.funcol_ops)."""
 
@@ -58,6 +59,10 @@ class FuncolSource(object):
         self.pending = {}  # output storage pointer -> _Call, for the waits
         self.live = {}  # id -> _Call not ended (a pointer reused by a later output drops out of pending)
         self.installed = []
+
+    @classmethod
+    def build(cls, ctx):
+        return cls(ctx.tracker, ctx.registry) if ctx.plan.uses("funcol") else None
 
     def install(self):
         found = compat.funcol_ops()

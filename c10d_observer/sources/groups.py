@@ -10,17 +10,23 @@ import functools
 import logging
 
 from .. import compat
+from .base import Source
 
 log = logging.getLogger("c10d_observer")
 
 
-class GroupWatch(object):
-    """Calls each of ``on_group`` (a list of callables) once for every group this rank is a member of."""
+class GroupWatch(Source):
+    """Calls each of ``on_group`` (a list of callables, the parts' as they are built) once for every group this
+    rank is a member of."""
 
     def __init__(self, registry, on_group):
         self.registry = registry
-        self.on_group = list(on_group)
+        self.listeners = on_group  # the build's list: a part built after this one adds to it (the reader)
         self.known = set()
+
+    @classmethod
+    def build(cls, ctx):
+        return cls(ctx.registry, ctx.on_group)
 
     def install(self):
         c10d = compat.c10d_module()
@@ -54,7 +60,7 @@ class GroupWatch(object):
         except Exception:
             return
         self.known.add(id(pg))
-        for fn in self.on_group:
+        for fn in self.listeners:
             try:
                 fn(pg)
             except Exception:  # a group we cannot hook is watched less, never broken

@@ -15,12 +15,13 @@ import logging
 
 from .. import channel as _ch
 from .. import compat
+from .base import Source
 
 log = logging.getLogger("c10d_observer")
 _P2P = frozenset(("send", "recv", "recv_anysource"))
 
 
-class HooksSource(object):
+class HooksSource(Source):
     name = "hooks"
 
     def __init__(self, tracker, module_name):
@@ -29,6 +30,10 @@ class HooksSource(object):
         self.active = False
         self.pending = {}  # (pg_name, torch seq) -> (stream, seq)
         self.drops = 0
+
+    @classmethod
+    def build(cls, ctx):
+        return cls(ctx.tracker, ctx.caps["features"]["hooks_module"]) if ctx.plan.uses("hooks") else None
 
     def install(self):
         mod = importlib.import_module(self.module_name)

@@ -25,8 +25,14 @@ import threading
 from .. import callword as _cw
 from .. import channel as _ch
 from .. import compat
+from . import table as _table
+from .base import Source
 
 log = logging.getLogger("c10d_observer")
+
+P2P = ("send", "recv", "recv_anysource")
+COLLECTIVE_METHODS = tuple(m for m, _ in compat.PG_METHODS if m not in P2P and m != "monitored_barrier")
+ROOTED_METHODS = tuple(m for m, op in compat.PG_METHODS if op in compat.ROOT_ARG)
 
 _MISSING = object()
 
@@ -294,9 +300,9 @@ def _make_group_call_wrapper(tracker, orig, op, api_code):
     return wrapper
 
 
-class PatchSource(object):
+class PatchSource(Source):
     """Wraps the ProcessGroup methods that issue an op: ``methods`` (None: all; the plan wraps those whose
-    cells it makes, sources.build), ``side`` (methods whose calls go on a side stream of their own where a
+    cells it makes, ``build``), ``side`` (methods whose calls go on a side stream of their own where a
     native source makes the group's other collectives).  Calls on groups a native source covers pass
     through (``_Group.native``, ``native_p2p``).  ``wait``: end CPU-backend calls when Work.wait() returns
     (else the completion poller ends them); ``ddp``: register the DDP comm hook that makes DDP's C++
@@ -314,6 +320,31 @@ class PatchSource(object):
         self.wait = wait
         self.composites = composites
         self.ddp = ddp
+
+    @classmethod
+    def build(cls, ctx):
+        """The wrappers for the cells they make: p2p and monitored_barrier always; collectives at once where
+        they make gloo's, else when the first group whose collectives no recorder or hook makes appears; the
+        rooted ones at once where gloo's recorder makes them (its entries carry no root, which the wrapper
+        notes, _native_rooted, and the reader puts in the call's word)."""
+        first = ctx.plan.first
+        eager = first("gloo", "collective") == "patch"
+        rooted = set(ROOTED_METHODS) if first("gloo", "collective") == "gloo_recorder" else set()
+        methods = set(P2P) | {"monitored_barrier"} | (set(COLLECTIVE_METHODS) if eager else rooted)
+        patch = cls(ctx.tracker, methods=methods, side={"monitored_barrier"},
+                    wait=first("gloo", "collective") in ("patch", "pg_hooks"),
+                    ddp=any(first(b, "ddp_allreduce") == "patch" for b in _table.BACKENDS),
+                    coalescing=eager, registry=ctx.registry)
+        if not eager:
+            wrapped = []
+
+            def gap_collectives(pg):
+                if not wrapped and ctx.dispatch.native_for(pg, None) is None:
+                    wrapped.append(True)
+                    patch.wrap_methods(COLLECTIVE_METHODS)
+
+            ctx.on_group.append(gap_collectives)
+        return patch
 
     def install(self):
         self.wrap_methods(self.methods)

@@ -6,10 +6,10 @@ gradient all-reduce).  A call starts in the pre hook and is followed to completi
 the patch source does: gloo works are ended by the completion poller, GPU works when the GPU is done.
 
 What the hooks do not show, and how it is covered:
-* ``monitored_barrier`` fires no hook: the patch source wraps that one method (sources.build).
+* ``monitored_barrier`` fires no hook: the patch source wraps that one method (PatchSource.build).
 * A call that raises between the hooks gets no post hook: it is ended at the next pre hook on its group
   from the same thread.
-* Hooks are per group: sources.groups.GroupWatch calls ``hook_group`` for every group as it is created.
+* Hooks are per group: sources.groups.GroupWatch calls ``on_group`` for every group as it is created.
   A group whose collectives one of torch's recorders reports (legacy NCCL, or NCCL2 with its recorder
   hook: sources.Dispatch) gets no hooks: the recorder costs nothing per call, the hooks about 28,000
   instructions; its p2p calls go to the patch source's wrappers.
@@ -19,12 +19,13 @@ import threading
 from .. import callword as _cw
 from .. import channel as _ch
 from .. import compat
+from .base import Source
 
 HOOK_ID = 0x0C10D0B5  # register_*_hook takes an integer id; unregister_*_hook removes ours by it
 _SKIP = frozenset(("unknown", "split", "new_window"))
 
 
-class PgHooksSource(object):
+class PgHooksSource(Source):
     name = "pg_hooks"
 
     def __init__(self, tracker):
@@ -32,8 +33,12 @@ class PgHooksSource(object):
         self.hooked = []
         self._codes = {}
 
+    @classmethod
+    def build(cls, ctx):
+        return cls(ctx.tracker) if ctx.plan.uses("pg_hooks") else None
+
     def install(self):
-        pass  # hooks go on each group as GroupWatch announces it (hook_group)
+        pass  # hooks go on each group as GroupWatch announces it (on_group)
 
     def _op(self, name):
         """The op code of a HookOpName, cached by its integer value: hashing the enum object itself calls
@@ -42,7 +47,7 @@ class PgHooksSource(object):
         code = self._codes[name.value] = -1 if op in _SKIP else _ch.OP_CODES.get(op, 0)
         return code
 
-    def hook_group(self, pg):
+    def on_group(self, pg):
         t = self.tracker
         try:
             if t.native_for(pg, None) != self.name:

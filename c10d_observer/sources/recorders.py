@@ -24,6 +24,7 @@ import time
 from .. import callword as _cw
 from .. import channel as _ch
 from .. import compat
+from .base import Source
 
 log = logging.getLogger("c10d_observer")
 
@@ -223,12 +224,16 @@ def _turn_nccl_recorder_on():
     return undo
 
 
-class NcclRecorderSwitch(object):
+class NcclRecorderSwitch(Source):
     """The nccl_recorder row's part: where this enable() turns the legacy NCCL recorder on (2.5-2.10, off
     by default), the variable is set at install and taken back at uninstall."""
 
     def __init__(self):
         self._undo = None
+
+    @classmethod
+    def build(cls, ctx):
+        return cls() if ctx.nccl_on == compat.RecorderOn.ENABLE else None
 
     def install(self):
         self._undo = _turn_nccl_recorder_on()

@@ -178,3 +178,14 @@ def test_recorder_on_is_an_enum_written_as_the_strings_the_capabilities_always_h
     on = plan["recorder_on"]
     assert on is compat.RecorderOn.DEFAULT and json.loads(json.dumps(plan))["recorder_on"] == "default"
     assert table.CHOICES is compat.SOURCES  # one list of source names
+
+
+def test_every_part_of_the_rank_side_is_a_source_that_builds_itself_and_every_row_has_its_part():
+    from c10d_observer.sources import base
+    parts = [_sources._part(row) for row in _sources.PARTS]
+    for cls in parts:
+        assert issubclass(cls, base.Source) and cls.build is not base.Source.build, cls
+    names = {cls.name for cls in parts}
+    for row in table.BY_NAME:  # the recorders' rows are read by the one reader
+        assert row in names or (row.endswith("_recorder") and "flight_recorder" in names), row
+    assert [p.__name__ for p in parts][-1] == "FlightRecorderSource"  # installed last: every group announced
