@@ -159,82 +159,14 @@ class Observer(object):
         self.dd = _dumpdir.DumpDir(cfg.dump_dir)  # a full dump_dir is said by the watchdog, once
         self.stack_path = self.dd.join(_dumpdir.stacks_name(rank, pid))
         try:
-            notify = None
-            if cfg.signal is not None:
-                notify = _signals.NotifyHandler(cfg.signal)
-                notify.mine = _notify_mark(self.dd, pid)
-                notify.said_foreign = _say_foreign(rank)
-                notify.install()
-                self._undo.append(notify.uninstall)
-            self.notify = notify
-            dump = _signals.DumpSignal(self.stack_path, avoid=(cfg.signal,))
-            dump.install()
-            self._undo.append(dump.uninstall)
-            self.dump_signal = dump
-
-            try:
-                chan = _ch.ChannelWriter()
-            except _ch.ChannelError as e:
-                raise _Off(str(e))
-            self._undo.append(chan.close)
-            self.channel = chan
-            from . import phases as _phases
-            _phases.attach(chan)  # the phase this rank is in (c10d_observer.phase), for its watchdog
-            self._undo.append(lambda: _phases.attach(None))
-            if rank >= 0:
-                chan.set_rank(rank, world)
-            chan.set_main_thread(threading.main_thread().ident)
-
-            sup = _supervisor.Supervisor(lambda restarts: self._watchdog_config(chan, rank, restarts),
-                                         self.windows.restart_window, _say)
-            try:
-                sup.start(chan.fd)
-            except _supervisor.StartError as e:
-                raise _Off(str(e))
-            self.supervisor = sup
-            self._undo.append(sup.stop)
-            chan.unlink()  # the watchdog has it mapped (and this rank its descriptor): nothing is left behind
-
-            tracker = _tracker.Tracker(chan, cfg.poll_interval)
-            tracker.rank = rank
-            tracker.timeout = cfg.timeout
-            checks = [_stack_requests(self.dd, pid, self.stack_path),
-                      _requests.RankExit(self.dd, pid, rank, time.time(), _say, also_unregister=(disable,)).check]
-            if cfg.on_timeout == "raise":
-                from . import raising as _raising
-                raiser = _raising.RankRaise(self.dd, pid, rank, time.time(), _say, handler=notify)
-                if notify is not None:
-                    notify.after = raiser.from_signal
-                checks.append(raiser.check)
-            if notify is not None:
-                checks.insert(0, _handler_check(notify, chan, self.dd, rank, pid, _config.signal_name(cfg.signal)))
-            tracker.check_handler = _helper_checks(*checks)
-            for pg in compat.all_groups():  # groups made later are checked when first seen
-                try:
-                    tracker.check_torch_timeout(compat.describe_group(pg))
-                except Exception:
-                    log.debug("c10d_observer: cannot describe a group", exc_info=True)
-            from . import sources as _sources
-            src = self.parts = _sources.build(self.planned, tracker, cfg, self.capabilities, self.nccl_on)
-            src.install()
-            self._undo.append(src.uninstall)
-            from .sources import patch as _patch
-            _patch.set_active_tracker(tracker)
-            self._undo.append(lambda: _patch.set_active_tracker(None))
-            tracker.start_poller()
-            self._undo.append(tracker.stop)
-            if _relay.multi_node():  # several nodes: the gather goes through the c10d store too
-                rel = _relay.StoreRelay(cfg.dump_dir, rank, _job_id(), cfg.poll_interval, self.windows.relay_window,
-                                        arrivals_every=cfg.timing.relay_period_s)
-                rel.start()
-                self._undo.append(rel.stop)
-            if self.on_hang is not None:
-                from .on_hang import HangCallback
-                cb = HangCallback(self.on_hang, cfg.dump_dir, cfg.poll_interval, self.windows.on_hang_wait)
-                cb.start()
-                self._undo.append(cb.stop)
+            self._start_signals(pid, rank)
+            chan = self._start_channel(rank, world)
+            self._start_watchdog(chan, rank)
+            tracker = self._start_tracker(chan, rank, pid)
+            self._start_sources(tracker)
+            self._start_helpers(rank)
             self.tracker = tracker
-            _name_threads(dump)
+            _name_threads(self.dump_signal)
         except _Off as e:
             self._rollback()
             self.off = str(e)
@@ -243,15 +175,112 @@ class Observer(object):
         except BaseException:
             self._rollback()
             raise
+        self._say_started(rank)
+
+    def _start_signals(self, pid, rank):
+        """The job's signal handler (its notice of a hard verdict) and the stacks' signal."""
+        cfg = self.config
+        notify = None
+        if cfg.signal is not None:
+            notify = _signals.NotifyHandler(cfg.signal)
+            notify.mine = _notify_mark(self.dd, pid)
+            notify.said_foreign = _say_foreign(rank)
+            notify.install()
+            self._undo.append(notify.uninstall)
+        self.notify = notify
+        dump = _signals.DumpSignal(self.stack_path, avoid=(cfg.signal,))
+        dump.install()
+        self._undo.append(dump.uninstall)
+        self.dump_signal = dump
+
+    def _start_channel(self, rank, world):
+        try:
+            chan = _ch.ChannelWriter()
+        except _ch.ChannelError as e:
+            raise _Off(str(e))
+        self._undo.append(chan.close)
+        self.channel = chan
+        from . import phases as _phases
+        _phases.attach(chan)  # the phase this rank is in (c10d_observer.phase), for its watchdog
+        self._undo.append(lambda: _phases.attach(None))
+        if rank >= 0:
+            chan.set_rank(rank, world)
+        chan.set_main_thread(threading.main_thread().ident)
+        return chan
+
+    def _start_watchdog(self, chan, rank):
+        sup = _supervisor.Supervisor(lambda restarts: self._watchdog_config(chan, rank, restarts),
+                                     self.windows.restart_window, _say)
+        try:
+            sup.start(chan.fd)
+        except _supervisor.StartError as e:
+            raise _Off(str(e))
+        self.supervisor = sup
+        self._undo.append(sup.stop)
+        chan.unlink()  # the watchdog has it mapped (and this rank its descriptor): nothing is left behind
+
+    def _start_tracker(self, chan, rank, pid):
+        """The tracker, with the checks its helper thread runs (requests in dump_dir, the handler's)."""
+        cfg = self.config
+        notify = self.notify
+        tracker = _tracker.Tracker(chan, cfg.poll_interval)
+        tracker.rank = rank
+        tracker.timeout = cfg.timeout
+        checks = [_stack_requests(self.dd, pid, self.stack_path),
+                  _requests.RankExit(self.dd, pid, rank, time.time(), _say, also_unregister=(disable,)).check]
+        if cfg.on_timeout == "raise":
+            from . import raising as _raising
+            raiser = _raising.RankRaise(self.dd, pid, rank, time.time(), _say, handler=notify)
+            if notify is not None:
+                notify.after = raiser.from_signal
+            checks.append(raiser.check)
+        if notify is not None:
+            checks.insert(0, _handler_check(notify, chan, self.dd, rank, pid, _config.signal_name(cfg.signal)))
+        tracker.check_handler = _helper_checks(*checks)
+        for pg in compat.all_groups():  # groups made later are checked when first seen
+            try:
+                tracker.check_torch_timeout(compat.describe_group(pg))
+            except Exception:
+                log.debug("c10d_observer: cannot describe a group", exc_info=True)
+        return tracker
+
+    def _start_sources(self, tracker):
+        from . import sources as _sources
+        src = self.parts = _sources.build(self.planned, tracker, self.config, self.capabilities, self.nccl_on)
+        src.install()
+        self._undo.append(src.uninstall)
+        from .sources import patch as _patch
+        _patch.set_active_tracker(tracker)
+        self._undo.append(lambda: _patch.set_active_tracker(None))
+        tracker.start_poller()
+        self._undo.append(tracker.stop)
+
+    def _start_helpers(self, rank):
+        """The store relay (several nodes) and the on_hang callback's thread."""
+        cfg = self.config
+        if _relay.multi_node():  # several nodes: the gather goes through the c10d store too
+            rel = _relay.StoreRelay(cfg.dump_dir, rank, _job_id(), cfg.poll_interval, self.windows.relay_window,
+                                    arrivals_every=cfg.timing.relay_period_s)
+            rel.start()
+            self._undo.append(rel.stop)
+        if self.on_hang is not None:
+            from .on_hang import HangCallback
+            cb = HangCallback(self.on_hang, cfg.dump_dir, cfg.poll_interval, self.windows.on_hang_wait)
+            cb.start()
+            self._undo.append(cb.stop)
+
+    def _say_started(self, rank):
+        from . import sources as _sources
+        cfg = self.config
         if os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("C10D_OBSERVER_QUIET", "") in ("", "0"):
             # one line per node, by default (C10D_OBSERVER_QUIET=1: none); the full plan is in the log below
             sys.stderr.write("c10d_observer: watching collectives with source %s%s; timeout %g s, poll %g s; "
                              "reports in %s\n" % (self.source, _sources.table.view_brief(self.plan), cfg.timeout,
                                                    cfg.poll_interval, cfg.dump_dir))
         log.info("c10d_observer: enabled on rank %s: source %s (%s; not used for gloo's collectives: %s); "
-                 "timeout %g s, poll %g s, dump_dir %s, watchdog pid %d", rank, self.source, _sources.table.view_text(self.plan),
-                 "; ".join("%s: %s" % kv for kv in self.rejected.items()) or "none", cfg.timeout,
-                 cfg.poll_interval, cfg.dump_dir, self.watchdog_pid)
+                 "timeout %g s, poll %g s, dump_dir %s, watchdog pid %d", rank, self.source,
+                 _sources.table.view_text(self.plan), "; ".join("%s: %s" % kv for kv in self.rejected.items()) or
+                 "none", cfg.timeout, cfg.poll_interval, cfg.dump_dir, self.watchdog_pid)
 
     def _watchdog_config(self, chan, rank, restarts=0):
         cfg = self.config

@@ -225,6 +225,23 @@ class FlightRecorderSource(NcclChecks, Source):
 
     def _poll(self, rec, now, final=False):
         status = rec.status()
+        lookup, mixed, unsure, verify = self._walk(rec, status, now)
+        if rec.uid_keyed:
+            self._check_recording(status, now)
+        batches = self._batches.setdefault(rec.name, _Batches())
+        wall_now = time.time()
+        mine = [p for k, p in self.pgs.items() if k[0] == rec.name]
+        batch = rec.events and not final and any(p.arrivals is not None for p in mine) and (
+            batches.due(wall_now) or batches.stuck(status, now, self.lookup_after_ns,
+                                                   lambda: any(p.inflight for p in mine) or self.tracker.in_a_call()))
+        if lookup or mixed or verify or unsure or batch:
+            self._read_and_apply(rec, status, now, batches, wall_now, lookup, mixed, unsure, verify, batch)
+        self._backfill(rec)
+
+    def _walk(self, rec, status, now):
+        """pg_status, group by group: the calls it starts and ends where it says enough; (whether a lookup is
+        due, the groups followed by their active entries, the gloo groups whose op ids need the entries,
+        the NCCL completions to check against them)."""
         lookup = False
         mixed = []
         unsure = []  # (p, enq, comp): gloo groups whose op ids cannot be numbered without the entries
@@ -257,58 +274,53 @@ class FlightRecorderSource(NcclChecks, Source):
             self._advance(p, enq, comp, now, verify)
             lookup = lookup or any(now - p.looked.get(k, t) >= self.lookup_after_ns
                                    for k, t in p.inflight.items())
-        if rec.uid_keyed:
-            self._check_recording(status, now)
-        batches = self._batches.setdefault(rec.name, _Batches())
-        wall_now = time.time()
-        mine = [p for k, p in self.pgs.items() if k[0] == rec.name]
-        batch = rec.events and not final and any(p.arrivals is not None for p in mine) and (
-            batches.due(wall_now) or batches.stuck(status, now, self.lookup_after_ns,
-                                                   lambda: any(p.inflight for p in mine) or self.tracker.in_a_call()))
-        if lookup or mixed or verify or unsure or batch:
-            whole = batch or not rec.active_only
-            t0 = self.read_s
+        return lookup, mixed, unsure, verify
+
+    def _read_and_apply(self, rec, status, now, batches, wall_now, lookup, mixed, unsure, verify, batch):
+        """One read of the entries (the whole buffer for a batch), and what it decides: numbers, groups
+        followed by their active entries, NCCL completions, names, exact starts."""
+        whole = batch or not rec.active_only
+        t0 = self.read_s
+        try:
             try:
-                try:
-                    entries = self._read(rec, whole)
-                except Exception:
-                    if not batch or not rec.active_only:
-                        raise
-                    # the whole buffer could not be read (a release whose dump differs): no exact starts; the
-                    # lookups go on with the works not completed
-                    log.debug("c10d_observer: reading the %s recorder's whole buffer failed", rec.name,
-                              exc_info=True)
-                    batches.done(wall_now, LADDER[-1] * BUDGET)
-                    batch, whole = False, False
-                    entries = self._read(rec)
+                entries = self._read(rec, whole)
             except Exception:
-                for p, item in verify or ():  # no entries to check them against: pg_status is taken as it is
-                    self._verify(p, item, None, now)
-                raise
-            if whole:
-                batches.done(wall_now, self.read_s - t0)
-            every = entries
-            if whole and rec.active_only:  # what a lookup reads: the works not completed
-                entries = [e for e in entries if not e.get("retired") and e.get("state") != "completed"]
-            by_pg = _by_pg(entries, rec)
-            if rec.maps_ops:
-                for pg_id, by_op in _ops_by_pg(entries).items():
-                    q = self.pgs.get((rec.name, pg_id))
-                    if q is not None and q.numbers is not None:
-                        q.numbers.anchor(by_op)
-            for p, enq, comp in unsure:
-                e, c = p.numbers.seq_of(enq), p.numbers.seq_of(comp)
-                if e is not None and c is not None:
-                    self._advance(p, e - p.base, c - p.base, now, recorded=p.nums(by_pg))
-            for p in mixed:
-                self._advance_active(rec, p, p.nums(by_pg), now)
-            for p, item in verify or ():
-                self._verify(p, item, p.nums(by_pg), now)
-            if lookup or batch:
-                self._lookup(rec, status, entries, by_pg, now, lookup)
-            if batch:
-                self._queue_arrivals(rec, by_pg if every is entries else _by_pg(every, rec))
-        self._backfill(rec)
+                if not batch or not rec.active_only:
+                    raise
+                # the whole buffer could not be read (a release whose dump differs): no exact starts; the
+                # lookups go on with the works not completed
+                log.debug("c10d_observer: reading the %s recorder's whole buffer failed", rec.name,
+                          exc_info=True)
+                batches.done(wall_now, LADDER[-1] * BUDGET)
+                batch, whole = False, False
+                entries = self._read(rec)
+        except Exception:
+            for p, item in verify or ():  # no entries to check them against: pg_status is taken as it is
+                self._verify(p, item, None, now)
+            raise
+        if whole:
+            batches.done(wall_now, self.read_s - t0)
+        every = entries
+        if whole and rec.active_only:  # what a lookup reads: the works not completed
+            entries = [e for e in entries if not e.get("retired") and e.get("state") != "completed"]
+        by_pg = _by_pg(entries, rec)
+        if rec.maps_ops:
+            for pg_id, by_op in _ops_by_pg(entries).items():
+                q = self.pgs.get((rec.name, pg_id))
+                if q is not None and q.numbers is not None:
+                    q.numbers.anchor(by_op)
+        for p, enq, comp in unsure:
+            e, c = p.numbers.seq_of(enq), p.numbers.seq_of(comp)
+            if e is not None and c is not None:
+                self._advance(p, e - p.base, c - p.base, now, recorded=p.nums(by_pg))
+        for p in mixed:
+            self._advance_active(rec, p, p.nums(by_pg), now)
+        for p, item in verify or ():
+            self._verify(p, item, p.nums(by_pg), now)
+        if lookup or batch:
+            self._lookup(rec, status, entries, by_pg, now, lookup)
+        if batch:
+            self._queue_arrivals(rec, by_pg if every is entries else _by_pg(every, rec))
 
     def _advance(self, p, enq, comp, now, verify=None, recorded=None):
         """``recorded``: {number: entry} just read: numbers below the first recorded one past the stream's last
