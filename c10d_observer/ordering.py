@@ -36,6 +36,42 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
     Returns {"rank", "issued": (stream, seq), "skipped": (stream, seq), "witnesses": [ranks], "text"}:
     the culprit issued `issued` without `skipped`, which the program puts before it; `witnesses` are the
     other ranks that issued `skipped` at that place (empty where only the earlier steps show it).
+    The rule is ``_pair_findings``'s.
+    """
+    name = group_name or (lambda stream: "group %s" % stream)
+    streams = sorted({c[0] for c in cycle})
+    suspects = {}  # stream -> the ranks that never arrived at a stuck call on it
+    for c in cycle:
+        suspects.setdefault(c[0], set()).update(c[3])
+    stuck = {(c[0], c[1]) for c in cycle}
+    found = []  # (rank, a, b, place, target, witnesses, places on b)
+    for a in streams:
+        for b in streams:
+            pair = _pair_findings(a, b, histories, last_started, members, like, last_completed, suspects)
+            if pair is None:
+                return None
+            found += pair
+    if len({f[0] for f in found}) != 1:
+        by_fact = {f[0] for f in found if f[7][0]}
+        one = by_fact if len(by_fact) == 1 else _one_against_many(found)
+        if len(one) != 1:
+            return None
+        found = [f for f in found if f[0] in one]
+    found.sort(key=lambda f: ((f[2], f[4]) not in stuck, (f[1], f[3] + 1) not in stuck, f[1], f[2]))
+    r, a, b, n, target, witnesses, own, (_, likes, _, like_what) = found[0]
+    text = _text(histories, r, a, b, n, target, witnesses, own, name)
+    if likes:
+        text += "; rank%s %s, of groups like %s, issued it at that place" % (
+            "s" if len(likes) > 1 else "", ", ".join(map(str, likes)), name(like_what))
+    return {"rank": r, "issued": (a, n + 1), "skipped": (b, target), "witnesses": witnesses, "text": text}
+
+
+
+
+def _pair_findings(a, b, histories, last_started, members, like, last_completed, suspects):
+    """The ranks out of order on the pair of streams (A, B) = (``a``, ``b``): [(rank, a, b, place, target,
+    witnesses, places on b, (by a fact, like ranks, like groups, like what))], or None where the pair leaves
+    the cycle undecided.
 
     The rule.  For each ordered pair (A, B) of the cycle's streams and each rank r in both, the *place* of
     B #b on r is n, the last A call r started before it (0: none), read on r's clock; it is read only where
@@ -65,69 +101,49 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
     earlier steps outvote one rank's stuck call, so that a rank which issued B early is found as surely as
     one that skipped it; the period (not a constant stride) covers steps with several calls on B.
     """
-    name = group_name or (lambda stream: "group %s" % stream)
-    streams = sorted({c[0] for c in cycle})
-    suspects = {}  # stream -> the ranks that never arrived at a stuck call on it
-    for c in cycle:
-        suspects.setdefault(c[0], set()).update(c[3])
-    stuck = {(c[0], c[1]) for c in cycle}
-    found = []  # (rank, a, b, place, target, witnesses, places on b)
-    for a in streams:
-        for b in streams:
-            ranks = sorted(set(members.get(a, ())) & set(members.get(b, ())))
-            if a == b or not ranks:
-                continue
-            if any(r not in histories or r not in last_started for r in ranks):
-                return None  # a rank in both streams sent nothing: its order is unknown
-            last = {r: last_started[r].get(b, 0) for r in ranks}
-            places = {r: _places(histories[r], b, a, last_started[r].get(a, 0)) for r in ranks}
-            all_places, all_last = dict(places), dict(last)
-            all_places.update(_like_places(histories, last_started, members, like, a, b, ranks))
-            all_last.update(_like_last(last_started, last_completed, members, like, a, b, ranks))
-            known = _consensus(all_places, all_last)
-            if known is None:  # the like groups' ranks disagree: the pair's own ranks speak alone
-                all_places, all_last = dict(places), dict(last)
-                known = _consensus(places, last)
-            for seq in _suspect_facts(known, all_places, all_last, suspects.get(a, ()), min(last.values())):
-                del known[seq]
-            for r in ranks:
-                got, target = last_started[r].get(a, 0), last[r] + 1
-                expected = _expected(places, known, target, r,
-                                     {k: p for k, p in all_places.items() if k not in places})
-                if expected is not None and expected[3] is not None and not _b_as_the_pattern(
-                        histories, b, target, expected[3]):
-                    return None  # B #target is not the pattern's call there: the pattern says nothing of it
-                if expected is None:
-                    many = _many(places, target, r)
-                    if many is not None and got <= many:
-                        continue  # in order by the place all but one of the others issued it at
-                    pending = [last_started[x].get(a, 0) for x in ranks if x != r and last[x] < target] + [
-                        last_started[k[1]].get(k[2], 0) for k, n in all_last.items()
-                        if k not in last and n < target and k[1] in last_started]
-                    if got > _lower_bound(all_places, known, target, pending):
-                        return None  # it may be out of order; nothing says where B #target goes
-                elif got > expected[0]:
-                    if expected[2] is not None and not _as_the_pattern(histories[r], a, expected[0] + 1,
-                                                                        expected[2]):
-                        return None  # the call it issued there is not the pattern's: the pattern may be wrong
-                    agree = [k for k, p in all_places.items() if k not in places and p.get(target) == expected[0]]
-                    likes = sorted({k[1] for k in agree})
-                    found.append((r, a, b, expected[0], target, expected[1], places[r],
-                                  (target in known, likes, len({k[2:] for k in agree}),
-                                   a if any(k[2] != a for k in agree) else b)))
-    if len({f[0] for f in found}) != 1:
-        by_fact = {f[0] for f in found if f[7][0]}
-        one = by_fact if len(by_fact) == 1 else _one_against_many(found)
-        if len(one) != 1:
-            return None
-        found = [f for f in found if f[0] in one]
-    found.sort(key=lambda f: ((f[2], f[4]) not in stuck, (f[1], f[3] + 1) not in stuck, f[1], f[2]))
-    r, a, b, n, target, witnesses, own, (_, likes, _, like_what) = found[0]
-    text = _text(histories, r, a, b, n, target, witnesses, own, name)
-    if likes:
-        text += "; rank%s %s, of groups like %s, issued it at that place" % (
-            "s" if len(likes) > 1 else "", ", ".join(map(str, likes)), name(like_what))
-    return {"rank": r, "issued": (a, n + 1), "skipped": (b, target), "witnesses": witnesses, "text": text}
+    found = []
+    ranks = sorted(set(members.get(a, ())) & set(members.get(b, ())))
+    if a == b or not ranks:
+        return found
+    if any(r not in histories or r not in last_started for r in ranks):
+        return None  # a rank in both streams sent nothing: its order is unknown
+    last = {r: last_started[r].get(b, 0) for r in ranks}
+    places = {r: _places(histories[r], b, a, last_started[r].get(a, 0)) for r in ranks}
+    all_places, all_last = dict(places), dict(last)
+    all_places.update(_like_places(histories, last_started, members, like, a, b, ranks))
+    all_last.update(_like_last(last_started, last_completed, members, like, a, b, ranks))
+    known = _consensus(all_places, all_last)
+    if known is None:  # the like groups' ranks disagree: the pair's own ranks speak alone
+        all_places, all_last = dict(places), dict(last)
+        known = _consensus(places, last)
+    for seq in _suspect_facts(known, all_places, all_last, suspects.get(a, ()), min(last.values())):
+        del known[seq]
+    for r in ranks:
+        got, target = last_started[r].get(a, 0), last[r] + 1
+        expected = _expected(places, known, target, r,
+                             {k: p for k, p in all_places.items() if k not in places})
+        if expected is not None and expected[3] is not None and not _b_as_the_pattern(
+                histories, b, target, expected[3]):
+            return None  # B #target is not the pattern's call there: the pattern says nothing of it
+        if expected is None:
+            many = _many(places, target, r)
+            if many is not None and got <= many:
+                continue  # in order by the place all but one of the others issued it at
+            pending = [last_started[x].get(a, 0) for x in ranks if x != r and last[x] < target] + [
+                last_started[k[1]].get(k[2], 0) for k, n in all_last.items()
+                if k not in last and n < target and k[1] in last_started]
+            if got > _lower_bound(all_places, known, target, pending):
+                return None  # it may be out of order; nothing says where B #target goes
+        elif got > expected[0]:
+            if expected[2] is not None and not _as_the_pattern(histories[r], a, expected[0] + 1,
+                                                                expected[2]):
+                return None  # the call it issued there is not the pattern's: the pattern may be wrong
+            agree = [k for k, p in all_places.items() if k not in places and p.get(target) == expected[0]]
+            likes = sorted({k[1] for k in agree})
+            found.append((r, a, b, expected[0], target, expected[1], places[r],
+                          (target in known, likes, len({k[2:] for k in agree}),
+                           a if any(k[2] != a for k in agree) else b)))
+    return found
 
 
 def _one_against_many(found):
