@@ -170,7 +170,58 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
         world_size = max([d.world_size or 0 for d in by_rank.values()] or [0])
     now = now if now is not None else max([d.written_at or 0 for d in by_rank.values()] or [0])
     cands = _candidates(by_rank)
+    hangs = _stuck_calls(by_rank, cands, now)
+    culprits, undecided = _place_missing(hangs, by_rank, frames, now)
+    cycles = [i for i, h in enumerate(hangs) if h["caused_by"] and _in_cycle(hangs, i)]
+    for i in cycles:
+        hangs[i]["cycle"] = True
+    if cycles:
+        culprits.update(_order_cycles(hangs, cycles, by_rank, undecided))
+    for h in hangs:
+        h["root"] = not h["caused_by"]
+        culprits.update(_categorize(h, by_rank, undecided))
+    for h in hangs:  # after every rule that names: the dead rank it leans on must be named
+        for r in h["missing_ranks"]:
+            m = h["missing"].get(str(r)) or {}
+            why = _raised_on_a_death(r, by_rank, culprits) if m.get("state") == "no_collective" else None
+            if why is not None:
+                culprits.discard(r)
+                m["state"], m["text"] = "raised", "%s; %s" % (m.get("text") or "it is in no collective", why)
+    silent = sorted(set(range(world_size)) - set(by_rank))
+    for h in hangs:
+        unknown = [r for r in h["missing_ranks"] if by_rank.get(r) is None]
+        if unknown:
+            undecided.append("%s: %s sent nothing; whether they are dead, unreachable or elsewhere is unknown"
+                             % (describe_call(h), rank_list(unknown)))
+    hangs = _renumbered(hangs)
+    held = _holds(hangs, by_rank, now)
+    levels = [h.get("level") for h in hangs]
+    v = {"version": VERSION, "hangs": hangs, "culprit_ranks": sorted(culprits),
+         "level": ("hard" if "hard" in levels else "soft") if hangs else None,
+         "held_until": held if held is not None and "hard" not in levels else None,
+         "held_why": "; ".join(h["held_why"] for h in hangs if h.get("held_why")) or None,
+         "ranks_reporting": sorted(by_rank), "ranks_silent": silent,
+         "ranks_dead": sorted(r for r, d in by_rank.items() if d.dead),
+         "exits": {str(r): d.exit_reason for r, d in sorted(by_rank.items()) if d.dead},
+         "frozen_ranks": sorted(r for r, d in by_rank.items() if d.frozen), "world_size": world_size,
+         "undecided": undecided, "stack_groups": _stack_groups(frames), "resolved": _resolved(by_rank, cands),
+         "hosts": {str(r): {"host": d.host, "pid": d.pid, "py_spy_dump": _existing(d.py_spy_dump),
+                            "node": (d.scheduler or {}).get("node") or d.host}
+                   for r, d in sorted(by_rank.items())}}
+    v["culprits"] = [culprit_entry(r, by_rank.get(r)) for r in v["culprit_ranks"]]
+    if stragglers:
+        v["stragglers"] = [dict(g["straggler"], stream=g["stream"], ranks=g["ranks"])
+                           for g in stragglers.get("groups") or () if g.get("straggler")]
+        v["straggler_lines"] = _arrivals.lines(stragglers, now)
+    v["summary"] = summary_line(v)
+    return v
 
+
+
+
+def _stuck_calls(by_rank, cands, now):
+    """The stuck calls, as evaluated: the overdue ones, and the calls in flight of the ranks missing from
+    them (a cascade is named by its root even before the root is overdue)."""
     hangs, seen = [], set()
     todo = list(cands.items())
     while todo:
@@ -199,6 +250,12 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
                         and now - g.in_flight.started_at > doc.timeout)
                 todo.append((key, dict(_in_flight(g, {r}), _derived=True, level="hard" if hard else "soft")))
 
+    return hangs
+
+
+def _place_missing(hangs, by_rank, frames, now):
+    """Where each missing rank of each stuck call is, what each call waits on (``caused_by``), the ranks
+    that rule names, the mismatches, and what cannot be decided: (culprits, undecided)."""
     waiting_in = {}  # rank -> index of the stuck call it waits in
     for i, h in enumerate(hangs):
         for r in h["waiting_ranks"]:
@@ -242,27 +299,11 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
                        "none has a majority")
                 undecided.append("%s: the ranks in it issued different %s (%s) and %s" % (
                     describe_call(h), MISMATCH_WORDS[m["kind"]], m["text"], why))
-    cycles = [i for i, h in enumerate(hangs) if h["caused_by"] and _in_cycle(hangs, i)]
-    for i in cycles:
-        hangs[i]["cycle"] = True
-    if cycles:
-        culprits.update(_order_cycles(hangs, cycles, by_rank, undecided))
-    for h in hangs:
-        h["root"] = not h["caused_by"]
-        culprits.update(_categorize(h, by_rank, undecided))
-    for h in hangs:  # after every rule that names: the dead rank it leans on must be named
-        for r in h["missing_ranks"]:
-            m = h["missing"].get(str(r)) or {}
-            why = _raised_on_a_death(r, by_rank, culprits) if m.get("state") == "no_collective" else None
-            if why is not None:
-                culprits.discard(r)
-                m["state"], m["text"] = "raised", "%s; %s" % (m.get("text") or "it is in no collective", why)
-    silent = sorted(set(range(world_size)) - set(by_rank))
-    for h in hangs:
-        unknown = [r for r in h["missing_ranks"] if by_rank.get(r) is None]
-        if unknown:
-            undecided.append("%s: %s sent nothing; whether they are dead, unreachable or elsewhere is unknown"
-                             % (describe_call(h), rank_list(unknown)))
+    return culprits, undecided
+
+
+def _renumbered(hangs):
+    """The stuck calls, roots first, then by start; every index into them renumbered."""
     hangs_sorted = sorted(range(len(hangs)), key=lambda i: (not hangs[i]["root"], hangs[i].get("started_at") or 0))
     order = {old: new for new, old in enumerate(hangs_sorted)}
     hangs = [hangs[i] for i in hangs_sorted]
@@ -271,27 +312,7 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
         for m in h["missing"].values():
             if "in_hang" in m:
                 m["in_hang"] = order[m["in_hang"]]
-    held = _holds(hangs, by_rank, now)
-    levels = [h.get("level") for h in hangs]
-    v = {"version": VERSION, "hangs": hangs, "culprit_ranks": sorted(culprits),
-         "level": ("hard" if "hard" in levels else "soft") if hangs else None,
-         "held_until": held if held is not None and "hard" not in levels else None,
-         "held_why": "; ".join(h["held_why"] for h in hangs if h.get("held_why")) or None,
-         "ranks_reporting": sorted(by_rank), "ranks_silent": silent,
-         "ranks_dead": sorted(r for r, d in by_rank.items() if d.dead),
-         "exits": {str(r): d.exit_reason for r, d in sorted(by_rank.items()) if d.dead},
-         "frozen_ranks": sorted(r for r, d in by_rank.items() if d.frozen), "world_size": world_size,
-         "undecided": undecided, "stack_groups": _stack_groups(frames), "resolved": _resolved(by_rank, cands),
-         "hosts": {str(r): {"host": d.host, "pid": d.pid, "py_spy_dump": _existing(d.py_spy_dump),
-                            "node": (d.scheduler or {}).get("node") or d.host}
-                   for r, d in sorted(by_rank.items())}}
-    v["culprits"] = [culprit_entry(r, by_rank.get(r)) for r in v["culprit_ranks"]]
-    if stragglers:
-        v["stragglers"] = [dict(g["straggler"], stream=g["stream"], ranks=g["ranks"])
-                           for g in stragglers.get("groups") or () if g.get("straggler")]
-        v["straggler_lines"] = _arrivals.lines(stragglers, now)
-    v["summary"] = summary_line(v)
-    return v
+    return hangs
 
 
 # A rank that died of SIGABRT beside another rank that explains the hang: gloo aborts a rank that receives a

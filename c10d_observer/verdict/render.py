@@ -77,45 +77,7 @@ def format_text(v, problems=()):
         format_ranks(v.ranks_reporting) or "none", v.world_size or 0, rank_list(v.ranks_silent),
         rank_list(v.ranks_dead))]
     for i, h in enumerate(v.hangs):
-        tag = "ROOT" if h.root else "SYMPTOM (of #%s)" % ",".join(str(j) for j in h.caused_by)
-        lines.append("")
-        deadline = ("soft: past its learned deadline of %g s; hard deadline %g s" % (h.deadline_s, h.timeout or 0)
-                    if h.level == Level.SOFT and h.deadline_s else "hard: timeout %g s" % (h.timeout or 0))
-        lines.append("#%d %s: %s, stuck %s%s s (%s; torch's own timeout of the group: %s)" % (
-            i, tag, h.call, "at least " if h.stuck_at_least else "", h.stuck_s if h.stuck_s is not None else "?",
-            deadline, "%g s" % h.torch_timeout_s if h.torch_timeout_s is not None else "unknown"))
-        if h.held_why:
-            lines.append("  hard verdict held until %s: %s" % (short_clock(h.held_until), h.held_why))
-        if h.category:
-            lines.append("  kind: %s: %s" % (str(h.category).replace("_", " "), h.category_why))
-        odd = set(h.mismatch.odd_ranks if h.mismatch else ())
-        ops = (h.mismatch.ops if h.mismatch else None) or {}
-
-        def note(ranks):
-            return "".join(" (rank %d issued %s: the odd one out)" % (r, ops.get(str(r))) for r in ranks if r in odd)
-
-        lines.append("  waiting in it: %s%s" % (rank_list(h.waiting_ranks), note(h.waiting_ranks)))
-        for r in h.died_waiting or []:
-            lines.append("  ended while waiting in it: %s: %s" % (
-                _who(v, r), (v.exits or {}).get(str(r)) or "its process is gone"))
-        for r in h.other_op_ranks or []:
-            lines.append("  issued another op at this seq: %s (%s, the odd one out)" % (_who(v, r), ops.get(str(r))))
-        if h.finished_ranks:
-            then = h.finished_then_ended or []
-            lines.append("  finished it: %s%s%s" % (rank_list(h.finished_ranks), note(h.finished_ranks),
-                                                    "; then ended: %s" % rank_list(then) if then else ""))
-        for r in h.missing_ranks:
-            m = h.whereabouts(r)
-            lines.append("  %s: %s: %s" % ("broke the order" if m.state == Where.OUT_OF_ORDER else "never arrived",
-                                           _who(v, r), m.text))
-        if h.mismatch:
-            lines.append("  MISMATCH at this seq: %s%s%s" % (h.mismatch.text, "; the odd one(s) out: %s" % (
-                rank_list(h.mismatch.odd_ranks)) if h.mismatch.odd_ranks else "",
-                " (%s)" % h.mismatch.evidence if h.mismatch.evidence else ""))
-        if h.ordering and str(h.ordering.rank) not in (h.missing or {}):
-            lines.append("  ordering deadlock: %s" % h.ordering.text)
-        if h.outcome:
-            lines.append("  after: %s" % h.outcome.text)
+        lines += _hang_lines(v, i, h)
     recorded = {(h.stream, h.seq) for h in v.hangs}
     for r in v.resolved or []:
         if (r.get("stream"), r.get("seq")) in recorded:
@@ -124,6 +86,57 @@ def format_text(v, problems=()):
         lines.append("RESOLVED: %s was in flight %s s on %s, past the timeout, then completed" % (
             describe_call(r), r.get("resolved_after_s"), rank_list(r["reported_by"])))
     lines.append("")
+    return "\n".join(lines + _tail_lines(v, problems))
+
+
+def _hang_lines(v, i, h):
+    """The lines of stuck call #i of verdict ``v``: what it is, who waits, who is missing and why, after."""
+    lines = []
+    tag = "ROOT" if h.root else "SYMPTOM (of #%s)" % ",".join(str(j) for j in h.caused_by)
+    lines.append("")
+    deadline = ("soft: past its learned deadline of %g s; hard deadline %g s" % (h.deadline_s, h.timeout or 0)
+                if h.level == Level.SOFT and h.deadline_s else "hard: timeout %g s" % (h.timeout or 0))
+    lines.append("#%d %s: %s, stuck %s%s s (%s; torch's own timeout of the group: %s)" % (
+        i, tag, h.call, "at least " if h.stuck_at_least else "", h.stuck_s if h.stuck_s is not None else "?",
+        deadline, "%g s" % h.torch_timeout_s if h.torch_timeout_s is not None else "unknown"))
+    if h.held_why:
+        lines.append("  hard verdict held until %s: %s" % (short_clock(h.held_until), h.held_why))
+    if h.category:
+        lines.append("  kind: %s: %s" % (str(h.category).replace("_", " "), h.category_why))
+    odd = set(h.mismatch.odd_ranks if h.mismatch else ())
+    ops = (h.mismatch.ops if h.mismatch else None) or {}
+
+    def note(ranks):
+        return "".join(" (rank %d issued %s: the odd one out)" % (r, ops.get(str(r))) for r in ranks if r in odd)
+
+    lines.append("  waiting in it: %s%s" % (rank_list(h.waiting_ranks), note(h.waiting_ranks)))
+    for r in h.died_waiting or []:
+        lines.append("  ended while waiting in it: %s: %s" % (
+            _who(v, r), (v.exits or {}).get(str(r)) or "its process is gone"))
+    for r in h.other_op_ranks or []:
+        lines.append("  issued another op at this seq: %s (%s, the odd one out)" % (_who(v, r), ops.get(str(r))))
+    if h.finished_ranks:
+        then = h.finished_then_ended or []
+        lines.append("  finished it: %s%s%s" % (rank_list(h.finished_ranks), note(h.finished_ranks),
+                                                "; then ended: %s" % rank_list(then) if then else ""))
+    for r in h.missing_ranks:
+        m = h.whereabouts(r)
+        lines.append("  %s: %s: %s" % ("broke the order" if m.state == Where.OUT_OF_ORDER else "never arrived",
+                                       _who(v, r), m.text))
+    if h.mismatch:
+        lines.append("  MISMATCH at this seq: %s%s%s" % (h.mismatch.text, "; the odd one(s) out: %s" % (
+            rank_list(h.mismatch.odd_ranks)) if h.mismatch.odd_ranks else "",
+            " (%s)" % h.mismatch.evidence if h.mismatch.evidence else ""))
+    if h.ordering and str(h.ordering.rank) not in (h.missing or {}):
+        lines.append("  ordering deadlock: %s" % h.ordering.text)
+    if h.outcome:
+        lines.append("  after: %s" % h.outcome.text)
+    return lines
+
+
+def _tail_lines(v, problems):
+    """The culprits, the nodes to exclude, ends, stacks, what cannot be decided, and what happened after."""
+    lines = []
     lines.append("culprit ranks: %s" % (format_ranks(v.culprit_ranks) or "none found"))
     named = [c for c in v.culprits or () if c.node and c.node_from != "hostname"]
     if named:  # the scheduler's name differs from the host's, or may: say which to exclude
@@ -163,7 +176,9 @@ def format_text(v, problems=()):
             clock(o.get("verdict_at")), o.get("summary"), " (later; %s)" % o["outcome"] if o.get("outcome") else ""))
     for p in problems:
         lines.append("unreadable: %s" % p)
-    return "\n".join(lines)
+    return lines
+
+
 
 
 _RENDER[0] = format_text  # Verdict.text
