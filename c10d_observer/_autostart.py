@@ -55,7 +55,7 @@ def _before_init():
     try:
         from c10d_observer import compat
         name = compat.recorder_on_before_init()
-        if name and os.environ.get("LOCAL_RANK", "0") in ("", "0") and not os.environ.get("C10D_OBSERVER_QUIET"):
+        if name and os.environ.get("LOCAL_RANK", "0") in ("", "0") and not _quiet():
             _say("set %s=%s before the first process group: torch's flight recorder (off by default before torch "
                  "2.11) records this job's calls, and the observer reads it at no cost per call (set %s=0 in the "
                  "job's environment to keep the recorder off)" % (name, os.environ[name], name))
@@ -184,3 +184,8 @@ PTH_LINE = (
     "sys.stderr.write(\"c10d_observer: not enabled: %r\\\\n\" % (e,))') "
     "if os.environ.get('C10D_OBSERVER', '').strip().lower() not in ('', '0', 'false', 'no', 'off') else None\n"
 )
+
+
+def _quiet():
+    from c10d_observer import config
+    return config.flag(config.ENV_QUIET)

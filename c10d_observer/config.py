@@ -21,6 +21,9 @@ ENV_ON_TIMEOUT = "C10D_OBSERVER_ON_TIMEOUT"
 ENV_SIGNAL = "C10D_OBSERVER_SIGNAL"
 ENV_SOFT = "C10D_OBSERVER_SOFT"
 ENV_TIMING = "C10D_OBSERVER_TIMING"  # for tests and experiments (Timing below)
+ENV_QUIET = "C10D_OBSERVER_QUIET"  # 1: no start-up lines (the rank side's own notices)
+ENV_PY_SPY = "C10D_OBSERVER_PY_SPY"  # 0: no py-spy dumps
+ENV_DEBUG = "C10D_OBSERVER_DEBUG"  # 1: the watchdog says why it exits
 
 DEFAULT_TIMEOUT = 300.0
 # on_timeout="abort": the exit code of every rank the observer ends, meaning "a collective hang was found; the
@@ -221,6 +224,18 @@ def _check_source_type(value, name):
 
 _OFF = ("0", "false", "no", "off")
 _ON = ("1", "true", "yes", "on")
+
+
+def flag(var, default=False, env=None):
+    """The one truth rule of the on/off variables (C10D_OBSERVER_QUIET, _PY_SPY, _DEBUG): 1, true, yes, on are
+    on; 0, false, no, off are off; unset, empty or anything else is ``default`` (these variables only quiet the
+    observer or make it say more: a value they do not know is no reason to stop a job)."""
+    text = (os.environ if env is None else env).get(var, "").strip().lower()
+    if not text:
+        return default
+    if text in _ON or text in _OFF:
+        return text in _ON
+    return default
 
 
 def _check_soft(value, name):

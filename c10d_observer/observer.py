@@ -272,7 +272,7 @@ class Observer(object):
     def _say_started(self, rank):
         from . import sources as _sources
         cfg = self.config
-        if os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("C10D_OBSERVER_QUIET", "") in ("", "0"):
+        if os.environ.get("LOCAL_RANK", "0") == "0" and not _config.flag(_config.ENV_QUIET):
             # one line per node, by default (C10D_OBSERVER_QUIET=1: none); the full plan is in the log below
             sys.stderr.write("c10d_observer: watching collectives with source %s%s; timeout %g s, poll %g s; "
                              "reports in %s\n" % (self.source, _sources.table.view_brief(self.plan), cfg.timeout,
@@ -440,7 +440,7 @@ def _py_spy():
     """py-spy's path where it is installed (on PATH or beside this Python), else None.
     C10D_OBSERVER_PY_SPY=0 turns it off."""
     import shutil
-    if os.environ.get("C10D_OBSERVER_PY_SPY", "").strip().lower() in ("0", "off", "false", "no"):
+    if not _config.flag(_config.ENV_PY_SPY, default=True):
         return None
     beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
     return shutil.which("py-spy") or (beside if os.access(beside, os.X_OK) else None)

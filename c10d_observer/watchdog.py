@@ -848,7 +848,7 @@ def main():
             wd.gone(reason)
         except Exception as e:
             _log("could not record the rank's end: %r" % (e,))
-    if os.environ.get("C10D_OBSERVER_DEBUG"):
+    if _config.flag(_config.ENV_DEBUG):
         _log("exiting: %s" % reason)
     reader.close()
     return 0

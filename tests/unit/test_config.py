@@ -406,3 +406,11 @@ def test_timing_scales_every_fixed_time_and_a_named_setting_wins():
     assert w.abort_culprit == pytest.approx(0.75) and w.restart_window == 60.0  # a rate, not a wait
     across = config.windows(0.05, 4, t)
     assert across.gather_wait == 0.6  # twice the one-node floor across nodes, as 4 s to 2 s
+
+
+@pytest.mark.parametrize("value,default,want", [
+    ("1", False, True), ("on", False, True), ("0", False, False), ("", False, False), ("maybe", False, False),
+    ("0", True, False), ("off", True, False), ("", True, True), ("maybe", True, True), (" Yes ", False, True)])
+def test_one_truth_rule_for_the_on_off_variables(value, default, want):
+    # C10D_OBSERVER_QUIET=0 once meant quiet in _autostart and not quiet in observer: one rule now
+    assert config.flag("C10D_OBSERVER_QUIET", default, env={"C10D_OBSERVER_QUIET": value}) is want
