@@ -126,6 +126,7 @@ def _outcome(h, docs_now, v):
     waited = list(h.get("waiting_ranks") or []) + list(h.get("missing_ranks") or [])
     completed, ended, stuck_on, silent = [], [], [], []
     other_op = {}  # late ranks whose call at this seq was another op: a teardown's call, never a catch-up
+    p2p = h.get("kind") == "p2p" or ":p2p:" in str(key[0])  # a send and its recv: one call, two ops
     at = None
     for r in waited:
         d = docs_now.get(r)
@@ -135,7 +136,7 @@ def _outcome(h, docs_now, v):
         e = next((x for x in d.overdue if (x.stream, x.seq) == key), None)
         pos = d.position(key[0])
         op = _op_at(e, pos, key[1])
-        if op not in ("unknown", h.get("op") or "unknown") and r in (h.get("missing_ranks") or ()):
+        if op not in ("unknown", h.get("op") or "unknown") and r in (h.get("missing_ranks") or ()) and not p2p:
             other_op[r] = op
         if r not in other_op and (e is not None and e.ended == "completed" or (
                 e is None and pos is not None and pos.last_completed >= key[1] and not d.dead)):
