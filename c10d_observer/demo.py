@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 
+from . import stackfile as _stackfile
 from . import dumpdir as _dumpdir
 from . import report as _report
 
@@ -92,7 +93,7 @@ def main(args):
 def _stacks_ready(dump_dir, ranks):
     for r in ranks:
         paths = _dumpdir.DumpDir(dump_dir).glob(_dumpdir.STACKS.replace("%d", "*") % r)
-        if not paths or not _dumpdir.has_dump(open(paths[0]).read()):
+        if not paths or not _stackfile.has_dump(open(paths[0]).read()):
             return False
     return True
 

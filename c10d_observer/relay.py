@@ -3,7 +3,7 @@
 On one node the watchdogs meet in ``dump_dir`` (watchdog.py).  Nodes share no filesystem, and the
 watchdog has no torch, so a helper thread of each rank runs a relay; of a node's relays only one acts, the
 *leader*: the lowest rank whose relay beat (``relay-rank<R>.beat`` in dump_dir, touched every period)
-within three periods (dumpdir.node_leader, the node's one election rule, which also picks the watchdog
+within three periods (election.node_leader, the node's one election rule, which also picks the watchdog
 that joins arrivals), so a node whose leader died or froze gets another within seconds.  Others open no
 store connection and do nothing but beat; a relay beats two periods before it may lead (a node's ranks
 start together).  The leader, every ``period``:
@@ -48,6 +48,8 @@ import threading
 import time
 import zlib
 
+from . import stackfile as _stackfile
+from . import election as _election
 from . import channel as _ch
 from . import compat
 from . import documents as _documents
@@ -197,7 +199,7 @@ class StoreRelay(object):
             return False  # beat a while first: the node's relays start together, and one of them acts
         within = 3 * self.period + 1.0
         if self._ahead is not None:  # the lower rank that led last time: one stat while it still beats
-            if _dumpdir.node_leader({self._ahead: self.dd.mtime(_dumpdir.beat_name(self._ahead))}, now,
+            if _election.node_leader({self._ahead: self.dd.mtime(_dumpdir.beat_name(self._ahead))}, now,
                                     within) is not None:
                 return False
             self._ahead = None
@@ -206,7 +208,7 @@ class StoreRelay(object):
             r = _dumpdir.beat_rank(name)
             if r is not None and r < self.rank:
                 heard[r] = self.dd.mtime(name)
-        leader = _dumpdir.node_leader(heard, now, within)
+        leader = _election.node_leader(heard, now, within)
         if leader != self.rank:
             self._ahead = leader
             return False
@@ -509,7 +511,7 @@ def _unsqueeze(obj):
 def stacks_summary(path, main_thread, limit=SUMMARY_BYTES):
     """What the verdict reads of a stacks file, for another node: the last dump's main thread (its header
     line and frames), else the file's last ``limit`` bytes.  The whole file stays on its node."""
-    return _dumpdir.thread_summary(_dumpdir.read_tail(path, STACKS_TAIL), main_thread, limit)
+    return _stackfile.thread_summary(_stackfile.read_tail(path, STACKS_TAIL), main_thread, limit)
 
 
 def _text(v):

@@ -17,7 +17,7 @@ import faulthandler
 import os
 import signal as _signal
 
-from . import dumpdir as _dumpdir
+from . import stackfile as _stackfile
 
 _LIBC = []
 
@@ -67,7 +67,7 @@ def dump_threads(path, header, dd=None):
     for ident, frame in list(sys._current_frames().items()):
         frames = [(fs.filename, fs.lineno, fs.name) for fs in reversed(traceback.extract_stack(frame, limit=100))]
         threads.append((ident, frames))
-    text = _dumpdir.format_dump(header, threads, current=me)
+    text = _stackfile.format_dump(header, threads, current=me)
     if dd is not None:
         return dd.append_text(os.path.basename(path), text)
     with open(path, "a") as f:
@@ -226,7 +226,7 @@ class DumpSignal(object):
         try:  # no dump was made (at most the observer's own note on its threads): leave nothing behind
             with open(self.path) as f:
                 text = f.read(1 << 16)
-            if not _dumpdir.has_dump(text):
+            if not _stackfile.has_dump(text):
                 os.unlink(self.path)
         except OSError:
             pass

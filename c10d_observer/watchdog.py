@@ -31,6 +31,7 @@ import sys
 import time
 from collections import namedtuple
 
+from . import election as _election
 from . import arrivals as _arrivals
 from . import channel as _ch
 from . import config as _config
@@ -705,7 +706,7 @@ class Watchdog(object):
                                                          host, period))
         docs = self.files.read_arrivals(wall_now - 3 * period)
         local = {d["rank"]: d.get("written_at") for d in docs if not d.get("relayed")}  # this node's ranks
-        if local and _dumpdir.node_leader(local, wall_now, 3 * period) == rank:
+        if local and _election.node_leader(local, wall_now, 3 * period) == rank:
             known = {}
             for d in docs:
                 known.update((k, v) for k, v in (d.get("members") or {}).items() if v)

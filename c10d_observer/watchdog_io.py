@@ -16,6 +16,7 @@ import socket
 import subprocess
 import time
 
+from . import stackfile as _stackfile
 from . import arrivals as _arrivals
 from . import channel as _ch
 from . import config as _config
@@ -310,7 +311,7 @@ class StackTaker(_Part):
         run of 12).  One line says so instead; its helper answers a later request once it runs."""
         stopped = self.stopped()
         try:
-            self.dd.append_text(self.name, _dumpdir.HEADER % self.header(reason))
+            self.dd.append_text(self.name, _stackfile.HEADER % self.header(reason))
         except OSError:
             pass
         size = self.size()

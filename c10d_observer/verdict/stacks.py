@@ -5,7 +5,7 @@ import collections
 import os
 import re
 
-from .. import dumpdir as _dumpdir
+from .. import stackfile as _stackfile
 
 _LIBRARY = re.compile(r"[/\\](site|dist)-packages[/\\]|[/\\]lib(64)?[/\\]python\d[.\d]*[/\\]|^<frozen|"
                       r"[/\\]c10d_observer[/\\]")
@@ -26,8 +26,8 @@ _ACTIVITIES = (
 def main_thread_frames(doc):
     """[(file, line, function)] innermost first of the rank's main thread in its last stack dump (the
     stacks file, or the summary relay.py brings from another node), or None."""
-    text = doc.stacks_text if doc.stacks_text is not None else _dumpdir.read_tail(doc.stack_dump)
-    return _dumpdir.thread_frames(text, doc.main_thread)
+    text = doc.stacks_text if doc.stacks_text is not None else _stackfile.read_tail(doc.stack_dump)
+    return _stackfile.thread_frames(text, doc.main_thread)
 
 
 def frame_text(frame):

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from c10d_observer import stackfile
 from c10d_observer import documents as _documents
 from c10d_observer import dumpdir as _dumpdir
 from c10d_observer import relay as _relay
@@ -173,7 +174,7 @@ def test_another_node_gets_the_main_thread_of_the_last_dump_not_the_whole_file(t
     assert "second" in text and "train_step" in text and "old_place" not in text and "wait" not in text
     with open(str(tmp_path / "copy.txt"), "w") as f:
         f.write(text)
-    assert _dumpdir.thread_frames(text, main)[0] == ("/x/train_step.py", 0, "train_step")
+    assert stackfile.thread_frames(text, main)[0] == ("/x/train_step.py", 0, "train_step")
 
 def test_requests_published_before_a_relay_started_are_history(nodes):
     store, (d0, d1), (r0, r1) = nodes
@@ -325,7 +326,7 @@ def test_what_goes_through_the_store_comes_back_the_same_and_smaller():
 
 
 def test_one_election_rule_for_a_node_the_lowest_rank_heard_from_lately():
-    from c10d_observer.dumpdir import node_leader
+    from c10d_observer.election import node_leader
     assert node_leader({3: 100.0, 1: 99.0, 2: 100.0}, 100.0, 5.0) == 1
     assert node_leader({3: 100.0, 1: 90.0, 2: None}, 100.0, 5.0) == 3  # rank 1 silent too long, rank 2 never
     assert node_leader({}, 100.0, 5.0) is None

@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from c10d_observer import stackfile
 from c10d_observer import dumpdir
 from c10d_observer.signals import DumpSignal, NotifyHandler, describe_handler, dump_threads, free_realtime_signal
 
@@ -175,7 +176,7 @@ def test_the_helpers_dump_is_in_faulthandlers_format_and_names_the_main_thread(t
     with open(path) as f:
         text = f.read()
     assert "=== c10d_observer: stacks of rank 0 (pid 1) at 12:00:00.000: asked ===" in text
-    frames = dumpdir.thread_frames(text, threading.main_thread().ident)
+    frames = stackfile.thread_frames(text, threading.main_thread().ident)
     assert frames and frames[0][2] == "dump_threads"
     assert any(f[2] == "test_the_helpers_dump_is_in_faulthandlers_format_and_names_the_main_thread" for f in frames)
 

@@ -1,6 +1,7 @@
 """verdict.analyze on hand-made rank documents: the cases real ranks cannot be made to show reliably, and
 each rule of the verdict on its own (issue 24).  Documents are built as JSON and read through
 documents.RankDoc, as the watchdog's are."""
+from c10d_observer import stackfile
 from c10d_observer import documents, dumpdir, verdict
 
 
@@ -163,7 +164,7 @@ def test_main_thread_frames_come_from_the_last_dump(tmp_path):
     doc = documents.RankDoc.from_json(_doc(0, 1, [], stack_dump=str(p), main_thread=0xab))
     assert verdict.main_thread_frames(doc) == [("/x/a.py", 7, "stall"), ("/x/a.py", 3, "main")]
     assert verdict.main_thread_frames(doc._replace(main_thread=0xef)) is None
-    assert dumpdir.thread_frames(p.read_text(), 0xcd) == [("/x/t.py", 9, "helper")]
+    assert stackfile.thread_frames(p.read_text(), 0xcd) == [("/x/t.py", 9, "helper")]
 
 
 def test_where_the_culprit_is_reads_as_the_users_code_and_names_a_dataloader_wait():

@@ -1,0 +1,80 @@
+"""The stacks files' format, one codec: the header line each dump opens with, faulthandler's blocks per thread,
+and reading a thread's frames or a summary back.  No torch, no imports of the package.
+"""
+import os
+import re
+
+# Each dump opens with a header line written by whoever asked (the watchdog) or made it (the helper):
+#   === c10d_observer: stacks of rank R (pid P) at <time>: <why> ===
+# then faulthandler's format, one block per thread:
+#   Thread 0x00007f... (most recent call first):
+#     File "train.py", line 12 in step
+HEADER = "\n=== c10d_observer: %s ===\n"
+_HEADER_LINE = re.compile(r"^=== c10d_observer: .*===$", re.M)
+_THREAD = re.compile(r"^(Current thread|Thread) 0x0*([0-9a-f]+) \(most recent call first\):$", re.M)
+_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>.+)$')
+
+
+def format_dump(header, threads, current=None):
+    """One dump as text: ``threads`` is [(thread id, [(file, line, function), ...] innermost first)]."""
+    out = [HEADER % header]
+    for ident, frames in threads:
+        out.append("%s 0x%016x (most recent call first):\n" % ("Current thread" if ident == current else "Thread",
+                                                                ident))
+        for filename, lineno, name in frames:
+            out.append('  File "%s", line %s in %s\n' % (filename, lineno, name))
+        out.append("\n")
+    return "".join(out)
+
+
+def has_dump(text):
+    """Whether a stacks file holds a dump (not only the observer's note on its own threads)."""
+    return "Thread 0x" in text or "Current thread" in text or "Stack (most recent" in text
+
+
+def last_dump(text):
+    """The text of the last dump in a stacks file (from its header line on), or the whole text."""
+    marks = [m.start() for m in _HEADER_LINE.finditer(text or "")]
+    return text[marks[-1]:] if marks else (text or "")
+
+
+def thread_frames(text, thread):
+    """[(file, line, function)] innermost first of ``thread``'s block in the last dump of ``text``, or None."""
+    if not thread or not text:
+        return None
+    heads = [m for m in _THREAD.finditer(text) if int(m.group(2), 16) == thread]
+    if not heads:
+        return None
+    frames = []
+    for line in text[heads[-1].end():].splitlines()[1:]:
+        m = _FRAME.match(line)
+        if not m:
+            break
+        frames.append((m.group("file"), int(m.group("line")), m.group("func")))
+    return frames
+
+
+def read_tail(path, limit=256 * 1024):
+    """The last ``limit`` bytes of a file as text (a stacks file's last dump is at its end), or None."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - limit))
+            return f.read().decode("utf-8", "replace")
+    except (OSError, TypeError):
+        return None
+
+
+def thread_summary(text, thread, limit=16 * 1024):
+    """What another node needs of a stacks file: the last dump's header line and ``thread``'s block,
+    else the text's last ``limit`` bytes."""
+    if not text:
+        return text
+    last = last_dump(text)
+    if thread:
+        for m in _THREAD.finditer(last):
+            if int(m.group(2), 16) == thread:
+                end = last.find("\n\n", m.end())
+                head = last.split("\n", 1)[0] + "\n" if _HEADER_LINE.match(last) else ""
+                return (head + last[m.start():end if end >= 0 else len(last)] + "\n")[:limit]
+    return text[-limit:]
