@@ -7,7 +7,7 @@ from c10d_observer import channel as ch
 from c10d_observer import config
 from c10d_observer import deadlines as dl
 from c10d_observer.deadlines import FLOOR_S, GAP_S, Learner, margin
-from c10d_observer.watchdog import Detector
+from c10d_observer.detector import Detector
 
 POLL = 0.5
 POLL_NS = int(POLL * 1e9)

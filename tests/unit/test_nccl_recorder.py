@@ -20,7 +20,7 @@ from c10d_observer import tracker as _tracker
 from c10d_observer.sources import flight_recorder as fr
 from c10d_observer.sources import recorder_books as books
 from c10d_observer.sources import nccl_checks, recorders
-from c10d_observer.watchdog import find_overdue
+from c10d_observer.detector import find_overdue
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(HERE, "..", "data", "nccl", "nccl-fr-readings-torch2.11.json")) as _f:

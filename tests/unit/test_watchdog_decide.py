@@ -16,7 +16,8 @@ from c10d_observer import channel as ch
 from c10d_observer import config, documents, dumpdir
 from c10d_observer import watchdog_io as _io
 from c10d_observer.requests import GatherRequest
-from c10d_observer.watchdog import Abort, Action, Detector, Gather, StackCollection, Watchdog, find_overdue
+from c10d_observer.detector import Detector, find_overdue
+from c10d_observer.watchdog import Abort, Action, Gather, StackCollection, Watchdog
 
 TIMEOUT_S = 10.0
 TIMEOUT_NS = int(TIMEOUT_S * 1e9)
