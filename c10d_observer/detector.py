@@ -9,6 +9,7 @@ from . import channel as _ch
 from . import config as _config
 from . import deadlines as _deadlines
 from . import documents as _documents
+from .levels import Level
 from .protocols import Action
 from .text import rank_list
 
@@ -36,7 +37,7 @@ def find_overdue(snapshot, now_ns, timeout_ns, queued=None):
     return out
 
 
-def overdue_entry(o, now_ns, wall_now, level="hard", deadline_s=None):
+def overdue_entry(o, now_ns, wall_now, level=Level.HARD, deadline_s=None):
     """The documents.Overdue of a call found overdue (past its learned deadline: ``level`` "soft")."""
     desc = o.stream.desc
     op, api = _ch.decode_op(o.op)
@@ -96,7 +97,7 @@ class Detector(object):
                 self.entries.append(e)
                 self.keys.append((i, e.seq))
         self.in_hang = any(e.in_flight for e in self.entries)
-        self.notified = any(e.in_flight and e.level == "hard" for e in self.entries)
+        self.notified = any(e.in_flight and e.level == Level.HARD for e in self.entries)
 
     def hold(self, until_ns, wall_until=None):
         """A verdict held the hard level (a rank the calls wait for is in a declared phase): the calls in
@@ -105,12 +106,12 @@ class Detector(object):
         for i, e in enumerate(self.entries):
             if e.in_flight:
                 self.held[i] = until_ns
-                if e.level == "hard":
-                    self.entries[i] = e._replace(level="soft", held_until=wall_until)
+                if e.level == Level.HARD:
+                    self.entries[i] = e._replace(level=Level.SOFT, held_until=wall_until)
 
     def hard_in_flight(self):
         """Whether a hard call is still in flight: not one that left flight and is settling."""
-        return any(e.in_flight and e.level == "hard" and i not in self.leaving for i, e in enumerate(self.entries))
+        return any(e.in_flight and e.level == Level.HARD and i not in self.leaving for i, e in enumerate(self.entries))
 
     def tick(self, snapshot, now_ns, wall_now, dead_peers=lambda entry: (), aborting=False):
         out = []
@@ -138,16 +139,16 @@ class Detector(object):
                 continue
             i = self.keys.index(key)
             e = self.entries[i]
-            if e.in_flight and e.level == "soft" and now_ns >= self.held.get(i, 0):
-                self.entries[i] = e._replace(level="hard", detected_at=wall_now, held_until=None,
+            if e.in_flight and e.level == Level.SOFT and now_ns >= self.held.get(i, 0):
+                self.entries[i] = e._replace(level=Level.HARD, detected_at=wall_now, held_until=None,
                                              age_s=round((now_ns - o.start_ns) / 1e9, 3), deadline_s=self.timeout_s)
                 upgraded.append(self.entries[i])
         for o in hard:
             if (o.stream.idx, o.seq) not in self.fired:
-                found.append(overdue_entry(o, now_ns, wall_now, "hard", self.timeout_s))
+                found.append(overdue_entry(o, now_ns, wall_now, Level.HARD, self.timeout_s))
                 self._fire(o)
         for o, d in self._soft(snapshot, now_ns, hard_keys):
-            found.append(overdue_entry(o, now_ns, wall_now, "soft", round(d / 1e9, 3)))
+            found.append(overdue_entry(o, now_ns, wall_now, Level.SOFT, round(d / 1e9, 3)))
             self._fire(o)
         if not found and not upgraded:
             if not any(e.in_flight for e in self.entries):
@@ -157,7 +158,7 @@ class Detector(object):
         first = (found or upgraded)[0]
         reason = "%s in flight for %.1f s (%s)" % (first.describe(), first.age_s, self._deadline_text(first))
         out.append(Action("report", None))
-        hard = [e for e in found + upgraded if e.level == "hard"]
+        hard = [e for e in found + upgraded if e.level == Level.HARD]
         if hard and not self.notified:  # soft verdicts inform: the signal is the hard verdict's
             self.notified = True
             out.append(Action("notify", "%s in flight for %.1f s (%s)" % (
@@ -165,10 +166,10 @@ class Detector(object):
         self.in_hang = True
         if found:
             out.append(Action("stacks", (reason, True)))
-        out.append(Action("gather", "hard" if any(e.level == "hard" for e in found + upgraded) else "soft"))
+        out.append(Action("gather", Level.HARD if any(e.level == Level.HARD for e in found + upgraded) else Level.SOFT))
         for e in found + upgraded:
             out.append(Action("say_overdue", e))
-        if self.on_timeout == "abort" and any(e.level == "hard" for e in found + upgraded):
+        if self.on_timeout == "abort" and any(e.level == Level.HARD for e in found + upgraded):
             out.append(Action("abort", None))
         return out
 
@@ -210,7 +211,7 @@ class Detector(object):
             if key in self.fired:
                 i = self.keys.index(key)
                 e = self.entries[i]
-                if not (e.in_flight and e.level == "soft"):
+                if not (e.in_flight and e.level == Level.SOFT):
                     continue
                 t = max(since + self.timeout_ns, self.held.get(i, 0))
             else:
@@ -222,7 +223,7 @@ class Detector(object):
         return None if best is None else best + 1  # overdue once strictly past it
 
     def _deadline_text(self, e):
-        if e.level == "soft":
+        if e.level == Level.SOFT:
             return "past its learned deadline of %g s; the hard one is %g s" % (e.deadline_s, self.timeout_s)
         return "timeout %g s" % self.timeout_s
 

@@ -13,6 +13,7 @@ from collections import namedtuple
 from enum import Enum
 
 from .config import HANG_EXIT_CODE
+from .levels import Level
 
 class ProtocolError(RuntimeError):
     """A machine was asked for a transition its table does not allow, or an action was made with a payload
@@ -215,6 +216,7 @@ class Gather(_Machine):
         self._answers = {}  # file -> ((mtime_ns, size), [(rank, counts, stacks wanted)]): the merge's scan
         self._answered_n = 0
         self._progress_ns = None
+        self.regathered = set()  # (stream, seq) of this rank's calls gathered again, left out of a merged verdict
 
     def fresh(self, req, wall_now):
         """``req`` (a requests.GatherRequest or None) is this job's, not merged, asked within gather_wait."""
@@ -283,6 +285,111 @@ class Gather(_Machine):
         gid, asked = self.owned
         self.owned = None
         return gid, asked
+
+    # -- what a verdict asks of this rank (the rules: pure, on what the watchdog read) ---------------------
+    def may_join(self):
+        """Whether a merged verdict may cover this rank's new detection (``joins``): it answered a gather it
+        does not own."""
+        return self.answered is not None and self.owned is None
+
+    def joins(self, v, entries, rank):
+        """``v`` (verdict.json as read) where it is the verdict merged from the last gather this rank answered
+        and already holds every call of this rank in flight past its deadline (``entries``: the detector's),
+        with this rank waiting in it (or named its late culprit), at this detection's level and not held;
+        else None.  A rank that finds the hang after the gather it answered was merged (its call entered
+        later, or its watchdog was slower under load; the culprit itself, late, once it entered the call and
+        its peers, starved of CPU, leave it slowly) joins that verdict instead of gathering the same hang
+        again: the record says what the console said first (a verdict is a record)."""
+        if v is None or not self.may_join() or v.gather_id != self.answered or v.held_until or not v.hangs:
+            return None
+        hangs = {(str(h.stream), h.seq): h for h in v.hangs}
+        mine = [e for e in entries if e.in_flight]
+        for e in mine:
+            h = hangs.get((str(e.stream), e.seq))
+            late = rank in (h.missing_ranks or ()) and rank in (v.culprit_ranks or ()) if h is not None else False
+            if (h is None or not (rank in (h.waiting_ranks or ()) or late) or h.held_until
+                    or (e.level == Level.HARD and h.level != Level.HARD)):
+                return None
+        return v if mine else None
+
+    def left_out(self, v, entries):
+        """A verdict merged from the gather this rank answered that holds none of this rank's calls found
+        overdue and still in flight: its answer naming them came after the merge (it found its call overdue
+        during another rank's gather), and no one would gather them.  The level to gather them at, once per
+        call; else None."""
+        if v.gather_id != self.answered or self.owned is not None or not v.hangs:
+            return None
+        keys = {(str(h.stream), h.seq) for h in v.hangs}
+        left = [e for e in entries if e.in_flight and (str(e.stream), e.seq) not in keys
+                and (str(e.stream), e.seq) not in self.regathered]
+        if not left:
+            return None
+        self.regathered.update((str(e.stream), e.seq) for e in left)
+        return Level.HARD.value if any(e.level == Level.HARD for e in left) else Level.SOFT.value
+
+    def on_verdict(self, v, entries, rank, on_timeout, aborting):
+        """What a new verdict asks of this rank: a gather of its calls the verdict left out; the hold, where
+        the verdict of its gather is held (a rank the calls wait for is in a declared phase); under
+        on_timeout="abort", a hard verdict of its gather with stuck calls: every rank's error file says it
+        before any rank is ended (the launcher then ends the others at once), and the culprit is ended first,
+        so that it is the launcher's first failure."""
+        out = []
+        level = self.left_out(v, entries)
+        if level is not None:
+            out.append(Action("gather", level))
+        mine = v.gather_id == self.answered
+        if mine and v.held_until:
+            out.append(Action("hold", v))
+        if on_timeout == "abort" and v.level in (None, Level.HARD) and mine and v.hangs:
+            culprit = rank in (v.culprit_ranks or ())
+            out.append(Action("error_file", (v, culprit)))
+            out.append(Action("arm", culprit))  # armed already where this rank's call was found overdue
+            if culprit and not aborting:
+                out.append(Action("abort_culprit", v))
+        return out
+
+
+# -- the job's signal -----------------------------------------------------------------------------------
+class PendingSignal(object):
+    """The job's signal at a hard detection (docs/contracts.md, "The signal"): asked for (``ask``), it goes
+    once the verdict of the gather this rank answered says the hang is hard and not held, and only where this
+    rank is not its culprit (a culprit inside the call, frozen or stopped, is never signalled: its handler is
+    for the ranks that wait for it, and a signal it meets once its call ended may meet SIG_DFL) and its hard
+    call is still in flight; where no hard verdict came within ``abort_verdict``, while its hard call is still
+    in flight.  Dropped where the verdict was held (the hold ends in a hard detection, which asks again)."""
+
+    def __init__(self, windows):
+        self.w = windows
+        self.pending = None  # (reason, monotonic ns asked)
+        self._said = set()  # gather ids whose verdict named this rank: said once
+
+    def ask(self, reason, now_ns):
+        if self.pending is None:
+            self.pending = (reason, now_ns)
+
+    def step(self, now_ns, v, answered, rank, hard_in_flight, signal_name):
+        """Actions: "signal" with its reason, or "say" why none goes; ``v``: the last verdict read,
+        ``answered``: the gather this rank answered, ``hard_in_flight()``: its hard call is still in flight."""
+        if self.pending is None:
+            return []
+        reason, since = self.pending
+        mine = v is not None and answered is not None and v.gather_id == answered
+        if mine and v.held_until:
+            self.pending = None
+            return []
+        if mine and v.level == Level.HARD:
+            self.pending = None
+            if rank in (v.culprit_ranks or ()):
+                if v.gather_id in self._said:
+                    return []
+                self._said.add(v.gather_id)
+                return [Action("say", "no %s sent: the verdict names this rank the culprit" % signal_name)]
+            return [Action("signal", reason)] if hard_in_flight() else []
+        if now_ns - since > self.w.abort_verdict * 1e9:  # no hard verdict came: this rank's call decides
+            self.pending = None
+            if hard_in_flight():
+                return [Action("signal", reason)]
+        return []
 
 
 # -- abort ----------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import pytest
 
 from . import _autostart
 from . import config as _config
-from .verdict.types import Level
+from .levels import Level
 
 DEFAULT_TIMEOUT = 30.0
 _KEYS = (_autostart.ENV, _config.ENV_TIMEOUT, _config.ENV_POLL_INTERVAL, _config.ENV_DIR,

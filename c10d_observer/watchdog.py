@@ -37,12 +37,12 @@ from . import config as _config
 from . import dumpdir as _dumpdir
 from . import requests as _requests
 from . import watchdog_io as _io
-from .verdict.types import Level
 from .config import HANG_EXIT_CODE
 from .text import short_clock
 
 from .detector import Detector
-from .protocols import Abort, Action, Gather, StackCollection
+from .levels import Level
+from .protocols import Abort, Action, Gather, PendingSignal, StackCollection
 
 LIVE_PERIOD_S = 1.0  # c10d-observer watch redraws every second
 REQUEST_LOOK_S = 0.1  # an idle watchdog looks for a gather request (a stat) 4 times a poll, at most this often
@@ -87,9 +87,8 @@ class Watchdog(object):
         self.ender = _io.Ender(cfg, reader, dd, kill, log, wall)
         self.snap = ()
         self.report_due = False  # a report to write (or to retry: the last write failed)
-        self.pending_signal = None  # (reason, monotonic ns): a hard detection's signal, sent at its verdict
+        self.signal = PendingSignal(self.w)  # a hard detection's signal, sent at its verdict
         self.verdict_seen = None  # the last verdict.json read (the gather's verdict may come before the signal)
-        self.regathered = set()  # (stream, seq) of this rank's calls gathered again, left out of a merged verdict
         self.arrivals = _arrivals.ArrivalLog()  # the starts of this rank's calls, written every period
         self.stragglers = _arrivals.Stragglers()  # the node's join, where this rank's watchdog leads it
         self.arrivals_due = clock() + int(self.arrivals_period_s * 1e9)
@@ -207,12 +206,12 @@ class Watchdog(object):
     def _notify(self, reason, now_ns):
         """A hard detection: the signal goes once the verdict of the gather this rank is in says the hang is
         hard and not held (a rank it waits for is in a declared phase), or no verdict came in time."""
-        if self.pending_signal is not None:
+        if self.signal.pending is not None:
             return
         if self.cfg.on_timeout != "raise":  # under raise the exception goes at the same moment, signal or none
             if self.cfg.signal is None or self.notifier.withheld() is not None:
                 return  # none, or its handler was replaced after enable(): no signal, said now (Notifier.withheld)
-        self.pending_signal = (reason, now_ns)
+        self.signal.ask(reason, now_ns)
 
     def _send_signal(self, reason, now_ns):
         """The signal, and a console line for it: to whom, when, why, and when its handler can run; under
@@ -230,7 +229,7 @@ class Watchdog(object):
         ``signal_sent``: the job's signal follows, and the rank's handler raises (raising.RankRaise)."""
         v = self.verdict_seen
         mine = v is not None and self.gather.answered is not None and v.gather_id == self.gather.answered
-        hard = [e for e in self.detector.entries if e.in_flight and e.level == "hard"]
+        hard = [e for e in self.detector.entries if e.in_flight and e.level == Level.HARD]
         req = _requests.RaiseRequest(
             gather_id=v.gather_id if mine else "no-verdict-%d" % len(self.detector.entries),
             groups=sorted(set(e.group for e in hard)), calls=[e.describe() for e in hard],
@@ -248,34 +247,8 @@ class Watchdog(object):
                  % (self.docs.rank(), self.cfg.rank_pid, "; ".join(req.calls) or reason))
 
     def _signal_step(self, now_ns):
-        """The pending signal's decision: "signal" at the hard verdict, or, where none came within
-        ``abort_verdict``, while this rank's hard call is still in flight; dropped where the verdict was held
-        (the hold ends in a hard detection, which asks again)."""
-        if self.pending_signal is None:
-            return []
-        reason, since = self.pending_signal
-        v = self.verdict_seen
-        mine = v is not None and self.gather.answered is not None and v.gather_id == self.gather.answered
-        if mine and v.held_until:
-            self.pending_signal = None
-            return []
-        if mine and v.level == Level.HARD:
-            self.pending_signal = None
-            rank = self.docs.rank()
-            if rank in (v.culprit_ranks or ()):
-                # a culprit inside the call (frozen, stopped) is never signalled: its handler is for the ranks
-                # that wait for it, and a signal it meets once its call ended may meet SIG_DFL (disable())
-                self.say_once("rank %s: no %s sent: the verdict names this rank the culprit" % (
-                    rank, self.cfg.signal_name), key=("culprit", v.gather_id))
-                return []
-            if not self.detector.hard_in_flight():
-                return []  # its call left flight before the verdict came: nothing to wake it from
-            return [Action("signal", reason)]
-        if now_ns - since > self.w.abort_verdict * 1e9:  # no hard verdict came: this rank's call decides
-            self.pending_signal = None
-            if self.detector.hard_in_flight():
-                return [Action("signal", reason)]
-        return []
+        return self.signal.step(now_ns, self.verdict_seen, self.gather.answered, self.docs.rank(),
+                                self.detector.hard_in_flight, self.cfg.signal_name)
 
     def _stacks(self, detail, now_ns):
         """The rank's stacks (StackCollection), and where ``py_spy``, py-spy's: once the helper thread has
@@ -323,7 +296,8 @@ class Watchdog(object):
             else:
                 self._answer(req, now_ns)
             return
-        v = self._merged_for_mine()
+        v = self.gather.joins(self.files.verdict() if self.gather.may_join() else None, self.detector.entries,
+                              self.docs.rank())
         if v is not None:  # the verdict already merged covers it: one hang, one record (its signal below)
             self.verdict_seen = v
             return
@@ -331,43 +305,6 @@ class Watchdog(object):
         self.files.ask(gid, wall_now, level)
         self.gather.own(gid, now_ns)
         self.docs.state(self.detector.entries, gid)
-
-    def _left_out_of(self, v):
-        """A verdict merged from the gather this rank answered that holds none of this rank's calls found
-        overdue and still in flight: its answer naming them came after the merge (it found its call overdue
-        during another rank's gather), and no one would gather them.  The level to gather them at, once per
-        call; else None."""
-        if v.gather_id != self.gather.answered or self.gather.owned is not None or not v.hangs:
-            return None
-        keys = {(str(h.stream), h.seq) for h in v.hangs}
-        left = [e for e in self.detector.entries if e.in_flight and (str(e.stream), e.seq) not in keys
-                and (str(e.stream), e.seq) not in self.regathered]
-        if not left:
-            return None
-        self.regathered.update((str(e.stream), e.seq) for e in left)
-        return "hard" if any(e.level == "hard" for e in left) else "soft"
-
-    def _merged_for_mine(self):
-        """The verdict merged from the last gather this rank answered, where it already holds every call of
-        this rank in flight past its deadline, with this rank waiting in it (or named its late culprit), at
-        this detection's level and not held; else None.  A rank that finds the hang after the gather it answered
-        was merged (its call entered later, or its watchdog was slower under load; the culprit itself, late,
-        once it entered the call and its peers, starved of CPU, leave it slowly) joins that verdict instead of
-        gathering the same hang again: the record says what the console said first (a verdict is a record)."""
-        gid = self.gather.answered
-        v = self.files.verdict() if gid is not None and self.gather.owned is None else None
-        if v is None or v.gather_id != gid or v.held_until or not v.hangs:
-            return None
-        rank = self.docs.rank()
-        hangs = {(str(h.stream), h.seq): h for h in v.hangs}
-        mine = [e for e in self.detector.entries if e.in_flight]
-        for e in mine:
-            h = hangs.get((str(e.stream), e.seq))
-            late = rank in (h.missing_ranks or ()) and rank in (v.culprit_ranks or ()) if h is not None else False
-            if (h is None or not (rank in (h.waiting_ranks or ()) or late) or h.held_until
-                    or (e.level == "hard" and h.level != Level.HARD)):
-                return None
-        return v if mine else None
 
     def _answer(self, req, now_ns):
         self.gather.answered = req.id
@@ -397,20 +334,8 @@ class Watchdog(object):
         v = self.files.new_verdict() if self.gather.answered is not None else None
         if v is not None:
             self.verdict_seen = v
-            level = self._left_out_of(v)
-            if level is not None:
-                out.append(Action("gather", level))
-        if v is not None and v.gather_id == self.gather.answered and v.held_until:
-            out.append(Action("hold", v))  # a rank the calls wait for is in a declared phase
-        if self.cfg.on_timeout == "abort" and v is not None and v.level in (None, Level.HARD):
-            if v.gather_id == self.gather.answered and v.hangs:
-                # every rank's error file says the verdict before any rank is ended (the launcher then ends
-                # the others at once); the culprit is ended first, so that it is the launcher's first failure
-                culprit = self.docs.rank() in (v.culprit_ranks or ())
-                out.append(Action("error_file", (v, culprit)))
-                out.append(Action("arm", culprit))  # armed already where this rank's call was found overdue
-                if culprit and not self.abort.active:
-                    out.append(Action("abort_culprit", v))
+            out += self.gather.on_verdict(v, self.detector.entries, self.docs.rank(), self.cfg.on_timeout,
+                                          self.abort.active)
         return out
 
     def _hold(self, v, now_ns):

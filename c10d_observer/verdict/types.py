@@ -17,17 +17,10 @@ No torch and no files here.
 import enum
 import json
 
+from ..levels import Level
+
 __all__ = ["Level", "Where", "MismatchKind", "OutcomeState", "Category", "Whereabouts", "Mismatch", "Ordering", "Outcome",
            "Culprit", "Straggler", "Hang", "Verdict"]
-
-
-class Level(str, enum.Enum):
-    """A soft verdict (past a learned deadline) informs; a hard one (past the timeout) acts."""
-    SOFT = "soft"
-    HARD = "hard"
-
-    def __str__(self):
-        return self.value
 
 
 class Where(str, enum.Enum):
