@@ -7,81 +7,13 @@ Each phase is a ``str``-valued enum member (its value is what the phase was call
 tests read the same) and each machine has one table of the transitions it allows (``ALLOWED``): a step that
 tries any other raises ``ProtocolError`` at once, in the tests, rather than leaving a machine in a state no
 rule covers.  The model: NVIDIA resiliency-ext's ``RankMonitorState`` with ``can_transition_to``.  Each kind
-of ``Action`` says what it carries (``PAYLOADS``), checked when it is made.
+of ``Action`` says what it carries (``actions.PAYLOADS``), checked when it is made.
 """
-from collections import namedtuple
 from enum import Enum
 
+from .actions import Action, ProtocolError
 from .config import HANG_EXIT_CODE
 from .levels import Level
-
-class ProtocolError(RuntimeError):
-    """A machine was asked for a transition its table does not allow, or an action was made with a payload
-    its kind does not take: a bug of the watchdog."""
-
-
-def _none(d):
-    return d is None
-
-
-def _text(d):
-    return isinstance(d, str)
-
-
-def _flag(d):
-    return isinstance(d, bool)
-
-
-def _verdict(d):
-    return hasattr(d, "hangs") and hasattr(d, "gather_id")  # verdict.types.Verdict
-
-
-def _pair(first, second):
-    return lambda d: isinstance(d, tuple) and len(d) == 2 and first(d[0]) and second(d[1])
-
-
-# what each kind of action carries: one line per kind, checked when the action is made
-PAYLOADS = {
-    "report": ("nothing", _none),
-    "say": ("the line to say", _text),
-    "say_overdue": ("the overdue entry", lambda d: hasattr(d, "describe") and hasattr(d, "level")),
-    "notify": ("the reason", _text),
-    "signal": ("the reason", _text),
-    "stacks": ("(the reason, whether py-spy may run)", _pair(_text, _flag)),
-    "stack_request": ("the reason", _text),
-    "withdraw_request": ("nothing", _none),
-    "dump_signal": ("the reason", _text),
-    "gather": ("the level, hard or soft", lambda d: d in ("hard", "soft")),
-    "answer": ("the gather request (requests.GatherRequest)", lambda d: hasattr(d, "id") and hasattr(d, "by_rank")),
-    "merge": ("nothing", _none),
-    "hold": ("the held verdict", _verdict),
-    "abort": ("nothing", _none),
-    "abort_culprit": ("the verdict naming this rank", _verdict),
-    "error_file": ("(the verdict or None, whether this rank is a culprit)",
-                   _pair(lambda d: d is None or _verdict(d), _flag)),
-    "exit_request": ("whether this rank is a culprit", _flag),
-    "arm": ("whether this rank is a culprit", _flag),
-    "term": ("nothing", _none),
-    "kill": ("nothing", _none),
-    "arrivals": ("nothing", _none),
-    "live": ("nothing", _none),
-}
-
-
-class Action(namedtuple("Action", "kind detail")):
-    """What tick() decided; Watchdog.act runs it.  Its kind is one of PAYLOADS and its detail what that kind
-    carries, checked here, so that a wrong payload fails where it is made (in the tests), not in the effect."""
-
-    __slots__ = ()
-
-    def __new__(cls, kind, detail=None):
-        spec = PAYLOADS.get(kind)
-        if spec is None:
-            raise ProtocolError("no action %r (the kinds: %s)" % (kind, ", ".join(sorted(PAYLOADS))))
-        if not spec[1](detail):
-            raise ProtocolError("action %s carries %s, not %r" % (kind, spec[0], detail))
-        return super(Action, cls).__new__(cls, kind, detail)
-
 
 class _Machine(object):
     ALLOWED = {}
@@ -145,6 +77,7 @@ class StackCollection(_Machine):
         self.size_before = None  # the stacks file's size when asked: grown past it, the dump is there
         self.reason = None
         self.asked_ns = None  # when the last ask began (the gather does not ask again within its window)
+        self.py_spy_due, self.py_spy_hold_ns = False, None  # a py-spy dump wanted, held until then
 
     def ask(self, now_ns, reason, helper_alive, size_now):
         """Returns the actions: "stack_request" (a header for the helper's dump) or "dump_signal"."""
@@ -183,6 +116,24 @@ class StackCollection(_Machine):
     def arrived(self, size_now):
         """The last dump asked for is in the file (or none was asked)."""
         return self.size_before is None or size_now > self.size_before
+
+    # py-spy beside: it stops the rank while it reads it (0.2 to 1 s): started first, it held the helper's dump,
+    # and so the verdict, back by as long.  Across nodes the rank's relay thread sends its node's answers to the
+    # merge: there py-spy also waits for the gather's verdict (at most ``gather_wait``).
+    def want_py_spy(self, hold_until_ns=None):
+        """py-spy's dump is wanted once the helper's dump is in (and, ``hold_until_ns``, not before then
+        unless the gather's verdict came first)."""
+        self.py_spy_due, self.py_spy_hold_ns = True, hold_until_ns
+
+    def py_spy_now(self, now_ns, verdict_in):
+        """Whether to start the wanted py-spy dump now (``verdict_in``: the verdict of the gather this rank
+        answered is there); once."""
+        if not self.py_spy_due or self.phase is self.ASKED:
+            return False
+        if self.py_spy_hold_ns is not None and now_ns < self.py_spy_hold_ns and not verdict_in:
+            return False
+        self.py_spy_due, self.py_spy_hold_ns = False, None
+        return True
 
 
 # -- the gather -----------------------------------------------------------------------------------------
@@ -458,6 +409,38 @@ class Abort(_Machine):
             return {self.EXIT: "asked to exit with code %d" % HANG_EXIT_CODE,
                     self.TERM: "SIGTERM"}.get(self.phase, "SIGKILL")
         return None
+
+    def on_step(self, now_ns, v, answered, culprits_ended, stacks_idle):
+        """One step, with what the watchdog read: ``v``, verdict.json (None where it was not read: not waiting
+        for it, or this rank's watchdog owns the merge), ``answered``, the gather this rank answered,
+        ``culprits_ended(verdict)``, whether its culprits are gone, ``stacks_idle``.  A verdict that is held (a
+        rank it waits for is in a declared phase) cancels the abort: "disarm"."""
+        verdict = None
+        if self.waits_for_verdict and v is not None and (answered is None or v.gather_id == answered):
+            if v.held_until:
+                self.cancel()
+                return [Action("disarm", None)]
+            verdict = v
+        ended = True
+        known = verdict or self.verdict
+        if self.waits_for_culprits and known:
+            # computed before the step: VERDICT goes on to CULPRIT in the same step, and must wait there
+            ended = culprits_ended(known)
+        return self.step(now_ns, verdict, ended, stacks_idle)
+
+    def ended_why(self, why):
+        """Why the rank ended, as its end document says: ``why`` (the process's end, as seen), unless the
+        observer was ending it (the watchdog is not the rank's parent: it says what it asked for, a launcher
+        may have ended it first) or ended it."""
+        how = self.how_ended()
+        if self.before_exit:
+            return "ended while the observer was ending it (on_timeout=abort, armed to exit with code %d)%s" % (
+                HANG_EXIT_CODE, ": it was a culprit of the hang" if self.culprit
+                else ": its collective raised once its peers had ended")
+        if how is not None:
+            return "ended by the observer (on_timeout=abort, %s)%s" % (
+                how, ": it was a culprit of the hang" if self.culprit else " after its call was overdue")
+        return why
 
     def step(self, now_ns, verdict=None, culprits_ended=True, stacks_done=True):
         """``verdict``: the merged verdict of the gather this rank answered, once there; ``culprits_ended``:

@@ -2,13 +2,15 @@
 
 The detection is detector.py's: ``find_overdue(snapshot, now_ns, timeout_ns)``, a pure function of the
 channel contents and the time, and ``Detector``, which keeps what it decided (each overdue call once, and how
-it ended) and turns each snapshot into decisions.  Three protocols own their state, each as phases with deadlines on the injected
-clock: ``StackCollection`` (the rank's helper thread asked by a file, the dump signal where it does not
-answer, py-spy beside), ``Gather`` (the cross-rank gather on one node: request, answers, merge) and
-``Abort`` (on_timeout="abort": the verdict, the culprit's end, the stacks, then SIGTERM and SIGKILL).
-``Watchdog.tick(now)`` asks each what to do and returns the actions; ``Watchdog.act`` runs one as a
-no-throw step (a failure is said once and retried where it matters); ``run`` only waits on its rank and
-the clock, calls ``tick`` and acts.  Nothing here sleeps inside ``tick``.
+it ended) and turns each snapshot into decisions.  The protocols (protocols.py) own their state and their
+rules, each as phases with deadlines on the injected clock: ``StackCollection`` (the rank's helper thread
+asked by a file, the dump signal where it does not answer, py-spy beside), ``Gather`` (the cross-rank gather
+on one node: request, answers, merge, and what its verdict asks of this rank), ``Abort`` (on_timeout="abort":
+the verdict, the culprit's end, the stacks, then SIGTERM and SIGKILL) and ``PendingSignal`` (the job's signal
+at the hard verdict).  ``Watchdog.tick(now)`` asks each what to do and returns the actions;
+``Watchdog.act`` runs one (``EFFECTS``, the effects being watchdog_io.py's) as a no-throw step (a failure is
+said once and retried where it matters); ``GatherWiring`` wires the gather the same way; ``run`` only waits
+on the rank and the clock, calls ``tick`` and acts.  Nothing here sleeps inside ``tick``.
 
 The signal contract (docs/contracts.md, "The signal"): the configured signal (SIGUSR1 by default) goes to the rank
 once per hang, when a call of its own becomes overdue, and only where the observer's handler is still the
@@ -30,18 +32,14 @@ import socket
 import sys
 import time
 
-from . import election as _election
-from . import arrivals as _arrivals
 from . import channel as _ch
 from . import config as _config
 from . import dumpdir as _dumpdir
 from . import requests as _requests
 from . import watchdog_io as _io
-from .config import HANG_EXIT_CODE
 from .text import short_clock
 
 from .detector import Detector
-from .levels import Level
 from .protocols import Abort, Action, Gather, PendingSignal, StackCollection
 
 LIVE_PERIOD_S = 1.0  # c10d-observer watch redraws every second
@@ -73,13 +71,10 @@ class Watchdog(object):
         self.said = set()  # keys of things said once
         dd = self.dd = _dumpdir.DumpDir(cfg.dump_dir, said=self.say_once)
         self.detector = Detector(cfg.timeout, self.w, cfg.on_timeout, soft=cfg.soft, timing=cfg.timings)
-        self.arrivals_period_s = cfg.timings.arrivals_period_s
         self.stacks = StackCollection(self.w, has_dump_signal=cfg.dump_signal is not None)
-        self.py_spy_due = False  # py-spy waits for the helper's dump: it stops the rank while it reads it
-        self.py_spy_hold_ns = None  # across nodes, also for the gather's verdict (the rank's relay carries it)
         self.gather = Gather(self.w, cfg.job_id, wall())
         self.abort = Abort(self.w)
-        self.notifier = _io.Notifier(cfg, reader, dd, kill, log)
+        self.notifier = _io.Notifier(cfg, reader, dd, kill, log, wall)
         self.taker = _io.StackTaker(cfg, reader, dd, kill, log, wall)
         self.docs = _io.RankDocs(cfg, reader, dd, clock, wall, self.gather.started_at, self.notifier, self.taker,
                                  self.stacks)
@@ -89,24 +84,16 @@ class Watchdog(object):
         self.report_due = False  # a report to write (or to retry: the last write failed)
         self.signal = PendingSignal(self.w)  # a hard detection's signal, sent at its verdict
         self.verdict_seen = None  # the last verdict.json read (the gather's verdict may come before the signal)
-        self.arrivals = _arrivals.ArrivalLog()  # the starts of this rank's calls, written every period
-        self.stragglers = _arrivals.Stragglers()  # the node's join, where this rank's watchdog leads it
-        self.arrivals_due = clock() + int(self.arrivals_period_s * 1e9)
+        self.gathering = GatherWiring(self)
+        self.arrivals = _io.Arrivals(cfg, self.files, clock() + int(cfg.timings.arrivals_period_s * 1e9))
         self.live_due = clock()  # a live document each LIVE_PERIOD_S while a view is open (watch-request.json)
-        self.run_action = {  # what each action does (the effect's owner), by kind
-            "report": self._report, "say": self._say, "say_overdue": self._say_overdue,
-            "notify": self._notify, "signal": self._send_signal, "stacks": self._stacks,
-            "stack_request": lambda reason, now: self.taker.request(reason),
-            "withdraw_request": lambda _, now: self.taker.withdraw(), "dump_signal": self._dump_signal,
-            "gather": self._request_gather, "answer": self._answer, "merge": self._merge, "hold": self._hold,
-            "abort": self._abort, "abort_culprit": self._abort_culprit,
-            "error_file": lambda d, now: self.ender.error_file(*d), "term": lambda _, now: self.ender.term(),
-            "exit_request": lambda culprit, now: self.ender.exit_request(culprit),
-            "arm": lambda culprit, now: self.ender.arm(culprit),
-            "kill": lambda _, now: self.ender.kill_now(), "arrivals": self._arrivals,
-            "live": lambda _, now: self.docs.live(self.detector.entries, self.snap, now)}
         if cfg.restarts:  # a watchdog of this rank died: what it reported stays reported
             self.detector.restore(self.docs.reported(), reader.snapshot())
+
+    @property
+    def run_action(self):
+        """What each kind of action does (EFFECTS)."""
+        return EFFECTS
 
     @property
     def last_report(self):
@@ -124,9 +111,7 @@ class Watchdog(object):
         self.taker.reap_py_spy()
         out = self._protocols(now_ns, abort=False)
         self.snap = self.reader.snapshot(passed=True)
-        self.arrivals.observe(self.snap, now_ns, self.wall(), self.reader.snapshot(passed=True, arrivals=True))
-        if now_ns >= self.arrivals_due:
-            self.arrivals_due = now_ns + int(self.arrivals_period_s * 1e9)
+        if self.arrivals.observe(self.snap, now_ns, self.wall(), self.reader.snapshot(passed=True, arrivals=True)):
             out.append(Action("arrivals", None))
         if now_ns >= self.live_due:  # c10d-observer watch: a look for its request, once a second
             self.live_due = now_ns + int(LIVE_PERIOD_S * 1e9)
@@ -143,7 +128,7 @@ class Watchdog(object):
     def _protocols(self, now_ns, abort=True):
         out = self.stacks.step(now_ns, self.taker.size())
         self._py_spy_step(now_ns)
-        out += self._gather_step(now_ns) + self._signal_step(now_ns)
+        out += self.gathering.step(now_ns) + self._signal_step(now_ns)
         if abort and self.abort.active:
             out += self._abort_step(now_ns)
         return out
@@ -177,7 +162,7 @@ class Watchdog(object):
         """Run one action; a failure is said once (per kind and error) and never raised."""
         now_ns = self.clock() if now_ns is None else now_ns
         try:
-            self.run_action[a.kind](a.detail, now_ns)
+            EFFECTS[a.kind](self, a.detail, now_ns)
             return True
         except Exception as e:
             self.say_once("%s failed (will retry where it matters): %r" % (a.kind.replace("_", " "), e),
@@ -196,12 +181,7 @@ class Watchdog(object):
         self.log("rank %s: %s" % (self.docs.rank(), text))
 
     def _say_overdue(self, e, now_ns):
-        by = self.notifier.withheld_by if self.cfg.signal is not None else None
-        self.log("rank %s: %s: %s in flight for %.1f s (%s); report %s; stacks %s%s" % (
-            self.docs.rank(), e.level, e.describe(), e.age_s,
-            self.detector._deadline_text(e), self.last_report or "not written",
-            self.cfg.stack_path, " (no %s sent: its handler was replaced by %s)" % (self.cfg.signal_name, by)
-            if by else ""))
+        self.notifier.say_overdue(e, self.detector._deadline_text(e), self.last_report)
 
     def _notify(self, reason, now_ns):
         """A hard detection: the signal goes once the verdict of the gather this rank is in says the hang is
@@ -214,37 +194,7 @@ class Watchdog(object):
         self.signal.ask(reason, now_ns)
 
     def _send_signal(self, reason, now_ns):
-        """The signal, and a console line for it: to whom, when, why, and when its handler can run; under
-        on_timeout="raise", the request that the rank raise the verdict (raising.RankRaise)."""
-        if self.cfg.on_timeout == "raise":  # first: the rank's handler raises what it finds with the signal
-            self._ask_raise(reason, signal_sent=self.cfg.signal is not None and self.notifier.withheld() is None)
-        if self.notifier.notify(reason):
-            self.log("rank %s: %s sent to pid %s (%s); the job's handler runs once this rank's main thread is "
-                     "back in Python: it waits in a call in C++, so not before that call returns (docs/contracts.md, "
-                     "\"The signal\")" % (self.docs.rank(), self.cfg.signal_name, self.cfg.rank_pid, reason))
-
-    def _ask_raise(self, reason, signal_sent=False):
-        """on_timeout="raise": ask the rank to raise CollectiveHang, carrying the verdict, and to end its hard
-        calls' waits where torch can (NCCL).  Once per gather; a request that cannot be written is said.
-        ``signal_sent``: the job's signal follows, and the rank's handler raises (raising.RankRaise)."""
-        v = self.verdict_seen
-        mine = v is not None and self.gather.answered is not None and v.gather_id == self.gather.answered
-        hard = [e for e in self.detector.entries if e.in_flight and e.level == Level.HARD]
-        req = _requests.RaiseRequest(
-            gather_id=v.gather_id if mine else "no-verdict-%d" % len(self.detector.entries),
-            groups=sorted(set(e.group for e in hard)), calls=[e.describe() for e in hard],
-            verdict=(v.summary or "").replace("c10d_observer: ", "", 1) if mine else
-            "no verdict came within the gather window: %s" % reason,
-            culprit_ranks=list(v.culprit_ranks or ()) if mine else [],
-            verdict_path=self.dd.path(_dumpdir.VERDICT_TEXT), written_at=self.wall(), signal_sent=signal_sent)
-        try:
-            req.send(self.dd, self.cfg.rank_pid)
-        except OSError as e:
-            self.log("rank %s: on_timeout=raise: cannot ask rank pid %s to raise (%s): it goes on"
-                     % (self.docs.rank(), self.cfg.rank_pid, e))
-            return
-        self.log("rank %s: on_timeout=raise: asked rank pid %s to raise CollectiveHang for %s"
-                 % (self.docs.rank(), self.cfg.rank_pid, "; ".join(req.calls) or reason))
+        self.notifier.send(reason, self.verdict_seen, self.gather.answered, self.detector.entries)
 
     def _signal_step(self, now_ns):
         return self.signal.step(now_ns, self.verdict_seen, self.gather.answered, self.docs.rank(),
@@ -252,30 +202,20 @@ class Watchdog(object):
 
     def _stacks(self, detail, now_ns):
         """The rank's stacks (StackCollection), and where ``py_spy``, py-spy's: once the helper thread has
-        written them, or at once where no helper answers (a thread holds the GIL: py-spy shows which).
-        py-spy stops the rank while it reads it (0.2 to 1 s): started first, it held the helper's dump,
-        and so the verdict, back by as long.  Across nodes the rank's relay thread sends its node's answers
-        to the merge: there py-spy also waits for the gather's verdict (at most ``gather_wait``)."""
+        written them, or at once where no helper answers (a thread holds the GIL: py-spy shows which)."""
         reason, py_spy = detail
         helper = self.taker.helper_alive(now_ns)
         for a in self.stacks.ask(now_ns, reason, helper, self.taker.size()):
             self.act(a, now_ns)
         if py_spy:
-            self.py_spy_due = True
             self.taker.reserve_py_spy()  # named now: the state this rank answers with names the file
-            if self.cfg.nodes > 1 and helper:
-                self.py_spy_hold_ns = now_ns + int(self.w.gather_wait * 1e9)
+            self.stacks.want_py_spy(now_ns + int(self.w.gather_wait * 1e9) if self.cfg.nodes > 1 and helper else None)
             self._py_spy_step(now_ns)
 
     def _py_spy_step(self, now_ns):
-        if not self.py_spy_due or self.stacks.phase is StackCollection.ASKED:
-            return
-        if self.py_spy_hold_ns is not None and now_ns < self.py_spy_hold_ns:
-            v = self.verdict_seen
-            if v is None or self.gather.answered is None or v.gather_id != self.gather.answered:
-                return
-        self.py_spy_due, self.py_spy_hold_ns = False, None
-        self.taker.dump_py_spy()
+        v, gid = self.verdict_seen, self.gather.answered
+        if self.stacks.py_spy_now(now_ns, v is not None and gid is not None and v.gather_id == gid):
+            self.taker.dump_py_spy()
 
     def _dump_signal(self, reason, now_ns):
         self.stacks.size_before = max(self.stacks.size_before or 0, self.taker.dump_signal(reason))
@@ -286,94 +226,6 @@ class Watchdog(object):
             self.log("rank %s: on_timeout=abort: the rank will be ended once the verdict is merged" % self.docs.rank())
 
     # -- the gather ---------------------------------------------------------------------------------------
-    def _request_gather(self, level, now_ns):
-        """Ask every watchdog sharing dump_dir for its rank's state (or join the request already there)."""
-        wall_now = self.wall()
-        req = self.files.request()
-        if self.gather.fresh(req, wall_now):
-            if req.id == self.gather.answered:
-                self.docs.state(self.detector.entries, req.id)  # answered: again, naming the overdue call
-            else:
-                self._answer(req, now_ns)
-            return
-        v = self.gather.joins(self.files.verdict() if self.gather.may_join() else None, self.detector.entries,
-                              self.docs.rank())
-        if v is not None:  # the verdict already merged covers it: one hang, one record (its signal below)
-            self.verdict_seen = v
-            return
-        gid = "%s-%d-%d" % (self.cfg.host or socket.gethostname(), os.getpid(), now_ns)
-        self.files.ask(gid, wall_now, level)
-        self.gather.own(gid, now_ns)
-        self.docs.state(self.detector.entries, gid)
-
-    def _answer(self, req, now_ns):
-        self.gather.answered = req.id
-        snap = self.reader.snapshot()
-        if self.stacks.asked_ns is None or now_ns - self.stacks.asked_ns > self.w.gather_wait * 1e9:
-            # the stacks of every rank, not only the waiting ones; py-spy only of a rank in no collective (a
-            # suspect: where is it?), not of one that waits, so as not to stop it for nothing
-            self._stacks(("the verdict's gather %s, asked by rank %s%s" % (
-                req.id, req.by_rank, self.detector.in_flight_text(snap, now_ns, self.wall())),
-                not any(st.oldest for st in snap)), now_ns)
-        self.docs.state(self.detector.entries, req.id)
-
-    def _gather_step(self, now_ns):
-        """Answer a new request; merge the one this watchdog owns when it is due; under abort, take the
-        verdict, which every rank's error file carries, and which may name this rank its culprit."""
-        out = []
-        req = self.files.new_request()
-        if req is not None:
-            self.gather.superseded(req)
-            self.gather.overwritten(req, self.wall())
-            if self.gather.mine(req) and req.id != self.gather.answered:
-                out.append(Action("answer", req))
-        if self.gather.owned is not None:
-            self.files.scan(self.gather)
-            if self.gather.due(now_ns, self.reader.rank()[1], self.files.stacks_arrived):
-                out.append(Action("merge", None))
-        v = self.files.new_verdict() if self.gather.answered is not None else None
-        if v is not None:
-            self.verdict_seen = v
-            out += self.gather.on_verdict(v, self.detector.entries, self.docs.rank(), self.cfg.on_timeout,
-                                          self.abort.active)
-        return out
-
-    def _hold(self, v, now_ns):
-        until = v.held_until
-        wall_now = self.wall()
-        self.detector.hold(now_ns + int(max(0.0, until - wall_now) * 1e9), until)
-        if self.abort.before_exit:
-            self.abort.cancel()
-            self.ender.disarm()
-        self.say_once("rank %s: the hard verdict is held until %s: %s" % (
-            self.docs.rank(), short_clock(until), v.held_why or "a rank it waits for is in a declared phase"),
-            key=("hold", until))
-
-    def _arrivals(self, _, now_ns):
-        """Write this rank's starts since the last period; the node's leader (its lowest rank that wrote
-        within three periods) joins every rank's and writes stragglers.json."""
-        rank = self.docs.rank()
-        wall_now = self.wall()
-        members = {str(st.desc.get("stream")): st.desc.get("ranks") for st in self.snap
-                   if isinstance(st.desc.get("ranks"), list)}
-        # the last KEEP starts of each stream, every period: the leader joins the calls every member has
-        host = self.cfg.host or socket.gethostname()
-        period = self.arrivals_period_s
-        self.files.write_arrivals(self.arrivals.document(rank, self.cfg.rank_pid, self.cfg.job_id, wall_now, members,
-                                                         host, period))
-        docs = self.files.read_arrivals(wall_now - 3 * period)
-        local = {d["rank"]: d.get("written_at") for d in docs if not d.get("relayed")}  # this node's ranks
-        if local and _election.node_leader(local, wall_now, 3 * period) == rank:
-            known = {}
-            for d in docs:
-                known.update((k, v) for k, v in (d.get("members") or {}).items() if v)
-            self.files.write_stragglers(self.stragglers.update(docs, known, wall_now, host))
-
-    def _merge(self, _, now_ns):
-        gid, asked = self.gather.merged()
-        self.files.merge(gid, (now_ns - asked) / 1e9)
-        self.verdict_seen = self.files.verdict()  # the owner's own signal need not wait for its next look
-
     def _abort_culprit(self, v, now_ns):
         if self.abort.start(now_ns, culprit=True, verdict=v):
             self.ender.arm(True)
@@ -381,22 +233,8 @@ class Watchdog(object):
                      % (self.docs.rank(), (v.summary or "")[len("c10d_observer: "):]))
 
     def _abort_step(self, now_ns):
-        verdict = None
-        if self.abort.waits_for_verdict:
-            gid = self.gather.answered
-            v = self.files.verdict() if self.gather.owned is None else None
-            if v is not None and (gid is None or v.gather_id == gid):
-                if v.held_until:  # held: a rank it waits for is in a declared phase
-                    self.abort.cancel()
-                    self.ender.disarm()
-                    return []
-                verdict = v
-        culprits_ended = True
-        known = verdict or self.abort.verdict
-        if self.abort.waits_for_culprits and known:
-            # computed before the step: VERDICT goes on to CULPRIT in the same step, and must wait there
-            culprits_ended = self.ender.culprits_ended(known)
-        return self.abort.step(now_ns, verdict, culprits_ended, self.stacks.idle)
+        v = self.files.verdict() if self.abort.waits_for_verdict and self.gather.owned is None else None
+        return self.abort.on_step(now_ns, v, self.gather.answered, self.ender.culprits_ended, self.stacks.idle)
 
     # -- the rank's end ---------------------------------------------------------------------------------
     def finish(self):
@@ -421,15 +259,7 @@ class Watchdog(object):
         status = _io.exit_status(self.cfg.rank_pid, wait_s=2.0)
         why = "process %d ended without disable() (%s%s)" % (self.cfg.rank_pid, reason,
                                                              "; " + status if status else "")
-        how = self.abort.how_ended()
-        if self.abort.before_exit:
-            # the watchdog is not the rank's parent: it says what it asked for, a launcher may have ended it first
-            why = "ended while the observer was ending it (on_timeout=abort, armed to exit with code %d)%s" % (
-                HANG_EXIT_CODE, ": it was a culprit of the hang" if self.abort.culprit
-                else ": its collective raised once its peers had ended")
-        elif how is not None:
-            why = "ended by the observer (on_timeout=abort, %s)%s" % (
-                how, ": it was a culprit of the hang" if self.abort.culprit else " after its call was overdue")
+        why = self.abort.ended_why(why)
         self.docs.end(self.detector.entries, False, why)
 
     # -- the loop ---------------------------------------------------------------------------------------------
@@ -442,37 +272,139 @@ class Watchdog(object):
         self.step(now_ns)
         return True
 
-    def run(self, lifeline_fd):
-        poll_ns = int(self.cfg.poll_interval * 1e9)
-        look_ns = int(self.w.merge_look * 1e9)
-        peek_ns = int(max(REQUEST_LOOK_S, self.cfg.poll_interval / 4) * 1e9)  # a wake-up: ~0.35 ms of CPU here
-        next_tick = self.clock() + poll_ns
-        while True:
-            now = self.clock()
-            wake = min(next_tick, now + (look_ns if self.busy() else peek_ns))
-            wait = max(0.0, wake - now) / 1e9
-            try:
-                readable, _, _ = select.select([lifeline_fd], [], [], wait)
-            except InterruptedError:
-                readable = []
-            if readable:  # "stop" from disable(), or EOF: the rank exited or died
-                return "stop" if os.read(lifeline_fd, 4096) else "the rank closed its end"
-            if os.getppid() != self.cfg.rank_pid:
-                return "the rank (pid %d) is gone" % self.cfg.rank_pid
-            now = self.clock()
-            try:
-                if now >= next_tick:
-                    next_tick = now + poll_ns
-                    self.step(now)
-                elif self.busy():  # between polls: only the protocols that are under way
-                    self.look(now)
-                elif self.peek(now):
-                    next_tick = now + poll_ns
-                due = self.detector.next_deadline_ns(self.snap)
-                if due is not None and now < due < next_tick:
-                    next_tick = due  # the next poll at the first call's deadline
-            except Exception as e:  # never die of our own bugs: say it once, try again next time
-                self.say_once("a poll failed (will retry): %r" % (e,), key=("poll", type(e).__name__))
+
+class GatherWiring(object):
+    """The gather's wiring for one watchdog (``wd``): its request, its answers (the rank's state and stacks),
+    the merge it owns, and what the verdict it reads asks (Gather's rules); the watchdog's effects
+    "gather", "answer", "merge" and "hold"."""
+
+    def __init__(self, wd):
+        self.wd = wd
+
+    def request(self, level, now_ns):
+        """Ask every watchdog sharing dump_dir for its rank's state (or join the request already there)."""
+        wd = self.wd
+        wall_now = wd.wall()
+        req = wd.files.request()
+        if wd.gather.fresh(req, wall_now):
+            if req.id == wd.gather.answered:
+                wd.docs.state(wd.detector.entries, req.id)  # answered: again, naming the overdue call
+            else:
+                self.answer(req, now_ns)
+            return
+        v = wd.gather.joins(wd.files.verdict() if wd.gather.may_join() else None, wd.detector.entries,
+                            wd.docs.rank())
+        if v is not None:  # the verdict already merged covers it: one hang, one record (its signal below)
+            wd.verdict_seen = v
+            return
+        gid = "%s-%d-%d" % (wd.cfg.host or socket.gethostname(), os.getpid(), now_ns)
+        wd.files.ask(gid, wall_now, level)
+        wd.gather.own(gid, now_ns)
+        wd.docs.state(wd.detector.entries, gid)
+
+    def answer(self, req, now_ns):
+        wd = self.wd
+        wd.gather.answered = req.id
+        snap = wd.reader.snapshot()
+        if wd.stacks.asked_ns is None or now_ns - wd.stacks.asked_ns > wd.w.gather_wait * 1e9:
+            # the stacks of every rank, not only the waiting ones; py-spy only of a rank in no collective (a
+            # suspect: where is it?), not of one that waits, so as not to stop it for nothing
+            wd._stacks(("the verdict's gather %s, asked by rank %s%s" % (
+                req.id, req.by_rank, wd.detector.in_flight_text(snap, now_ns, wd.wall())),
+                not any(st.oldest for st in snap)), now_ns)
+        wd.docs.state(wd.detector.entries, req.id)
+
+    def step(self, now_ns):
+        """Answer a new request; merge the one this watchdog owns when it is due; under abort, take the
+        verdict, which every rank's error file carries, and which may name this rank its culprit."""
+        wd = self.wd
+        out = []
+        req = wd.files.new_request()
+        if req is not None:
+            wd.gather.superseded(req)
+            wd.gather.overwritten(req, wd.wall())
+            if wd.gather.mine(req) and req.id != wd.gather.answered:
+                out.append(Action("answer", req))
+        if wd.gather.owned is not None:
+            wd.files.scan(wd.gather)
+            if wd.gather.due(now_ns, wd.reader.rank()[1], wd.files.stacks_arrived):
+                out.append(Action("merge", None))
+        v = wd.files.new_verdict() if wd.gather.answered is not None else None
+        if v is not None:
+            wd.verdict_seen = v
+            out += wd.gather.on_verdict(v, wd.detector.entries, wd.docs.rank(), wd.cfg.on_timeout,
+                                          wd.abort.active)
+        return out
+
+    def hold(self, v, now_ns):
+        wd = self.wd
+        until = v.held_until
+        wall_now = wd.wall()
+        wd.detector.hold(now_ns + int(max(0.0, until - wall_now) * 1e9), until)
+        if wd.abort.before_exit:
+            wd.abort.cancel()
+            wd.ender.disarm()
+        wd.say_once("rank %s: the hard verdict is held until %s: %s" % (
+            wd.docs.rank(), short_clock(until), v.held_why or "a rank it waits for is in a declared phase"),
+            key=("hold", until))
+
+    def merge(self, _, now_ns):
+        wd = self.wd
+        gid, asked = wd.gather.merged()
+        wd.files.merge(gid, (now_ns - asked) / 1e9)
+        wd.verdict_seen = wd.files.verdict()  # the owner's own signal need not wait for its next look
+
+
+# What each kind of action does (the effect's owner): Watchdog.act runs EFFECTS[kind](watchdog, detail, now_ns).
+EFFECTS = {
+    "report": Watchdog._report, "say": Watchdog._say, "say_overdue": Watchdog._say_overdue,
+    "notify": Watchdog._notify, "signal": Watchdog._send_signal, "stacks": Watchdog._stacks,
+    "stack_request": lambda wd, reason, now: wd.taker.request(reason),
+    "withdraw_request": lambda wd, _, now: wd.taker.withdraw(), "dump_signal": Watchdog._dump_signal,
+    "gather": lambda wd, level, now: wd.gathering.request(level, now),
+    "answer": lambda wd, req, now: wd.gathering.answer(req, now),
+    "merge": lambda wd, _, now: wd.gathering.merge(None, now), "hold": lambda wd, v, now: wd.gathering.hold(v, now),
+    "abort": Watchdog._abort, "abort_culprit": Watchdog._abort_culprit,
+    "error_file": lambda wd, d, now: wd.ender.error_file(*d), "term": lambda wd, _, now: wd.ender.term(),
+    "exit_request": lambda wd, culprit, now: wd.ender.exit_request(culprit),
+    "arm": lambda wd, culprit, now: wd.ender.arm(culprit), "disarm": lambda wd, _, now: wd.ender.disarm(),
+    "kill": lambda wd, _, now: wd.ender.kill_now(),
+    "arrivals": lambda wd, _, now: wd.arrivals.write(wd.snap, wd.docs.rank(), wd.wall()),
+    "live": lambda wd, _, now: wd.docs.live(wd.detector.entries, wd.snap, now)}
+
+
+def run(wd, lifeline_fd):
+    """Wait on the rank (its lifeline) and the clock; poll, look or peek as due.  Returns why it ended."""
+    poll_ns = int(wd.cfg.poll_interval * 1e9)
+    look_ns = int(wd.w.merge_look * 1e9)
+    peek_ns = int(max(REQUEST_LOOK_S, wd.cfg.poll_interval / 4) * 1e9)  # a wake-up: ~0.35 ms of CPU here
+    next_tick = wd.clock() + poll_ns
+    while True:
+        now = wd.clock()
+        wake = min(next_tick, now + (look_ns if wd.busy() else peek_ns))
+        wait = max(0.0, wake - now) / 1e9
+        try:
+            readable, _, _ = select.select([lifeline_fd], [], [], wait)
+        except InterruptedError:
+            readable = []
+        if readable:  # "stop" from disable(), or EOF: the rank exited or died
+            return "stop" if os.read(lifeline_fd, 4096) else "the rank closed its end"
+        if os.getppid() != wd.cfg.rank_pid:
+            return "the rank (pid %d) is gone" % wd.cfg.rank_pid
+        now = wd.clock()
+        try:
+            if now >= next_tick:
+                next_tick = now + poll_ns
+                wd.step(now)
+            elif wd.busy():  # between polls: only the protocols that are under way
+                wd.look(now)
+            elif wd.peek(now):
+                next_tick = now + poll_ns
+            due = wd.detector.next_deadline_ns(wd.snap)
+            if due is not None and now < due < next_tick:
+                next_tick = due  # the next poll at the first call's deadline
+        except Exception as e:  # never die of our own bugs: say it once, try again next time
+            wd.say_once("a poll failed (will retry): %r" % (e,), key=("poll", type(e).__name__))
 
 
 def main():
@@ -494,7 +426,7 @@ def main():
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
-    reason = wd.run(stdin_fd)
+    reason = run(wd, stdin_fd)
     wd.taker.reap_py_spy(force=True)
     if reason == "stop":
         try:

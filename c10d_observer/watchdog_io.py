@@ -16,6 +16,7 @@ import socket
 import subprocess
 import time
 
+from . import election as _election
 from . import stackfile as _stackfile
 from . import arrivals as _arrivals
 from . import channel as _ch
@@ -25,6 +26,7 @@ from . import dumpdir as _dumpdir
 from . import requests as _requests
 from . import verdict as _verdict
 from .config import HANG_EXIT_CODE
+from .levels import Level
 from .text import rank_list, short_clock
 
 HISTORY = 32  # calls kept per stream in a document (the verdict reads ops, sizes and the order of calls)
@@ -232,9 +234,10 @@ class Notifier(_Part):
     Where code replaced the observer's handler after enable(), it is never sent (it would run theirs), said
     once per handler."""
 
-    def __init__(self, cfg, reader, dd, kill, log):
+    def __init__(self, cfg, reader, dd, kill, log, wall=time.time):
         _Part.__init__(self, cfg, reader, dd, log, kill=kill)
         self.withheld_by = None
+        self.wall = wall
 
     def notify(self, reason=None):
         if self.cfg.signal is None or self.withheld() is not None:
@@ -245,6 +248,48 @@ class Notifier(_Part):
             pass
         self.kill(self.cfg.rank_pid, self.cfg.signal)
         return True
+
+    def say_overdue(self, e, deadline_text, last_report):
+        """The console line of a call found overdue: its level, what, for how long, the report and stacks."""
+        by = self.withheld_by if self.cfg.signal is not None else None
+        self.log("rank %s: %s: %s in flight for %.1f s (%s); report %s; stacks %s%s" % (
+            self.reader.rank()[0], e.level, e.describe(), e.age_s, deadline_text, last_report or "not written",
+            self.cfg.stack_path, " (no %s sent: its handler was replaced by %s)" % (self.cfg.signal_name, by)
+            if by else ""))
+
+    def send(self, reason, v, answered, entries):
+        """The signal, and a console line for it: to whom, when, why, and when its handler can run; under
+        on_timeout="raise", first the request that the rank raise the verdict (raising.RankRaise)."""
+        if self.cfg.on_timeout == "raise":  # first: the rank's handler raises what it finds with the signal
+            self.ask_raise(reason, v, answered, entries,
+                           signal_sent=self.cfg.signal is not None and self.withheld() is None)
+        if self.notify(reason):
+            self.log("rank %s: %s sent to pid %s (%s); the job's handler runs once this rank's main thread is "
+                     "back in Python: it waits in a call in C++, so not before that call returns (docs/contracts.md, "
+                     "\"The signal\")" % (self.reader.rank()[0], self.cfg.signal_name, self.cfg.rank_pid, reason))
+
+    def ask_raise(self, reason, v, answered, entries, signal_sent=False):
+        """on_timeout="raise": ask the rank to raise CollectiveHang, carrying the verdict, and to end its hard
+        calls' waits where torch can (NCCL).  Once per gather; a request that cannot be written is said.
+        ``v``: the last verdict read, ``answered``: the gather this rank answered, ``entries``: the detector's;
+        ``signal_sent``: the job's signal follows, and the rank's handler raises (raising.RankRaise)."""
+        mine = v is not None and answered is not None and v.gather_id == answered
+        hard = [e for e in entries if e.in_flight and e.level == Level.HARD]
+        req = _requests.RaiseRequest(
+            gather_id=v.gather_id if mine else "no-verdict-%d" % len(entries),
+            groups=sorted(set(e.group for e in hard)), calls=[e.describe() for e in hard],
+            verdict=(v.summary or "").replace("c10d_observer: ", "", 1) if mine else
+            "no verdict came within the gather window: %s" % reason,
+            culprit_ranks=list(v.culprit_ranks or ()) if mine else [],
+            verdict_path=self.dd.path(_dumpdir.VERDICT_TEXT), written_at=self.wall(), signal_sent=signal_sent)
+        try:
+            req.send(self.dd, self.cfg.rank_pid)
+        except OSError as e:
+            self.log("rank %s: on_timeout=raise: cannot ask rank pid %s to raise (%s): it goes on"
+                     % (self.reader.rank()[0], self.cfg.rank_pid, e))
+            return
+        self.log("rank %s: on_timeout=raise: asked rank pid %s to raise CollectiveHang for %s"
+                 % (self.reader.rank()[0], self.cfg.rank_pid, "; ".join(req.calls) or reason))
 
     def withheld(self):
         by = self.replaced_by()
@@ -490,6 +535,44 @@ class GatherFiles(_Part):
         else:
             self.log("%s (verdict: %s)" % (v.summary[len("c10d_observer: "):], self.dd.path(_dumpdir.VERDICT_TEXT)))
         return v
+
+
+class Arrivals(object):
+    """This rank's calls' starts (arrivals.ArrivalLog), written every period; where this rank's watchdog leads
+    its node (its lowest rank that wrote within three periods: election.node_leader), the node's join of every
+    rank's (arrivals.Stragglers), written to stragglers.json."""
+
+    def __init__(self, cfg, files, due_ns):
+        self.cfg = cfg
+        self.files = files
+        self.period = cfg.timings.arrivals_period_s
+        self.due_ns = due_ns
+        self.log = _arrivals.ArrivalLog()
+        self.stragglers = _arrivals.Stragglers()
+
+    def observe(self, snap, now_ns, wall_now, arrivals_snap):
+        """Note the starts the channel shows; whether the period's write is due."""
+        self.log.observe(snap, now_ns, wall_now, arrivals_snap)
+        if now_ns < self.due_ns:
+            return False
+        self.due_ns = now_ns + int(self.period * 1e9)
+        return True
+
+    def write(self, snap, rank, wall_now):
+        members = {str(st.desc.get("stream")): st.desc.get("ranks") for st in snap
+                   if isinstance(st.desc.get("ranks"), list)}
+        # the last KEEP starts of each stream, every period: the leader joins the calls every member has
+        host = self.cfg.host or socket.gethostname()
+        period = self.period
+        self.files.write_arrivals(self.log.document(rank, self.cfg.rank_pid, self.cfg.job_id, wall_now, members,
+                                                    host, period))
+        docs = self.files.read_arrivals(wall_now - 3 * period)
+        local = {d["rank"]: d.get("written_at") for d in docs if not d.get("relayed")}  # this node's ranks
+        if local and _election.node_leader(local, wall_now, 3 * period) == rank:
+            known = {}
+            for d in docs:
+                known.update((k, v) for k, v in (d.get("members") or {}).items() if v)
+            self.files.write_stragglers(self.stragglers.update(docs, known, wall_now, host))
 
 
 class Ender(_Part):

@@ -736,7 +736,7 @@ def test_a_call_issued_after_an_overdue_one_completed_counts_from_its_own_start(
 
 
 def test_every_kind_of_action_has_one_effect_and_every_effect_a_kind(rig):
-    from c10d_observer.protocols import PAYLOADS
+    from c10d_observer.actions import PAYLOADS
     assert set(rig.wd.run_action) == set(PAYLOADS)
 
 
