@@ -63,3 +63,91 @@ def test_stack_collection_without_helper_or_dump_signal_stays_idle():
     assert [a.kind for a in s.ask(0, "why", helper_alive=True, size_now=0)] == ["stack_request"]
     assert s.phase is StackPhase.ASKED and not s.idle
     assert s.step(1, size_now=10) == [] and s.idle  # the file grew: answered
+
+
+# -- the rules a verdict meets, without a Watchdog (issue 43: protocols own their rules) ----------------------
+def _hang(stream="0", seq=5, waiting=(0,), missing=(1,), level="hard", held_until=None):
+    from c10d_observer.verdict.types import Hang
+    return Hang.from_json({"stream": stream, "seq": seq, "group": stream, "op": "all_reduce", "waiting_ranks":
+                           list(waiting), "missing_ranks": list(missing), "level": level, "held_until": held_until})
+
+
+def _verdict(gid="g1", hangs=(), culprits=(1,), level="hard", held_until=None):
+    from c10d_observer.verdict.types import Verdict
+    return Verdict.from_json({"gather_id": gid, "hangs": [h.to_json() for h in hangs], "culprit_ranks": list(culprits),
+                              "level": level, "held_until": held_until})
+
+
+def _entry(stream="0", seq=5, level="hard", in_flight=True):
+    from c10d_observer.documents import Overdue
+    return Overdue(stream, stream, seq, "all_reduce", level=level, in_flight=in_flight)
+
+
+def _answered(gid="g1"):
+    g = Gather(W, "", 0.0)
+    g.answered = gid
+    return g
+
+
+def test_a_later_detection_joins_the_verdict_its_gather_merged_only_where_it_holds_the_call_at_its_level():
+    g = _answered()
+    v = _verdict(hangs=[_hang()])
+    assert g.joins(v, [_entry()], rank=0) is v  # this rank waits in the stuck call the verdict holds
+    assert g.joins(v, [_entry(seq=6)], rank=0) is None  # a call the verdict does not hold: gather it
+    assert g.joins(v, [_entry()], rank=2) is None  # this rank is not in it
+    assert g.joins(v, [_entry()], rank=1) is v  # the late culprit, once it entered the call
+    assert g.joins(_verdict(hangs=[_hang(level="soft")], level="soft"), [_entry()], rank=0) is None  # hard now
+    assert g.joins(_verdict(gid="g0", hangs=[_hang()]), [_entry()], rank=0) is None  # another gather's
+    g.own("g2", 0)
+    assert not g.may_join() and g.joins(v, [_entry()], rank=0) is None  # it owns a merge of its own
+
+
+def test_calls_a_verdict_left_out_are_gathered_again_once_and_a_held_verdict_holds():
+    g = _answered()
+    v = _verdict(hangs=[_hang()])
+    acts = g.on_verdict(v, [_entry(seq=9)], 0, "dump", aborting=False)
+    assert [(a.kind, a.detail) for a in acts] == [("gather", "hard")]
+    assert g.on_verdict(v, [_entry(seq=9)], 0, "dump", aborting=False) == []  # once per call
+    held = _verdict(hangs=[_hang(held_until=5.0)], held_until=5.0)
+    assert [a.kind for a in g.on_verdict(held, [_entry()], 0, "dump", aborting=False)] == ["hold"]
+
+
+def test_under_abort_every_rank_writes_the_error_file_and_the_culprit_is_ended_first():
+    v = _verdict(hangs=[_hang()])
+    waiter = [(a.kind, a.detail if a.kind != "error_file" else a.detail[1])
+              for a in _answered().on_verdict(v, [_entry()], 0, "abort", aborting=False)]
+    assert waiter == [("error_file", False), ("arm", False)]
+    culprit = [a.kind for a in _answered().on_verdict(v, [], 1, "abort", aborting=False)]
+    assert culprit == ["error_file", "arm", "abort_culprit"]
+    assert [a.kind for a in _answered().on_verdict(v, [], 1, "abort", aborting=True)] == ["error_file", "arm"]
+    soft = _verdict(hangs=[_hang(level="soft")], level="soft")
+    assert _answered().on_verdict(soft, [], 1, "abort", aborting=False) == []  # soft verdicts never act
+
+
+def test_the_signal_goes_at_the_hard_verdict_never_to_the_culprit_and_without_one_after_abort_verdict():
+    from c10d_observer.protocols import PendingSignal
+    v = _verdict(hangs=[_hang()])
+    p = PendingSignal(W)
+    assert p.step(0, v, "g1", 0, lambda: True, "SIGUSR1") == []  # nothing asked
+    p.ask("why", 0)
+    assert [(a.kind, a.detail) for a in p.step(1, v, "g1", 0, lambda: True, "SIGUSR1")] == [("signal", "why")]
+    p.ask("why", 0)
+    assert [a.detail for a in p.step(1, v, "g1", 1, lambda: True, "SIGUSR1")] == [
+        "no SIGUSR1 sent: the verdict names this rank the culprit"]
+    p.ask("why", 0)
+    assert p.step(1, v, "g1", 1, lambda: True, "SIGUSR1") == []  # said once per verdict
+    p.ask("why", 0)
+    assert p.step(1, v, "g1", 0, lambda: False, "SIGUSR1") == []  # its call left flight before the verdict
+    p.ask("why", 0)
+    assert p.step(1, None, "g1", 0, lambda: True, "SIGUSR1") == []  # no verdict yet: it waits
+    late = int((W.abort_verdict + 1) * 1e9)
+    assert [a.kind for a in p.step(late, None, "g1", 0, lambda: True, "SIGUSR1")] == ["signal"]
+
+
+def test_an_abort_waiting_for_its_verdict_is_cancelled_by_a_held_one_and_disarms():
+    a = Abort(W)
+    a.start(0)
+    held = _verdict(hangs=[_hang(held_until=5.0)], held_until=5.0)
+    assert [x.kind for x in a.on_step(1, held, "g1", lambda v: True, True)] == ["disarm"]
+    assert a.phase is AbortPhase.IDLE
+    assert a.ended_why("process 7 ended") == "process 7 ended"
