@@ -36,6 +36,9 @@ from . import channel as _ch
 from . import config as _config
 from . import dumpdir as _dumpdir
 from . import requests as _requests
+from . import procs as _procs
+from . import rank_docs as _docs
+from . import watchdog_end as _end
 from . import watchdog_io as _io
 from .text import short_clock
 
@@ -76,10 +79,10 @@ class Watchdog(object):
         self.abort = Abort(self.w)
         self.notifier = _io.Notifier(cfg, reader, dd, kill, log, wall)
         self.taker = _io.StackTaker(cfg, reader, dd, kill, log, wall)
-        self.docs = _io.RankDocs(cfg, reader, dd, clock, wall, self.gather.started_at, self.notifier, self.taker,
+        self.docs = _docs.RankDocs(cfg, reader, dd, clock, wall, self.gather.started_at, self.notifier, self.taker,
                                  self.stacks)
         self.files = _io.GatherFiles(cfg, reader, dd, wall, log)
-        self.ender = _io.Ender(cfg, reader, dd, kill, log, wall)
+        self.ender = _end.Ender(cfg, reader, dd, kill, log, wall)
         self.snap = ()
         self.report_due = False  # a report to write (or to retry: the last write failed)
         self.signal = PendingSignal(self.w)  # a hard detection's signal, sent at its verdict
@@ -256,7 +259,7 @@ class Watchdog(object):
         self.snap = self.reader.snapshot()
         if self.detector.entries:
             self.act(Action("report", None))
-        status = _io.exit_status(self.cfg.rank_pid, wait_s=2.0)
+        status = _procs.exit_status(self.cfg.rank_pid, wait_s=2.0)
         why = "process %d ended without disable() (%s%s)" % (self.cfg.rank_pid, reason,
                                                              "; " + status if status else "")
         why = self.abort.ended_why(why)

@@ -40,7 +40,7 @@ log = logging.getLogger("c10d_observer")
 
 NEIGHBOURS = 3  # entries kept either side of a call in flight, per group
 HISTORY = 32  # a group's last calls kept while a call is long in flight (the verdict reads their order; as
-# many as a document keeps of a stream, watchdog_io.HISTORY: with 16, the newest calls of a rank read only
+# many as a document keeps of a stream, rank_docs.HISTORY: with 16, the newest calls of a rank read only
 # through these entries left its document 16 calls a stream and a 3D TP skip undecided)
 LOOKUP_SOFT_S = 2.5  # with learned deadlines, a call is named once this long in flight (a quarter of their floor)
 WATCHED_S = 0.5  # ... and this long while c10d-observer watch is open

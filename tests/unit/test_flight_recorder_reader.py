@@ -158,7 +158,7 @@ def test_a_call_long_in_flight_keeps_as_many_of_its_groups_last_calls_as_a_docum
     # a rank whose newest calls reach its document only through these entries (not yet on its arrivals
     # stream) must carry as many calls a group as the others' documents do: with 16 of 32, the order rule
     # had too few places and a TP skip in the 3D job was "cannot decide" (2.13, 2026-11-27)
-    from c10d_observer import watchdog_io
+    from c10d_observer import rank_docs
     src, rec, clock, reader = rig
     for op_id in range(1, 41):
         rec.call(op_id)
@@ -170,7 +170,7 @@ def test_a_call_long_in_flight_keeps_as_many_of_its_groups_last_calls_as_a_docum
     [written] = [f for f in os.listdir(src.dump_dir) if f.startswith("fr-rank0-")]
     with open(os.path.join(src.dump_dir, written)) as f:
         entries = json.load(f)["groups"]["0"]
-    assert [e["op_id"] for e in entries] == list(range(40 - watchdog_io.HISTORY + 1, 41))
+    assert [e["op_id"] for e in entries] == list(range(40 - rank_docs.HISTORY + 1, 41))
     assert [e["op_id"] for e in entries if e["in_flight"]] == [40]
 
 
@@ -423,7 +423,7 @@ def test_a_recorder_groups_history_in_the_rank_document_comes_from_its_arrivals_
     counters only; the exact starts and ops the batch reads put on its arrivals stream are the history a
     rank's document carries (recent_ops), which the ordering rule needs to name who skipped a send or recv."""
     import functools
-    from c10d_observer import callword, watchdog_io
+    from c10d_observer import callword, rank_docs
     writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
     reader = ch.ChannelReader.attach(writer)
     try:
@@ -434,8 +434,8 @@ def test_a_recorder_groups_history_in_the_rank_document_comes_from_its_arrivals_
         for i in range(1, 31):
             arr.done(arr.start(word, 1000 * 10 ** 9 + i * 10 ** 8))  # 0.1 s apart
         docs = types.SimpleNamespace(reader=reader)
-        docs._from_arrivals = functools.partial(watchdog_io.RankDocs._from_arrivals, docs)
-        [pos] = watchdog_io.RankDocs.positions(docs, reader.snapshot(), 1010 * 10 ** 9, 5000.0)
+        docs._from_arrivals = functools.partial(rank_docs.RankDocs._from_arrivals, docs)
+        [pos] = rank_docs.RankDocs.positions(docs, reader.snapshot(), 1010 * 10 ** 9, 5000.0)
         assert [c.seq for c in pos.recent][-3:] == [28, 29, 30] and {c.op for c in pos.recent} == {"all_reduce"}
         assert abs((pos.recent[-1].started_at - pos.recent[-2].started_at) - 0.1) < 1e-6
     finally:
@@ -449,7 +449,7 @@ def test_every_gap_in_a_groups_history_is_filled_from_its_arrivals_stream(tmp_pa
     the window, the gaps from the arrivals stream (benchmarks/job3d.py on 2.15 kept 17 of 32 calls, too few
     for the ordering rule, while gaps were filled only where half the window was missing)."""
     import functools
-    from c10d_observer import callword, watchdog_io
+    from c10d_observer import callword, rank_docs
     writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
     reader = ch.ChannelReader.attach(writer)
     try:
@@ -462,9 +462,9 @@ def test_every_gap_in_a_groups_history_is_filled_from_its_arrivals_stream(tmp_pa
         for i in range(1, 41):
             arr.done(arr.start(word, 1000 * 10 ** 9 + i * 10 ** 8))
         docs = types.SimpleNamespace(reader=reader)
-        docs._from_arrivals = functools.partial(watchdog_io.RankDocs._from_arrivals, docs)
-        [pos] = [p for p in watchdog_io.RankDocs.positions(docs, reader.snapshot(), 1010 * 10 ** 9, 5000.0)]
-        assert [c.seq for c in pos.recent] == list(range(40 - watchdog_io.HISTORY + 1, 41))
+        docs._from_arrivals = functools.partial(rank_docs.RankDocs._from_arrivals, docs)
+        [pos] = [p for p in rank_docs.RankDocs.positions(docs, reader.snapshot(), 1010 * 10 ** 9, 5000.0)]
+        assert [c.seq for c in pos.recent] == list(range(40 - rank_docs.HISTORY + 1, 41))
     finally:
         reader.close()
         writer.close()
@@ -476,7 +476,7 @@ def test_a_call_its_group_stream_left_unnamed_is_named_from_its_arrivals_stream(
     the unknown ones (benchmarks/job3d.py on 2.13, timeout 5 s: one at the skipped TP call's place left the
     skip "cannot decide"): each is named from the arrivals stream where it holds the call."""
     import functools
-    from c10d_observer import callword, watchdog_io
+    from c10d_observer import callword, rank_docs
     writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
     reader = ch.ChannelReader.attach(writer)
     try:
@@ -488,9 +488,9 @@ def test_a_call_its_group_stream_left_unnamed_is_named_from_its_arrivals_stream(
         for i in range(1, 39):  # the last two not read yet: they stay unknown
             arr.done(arr.start(word, 1000 * 10 ** 9 + i * 10 ** 8))
         docs = types.SimpleNamespace(reader=reader)
-        docs._from_arrivals = functools.partial(watchdog_io.RankDocs._from_arrivals, docs)
-        [pos] = watchdog_io.RankDocs.positions(docs, reader.snapshot(), 1010 * 10 ** 9, 5000.0)
-        assert [c.seq for c in pos.recent] == list(range(40 - watchdog_io.HISTORY + 1, 41))
+        docs._from_arrivals = functools.partial(rank_docs.RankDocs._from_arrivals, docs)
+        [pos] = rank_docs.RankDocs.positions(docs, reader.snapshot(), 1010 * 10 ** 9, 5000.0)
+        assert [c.seq for c in pos.recent] == list(range(40 - rank_docs.HISTORY + 1, 41))
         assert [c.seq for c in pos.recent if c.op == "unknown"] == [39]
     finally:
         reader.close()

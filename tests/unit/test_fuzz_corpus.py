@@ -109,8 +109,8 @@ def test_the_simplest_shapes_are_named_exactly():
 
 
 def test_the_simulated_documents_keep_as_many_calls_as_the_watchdogs_do():
-    from c10d_observer import watchdog_io
-    assert simulate.HISTORY == watchdog_io.HISTORY == 32
+    from c10d_observer import rank_docs
+    assert simulate.HISTORY == rank_docs.HISTORY == 32
 
 
 def test_the_documents_are_what_the_watchdogs_write():

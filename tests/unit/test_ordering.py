@@ -334,7 +334,7 @@ def test_a_3d_jobs_skipped_tensor_parallel_call_is_named_from_32_calls_of_histor
     # benchmarks/job3d.py (pp 2 x dp 2 x tp 2, FSDP2 and pipelining on 8 gloo ranks): rank 5 leaves out one
     # tensor-parallel all_reduce; the stage's four ranks wait in a cycle of tp and dp calls.  A step holds 8 tp
     # and about 12 dp calls per rank: the pattern rule needs 2p + 1 places, more than 16 calls show
-    # (watchdog_io.HISTORY was 16 until this run)
+    # (rank_docs.HISTORY was 16 until this run)
     histories, last, done, members, cycle, like = _recorded("ordering-3d-tp-skip.json")
     got = ordering_culprit(histories, last, members, cycle, like=like, last_completed=done)
     assert got is not None and got["rank"] == 5 and got["skipped"] == ("11", 246)

@@ -781,11 +781,11 @@ def test_a_freeze_found_after_the_merge_is_added_to_the_record_and_changes_nothi
 def test_the_watchdog_notes_each_span_its_ranks_python_did_not_run():
     import types
 
-    from c10d_observer import watchdog_io
+    from c10d_observer import rank_docs
     beat = [0]
     docs = types.SimpleNamespace(reader=types.SimpleNamespace(heartbeat_ns=lambda: beat[0]), frozen_spans=[],
                                  windows=types.SimpleNamespace(frozen_after=1.0))
-    watch = watchdog_io.RankDocs.watch_frozen
+    watch = rank_docs.RankDocs.watch_frozen
 
     def poll(t, last_beat):  # now t s; the helper last beat at last_beat s (wall == monotonic here)
         beat[0] = int(last_beat * 1e9)

@@ -14,7 +14,7 @@ import pytest
 
 from c10d_observer import channel as ch
 from c10d_observer import config, documents, dumpdir
-from c10d_observer import watchdog_io as _io
+from c10d_observer import procs
 from c10d_observer.requests import GatherRequest
 from c10d_observer.detector import Detector, find_overdue
 from c10d_observer.watchdog import Abort, Action, Gather, StackCollection, Watchdog
@@ -603,7 +603,7 @@ def test_a_stopped_rank_gets_no_dump_signal_and_its_stacks_file_says_why(tmp_pat
     try:
         os.kill(proc.pid, signal.SIGSTOP)
         deadline = time.monotonic() + 30
-        while _io.pid_state(proc.pid) != "T" and time.monotonic() < deadline:
+        while procs.pid_state(proc.pid) != "T" and time.monotonic() < deadline:
             time.sleep(0.01)
         r = Rig(tmp_path, rank_pid=proc.pid)
         try:
@@ -996,16 +996,16 @@ def test_a_call_left_out_of_the_verdict_of_the_gather_this_rank_answered_is_gath
 
 
 def test_the_exit_status_of_a_rank_not_yet_reaped_says_how_it_ended():
-    """watchdog_io.exit_status: a rank gone but not reaped by its launcher (a zombie) says how it ended, read
+    """procs.exit_status: a rank gone but not reaped by its launcher (a zombie) says how it ended, read
     from /proc (a real child process that aborts, one that exits 3); a live process or a reaped one: None."""
     import subprocess
     import sys
-    from c10d_observer import watchdog_io
+    from c10d_observer import procs
     for code, words in (("import os; os.abort()", "killed by signal 6 (SIGABRT)"),
                         ("import sys; sys.exit(3)", "exit code 3")):
         p = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
-        assert watchdog_io.exit_status(p.pid, wait_s=60) == words  # it waits until the child is a zombie
+        assert procs.exit_status(p.pid, wait_s=60) == words  # it waits until the child is a zombie
         p.wait()
-        assert watchdog_io.exit_status(p.pid) is None  # reaped
+        assert procs.exit_status(p.pid) is None  # reaped
     import os
-    assert watchdog_io.exit_status(os.getpid()) is None  # alive
+    assert procs.exit_status(os.getpid()) is None  # alive
