@@ -139,7 +139,7 @@ def _part(row):
 def build(plan_, tracker, cfg, caps, nccl_on=False):
     """The parts a plan (make_plan's, made once by enable()) uses, in install order (PARTS): each row builds
     itself from the plan, or is left out."""
-    from .patch import PatchRegistry
+    from .registry import PatchRegistry
     dispatch = Dispatch(plan_, caps)
     tracker.native_for = dispatch.native_for
     tracker.seq_base = dispatch.seq_base

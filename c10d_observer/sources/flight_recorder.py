@@ -32,9 +32,8 @@ from .. import dumpdir as _dumpdir
 from .. import requests as _requests
 from .base import Source
 from .nccl_checks import _HELD, NcclChecks, _Gap
-from .recorder_books import BUDGET, LADDER, _Batches, _Numbers, _Pg
-from .recorders import (_UNKNOWN, _by_pg, _entry_json, _group_name, _op_word, _ops_by_pg, _root_pending, _start_ns,
-                        gloo_recorder)
+from .recorder_books import BUDGET, LADDER, _Batches, _Numbers, _Pg, backfill, queue_starts
+from .recorders import _UNKNOWN, _by_pg, _entry_json, _group_name, _op_word, _ops_by_pg, _start_ns, gloo_recorder
 
 log = logging.getLogger("c10d_observer")
 
@@ -46,7 +45,6 @@ LOOKUP_SOFT_S = 2.5  # with learned deadlines, a call is named once this long in
 WATCHED_S = 0.5  # ... and this long while c10d-observer watch is open
 MAX_START = 128  # calls started at once for one group when a read finds more enqueued (a burst): the
 # oldest, and the newest MAX_START
-BACKFILL = 100  # exact starts put on a group's arrivals stream per read (the watchdog takes 256 a poll)
 FINAL_READS, FINAL_READ_GAP_S = 50, 0.005  # at disable(), a call still in flight is read again (uninstall)
 
 
@@ -424,39 +422,12 @@ class FlightRecorderSource(NcclChecks, Source):
         if any(self._keep.values()):
             self._write()
 
-    # -- exact starts, from the batch reads -----------------------------------------------------------
+    # -- exact starts, from the batch reads (recorder_books: queue_starts, backfill) -------------------------
     def _queue_arrivals(self, rec, by_pg):
-        """The calls a batch read found, past those put on their group's arrivals stream already."""
-        wall_minus_mono = time.time_ns() - time.monotonic_ns()
-        for key, p in self.pgs.items():
-            if key[0] != rec.name or p.arrivals is None:
-                continue
-            last = p.pending[-1][0] if p.pending else p.backfilled
-            by_num = p.nums(by_pg)
-            for number in sorted(n for n in by_num if n > last):
-                e = by_num[number]
-                t = _start_ns(e, wall_minus_mono, None)
-                if t is not None:
-                    word = _op_word(e, p.group)
-                    if _root_pending(word, p.group, t):
-                        break  # the next read puts it (and those after it) on the stream, with its root
-                    p.pending.append((number, word, t))
+        queue_starts([p for k, p in self.pgs.items() if k[0] == rec.name], by_pg, time.time_ns() - time.monotonic_ns())
 
     def _backfill(self, rec):
-        """Put up to BACKFILL queued starts of each group on its arrivals stream (the watchdog reads a
-        stream's last 256 calls each poll: a batch of 2,000 goes over several reads, none lost)."""
-        for key, p in self.pgs.items():
-            if key[0] != rec.name or not p.pending:
-                continue
-            st = p.arrivals
-            for _ in range(min(BACKFILL, len(p.pending))):
-                number, word, t = p.pending.popleft()
-                if number <= st.seq:
-                    continue
-                if number - 1 > st.seq:
-                    st.skip_to(number - 1)
-                st.done(st.start(word, t))
-                p.backfilled = number
+        backfill([p for k, p in self.pgs.items() if k[0] == rec.name])
 
     @staticmethod
     def _name(p, number, e, now):

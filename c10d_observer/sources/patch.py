@@ -27,54 +27,13 @@ from .. import channel as _ch
 from .. import compat
 from . import table as _table
 from .base import Source
+from .registry import PatchRegistry
 
 log = logging.getLogger("c10d_observer")
 
 P2P = ("send", "recv", "recv_anysource")
 COLLECTIVE_METHODS = tuple(m for m, _ in compat.PG_METHODS if m not in P2P and m != "monitored_barrier")
 ROOTED_METHODS = tuple(m for m, op in compat.PG_METHODS if op in compat.ROOT_ARG)
-
-_MISSING = object()
-
-
-class PatchRegistry(object):
-    """Keyed by (owner, attribute): installing twice is a no-op; restore runs in reverse order and only
-    where the attribute still holds our wrapper."""
-
-    def __init__(self):
-        self._patches = []
-        self._keys = set()
-
-    def wrap(self, owner, name, make_wrapper):
-        key = (id(owner), name)
-        if key in self._keys:
-            return False
-        original = vars(owner).get(name, _MISSING)
-        current = getattr(owner, name)
-        wrapper = make_wrapper(current)
-        setattr(owner, name, wrapper)
-        self._patches.append((owner, name, original, wrapper))
-        self._keys.add(key)
-        return True
-
-    def restore(self):
-        left = []
-        while self._patches:
-            owner, name, original, wrapper = self._patches.pop()
-            if vars(owner).get(name, _MISSING) is not wrapper:
-                left.append("%s.%s" % (getattr(owner, "__name__", owner), name))
-                continue
-            if original is _MISSING:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, original)
-        self._keys.clear()
-        if left:
-            log.warning("c10d_observer: left %s as found: something replaced our wrapper", ", ".join(left))
-
-    def __len__(self):
-        return len(self._patches)
-
 
 # The wrappers below are the call path: each binds what it needs as locals and calls no more than the
 # stream's start/done.  A call ends at once (it raised, or a CPU backend returned no work), joins its

@@ -1,11 +1,15 @@
 """What the flight-recorder reader keeps per recorder and group: gloo's op ids turned into collective numbers
-(``_Numbers``), one recorded group (``_Pg``), and when to read a recorder's whole buffer (``_Batches``)."""
+(``_Numbers``), one recorded group (``_Pg``), when to read a recorder's whole buffer (``_Batches``), and the
+exact starts a batch read found, put on each group's arrivals stream (``queue_starts``, ``backfill``)."""
 import bisect
 import collections
 import math
 
+from .recorders import _op_word, _root_pending, _start_ns
+
 BUDGET = 0.002  # the share of the time the batch reads of a recorder's whole buffer may hold the GIL
 LADDER = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0)  # their periods (s): the ranks of a job pick the same
+BACKFILL = 100  # exact starts put on a group's arrivals stream per read (the watchdog takes 256 a poll)
 
 
 class _Numbers(object):
@@ -156,3 +160,38 @@ class _Batches(object):
         want = cost_s / BUDGET
         self.period = next((p for p in LADDER if p >= want), LADDER[-1])
         self.next_at = (math.floor(wall_now / self.period) + 1) * self.period
+
+
+def queue_starts(pgs, by_pg, wall_minus_mono):
+    """The calls a batch read found (``by_pg``), past those put on their group's arrivals stream already, queued
+    on each of ``pgs`` (one recorder's groups)."""
+    for p in pgs:
+        if p.arrivals is None:
+            continue
+        last = p.pending[-1][0] if p.pending else p.backfilled
+        by_num = p.nums(by_pg)
+        for number in sorted(n for n in by_num if n > last):
+            e = by_num[number]
+            t = _start_ns(e, wall_minus_mono, None)
+            if t is not None:
+                word = _op_word(e, p.group)
+                if _root_pending(word, p.group, t):
+                    break  # the next read puts it (and those after it) on the stream, with its root
+                p.pending.append((number, word, t))
+
+
+def backfill(pgs):
+    """Put up to BACKFILL queued starts of each of ``pgs`` on its arrivals stream (the watchdog reads a stream's
+    last 256 calls each poll: a batch of 2,000 goes over several reads, none lost)."""
+    for p in pgs:
+        if not p.pending:
+            continue
+        st = p.arrivals
+        for _ in range(min(BACKFILL, len(p.pending))):
+            number, word, t = p.pending.popleft()
+            if number <= st.seq:
+                continue
+            if number - 1 > st.seq:
+                st.skip_to(number - 1)
+            st.done(st.start(word, t))
+            p.backfilled = number

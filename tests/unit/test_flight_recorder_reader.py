@@ -357,13 +357,13 @@ def test_a_batch_read_puts_exact_starts_on_the_arrivals_stream_paced_and_in_orde
     src.poll_once()  # the first read is due at once: 250 starts read, BACKFILL of them put on the stream
     assert rec.entry_reads == 1
     [st] = reader.snapshot(passed=True, arrivals=True)
-    assert [c[0] for c in st.passed] == list(range(1, fr.BACKFILL + 1))
+    assert [c[0] for c in st.passed] == list(range(1, books.BACKFILL + 1))
     starts = [c[2] for c in st.passed]
     assert starts[1] - starts[0] == 1000000  # torch's own creation times, 1 ms apart
     src.poll_once()
     src.poll_once()
     [st] = reader.snapshot(passed=True, arrivals=True)
-    assert [c[0] for c in st.passed] == list(range(fr.BACKFILL + 1, 251)) and rec.entry_reads == 1
+    assert [c[0] for c in st.passed] == list(range(books.BACKFILL + 1, 251)) and rec.entry_reads == 1
     assert [s.desc["kind"] for s in reader.snapshot()] == ["collective"]  # detection never sees it
 
 

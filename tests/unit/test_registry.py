@@ -1,10 +1,10 @@
-"""sources.patch.PatchRegistry on plain Python owners: a class and a module-like object."""
+"""sources.registry.PatchRegistry on plain Python owners: a class and a module-like object."""
 import logging
 import types
 
 import pytest
 
-from c10d_observer.sources.patch import PatchRegistry
+from c10d_observer.sources.registry import PatchRegistry
 
 
 def tagging(tag):
