@@ -39,20 +39,18 @@ runs only when the job spans several nodes (``LOCAL_WORLD_SIZE < WORLD_SIZE``, a
 one node ``dump_dir`` is enough.  A store that fails is retried later; the relay never raises into
 training.  Costs at 64 to 4,096 ranks: benchmarks/scale.py, docs/scale.md.
 """
-import base64
 import datetime
 import json
 import logging
 import os
 import threading
 import time
-import zlib
 
 from . import stackfile as _stackfile
 from . import election as _election
-from . import channel as _ch
 from . import compat
 from . import documents as _documents
+from . import wire as _wire
 from . import dumpdir as _dumpdir
 from . import requests as _requests
 from . import verdict as _verdict
@@ -280,7 +278,7 @@ class StoreRelay(object):
             if spanning:
                 out.append(dict(d, streams=spanning, members={st: members[st] for st in spanning}))
         if out:
-            self.store.set(self._key("arrivals", self.rank), pack({"written_at": now, "docs": out}))
+            self.store.set(self._key("arrivals", self.rank), _wire.pack({"written_at": now, "docs": out}))
             if self._arrivals_index is None:
                 self._arrivals_index = int(self.store.add(self._key("arrival_nodes"), 1))
                 self.store.set(self._key("arrival_node", self._arrivals_index), str(self.rank))
@@ -290,8 +288,8 @@ class StoreRelay(object):
         for i in range(2, n + 1):
             key = self._arrivals_nodes.get(i)
             if key is None:
-                key = self._arrivals_nodes[i] = _text(self.store.get(self._key("arrival_node", i)))
-            got = unpack(self.store.get(self._key("arrivals", key)))
+                key = self._arrivals_nodes[i] = _wire.text(self.store.get(self._key("arrival_node", i)))
+            got = _wire.unpack(self.store.get(self._key("arrivals", key)))
             self.dd.write_json(_dumpdir.ARRIVALS_NODE % key,
                                {"format": "c10d_observer.arrivals_node", "job_id": self.job_id, "written_at": now,
                                  "from_rank": key, "docs": got.get("docs") or []})
@@ -340,7 +338,7 @@ class StoreRelay(object):
                 break  # numbered but not written yet: next period
             self._requests_seen = k
             changed = True
-            req = _requests.GatherRequest.from_json(json.loads(_text(self.store.get(self._key("request", k)))))
+            req = _requests.GatherRequest.from_json(json.loads(_wire.text(self.store.get(self._key("request", k)))))
             if req is None or req.job_id != self.job_id or req.id in self._active:
                 continue
             # new by the counter; dated by this node's clock from here on (nodes' clocks may disagree)
@@ -407,7 +405,7 @@ class StoreRelay(object):
         # labelled with the request this node takes for the merge's: the merging node keeps only bundles
         # of its own (sent again, relabelled, when this node learns of an earlier request)
         self._bundled_for = window
-        self.store.set(self._key("node", self._slot), pack({"window": window, "host": self._host(),
+        self.store.set(self._key("node", self._slot), _wire.pack({"window": window, "host": self._host(),
                                                             "docs": list(self._node_docs.values())}))
         self.store.add(self._key("node_ready", self._slot), 1)
         self.store.add(self._key("ready_all"), 1)
@@ -423,7 +421,7 @@ class StoreRelay(object):
             n = int(self.store.add(self._key("node_ready", slot), 0))
             if n <= self._fetched.get(slot, 0):
                 continue
-            bundle = unpack(self.store.get(self._key("node", slot)))
+            bundle = _wire.unpack(self.store.get(self._key("node", slot)))
             self._fetched[slot] = n
             if isinstance(bundle, dict) and bundle.get("window") == self._own[0]:
                 self._write_remote(slot, bundle)
@@ -448,7 +446,7 @@ class StoreRelay(object):
             text = self.dd.read_text(_dumpdir.VERDICT_TEXT)
             if text is None:
                 return
-            self.store.set(self._key("verdict", self._own[0]), pack({"json": v.to_json(), "text": text}))
+            self.store.set(self._key("verdict", self._own[0]), _wire.pack({"json": v.to_json(), "text": text}))
             self.store.add(self._key("verdict_ready", self._own[0]), 1)
             self._verdict_sent = gid
 
@@ -457,62 +455,13 @@ class StoreRelay(object):
         if n is None or self._verdict_taken == n or int(self.store.add(self._key("verdict_ready", n), 0)) <= 0:
             return
         self._verdict_taken = n
-        got = unpack(self.store.get(self._key("verdict", n)))
+        got = _wire.unpack(self.store.get(self._key("verdict", n)))
         v = _verdict.Verdict.from_json(dict(got["json"], relayed_from="the node of rank %s"
                                             % self._winner[1].by_rank))
         _verdict.write(self.dd, v, text=got["text"])
-
-
-def pack(obj):
-    return base64.b64encode(zlib.compress(json.dumps(_squeeze(obj), separators=(",", ":")).encode("utf-8"),
-                                          6)).decode("ascii")
-
-
-def unpack(value):
-    return _unsqueeze(json.loads(zlib.decompress(base64.b64decode(_text(value))).decode("utf-8")))
-
-
-_RUNS, _ROWS = "__runs__", "__rows__"
-
-
-def _squeeze(obj):
-    """What goes through the store, made smaller where a verdict grows with the job (it goes to every
-    node): a long list of ints -> runs; a long map rank -> record of the same fields -> columns.  At 4,096
-    ranks the verdict's per-rank map alone was 63 KiB per node, compressed."""
-    if isinstance(obj, list):
-        if len(obj) > _documents.RUNS_OVER and all(type(x) is int for x in obj):
-            return {_RUNS: _ch.rank_runs(obj)}
-        return [_squeeze(x) for x in obj]
-    if isinstance(obj, dict):
-        if len(obj) > _documents.RUNS_OVER and all(isinstance(v, dict) for v in obj.values()):
-            fields = sorted(set(k for v in obj.values() for k in v))
-            if all(len(v) == len(fields) for v in obj.values()) and all(k.isdigit() for k in obj):
-                keys = list(obj)
-                return {_ROWS: [_squeeze([int(k) for k in keys]), fields,
-                                [_squeeze([obj[k][f] for k in keys]) for f in fields]]}
-        return {k: _squeeze(v) for k, v in obj.items()}
-    return obj
-
-
-def _unsqueeze(obj):
-    if isinstance(obj, list):
-        return [_unsqueeze(x) for x in obj]
-    if isinstance(obj, dict):
-        if len(obj) == 1 and _RUNS in obj:
-            return _ch.expand_runs(obj[_RUNS])
-        if len(obj) == 1 and _ROWS in obj:
-            keys, fields, columns = obj[_ROWS]
-            keys, columns = _unsqueeze(keys), [_unsqueeze(c) for c in columns]
-            return {str(k): {f: col[i] for f, col in zip(fields, columns)} for i, k in enumerate(keys)}
-        return {k: _unsqueeze(v) for k, v in obj.items()}
-    return obj
 
 
 def stacks_summary(path, main_thread, limit=SUMMARY_BYTES):
     """What the verdict reads of a stacks file, for another node: the last dump's main thread (its header
     line and frames), else the file's last ``limit`` bytes.  The whole file stays on its node."""
     return _stackfile.thread_summary(_stackfile.read_tail(path, STACKS_TAIL), main_thread, limit)
-
-
-def _text(v):
-    return v.decode("utf-8") if isinstance(v, bytes) else str(v)

@@ -13,6 +13,7 @@ import pytest
 from c10d_observer import stackfile
 from c10d_observer import documents as _documents
 from c10d_observer import dumpdir as _dumpdir
+from c10d_observer import wire as _wire
 from c10d_observer import relay as _relay
 
 JOB = "run:unit"
@@ -263,7 +264,7 @@ def test_a_node_that_took_itself_for_the_merging_one_sends_its_answers_once_it_l
     r1.clock.advance(0.1)
     r1.step()  # reads number 1: the merge is node0's; its answers go out, labelled for node0's request
     assert not r1._collecting() and store.add(_relay.PREFIX + "nodes", 0) == 1
-    bundle = _relay.unpack(store.get(_relay.PREFIX + "node/1"))
+    bundle = _wire.unpack(store.get(_relay.PREFIX + "node/1"))
     assert bundle["window"] == n and [doc["rank"] for doc in bundle["docs"]] == [2]
     relayed = _dumpdir.read_json(os.path.join(d1, _dumpdir.GATHER))
     assert relayed["id"] == "gA" and relayed["supersedes"] == "gB"
@@ -279,7 +280,7 @@ def test_a_merging_node_keeps_only_bundles_labelled_for_its_request(nodes):
         doc = {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": "state", "rank": rank,
                "pid": 1, "host": "node1", "gather_id": "g%d" % window, "alive": True}
         store.add(_relay.PREFIX + "nodes", 1)
-        store.set(_relay.PREFIX + "node/%d" % slot, _relay.pack({"window": window, "host": "node1", "docs": [doc]}))
+        store.set(_relay.PREFIX + "node/%d" % slot, _wire.pack({"window": window, "host": "node1", "docs": [doc]}))
         store.add(_relay.PREFIX + "node_ready/%d" % slot, 1)
         store.add(_relay.PREFIX + "ready_all", 1)
     r0.step()
@@ -319,8 +320,8 @@ def test_what_goes_through_the_store_comes_back_the_same_and_smaller():
                           "group_ranks": list(range(0, 1024, 8))}],
                "mixed": [1, "a", None, 2.5] * 10, "small": {"1": {"a": 1}}, "uneven": {str(i): {"a": i} if i % 2 else
                                                                                       {"b": i} for i in range(40)}}
-    packed = _relay.pack(verdict)
-    assert _relay.unpack(packed) == verdict
+    packed = _wire.pack(verdict)
+    assert _wire.unpack(packed) == verdict
     plain = len(__import__("base64").b64encode(__import__("zlib").compress(json.dumps(verdict).encode(), 6)))
     assert len(packed) < plain / 2, (len(packed), plain)
 

@@ -1,0 +1,57 @@
+"""What crosses the c10d store between nodes (relay.py), packed: JSON, made smaller where a verdict grows with
+the job (runs of ranks, columns of per-rank records), compressed, in base64.  No torch."""
+import base64
+import json
+import zlib
+
+from . import channel as _ch
+from . import documents as _documents
+
+
+def pack(obj):
+    return base64.b64encode(zlib.compress(json.dumps(_squeeze(obj), separators=(",", ":")).encode("utf-8"),
+                                          6)).decode("ascii")
+
+
+def unpack(value):
+    return _unsqueeze(json.loads(zlib.decompress(base64.b64decode(text(value))).decode("utf-8")))
+
+
+_RUNS, _ROWS = "__runs__", "__rows__"
+
+
+def _squeeze(obj):
+    """What goes through the store, made smaller where a verdict grows with the job (it goes to every
+    node): a long list of ints -> runs; a long map rank -> record of the same fields -> columns.  At 4,096
+    ranks the verdict's per-rank map alone was 63 KiB per node, compressed."""
+    if isinstance(obj, list):
+        if len(obj) > _documents.RUNS_OVER and all(type(x) is int for x in obj):
+            return {_RUNS: _ch.rank_runs(obj)}
+        return [_squeeze(x) for x in obj]
+    if isinstance(obj, dict):
+        if len(obj) > _documents.RUNS_OVER and all(isinstance(v, dict) for v in obj.values()):
+            fields = sorted(set(k for v in obj.values() for k in v))
+            if all(len(v) == len(fields) for v in obj.values()) and all(k.isdigit() for k in obj):
+                keys = list(obj)
+                return {_ROWS: [_squeeze([int(k) for k in keys]), fields,
+                                [_squeeze([obj[k][f] for k in keys]) for f in fields]]}
+        return {k: _squeeze(v) for k, v in obj.items()}
+    return obj
+
+
+def _unsqueeze(obj):
+    if isinstance(obj, list):
+        return [_unsqueeze(x) for x in obj]
+    if isinstance(obj, dict):
+        if len(obj) == 1 and _RUNS in obj:
+            return _ch.expand_runs(obj[_RUNS])
+        if len(obj) == 1 and _ROWS in obj:
+            keys, fields, columns = obj[_ROWS]
+            keys, columns = _unsqueeze(keys), [_unsqueeze(c) for c in columns]
+            return {str(k): {f: col[i] for f, col in zip(fields, columns)} for i, k in enumerate(keys)}
+        return {k: _unsqueeze(v) for k, v in obj.items()}
+    return obj
+
+
+def text(v):
+    return v.decode("utf-8") if isinstance(v, bytes) else str(v)
