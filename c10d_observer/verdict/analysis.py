@@ -7,14 +7,15 @@ import collections
 import os
 import re
 
-from .. import analogs as _analogs
 from .. import arrivals as _arrivals
 from .. import documents as _documents
-from .. import ordering as _ordering
-from .. import shifts as _shifts
 from ..text import describe_call, rank_list
 from .render import summary_line
 from .stacks import _stack_groups, main_thread_frames, whereabouts
+from .categories import categorize
+from .cycles import in_cycle, order_cycles
+from .deaths import ABORTED_WORDS, aborted_alone, aborted_beside_another, raised_on_a_death
+from .mismatch import ROOT_TEXT, by_program, mismatch
 from .types import MISMATCH_WORDS, Verdict, public
 
 VERSION = 1  # of the verdict's JSON (report --json)
@@ -172,18 +173,18 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
     cands = _candidates(by_rank)
     hangs = _stuck_calls(by_rank, cands, now)
     culprits, undecided = _place_missing(hangs, by_rank, frames, now)
-    cycles = [i for i, h in enumerate(hangs) if h["caused_by"] and _in_cycle(hangs, i)]
+    cycles = [i for i, h in enumerate(hangs) if h["caused_by"] and in_cycle(hangs, i)]
     for i in cycles:
         hangs[i]["cycle"] = True
     if cycles:
-        culprits.update(_order_cycles(hangs, cycles, by_rank, undecided))
+        culprits.update(order_cycles(hangs, cycles, by_rank, undecided))
     for h in hangs:
         h["root"] = not h["caused_by"]
-        culprits.update(_categorize(h, by_rank, undecided))
+        culprits.update(categorize(h, by_rank, undecided))
     for h in hangs:  # after every rule that names: the dead rank it leans on must be named
         for r in h["missing_ranks"]:
             m = h["missing"].get(str(r)) or {}
-            why = _raised_on_a_death(r, by_rank, culprits) if m.get("state") == "no_collective" else None
+            why = raised_on_a_death(r, by_rank, culprits) if m.get("state") == "no_collective" else None
             if why is not None:
                 culprits.discard(r)
                 m["state"], m["text"] = "raised", "%s; %s" % (m.get("text") or "it is in no collective", why)
@@ -215,8 +216,6 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
         v["straggler_lines"] = _arrivals.lines(stragglers, now)
     v["summary"] = summary_line(v)
     return v
-
-
 
 
 def _stuck_calls(by_rank, cands, now):
@@ -274,11 +273,11 @@ def _place_missing(hangs, by_rank, frames, now):
                 h["missing"][str(r)] = _where(by_rank.get(r), frames.get(r), now)
                 if by_rank.get(r) is not None:
                     culprits.add(r)
-        for r in _aborted_beside_another(h, by_rank, waiting_in):
+        for r in aborted_beside_another(h, by_rank, waiting_in):
             culprits.discard(r)
             m = h["missing"][str(r)]
             m["text"] = "%s; %s" % (m.get("text") or "dead", ABORTED_WORDS)
-        alone = _aborted_alone(h, by_rank, waiting_in)
+        alone = aborted_alone(h, by_rank, waiting_in)
         if alone is not None:
             r, odd, why = alone
             m = h["missing"][str(r)]
@@ -313,110 +312,6 @@ def _renumbered(hangs):
             if "in_hang" in m:
                 m["in_hang"] = order[m["in_hang"]]
     return hangs
-
-
-# A rank that died of SIGABRT beside another rank that explains the hang: gloo aborts a rank that receives a
-# collective of another size than it posted ("op.preamble.length <= op.nbytes ... Is there a distributed
-# collective mismatch"), so the desync's victim dies while the rank that caused it lives on (the fuzzer's real
-# programs: tests/fuzz/real.py, seed 5000066).  It is a symptom: not named while another rank of the call is.
-ABORTED_WORDS = ("aborted (SIGABRT), as gloo aborts a rank that receives a collective of another size than it "
-                 "posted: a symptom of the other rank's desync, not named")
-
-
-def _aborted_beside_another(h, by_rank, waiting_in):
-    """The missing ranks of hang ``h`` that died of SIGABRT, where a missing rank that did not (in no
-    collective, frozen, dead otherwise) is there to name: else none (an abort alone is named)."""
-    aborted, others = [], []
-    for r in h["missing_ranks"]:
-        doc = by_rank.get(r)
-        if doc is None or r in waiting_in:
-            continue
-        if doc.dead and "(SIGABRT)" in (doc.exit_reason or ""):
-            aborted.append(r)
-        else:
-            others.append(r)
-    return aborted if others else []
-
-
-def _aborted_alone(h, by_rank, waiting_in):
-    """``(rank, odd, why)`` for the missing rank of hang ``h`` that died of SIGABRT with no other missing rank
-    beside it (else None), and whose last call on the stuck call's stream is the one before it: it may have crashed before
-    the call, or died inside it, aborted by gloo because a peer sent more than it posted (seed 8000076 on 2.15:
-    the root of a pair's broadcast sent 2,097,153 elements; gloo aborted the receiver before its source read its
-    entry for the call).  Its own size is unknown; its peers' calls at the place decide:
-    - two or more peers issued one op and one size: ``odd`` is [] (it is named: it crashed, or posted another
-      size than they all did);
-    - the groups like this one issued a call there (analogs.program_call): ``odd`` is a size Mismatch whose
-      odd ranks are the peers whose call is another (named, the dead rank a symptom), or [] where every peer
-      issued the program's call;
-    - else ``odd`` is None: nothing decides, the hang says why."""
-    missing = [r for r in h["missing_ranks"] if by_rank.get(r) is not None and r not in waiting_in]
-    if len(missing) != 1:
-        return None  # none, or _aborted_beside_another's case
-    r = missing[0]
-    doc = by_rank[r]
-    if not (doc.dead and "(SIGABRT)" in (doc.exit_reason or "")):
-        return None
-    pos = doc.position(h["stream"])
-    if (pos.last_started if pos is not None else 0) != h["seq"] - 1:
-        return None
-    peers = {p: by_rank[p].call(h["stream"], h["seq"]) for p in h["waiting_ranks"] + h["finished_ranks"]}
-    peers = {p: (c.op, c.size) for p, c in peers.items() if c is not None and c.op not in (None, "unknown") and c.size}
-    call = describe_call(h)
-    if len(peers) >= 2 and len(set(peers.values())) == 1 and "mismatch" not in h:
-        return (r, [], "aborted (SIGABRT) before or inside %s, which %s issued alike (%s of %s): it crashed, or "
-                        "posted another size than they did" % (call, rank_list(sorted(peers)), *next(iter(peers.values()))))
-    got = _analogs.program_call(by_rank, h["stream"], h["seq"]) if peers and len(peers) == len(
-        h["waiting_ranks"] + h["finished_ranks"]) else None
-    if got is not None:
-        (op, size), streams, _ = got
-        odd = sorted(p for p, c in peers.items() if c != (op, size))
-        like = "group%s %s, like this one, issued %s of %s there" % (
-            "s" if len(streams) > 1 else "", ", ".join(map(str, streams[:4])), op, size)
-        if odd:
-            ops = {str(p): "%s of %s" % c for p, c in sorted(peers.items())}
-            mismatch = {"kind": "size", "ops": ops, "expected_op": "%s of %s" % (op, size), "odd_ranks": odd,
-                        "text": ", ".join("%s %s" % (rank_list([p]), ops[str(p)]) for p in odd),
-                        "evidence": "%s; the one rank beside, %s, died of SIGABRT" % (like, rank_list([r]))}
-            return (r, mismatch, "aborted (SIGABRT) by gloo inside %s, as gloo aborts a rank that receives more "
-                                  "than it posted: %s issued %s there (%s): a symptom, not named" % (
-                                      call, rank_list(odd), ops[str(odd[0])], like))
-        return (r, [], "aborted (SIGABRT) before or inside %s; its peers issued the program's call (%s): it "
-                        "crashed, or posted another size" % (call, like))
-    said = "; ".join("%s issued %s of %s" % ((rank_list([p]),) + c) for p, c in sorted(peers.items())[:2])
-    return (r, None, "%s died of SIGABRT and never arrived, or died inside it: gloo aborts a rank that receives "
-                      "a collective of another size than it posted, so %s may have crashed before it or been "
-                      "aborted by its peer's call (%s); its own size is not known, and no group like this one "
-                      "shows the program's call there: not named" % (rank_list([r]), rank_list([r]),
-                                                                    said or "their sizes are not known"))
-
-
-def _raised_on_a_death(r, by_rank, culprits):
-    """Why rank ``r``, alive and in no collective, is a symptom of a dead culprit, in words; else None.  Its
-    last call on a group of a dead named rank is one that rank never entered, and it is no longer in it: a
-    collective cannot complete without a member, so it ended by raising (gloo raises in the peers of a rank
-    whose process ends), and the rank went to its error path, where it may stay a while (tearing down).  The
-    fuzzer's real programs found it (tests/fuzz/real.py, seed 5000001 on torch 2.15: a mesh rank named "in no
-    collective" beside the rank that exited).  Only in that direction: a rank that stalls outside collectives
-    while a peer dies waiting for it never entered a call that the dead rank did not."""
-    doc = by_rank.get(r)
-    if doc is None or doc.dead or doc.frozen or doc.phase or any(g.in_flight is not None for g in doc.groups):
-        return None
-    for d in sorted(culprits):
-        dead = by_rank.get(d)
-        if d == r or dead is None or not dead.dead:
-            continue
-        for g in doc.groups:
-            if g.kind != "collective" or d not in (g.ranks or ()):
-                continue
-            theirs = dead.position(g.stream)
-            if theirs is not None and g.last_started > theirs.last_started:
-                c = g.call(g.last_started)
-                call = describe_call({"group": g.group, "seq": g.last_started, "op": c.op if c else None,
-                                      "group_ranks": list(g.ranks or ()), "kind": "collective"})
-                return ("its %s, which rank %d never entered, is over: gloo raised it when rank %d died, and this "
-                        "rank left for its error path; a symptom, not named" % (call, d, d))
-    return None
 
 
 def _evaluate(by_rank, stream, seq, e, now):
@@ -463,7 +358,7 @@ def _evaluate(by_rank, stream, seq, e, now):
         h["stuck_at_least"] = any(by_rank[r].ages_at_least for r in e["_seen_by"])
     ops = {r: c.op for r, c in calls.items()}
     if len(set(ops.values())) > 1:
-        h["mismatch"] = m = _by_program(_mismatch(ops, calls), calls, by_rank, stream, seq)
+        h["mismatch"] = m = by_program(mismatch(ops, calls), calls, by_rank, stream, seq)
         if m["expected_op"]:
             # the odd ones issued another op at this seq: they never entered *this* call, finished or not
             other = [r for r in m["odd_ranks"] if r in waiting or r in finished]
@@ -476,136 +371,25 @@ def _evaluate(by_rank, stream, seq, e, now):
                                  None)
     else:  # same op, different dtype or element count: also a desync
         sizes = {r: "%s of %s" % (c.op, c.size) for r, c in calls.items() if c.size}
-        bare = {r: "%s of %s" % (calls[r].op, _ROOT_TEXT.sub("", calls[r].size)) for r in sizes}
+        bare = {r: "%s of %s" % (calls[r].op, ROOT_TEXT.sub("", calls[r].size)) for r in sizes}
         if len(set(sizes.values())) > 1 and len(set(bare.values())) == 1:  # one op and size: roots
-            found = {r: _ROOT_TEXT.search(calls[r].size) for r in sizes}
+            found = {r: ROOT_TEXT.search(calls[r].size) for r in sizes}
             known = {r: f.group(2) for r, f in found.items() if f}
             if len(set(known.values())) > 1:  # two roots seen: a desync (one root and unknown ones: none seen)
-                h["mismatch"] = m = _mismatch({r: "%s from %s" % (calls[r].op, known.get(r, "an unknown root"))
+                h["mismatch"] = m = mismatch({r: "%s from %s" % (calls[r].op, known.get(r, "an unknown root"))
                                                for r in sizes}, calls, "root")
                 if len(known) < len(sizes):  # a rank of unknown root may be on either side: no odd one named
                     m["expected_op"], m["odd_ranks"] = None, []
                     m["unknown"] = sorted(r for r in sizes if r not in known)
                 else:
-                    _by_program(m, calls, by_rank, stream, seq)
+                    by_program(m, calls, by_rank, stream, seq)
                 if m["expected_op"]:
                     h["size"] = next(calls[r].size for r in sorted(sizes) if r not in m["odd_ranks"])
         elif len(set(sizes.values())) > 1:
-            h["mismatch"] = m = _by_program(_mismatch(sizes, calls, "size"), calls, by_rank, stream, seq)
+            h["mismatch"] = m = by_program(mismatch(sizes, calls, "size"), calls, by_rank, stream, seq)
             if m["expected_op"]:  # the call named by what the majority issued, not by the odd rank's size
                 h["size"] = m["expected_op"].split(" of ", 1)[1]
     return h
-
-
-def _p2p(h):
-    return h.get("kind") == "p2p" or ":p2p:" in (h.get("stream") or "")
-
-
-def _whereabouts(missing):
-    """Where the missing ranks are, in words: "rank 2 is in no collective; rank 3 is dead: ..."."""
-    out = []
-    for r, m in sorted(missing.items(), key=lambda kv: int(kv[0])):
-        text = (m.get("text") or m.get("state") or "unknown").split("; ")[0]
-        out.append("rank %s %s" % (r, text[3:] if text.startswith("it ") else "is " + text if text.startswith(
-            "dead") else ": " + text))
-    return "; ".join(x.replace(" : ", ": ") for x in out)
-
-
-def _categorize(h, by_rank, undecided):
-    """What kind of hang ``h`` is (``category``, ``category_why``); returns the culprits it adds: the frozen
-    ranks of a call every member entered, where some members are not frozen (they wait for the frozen)."""
-    call = describe_call(h)
-    missing = h["missing"]
-    if h.get("mismatch"):
-        h["category"] = "mismatch"
-        h["category_why"] = "its ranks issued different %s at the same seq: %s" % (
-            MISMATCH_WORDS[h["mismatch"]["kind"]], h["mismatch"]["text"])
-    elif _p2p(h) and h["missing_ranks"] and (h.get("cycle") or h["caused_by"]):
-        # a send or recv whose peer went on to another call (which waits for this rank: the calls wait for
-        # each other): the peer left its half out, as docs/diagnosis.md documents an unmatched p2p
-        h["category"] = "unmatched_p2p"
-        h["category_why"] = "%s never posted %s half: %s" % (
-            rank_list(h["missing_ranks"]), "its" if len(h["missing_ranks"]) == 1 else "their", _whereabouts(missing))
-    elif h.get("cycle") or any(m.get("state") == "out_of_order" for m in missing.values()):
-        h["category"] = "order"
-        h["category_why"] = "the ranks issued their calls across groups in different orders"
-    elif h["caused_by"]:
-        h["category"] = "cascade"
-        h["category_why"] = "%s it waits for %s in another stuck call" % (
-            rank_list([int(r) for r, m in missing.items() if m.get("state") == "stuck"]),
-            "is" if len([m for m in missing.values() if m.get("state") == "stuck"]) == 1 else "are")
-    elif h["missing_ranks"]:
-        p2p = _p2p(h)
-        h["category"] = "unmatched_p2p" if p2p else "never_arrived"
-        # the kind says "never arrived" (render: "kind: never arrived: rank 2 is in no collective"); the why
-        # says where the ranks are, in words, not the fact again with a raw state
-        h["category_why"] = ("%s never posted %s half: %s" % (
-            rank_list(h["missing_ranks"]), "its" if len(h["missing_ranks"]) == 1 else "their", _whereabouts(missing))
-            if p2p else _whereabouts(missing))
-    else:
-        h["category"] = "all_arrived"
-        frozen = sorted(r for r in h["waiting_ranks"] if by_rank.get(r) is not None and by_rank[r].frozen)
-        if frozen:
-            h["frozen_in_it"] = frozen
-        others = sorted(r for r in h["waiting_ranks"] if r not in frozen)
-        if frozen and (others or h["finished_ranks"]):
-            ages = ", ".join("rank %d %.1f s" % (r, by_rank[r].heartbeat_age_s or 0) for r in frozen)
-            h["category_why"] = ("every rank entered it; %s %s frozen in it (its Python has not run for %s: a "
-                                 "stopped process or a thread holding the GIL) and %s wait%s for %s" % (
-                                     rank_list(frozen), "is" if len(frozen) == 1 else "are", ages,
-                                     rank_list(others or h["finished_ranks"]), "s" if len(others) == 1 else "",
-                                     "it" if len(frozen) == 1 else "them"))
-            return frozen
-        if frozen:
-            undecided.append("%s: every rank of it is in it and all are frozen (%s): a whole job stopped, not one "
-                             "rank's fault the documents show" % (call, rank_list(frozen)))
-            h["category_why"] = "every rank entered it and every one is frozen"
-        elif h["finished_ranks"]:
-            h["category_why"] = ("%s completed it and %s still wait in it; no rank is missing or frozen" % (
-                rank_list(h["finished_ranks"]), rank_list(h["waiting_ranks"])))
-            undecided.append("%s: %s" % (call, h["category_why"]))
-        else:
-            gpu, timed = _gpu_states(h, by_rank)
-            late = sorted(r for r, st in gpu.items() if st == "scheduled")
-            if timed and len(gpu) == len(h["waiting_ranks"]) and 0 < len(late) < len(gpu):
-                started = sorted(r for r in gpu if r not in late)
-                h["gpu_not_started"] = late
-                h["category_why"] = (
-                    "every rank enqueued it; on %s its work never started on the GPU (NCCL's recorder: scheduled: "
-                    "its stream is busy with earlier work, or that work is wedged) and %s started it and wait%s "
-                    "for %s" % (rank_list(late), rank_list(started), "s" if len(started) == 1 else "",
-                                "it" if len(late) == 1 else "them"))
-                return late
-            h["category_why"] = ("every rank entered it and none completed it; none is frozen: the transport or "
-                                 "a device is wedged, or a rank's work never ran") + _gpu_why(h, gpu, timed)
-            undecided.append("%s: %s" % (call, h["category_why"]))
-    return ()
-
-
-def _gpu_states(h, by_rank):
-    """({rank: "scheduled" | "started"} of the waiting ranks whose document has NCCL's state of this call,
-    whether each of those dumps had start events: without them "scheduled" says nothing)."""
-    out, timed = {}, True
-    for r in h["waiting_ranks"]:
-        p = by_rank[r].position(h["stream"]) if by_rank.get(r) is not None else None
-        if p is not None and p.gpu_state and p.in_flight is not None and p.in_flight.seq == h["seq"]:
-            out[r] = p.gpu_state
-            timed = timed and bool(p.gpu_timing)
-    return out, timed and bool(out)
-
-
-def _gpu_why(h, gpu, timed):
-    """What NCCL's per-call states say where they cannot name a rank."""
-    if not gpu:
-        return ""
-    if not timed:
-        return ("; NCCL's recorder has every call as scheduled until it completes unless TORCH_NCCL_ENABLE_TIMING=1 "
-                "is set: with it, the rank whose work never started on its GPU is named")
-    if len(gpu) < len(h["waiting_ranks"]):
-        return "; NCCL's state of it is known only on %s" % rank_list(sorted(gpu))
-    if set(gpu.values()) == {"started"}:
-        return "; NCCL's recorder: its work started on every rank's GPU and none completed (a link or NCCL itself)"
-    return "; NCCL's recorder: its work started on no rank's GPU (every stream busy with earlier work)"
 
 
 def _members(e, stream):
@@ -613,126 +397,6 @@ def _members(e, stream):
     if m:
         return sorted({int(m.group(1)), int(m.group(2))})
     return list(e.get("group_ranks") or [])
-
-
-_ROOT_TEXT = re.compile(r"(, |^)(root \d+)$")  # the root a size text ends with (callword.decode_sig)
-
-
-def _mismatch(ops, calls, kind="op"):
-    """Different calls at one seq: the majority's is expected, the others are the odd ones out."""
-    counts = collections.Counter(ops.values())
-    (top, n), = counts.most_common(1)
-    unique_top = list(counts.values()).count(n) == 1
-    odd = sorted(r for r, op in ops.items() if op != top) if unique_top else []
-    by_op = collections.OrderedDict()
-    for r, op in sorted(ops.items(), key=lambda x: (x[1] == top, x[0])):
-        by_op.setdefault(op, []).append(r)
-    return {"kind": kind, "ops": {str(r): op for r, op in sorted(ops.items())},
-            "expected_op": top if unique_top else None, "odd_ranks": odd,
-            "text": ", ".join("%s %s" % (rank_list(rs), op) for op, rs in by_op.items())}
-
-
-def _by_program(m, calls, by_rank, stream, seq):
-    """A desync with no majority: the odd ones out are the ranks whose call is not the one that groups like
-    this one, with its history, issued at this seq and went past (analogs.program_call), where some of its
-    ranks issued that call and some another; the evidence is said.  ``m``, changed in place, returned."""
-    if m["odd_ranks"] or m.get("unknown"):
-        return m
-    got = _analogs.program_call(by_rank, stream, seq)
-    if got is None or any(c.op in (None, "unknown") for c in calls.values()):
-        return m
-    (op, size), streams, (first, last) = got
-    agree = sorted(r for r, c in calls.items() if (c.op, c.size) == (op, size))
-    odd = sorted(r for r in calls if r not in agree)
-    if not agree or not odd or str(agree[0]) not in m["ops"]:
-        return m
-    m["odd_ranks"], m["expected_op"] = odd, m["ops"][str(agree[0])]
-    m["evidence"] = "no majority in the group; group%s %s, whose calls #%d-#%d were this group's, issued %s%s at #%d" % (
-        "s" if len(streams) > 1 else "", ", ".join(map(str, streams[:4])) + (" and %d more" % (len(streams) - 4)
-                                                                              if len(streams) > 4 else ""),
-        first, last, op, " of %s" % size if size else "", seq)
-    return m
-
-
-def _reaches(hangs, a, b):
-    """Whether hang ``b`` is reached from hang ``a`` along caused_by (in one step or more)."""
-    seen, todo = set(), list(hangs[a]["caused_by"])
-    while todo:
-        k = todo.pop()
-        if k == b:
-            return True
-        if k not in seen:
-            seen.add(k)
-            todo.extend(hangs[k]["caused_by"])
-    return False
-
-
-def _in_cycle(hangs, start):
-    return _reaches(hangs, start, start)
-
-
-def _order_cycles(hangs, cycles, by_rank, undecided):
-    """A cycle of stuck calls (ranks wait for each other in different groups: an ordering deadlock): the
-    rank whose order of calls across its groups broke the order the others and its own earlier steps
-    followed (ordering.py) is its culprit; the call it skipped is the root.  Returns the culprits."""
-    histories, last_started, last_completed, members, names = {}, {}, {}, {}, {}
-    for r, doc in by_rank.items():
-        histories[r] = [_ordering.Call(s, c.seq, c.op, t, c.size) for t, s, c in doc.history()]
-        last_started[r] = {g.stream: g.last_started for g in doc.groups}
-        last_completed[r] = {g.stream: g.last_completed for g in doc.groups}
-        for g in doc.groups:
-            members.setdefault(g.stream, g.members())
-            names.setdefault(g.stream, "group %s" % g.group if g.kind != "p2p" else "group %s (p2p %s)" % (
-                g.group, g.stream.split(":p2p:")[-1]))
-    culprits = set()
-    done = set()
-    likes = {}
-
-    def like_of(stream):
-        if stream not in likes:
-            likes[stream] = _analogs.like(by_rank, stream) if ":p2p:" not in str(stream) else []
-        return likes[stream]
-
-    for i in cycles:
-        if i in done:
-            continue
-        ring = sorted({i} | {j for j in cycles if _in_cycle_with(hangs, i, j)})
-        done.update(ring)
-        cyc = [(hangs[j]["stream"], hangs[j]["seq"], hangs[j]["waiting_ranks"], hangs[j]["missing_ranks"])
-               for j in ring]
-        found = None
-        try:
-            like = {s: _analogs.like(by_rank, s) for s in {c[0] for c in cyc} if ":p2p:" not in str(s)}
-            found = _ordering.ordering_culprit(histories, last_started, members, cyc,
-                                               group_name=lambda s: names.get(s, "group %s" % s), like=like,
-                                               last_completed=last_completed)
-            if not found:  # a skip older than the histories shows as a shift of one rank's places
-                found = _shifts.shift_culprit(histories, last_started, last_completed, members, cyc, like_of,
-                                              group_name=lambda s: names.get(s, "group %s" % s))
-        except Exception:  # the history is odd: undecided, never a crash of the verdict
-            found = None
-        if not found:
-            for j in ring:
-                undecided.append("%s is part of a cycle of stuck calls (ranks wait for each other in different "
-                                 "groups: an ordering deadlock), and the ranks' recent calls do not show who broke "
-                                 "the order" % describe_call(hangs[j]))
-            continue
-        r = found["rank"]
-        culprits.add(r)
-        for j in ring:
-            h = hangs[j]
-            h["ordering"] = {"rank": r, "issued": list(found["issued"]), "skipped": list(found["skipped"]),
-                             "witnesses": found.get("witnesses") or [], "text": found["text"]}
-            if (h["stream"], h["seq"]) == tuple(found["skipped"]):  # the call the culprit skipped: the root
-                h["caused_by"] = []
-                h["missing"][str(r)] = {"state": "out_of_order", "text": found["text"],
-                                        "issued": list(found["issued"])}
-    return culprits
-
-
-def _in_cycle_with(hangs, i, j):
-    """Whether hang j is reachable from hang i along caused_by and back."""
-    return i == j or (_reaches(hangs, i, j) and _reaches(hangs, j, i))
 
 
 def culprit_entry(rank, doc):

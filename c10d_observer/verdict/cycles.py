@@ -1,0 +1,87 @@
+"""Stuck calls that wait on each other (an ordering deadlock across groups): who broke the order, from the ranks'
+histories (ordering.py, shifts.py, analogs.py)."""
+from .. import analogs as _analogs
+from .. import ordering as _ordering
+from .. import shifts as _shifts
+from ..text import describe_call
+
+
+def _reaches(hangs, a, b):
+    """Whether hang ``b`` is reached from hang ``a`` along caused_by (in one step or more)."""
+    seen, todo = set(), list(hangs[a]["caused_by"])
+    while todo:
+        k = todo.pop()
+        if k == b:
+            return True
+        if k not in seen:
+            seen.add(k)
+            todo.extend(hangs[k]["caused_by"])
+    return False
+
+
+def in_cycle(hangs, start):
+    return _reaches(hangs, start, start)
+
+
+def order_cycles(hangs, cycles, by_rank, undecided):
+    """A cycle of stuck calls (ranks wait for each other in different groups: an ordering deadlock): the
+    rank whose order of calls across its groups broke the order the others and its own earlier steps
+    followed (ordering.py) is its culprit; the call it skipped is the root.  Returns the culprits."""
+    histories, last_started, last_completed, members, names = {}, {}, {}, {}, {}
+    for r, doc in by_rank.items():
+        histories[r] = [_ordering.Call(s, c.seq, c.op, t, c.size) for t, s, c in doc.history()]
+        last_started[r] = {g.stream: g.last_started for g in doc.groups}
+        last_completed[r] = {g.stream: g.last_completed for g in doc.groups}
+        for g in doc.groups:
+            members.setdefault(g.stream, g.members())
+            names.setdefault(g.stream, "group %s" % g.group if g.kind != "p2p" else "group %s (p2p %s)" % (
+                g.group, g.stream.split(":p2p:")[-1]))
+    culprits = set()
+    done = set()
+    likes = {}
+
+    def like_of(stream):
+        if stream not in likes:
+            likes[stream] = _analogs.like(by_rank, stream) if ":p2p:" not in str(stream) else []
+        return likes[stream]
+
+    for i in cycles:
+        if i in done:
+            continue
+        ring = sorted({i} | {j for j in cycles if _in_cycle_with(hangs, i, j)})
+        done.update(ring)
+        cyc = [(hangs[j]["stream"], hangs[j]["seq"], hangs[j]["waiting_ranks"], hangs[j]["missing_ranks"])
+               for j in ring]
+        found = None
+        try:
+            like = {s: _analogs.like(by_rank, s) for s in {c[0] for c in cyc} if ":p2p:" not in str(s)}
+            found = _ordering.ordering_culprit(histories, last_started, members, cyc,
+                                               group_name=lambda s: names.get(s, "group %s" % s), like=like,
+                                               last_completed=last_completed)
+            if not found:  # a skip older than the histories shows as a shift of one rank's places
+                found = _shifts.shift_culprit(histories, last_started, last_completed, members, cyc, like_of,
+                                              group_name=lambda s: names.get(s, "group %s" % s))
+        except Exception:  # the history is odd: undecided, never a crash of the verdict
+            found = None
+        if not found:
+            for j in ring:
+                undecided.append("%s is part of a cycle of stuck calls (ranks wait for each other in different "
+                                 "groups: an ordering deadlock), and the ranks' recent calls do not show who broke "
+                                 "the order" % describe_call(hangs[j]))
+            continue
+        r = found["rank"]
+        culprits.add(r)
+        for j in ring:
+            h = hangs[j]
+            h["ordering"] = {"rank": r, "issued": list(found["issued"]), "skipped": list(found["skipped"]),
+                             "witnesses": found.get("witnesses") or [], "text": found["text"]}
+            if (h["stream"], h["seq"]) == tuple(found["skipped"]):  # the call the culprit skipped: the root
+                h["caused_by"] = []
+                h["missing"][str(r)] = {"state": "out_of_order", "text": found["text"],
+                                        "issued": list(found["issued"])}
+    return culprits
+
+
+def _in_cycle_with(hangs, i, j):
+    """Whether hang j is reachable from hang i along caused_by and back."""
+    return i == j or (_reaches(hangs, i, j) and _reaches(hangs, j, i))

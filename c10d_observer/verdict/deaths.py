@@ -1,0 +1,108 @@
+"""Ranks that died or raised beside a hang: which of them are its culprits and which its symptoms (gloo's aborts
+of a rank that received a collective of another size; a rank that raised once a peer died)."""
+from .. import analogs as _analogs
+from ..text import describe_call, rank_list
+
+
+# A rank that died of SIGABRT beside another rank that explains the hang: gloo aborts a rank that receives a
+# collective of another size than it posted ("op.preamble.length <= op.nbytes ... Is there a distributed
+# collective mismatch"), so the desync's victim dies while the rank that caused it lives on (the fuzzer's real
+# programs: tests/fuzz/real.py, seed 5000066).  It is a symptom: not named while another rank of the call is.
+ABORTED_WORDS = ("aborted (SIGABRT), as gloo aborts a rank that receives a collective of another size than it "
+                 "posted: a symptom of the other rank's desync, not named")
+
+
+def aborted_beside_another(h, by_rank, waiting_in):
+    """The missing ranks of hang ``h`` that died of SIGABRT, where a missing rank that did not (in no
+    collective, frozen, dead otherwise) is there to name: else none (an abort alone is named)."""
+    aborted, others = [], []
+    for r in h["missing_ranks"]:
+        doc = by_rank.get(r)
+        if doc is None or r in waiting_in:
+            continue
+        if doc.dead and "(SIGABRT)" in (doc.exit_reason or ""):
+            aborted.append(r)
+        else:
+            others.append(r)
+    return aborted if others else []
+
+
+def aborted_alone(h, by_rank, waiting_in):
+    """``(rank, odd, why)`` for the missing rank of hang ``h`` that died of SIGABRT with no other missing rank
+    beside it (else None), and whose last call on the stuck call's stream is the one before it: it may have crashed before
+    the call, or died inside it, aborted by gloo because a peer sent more than it posted (seed 8000076 on 2.15:
+    the root of a pair's broadcast sent 2,097,153 elements; gloo aborted the receiver before its source read its
+    entry for the call).  Its own size is unknown; its peers' calls at the place decide:
+    - two or more peers issued one op and one size: ``odd`` is [] (it is named: it crashed, or posted another
+      size than they all did);
+    - the groups like this one issued a call there (analogs.program_call): ``odd`` is a size Mismatch whose
+      odd ranks are the peers whose call is another (named, the dead rank a symptom), or [] where every peer
+      issued the program's call;
+    - else ``odd`` is None: nothing decides, the hang says why."""
+    missing = [r for r in h["missing_ranks"] if by_rank.get(r) is not None and r not in waiting_in]
+    if len(missing) != 1:
+        return None  # none, or aborted_beside_another's case
+    r = missing[0]
+    doc = by_rank[r]
+    if not (doc.dead and "(SIGABRT)" in (doc.exit_reason or "")):
+        return None
+    pos = doc.position(h["stream"])
+    if (pos.last_started if pos is not None else 0) != h["seq"] - 1:
+        return None
+    peers = {p: by_rank[p].call(h["stream"], h["seq"]) for p in h["waiting_ranks"] + h["finished_ranks"]}
+    peers = {p: (c.op, c.size) for p, c in peers.items() if c is not None and c.op not in (None, "unknown") and c.size}
+    call = describe_call(h)
+    if len(peers) >= 2 and len(set(peers.values())) == 1 and "mismatch" not in h:
+        return (r, [], "aborted (SIGABRT) before or inside %s, which %s issued alike (%s of %s): it crashed, or "
+                        "posted another size than they did" % (call, rank_list(sorted(peers)), *next(iter(peers.values()))))
+    got = _analogs.program_call(by_rank, h["stream"], h["seq"]) if peers and len(peers) == len(
+        h["waiting_ranks"] + h["finished_ranks"]) else None
+    if got is not None:
+        (op, size), streams, _ = got
+        odd = sorted(p for p, c in peers.items() if c != (op, size))
+        like = "group%s %s, like this one, issued %s of %s there" % (
+            "s" if len(streams) > 1 else "", ", ".join(map(str, streams[:4])), op, size)
+        if odd:
+            ops = {str(p): "%s of %s" % c for p, c in sorted(peers.items())}
+            mismatch = {"kind": "size", "ops": ops, "expected_op": "%s of %s" % (op, size), "odd_ranks": odd,
+                        "text": ", ".join("%s %s" % (rank_list([p]), ops[str(p)]) for p in odd),
+                        "evidence": "%s; the one rank beside, %s, died of SIGABRT" % (like, rank_list([r]))}
+            return (r, mismatch, "aborted (SIGABRT) by gloo inside %s, as gloo aborts a rank that receives more "
+                                  "than it posted: %s issued %s there (%s): a symptom, not named" % (
+                                      call, rank_list(odd), ops[str(odd[0])], like))
+        return (r, [], "aborted (SIGABRT) before or inside %s; its peers issued the program's call (%s): it "
+                        "crashed, or posted another size" % (call, like))
+    said = "; ".join("%s issued %s of %s" % ((rank_list([p]),) + c) for p, c in sorted(peers.items())[:2])
+    return (r, None, "%s died of SIGABRT and never arrived, or died inside it: gloo aborts a rank that receives "
+                      "a collective of another size than it posted, so %s may have crashed before it or been "
+                      "aborted by its peer's call (%s); its own size is not known, and no group like this one "
+                      "shows the program's call there: not named" % (rank_list([r]), rank_list([r]),
+                                                                    said or "their sizes are not known"))
+
+
+def raised_on_a_death(r, by_rank, culprits):
+    """Why rank ``r``, alive and in no collective, is a symptom of a dead culprit, in words; else None.  Its
+    last call on a group of a dead named rank is one that rank never entered, and it is no longer in it: a
+    collective cannot complete without a member, so it ended by raising (gloo raises in the peers of a rank
+    whose process ends), and the rank went to its error path, where it may stay a while (tearing down).  The
+    fuzzer's real programs found it (tests/fuzz/real.py, seed 5000001 on torch 2.15: a mesh rank named "in no
+    collective" beside the rank that exited).  Only in that direction: a rank that stalls outside collectives
+    while a peer dies waiting for it never entered a call that the dead rank did not."""
+    doc = by_rank.get(r)
+    if doc is None or doc.dead or doc.frozen or doc.phase or any(g.in_flight is not None for g in doc.groups):
+        return None
+    for d in sorted(culprits):
+        dead = by_rank.get(d)
+        if d == r or dead is None or not dead.dead:
+            continue
+        for g in doc.groups:
+            if g.kind != "collective" or d not in (g.ranks or ()):
+                continue
+            theirs = dead.position(g.stream)
+            if theirs is not None and g.last_started > theirs.last_started:
+                c = g.call(g.last_started)
+                call = describe_call({"group": g.group, "seq": g.last_started, "op": c.op if c else None,
+                                      "group_ranks": list(g.ranks or ()), "kind": "collective"})
+                return ("its %s, which rank %d never entered, is over: gloo raised it when rank %d died, and this "
+                        "rank left for its error path; a symptom, not named" % (call, d, d))
+    return None
