@@ -41,6 +41,10 @@ sys.path.insert(0, HERE)
 from _harness import RESULTS, machine, summary, table, write_json  # noqa: E402
 
 from c10d_observer import channel as _ch  # noqa: E402
+
+from c10d_observer import channel_writer as _ch_writer  # noqa: E402
+
+from c10d_observer import channel_reader as _ch_reader  # noqa: E402
 from c10d_observer import tracker as _tracker  # noqa: E402
 
 _now = time.perf_counter_ns
@@ -160,7 +164,7 @@ VARIANTS = [
 # -- setup ---------------------------------------------------------------------------------------------
 def _setup(tmpdir):
     ctx = {}
-    writer = _ch.ChannelWriter(max_streams=8, directory=tmpdir)
+    writer = _ch_writer.ChannelWriter(max_streams=8, directory=tmpdir)
     writer.unlink()
     idx = writer.add_stream({"group": "bench", "kind": "collective", "stream": "bench"})
     ctx["channel"] = writer
@@ -224,7 +228,7 @@ def _teardown(ctx):
 def _check(ctx, name):
     """Sanity: the channel variants really wrote to the channel."""
     if name == "channel":
-        r = _ch.ChannelReader.attach(ctx["channel"])
+        r = _ch_reader.ChannelReader.attach(ctx["channel"])
         st = r.snapshot()[0]
         ok = st.last_started == ctx["stream_writer"].seq and st.oldest is None
         r.close()

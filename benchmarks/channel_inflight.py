@@ -19,11 +19,11 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from c10d_observer import channel as ch  # noqa: E402
+from c10d_observer import channel_writer as ch_writer  # noqa: E402
 
 
 def main():
-    w = ch.ChannelWriter(max_streams=8, directory=tempfile.gettempdir())
+    w = ch_writer.ChannelWriter(max_streams=8, directory=tempfile.gettempdir())
     try:
         idx = w.add_stream({"group": "g", "stream": "g", "kind": "collective"})
         st = w.stream_writer(idx)

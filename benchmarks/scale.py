@@ -53,6 +53,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from _harness import RESULTS, today, write_json  # noqa: E402
 from c10d_observer import channel as ch  # noqa: E402
+from c10d_observer import channel_writer as ch_writer  # noqa: E402
+from c10d_observer import channel_reader as ch_reader  # noqa: E402
 from c10d_observer import config as _config  # noqa: E402
 from c10d_observer import dumpdir as _dumpdir  # noqa: E402
 from c10d_observer import relay as _relay  # noqa: E402
@@ -179,7 +181,7 @@ class SimRank(object):
         self.rank, self.host, self.dump_dir = rank, host, dump_dir
         self.pid = pid
         self.main_tid = 0x7f3a00000000 + rank * 0x1000
-        self.writer = ch.ChannelWriter(max_streams=4, ring=16, directory=shm)
+        self.writer = ch_writer.ChannelWriter(max_streams=4, ring=16, directory=shm)
         self.writer.set_rank(rank, world)
         self.writer.set_main_thread(self.main_tid)
         self.writer.heartbeat()
@@ -189,7 +191,7 @@ class SimRank(object):
                                           "backend": "nccl", "torch_timeout_s": 600.0, "name": name,
                                           "size": len(ranks), "group_rank": ranks.index(rank)})
             self.streams[name] = self.writer.stream_writer(idx)
-        self.reader = ch.ChannelReader.attach(self.writer)
+        self.reader = ch_reader.ChannelReader.attach(self.writer)
         self.writer.unlink()
         self.stack_path = os.path.join(dump_dir, _dumpdir.stacks_name(rank, self.pid))
         with open(self.stack_path, "w") as f:  # an earlier dump: the file a rank has after a while

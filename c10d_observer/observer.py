@@ -14,6 +14,8 @@ import threading
 import time
 
 from . import channel as _ch
+
+from . import channel_writer as _ch_writer
 from . import compat
 from . import config as _config
 from . import dumpdir as _dumpdir
@@ -195,7 +197,7 @@ class Observer(object):
 
     def _start_channel(self, rank, world):
         try:
-            chan = _ch.ChannelWriter()
+            chan = _ch_writer.ChannelWriter()
         except _ch.ChannelError as e:
             raise _Off(str(e))
         self._undo.append(chan.close)

@@ -1,6 +1,6 @@
 """Rank side: the groups and streams that calls are recorded on, and the completion of their works.
 
-Sources use the tracker and the streams it hands out (channel.StreamWriter) and nothing else; the
+Sources use the tracker and the streams it hands out (channel_writer.StreamWriter) and nothing else; the
 tracker knows neither which source called it nor how the watchdog reads the channel.  Per group it keeps
 one stream for collectives and one per direction for point-to-point calls, so that the sequence number of
 a call is the same on every rank that takes part.

@@ -32,7 +32,7 @@ import socket
 import sys
 import time
 
-from . import channel as _ch
+from . import channel_reader as _ch_reader
 from . import config as _config
 from . import dumpdir as _dumpdir
 from . import requests as _requests
@@ -423,7 +423,7 @@ def main():
             return 2
         line += chunk
     cfg = _config.WatchdogConfig.from_json(line.decode("utf-8"))
-    reader = _ch.ChannelReader.from_fd(cfg.channel_fd) if cfg.channel_fd >= 0 else _ch.ChannelReader(cfg.channel)
+    reader = _ch_reader.ChannelReader.from_fd(cfg.channel_fd) if cfg.channel_fd >= 0 else _ch_reader.ChannelReader(cfg.channel)
     wd = Watchdog(cfg, reader)
     os.write(sys.stdout.fileno(), ("READY %d\n" % os.getpid()).encode())
     devnull = os.open(os.devnull, os.O_WRONLY)

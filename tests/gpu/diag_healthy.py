@@ -26,7 +26,7 @@ def one(out, calls):
     import torch.distributed as dist
 
     import c10d_observer
-    from c10d_observer import channel as ch
+    from c10d_observer import channel_reader as ch_reader
     from c10d_observer import compat
     from c10d_observer.sources import flight_recorder as fr
 
@@ -41,7 +41,7 @@ def one(out, calls):
     obs = c10d_observer.enable(timeout=2.0, poll_interval=0.2, dump_dir=dump, source="auto")
     src = [p for p in obs.parts.parts if isinstance(p, fr.FlightRecorderSource)]
     src = src[0] if src else None
-    reader = ch.ChannelReader.attach(obs.channel)
+    reader = ch_reader.ChannelReader.attach(obs.channel)
     gathered, scattered, works = torch.empty(4, device="cuda"), torch.empty(4, device="cuda"), []
     for i in range(calls):
         k = i % 6

@@ -359,7 +359,8 @@ def all_ops(ctx):
 
 def _channel_facts(ctx, obs, done):
     dist.barrier()
-    from c10d_observer.channel import ChannelReader, decode_op, decode_sig
+    from c10d_observer.channel import decode_op, decode_sig
+    from c10d_observer.channel_reader import ChannelReader
     reader = ChannelReader.attach(obs.tracker.channel)
     # Sources end calls on their own schedule (the completion poller, the flight-recorder reader): wait,
     # up to 30 s, until nothing is in flight any more; the test then checks that this happened.

@@ -10,13 +10,17 @@ import pytest
 
 from c10d_observer import channel as ch
 
+from c10d_observer import channel_writer as ch_writer
+
+from c10d_observer import channel_reader as ch_reader
+
 RING = 4
 OP = ch.encode_op("all_reduce")
 
 
 @pytest.fixture
 def writer(tmp_path):
-    w = ch.ChannelWriter(max_streams=2, ring=RING, directory=str(tmp_path))
+    w = ch_writer.ChannelWriter(max_streams=2, ring=RING, directory=str(tmp_path))
     yield w
     w.close()
     assert not os.path.exists(w.path)
@@ -27,7 +31,7 @@ def open_reader(request, writer):
     readers = []
 
     def _open():
-        r = ch.ChannelReader(writer.path) if request.param == "path" else ch.ChannelReader.attach(writer)
+        r = ch_reader.ChannelReader(writer.path) if request.param == "path" else ch_reader.ChannelReader.attach(writer)
         readers.append(r)
         return r
 
@@ -341,12 +345,12 @@ def test_slot_stores_the_op_word(writer, open_reader):
 
 def test_ring_must_be_a_power_of_two(tmp_path):
     with pytest.raises(ValueError, match="power of two"):
-        ch.ChannelWriter(max_streams=2, ring=3, directory=str(tmp_path))
+        ch_writer.ChannelWriter(max_streams=2, ring=3, directory=str(tmp_path))
     assert os.listdir(str(tmp_path)) == []
 
 
 def test_close_removes_the_file_and_is_safe_twice(tmp_path):
-    w = ch.ChannelWriter(max_streams=2, ring=RING, directory=str(tmp_path))
+    w = ch_writer.ChannelWriter(max_streams=2, ring=RING, directory=str(tmp_path))
     assert os.listdir(str(tmp_path)) == [os.path.basename(w.path)]
     w.close()
     w.close()
@@ -355,7 +359,7 @@ def test_close_removes_the_file_and_is_safe_twice(tmp_path):
 
 def test_reader_keeps_working_after_unlink(writer):
     idx, sw = _stream(writer)
-    reader = ch.ChannelReader(writer.path)
+    reader = ch_reader.ChannelReader(writer.path)
     try:
         writer.unlink()
         sw.start(OP, 9)
@@ -373,7 +377,7 @@ def _write(path, data):
 def test_zeroed_file_is_not_a_channel(tmp_path):
     path = _write(tmp_path / "zeros", b"\0" * ch.layout_size(2, RING))
     with pytest.raises(ValueError, match="not a c10d-observer channel"):
-        ch.ChannelReader(path)
+        ch_reader.ChannelReader(path)
 
 
 def test_other_layout_version_is_rejected(writer, tmp_path):
@@ -382,7 +386,7 @@ def test_other_layout_version_is_rejected(writer, tmp_path):
     struct.pack_into("=q", data, ch.H_VERSION * 8, ch.LAYOUT_VERSION + 1)
     path = _write(tmp_path / "v2", bytes(data))
     with pytest.raises(ValueError, match="layout version"):
-        ch.ChannelReader(path)
+        ch_reader.ChannelReader(path)
 
 
 def test_truncated_channel_is_rejected(writer, tmp_path):
@@ -390,7 +394,7 @@ def test_truncated_channel_is_rejected(writer, tmp_path):
         data = f.read()
     path = _write(tmp_path / "short", data[:len(data) // 2])
     with pytest.raises(ValueError, match="smaller than its layout"):
-        ch.ChannelReader(path)
+        ch_reader.ChannelReader(path)
 
 
 @pytest.mark.parametrize("content", [b"not a channel\n", struct.pack("=2q", ch.MAGIC, 1)],
@@ -398,7 +402,7 @@ def test_truncated_channel_is_rejected(writer, tmp_path):
 def test_short_file_is_not_a_channel(tmp_path, content):
     path = _write(tmp_path / "short", content)
     with pytest.raises(ValueError):
-        ch.ChannelReader(path)
+        ch_reader.ChannelReader(path)
 
 
 def test_size_signature_rides_in_the_op_word_and_leaves_the_op_alone():

@@ -4,6 +4,10 @@ between two polls).  Soft verdicts inform; only the hard deadline signals and ab
 import pytest
 
 from c10d_observer import channel as ch
+
+from c10d_observer import channel_writer as ch_writer
+
+from c10d_observer import channel_reader as ch_reader
 from c10d_observer import config
 from c10d_observer import deadlines as dl
 from c10d_observer.deadlines import FLOOR_S, GAP_S, Learner, margin
@@ -22,12 +26,12 @@ class Job(object):
     """Streams of one rank; calls made by hand; the detector polled every POLL by ``poll``."""
 
     def __init__(self, tmp_path, soft=True, hard_s=HARD_S):
-        self.w = ch.ChannelWriter(max_streams=4, ring=64, directory=str(tmp_path))
+        self.w = ch_writer.ChannelWriter(max_streams=4, ring=64, directory=str(tmp_path))
         self.idx = self.w.add_stream({"group": "0", "stream": "0", "ranks": [0, 1], "kind": "collective"})
         self.idx2 = self.w.add_stream({"group": "1", "stream": "1", "ranks": [0, 1], "kind": "collective"})
         self.s = self.w.stream_writer(self.idx)
         self.s2 = self.w.stream_writer(self.idx2)
-        self.r = ch.ChannelReader(self.w.path)
+        self.r = ch_reader.ChannelReader(self.w.path)
         self.d = Detector(hard_s, W, soft=soft)
         self.now = 10 ** 12
         self.actions = []

@@ -16,6 +16,10 @@ import types
 import pytest
 
 from c10d_observer import channel as ch
+
+from c10d_observer import channel_writer as ch_writer
+
+from c10d_observer import channel_reader as ch_reader
 from c10d_observer import compat
 from c10d_observer.sources import flight_recorder as fr
 from c10d_observer.sources import recorder_books as books
@@ -69,8 +73,8 @@ class Recorder(object):
 
 @pytest.fixture
 def rig(monkeypatch, tmp_path):
-    writer = ch.ChannelWriter(max_streams=4, ring=64, directory=str(tmp_path))
-    reader = ch.ChannelReader.attach(writer)
+    writer = ch_writer.ChannelWriter(max_streams=4, ring=64, directory=str(tmp_path))
+    reader = ch_reader.ChannelReader.attach(writer)
     rec = Recorder()
     clock = Clock()
     monkeypatch.setattr(compat, "fr_status", rec.status)
@@ -327,8 +331,8 @@ def arrivals_rig(monkeypatch, tmp_path):
     """A recorder source over one gloo group "0" with its arrivals stream (the watchdog's ring of 256):
     ``make(waiting)`` -> (source, recorder, clock, reader); ``waiting``: what the tracker says of a call in
     flight that the wrappers write (Tracker.in_a_call)."""
-    writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
-    reader = ch.ChannelReader.attach(writer)
+    writer = ch_writer.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
+    reader = ch_reader.ChannelReader.attach(writer)
     rec, clock = Recorder(), Clock()
     monkeypatch.setattr(compat, "fr_status", rec.status)
     monkeypatch.setattr(compat, "fr_entries", rec.read_entries)
@@ -424,8 +428,8 @@ def test_a_recorder_groups_history_in_the_rank_document_comes_from_its_arrivals_
     rank's document carries (recent_ops), which the ordering rule needs to name who skipped a send or recv."""
     import functools
     from c10d_observer import callword, rank_docs
-    writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
-    reader = ch.ChannelReader.attach(writer)
+    writer = ch_writer.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
+    reader = ch_reader.ChannelReader.attach(writer)
     try:
         main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
         arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
@@ -450,8 +454,8 @@ def test_every_gap_in_a_groups_history_is_filled_from_its_arrivals_stream(tmp_pa
     for the ordering rule, while gaps were filled only where half the window was missing)."""
     import functools
     from c10d_observer import callword, rank_docs
-    writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
-    reader = ch.ChannelReader.attach(writer)
+    writer = ch_writer.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
+    reader = ch_reader.ChannelReader.attach(writer)
     try:
         main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
         arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
@@ -477,8 +481,8 @@ def test_a_call_its_group_stream_left_unnamed_is_named_from_its_arrivals_stream(
     skip "cannot decide"): each is named from the arrivals stream where it holds the call."""
     import functools
     from c10d_observer import callword, rank_docs
-    writer = ch.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
-    reader = ch.ChannelReader.attach(writer)
+    writer = ch_writer.ChannelWriter(max_streams=4, ring=256, directory=str(tmp_path))
+    reader = ch_reader.ChannelReader.attach(writer)
     try:
         main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
         arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))

@@ -9,6 +9,10 @@ is tests/gpu/ (run on one H200 with torch 2.11 only: docs/sources.md, "What ran 
 import pytest
 
 from c10d_observer import channel as ch
+
+from c10d_observer import channel_writer as ch_writer
+
+from c10d_observer import channel_reader as ch_reader
 from c10d_observer import gpu as _gpu
 from c10d_observer import tracker as _tracker
 from c10d_observer.sources import patch
@@ -57,7 +61,7 @@ class FakeGroup(object):
 
 @pytest.fixture
 def rig(tmp_path):
-    writer = ch.ChannelWriter(max_streams=8, ring=16, directory=str(tmp_path))
+    writer = ch_writer.ChannelWriter(max_streams=8, ring=16, directory=str(tmp_path))
     tr = _tracker.Tracker(writer, completion_period=1.0)  # the poller thread is not started: poll_once()
     tr.rank = 0
     events = []
@@ -72,7 +76,7 @@ def rig(tmp_path):
     pg = FakeGroup()
     tr.groups[pg] = _tracker._Group(tr, {"group": "g", "ranks": [0], "backend": "nccl"})
     call = patch._make_coll_wrapper(tr, FakeGroup.allreduce, OP)
-    reader = ch.ChannelReader.attach(writer)
+    reader = ch_reader.ChannelReader.attach(writer)
 
     def in_flight():
         return {st.desc["stream"]: st.oldest[0] for st in reader.snapshot() if st.oldest}

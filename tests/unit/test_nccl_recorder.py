@@ -15,6 +15,10 @@ import types
 import pytest
 
 from c10d_observer import channel as ch
+
+from c10d_observer import channel_writer as ch_writer
+
+from c10d_observer import channel_reader as ch_reader
 from c10d_observer import compat
 from c10d_observer import tracker as _tracker
 from c10d_observer.sources import flight_recorder as fr
@@ -75,8 +79,8 @@ class FakePg(object):
 
 @pytest.fixture
 def rig(monkeypatch, tmp_path):
-    writer = ch.ChannelWriter(max_streams=8, ring=ch.DEFAULT_RING, directory=str(tmp_path))  # as in production
-    reader = ch.ChannelReader.attach(writer)
+    writer = ch_writer.ChannelWriter(max_streams=8, ring=ch.DEFAULT_RING, directory=str(tmp_path))  # as in production
+    reader = ch_reader.ChannelReader.attach(writer)
     clock = Clock()
     readings = Readings()
     monkeypatch.setattr(compat, "nccl_status", readings.status)

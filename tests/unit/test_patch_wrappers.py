@@ -9,6 +9,10 @@ covered with real ranks in tests/integration.
 import pytest
 
 from c10d_observer import channel as ch
+
+from c10d_observer import channel_writer as ch_writer
+
+from c10d_observer import channel_reader as ch_reader
 from c10d_observer import tracker as _tracker
 from c10d_observer.sources import patch
 
@@ -55,7 +59,7 @@ class FakeGroup(object):
 
 @pytest.fixture
 def rig(tmp_path):
-    writer = ch.ChannelWriter(max_streams=8, ring=16, directory=str(tmp_path))
+    writer = ch_writer.ChannelWriter(max_streams=8, ring=16, directory=str(tmp_path))
     tr = _tracker.Tracker(writer, completion_period=1.0)  # the poller thread is not started: poll_once()
     tr.rank = 0
 
@@ -74,7 +78,7 @@ def rig(tmp_path):
             return patch._make_end_coalescing_wrapper(tr, orig)
         return patch._make_coll_wrapper(tr, orig, op)
 
-    reader = ch.ChannelReader.attach(writer)
+    reader = ch_reader.ChannelReader.attach(writer)
 
     def in_flight():
         return {st.desc["stream"]: st.oldest[0] for st in reader.snapshot() if st.oldest}
@@ -177,7 +181,7 @@ def test_the_api_that_issued_a_call_is_per_thread(rig):
         release.set()
         t.join(30)
     assert tr.inside == set() and tr.ctx.api == 0
-    reader = ch.ChannelReader.attach(tr.channel)
+    reader = ch_reader.ChannelReader.attach(tr.channel)
     try:
         ops = {st.desc["stream"]: cw.decode_op(st.oldest[1]) for st in reader.snapshot() if st.oldest}
     finally:

@@ -13,6 +13,10 @@ import time
 import pytest
 
 from c10d_observer import channel as ch
+
+from c10d_observer import channel_writer as ch_writer
+
+from c10d_observer import channel_reader as ch_reader
 from c10d_observer import config, documents, dumpdir
 from c10d_observer import procs
 from c10d_observer.requests import GatherRequest
@@ -52,7 +56,7 @@ class Rig(object):
     def __init__(self, tmp_path, on_kill=None, **cfg):
         self.dump_dir = tmp_path / "dump"
         self.dump_dir.mkdir()
-        self.writer = ch.ChannelWriter(max_streams=2, ring=8, directory=str(tmp_path))
+        self.writer = ch_writer.ChannelWriter(max_streams=2, ring=8, directory=str(tmp_path))
         self.descs = [
             {"group": "0", "name": "0", "stream": "0", "ranks": [0, 1, 2, 3], "backend": "gloo",
              "kind": "collective"},
@@ -60,7 +64,7 @@ class Rig(object):
              "kind": "collective"},
         ]
         self.streams = [self.writer.stream_writer(self.writer.add_stream(d)) for d in self.descs]
-        self.reader = ch.ChannelReader(self.writer.path)
+        self.reader = ch_reader.ChannelReader(self.writer.path)
         self.clock = FakeClock()
         self.kills = []
         self.logs = []
