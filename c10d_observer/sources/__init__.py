@@ -124,9 +124,12 @@ class Composite(object):
 # where this enable() turns it on (its row's side effect), the patch wrappers, pg_hooks or hooks where chosen,
 # the functional collectives' wrappers where they make some cell's events, CUDA graph captures counted, the
 # watch that announces each group, and last the flight-recorder reader (its thread starts once every group
-# has been announced).  A new recorder or hook: one row here, one file.
-PARTS = ("recorders:NcclRecorderSwitch", "patch:PatchSource", "pg_hooks:PgHooksSource", "hooks:HooksSource",
-         "funcol:FuncolSource", "_CaptureWatch", "groups:GroupWatch", "flight_recorder:FlightRecorderSource")
+# has been announced).  A new recorder or hook: one row here, one file.  The second field, where set, is the
+# dispatch table's row the part makes events for: a plan that does not use it leaves the part's module unread
+# (enable() imports only what it installs).
+PARTS = (("recorders:NcclRecorderSwitch", None), ("patch:PatchSource", None), ("pg_hooks:PgHooksSource", "pg_hooks"),
+         ("hooks:HooksSource", "hooks"), ("funcol:FuncolSource", "funcol"), ("_CaptureWatch", None),
+         ("groups:GroupWatch", None), ("flight_recorder:FlightRecorderSource", None))
 
 
 def _part(row):
@@ -145,7 +148,9 @@ def build(plan_, tracker, cfg, caps, nccl_on=False):
     tracker.seq_base = dispatch.seq_base
     ctx = _base.BuildContext(plan_, dispatch, tracker, cfg, caps, PatchRegistry(), [], nccl_on)
     parts = []
-    for row in PARTS:
+    for row, table_row in PARTS:
+        if table_row is not None and not plan_.uses(table_row):
+            continue
         part = _part(row).build(ctx)
         if part is None:
             continue

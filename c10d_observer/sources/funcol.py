@@ -62,7 +62,7 @@ class FuncolSource(Source):
 
     @classmethod
     def build(cls, ctx):
-        return cls(ctx.tracker, ctx.registry) if ctx.plan.uses("funcol") else None
+        return cls(ctx.tracker, ctx.registry)  # where the plan uses its row (sources.PARTS)
 
     def install(self):
         found = compat.funcol_ops()

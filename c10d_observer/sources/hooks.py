@@ -33,7 +33,7 @@ class HooksSource(Source):
 
     @classmethod
     def build(cls, ctx):
-        return cls(ctx.tracker, ctx.caps["features"]["hooks_module"]) if ctx.plan.uses("hooks") else None
+        return cls(ctx.tracker, ctx.caps["features"]["hooks_module"])  # where the plan uses its row (PARTS)
 
     def install(self):
         mod = importlib.import_module(self.module_name)

@@ -35,7 +35,7 @@ class PgHooksSource(Source):
 
     @classmethod
     def build(cls, ctx):
-        return cls(ctx.tracker) if ctx.plan.uses("pg_hooks") else None
+        return cls(ctx.tracker)  # where the plan uses its row (sources.PARTS)
 
     def install(self):
         pass  # hooks go on each group as GroupWatch announces it (on_group)

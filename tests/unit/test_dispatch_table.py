@@ -182,7 +182,7 @@ def test_recorder_on_is_an_enum_written_as_the_strings_the_capabilities_always_h
 
 def test_every_part_of_the_rank_side_is_a_source_that_builds_itself_and_every_row_has_its_part():
     from c10d_observer.sources import base
-    parts = [_sources._part(row) for row in _sources.PARTS]
+    parts = [_sources._part(row) for row, _ in _sources.PARTS]
     for cls in parts:
         assert issubclass(cls, base.Source) and cls.build is not base.Source.build, cls
     names = {cls.name for cls in parts}
