@@ -47,6 +47,9 @@ def _ranks_in(d, key):
     return tuple(value) if isinstance(value, list) else None
 
 
+_TIMES = (float, int)  # a started_at the fast path of Position.from_json takes as it is
+
+
 def _num(value, default=None):
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else default
 
@@ -117,15 +120,21 @@ class Position(NamedTuple):
 
     @classmethod
     def from_json(cls, d):
-        recent = []
         new = tuple.__new__  # a Call per item, built directly (the merge reads thousands: issue 42's fuzzer)
-        for item in d.get("recent_ops") or ():
-            if type(item) is list and len(item) == 4 and type(item[0]) is int and item[1]:
-                t = item[3]
-                recent.append(new(Call, (item[0], item[1], item[2], t if type(t) in (float, int) else None, "")))
-            elif isinstance(item, list) and item and isinstance(item[0], int):
-                recent.append(Call(item[0], item[1] if len(item) > 1 and item[1] else "unknown",
-                                   item[2] if len(item) > 2 else None, _num(item[3]) if len(item) > 3 else None))
+        ops = d.get("recent_ops") or ()
+        # what a watchdog writes: [seq, op, size, started_at] with a number for each time, every item
+        recent = [new(Call, (i[0], i[1], i[2], i[3], "")) for i in ops
+                  if type(i) is list and len(i) == 4 and type(i[0]) is int and i[1] and type(i[3]) in _TIMES]
+        if len(recent) != len(ops):  # anything else, item by item
+            recent = []
+            for item in ops:
+                if type(item) is list and len(item) == 4 and type(item[0]) is int and item[1]:
+                    t = item[3]
+                    recent.append(new(Call, (item[0], item[1], item[2], t if type(t) in _TIMES else None, "")))
+                elif isinstance(item, list) and item and isinstance(item[0], int):
+                    recent.append(Call(item[0], item[1] if len(item) > 1 and item[1] else "unknown",
+                                       item[2] if len(item) > 2 else None,
+                                       _num(item[3]) if len(item) > 3 else None))
         fly = d.get("in_flight_seq")
         in_flight = Call(fly, d.get("in_flight_op") or "unknown", d.get("in_flight_size"),
                          _num(d.get("in_flight_since")), d.get("in_flight_api") or "") if isinstance(fly, int) else None

@@ -248,17 +248,37 @@ def make_program(rng, shape=None, world=None, steps=None):
         size = calls[0][0].size
         for r in range(world):
             calls[r][0] = calls[r][0]._replace(size=size)
-    for s in range(steps):
-        per_rank = {}
-        for i, slot in enumerate(template):
-            if s % slot.every != slot.every - 1:
-                continue
-            for r, cs in _slot_calls(slot, i, s, groups, families).items():
-                per_rank.setdefault(r, []).extend(cs)
-        add(s, per_rank)
+    # each slot's calls, made once (a step's differ only in ``step`` and ``at``: _steps makes them)
+    made = [_slot_calls(slot, i, None, groups, families) for i, slot in enumerate(template)]
+    _steps(calls, template, made, steps, world)
     if epilogue:
         add(steps, {r: [Call("0", "barrier", None, None, None, steps, len(template), None)] for r in range(world)})
     return Program(world, shape, groups, families, template, steps, prologue, epilogue, calls)
+
+
+def _steps(calls, template, made, steps, world):
+    """The loop's calls, appended to each rank's list: what ``add(s, per_rank)`` of the slots' calls at each
+    step gives, without making each call twice (a case's program is about 500 calls)."""
+    new = tuple.__new__
+    for s in range(steps):
+        per_rank = {}
+        for slot, by_rank in zip(template, made):
+            if s % slot.every != slot.every - 1:
+                continue
+            for r, cs in by_rank.items():
+                got = per_rank.get(r)
+                if got is None:
+                    per_rank[r] = list(cs)
+                else:
+                    got.extend(cs)
+        base = s * STEP_S
+        for r in range(world):
+            cs = per_rank.get(r)
+            if not cs:
+                continue
+            n = len(cs) + 1
+            calls[r].extend([new(Call, (c[0], c[1], c[2], c[3], c[4], s, c[6], base + (i + 1) * STEP_S / n))
+                             for i, c in enumerate(cs)])
 
 
 # -- the fault ----------------------------------------------------------------------------------------------

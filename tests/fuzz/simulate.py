@@ -80,13 +80,6 @@ class Sim(object):
             ready.extend(self._advance(r))
         return self
 
-    def _members(self, call, r):
-        if call.op == "send":
-            return (r, call.peer)
-        if call.op == "recv":
-            return (call.peer, r)
-        return self.program.groups[call.group].ranks
-
     def _advance(self, r):
         """Rank r issues its next call (or stops); returns the ranks a completed call set free."""
         i = self.ptr[r]
@@ -104,48 +97,66 @@ class Sim(object):
             return []
         c = calls[i]
         self.ptr[r] = i + 1
-        if c.op in ("send", "recv"):
-            src, dst = (r, c.peer) if c.op == "send" else (c.peer, r)
+        op = c.op
+        if op == "send" or op == "recv":
+            src, dst = (r, c.peer) if op == "send" else (c.peer, r)
             stream = p2p_stream(c.group, src, dst)
             if stream not in self.streams[r]:
                 self.streams[r][stream] = (c.group, "p2p", c.peer, src, dst)
-            sig = ("p2p", c.size)
             text = c.size
+            sig = ("p2p", text)
+            members = (src, dst)
         else:
-            stream = coll_stream(c.group)
+            stream = c.group  # coll_stream
             text = c.size if c.root is None else size_text(c, self.program)
-            sig = (c.op, text)
-        seq = self.started[r].get(stream, 0) + 1
-        self.started[r][stream] = seq
+            sig = (op, text)
+            members = self.program.groups[stream].ranks
+        started = self.started[r]
+        seq = started.get(stream, 0) + 1
+        started[stream] = seq
         t = T0 + c.at
         if t < when + EPS:
             t = when + EPS
         self.clock[r] = t
         if t > self.last_progress:
             self.last_progress = t
-        self.hist[r].setdefault(stream, []).append((seq, c.op, text, t))
+        self.hist[r].setdefault(stream, []).append((seq, op, text, t))
         key = (stream, seq)
-        inst = self.entered.setdefault(key, {})
+        # the call's instance: [the first member's signature, whether every member's is the same, the latest
+        # entry, {rank: (signature, started_at)}]; a rank enters a (stream, seq) once, and only its members do
+        rec = self.entered.get(key)
+        if rec is None:
+            rec = self.entered[key] = [sig, True, t, {}]
+        else:
+            if sig != rec[0]:
+                rec[1] = False
+            if t > rec[2]:
+                rec[2] = t
+        inst = rec[3]
         inst[r] = (sig, t)
         self.state[r], self.blocked[r] = "blocked", key
-        members = self._members(c, r)
-        if len(inst) < len(members) or any(m not in inst for m in members):
-            if c.op == "broadcast" and len({s for s, _ in inst.values()}) == 1:
+        if len(inst) < len(members):
+            if op == "broadcast" and rec[1]:
                 return self._tree_done(key, members, c.root, inst)
             return []
-        if len({s for s, _ in inst.values()}) != 1:
+        if not rec[1]:
             return []  # a desync: never completes
-        end = max(at for _, at in inst.values()) + END_S
-        self.last_progress = max(self.last_progress, end)
+        end = rec[2] + END_S
+        if end > self.last_progress:
+            self.last_progress = end
         gone = self.through.pop(key, ())
+        completed, clock, state, blocked = self.completed, self.clock, self.state, self.blocked
+        free = []
         for m in members:
             if m in gone:
                 continue
-            self.completed[m][stream] = seq
-            self.clock[m] = end
-            self.state[m], self.blocked[m] = "ready", None
+            completed[m][stream] = seq
+            clock[m] = end
+            state[m] = "ready"
+            blocked[m] = None
+            free.append(m)
         del self.entered[key]
-        return [m for m in members if m not in gone]
+        return free
 
     def _tree_done(self, key, members, root, inst):
         """gloo's broadcast (gloo/broadcast.cc): a binomial tree from the root; a rank receives from its parent
@@ -154,32 +165,16 @@ class Sim(object):
         parent and its subtree; the others go through (the fuzzer's real programs, seed 9000040: ranks 0, 2, 4,
         5 past a world broadcast rank 3 skipped, rank 1 in it).  The members it lets through now: completed,
         set free, remembered in ``through`` until the call completes for all."""
-        n = len(members)
-        v = {m: (i - members.index(root)) % n for i, m in enumerate(members)}
-        real = {x: members[(x + members.index(root)) % n] for x in range(n)}
-        dim = max(1, (n - 1).bit_length())
-
-        def parent(x):  # it receives at the iteration of its highest bit, from the rank without that bit
-            return None if x == 0 else x & ~(1 << (x.bit_length() - 1))
-
-        def children(x):  # it sends at each later iteration, to the rank with that bit set too
-            return [x | (1 << i) for i in range(x.bit_length(), dim) if (x | (1 << i)) < n]
-
-        def received(x):
-            return real[x] in inst and (x == 0 or received(parent(x)))
-
+        tree = _tree(members, root)
         gone = self.through.setdefault(key, set())
         free = []
         for m in members:
-            x = v[m]
-            if m in gone or m not in inst or not received(x) or any(real[y] not in inst for y in children(x)):
+            if m in gone or m not in inst:
                 continue
-            chain = [x] + children(x)
-            p = parent(x)
-            while p is not None:
-                chain.append(p)
-                p = parent(p)
-            end = max(inst[real[y]][1] for y in chain) + END_S
+            up, down = tree[m]
+            if any(y not in inst for y in up) or any(y not in inst for y in down):
+                continue  # not yet received (a rank above it has not entered), or a child has not entered
+            end = max(inst[y][1] for y in (m,) + down + up) + END_S
             self.last_progress = max(self.last_progress, end)
             self.completed[m][key[0]] = key[1]
             self.clock[m] = end
@@ -191,6 +186,39 @@ class Sim(object):
     @property
     def hung(self):
         return any(s != "done" for s in self.state)
+
+
+_TREES = {}  # (members, root) -> {rank: (the ranks above it to the root, its children)}: gloo's broadcast tree
+
+
+def _tree(members, root):
+    """gloo's binomial tree of a broadcast over ``members`` from ``root``: {rank: (up, down)}, ``up`` the ranks
+    it receives through (its parent, its parent's parent, ... the root), ``down`` the ranks it sends to."""
+    key = (tuple(members), root)
+    tree = _TREES.get(key)
+    if tree is not None:
+        return tree
+    n = len(members)
+    base = members.index(root)
+    real = [members[(x + base) % n] for x in range(n)]  # x: a rank's place in the tree, the root's 0
+    dim = max(1, (n - 1).bit_length())
+
+    def parent(x):  # it receives at the iteration of its highest bit, from the rank without that bit
+        return None if x == 0 else x & ~(1 << (x.bit_length() - 1))
+
+    tree = {}
+    for x in range(n):
+        up, p = [], parent(x)
+        while p is not None:
+            up.append(real[p])
+            p = parent(p)
+        # it sends at each later iteration, to the rank with that bit set too
+        down = [real[x | (1 << i)] for i in range(x.bit_length(), dim) if (x | (1 << i)) < n]
+        tree[real[x]] = (tuple(up), tuple(down))
+    if len(_TREES) > 4096:
+        _TREES.clear()
+    _TREES[key] = tree
+    return tree
 
 
 def size_text(call, program):
