@@ -1,6 +1,7 @@
 """What the watchdog's decisions carry: ``Action(kind, detail)``, each kind with the one payload it takes
 (``PAYLOADS``), checked when it is made, so that a wrong payload fails where it is made (in the tests), not in
-the effect (watchdog.Watchdog.act).  No imports of the package.
+the effect (watchdog.Watchdog.act); and ``Machine``, the phases-and-table base of every protocol.  No imports
+of the package.
 """
 from collections import namedtuple
 
@@ -8,6 +9,25 @@ from collections import namedtuple
 class ProtocolError(RuntimeError):
     """A machine was asked for a transition its table does not allow, or an action was made with a payload
     its kind does not take: a bug of the watchdog."""
+
+
+class Machine(object):
+    """A machine of phases (``phase``, a ``str``-valued enum member, since ``since_ns``) with one table of the
+    transitions it allows (``ALLOWED``: phase -> the phases it may go to): a step that tries any other raises
+    ProtocolError at once.  The watchdog's protocols (protocols.py) and the relay's gather window
+    (relay_window.py) are such machines.  The model: NVIDIA resiliency-ext's ``RankMonitorState``."""
+
+    ALLOWED = {}
+
+    def can_transition_to(self, phase):
+        return phase in self.ALLOWED.get(self.phase, ())
+
+    def _to(self, phase, now_ns):
+        if not self.can_transition_to(phase):
+            raise ProtocolError("%s: no transition from %s to %s (allowed: %s)" % (
+                type(self).__name__, self.phase.value, phase.value,
+                ", ".join(p.value for p in self.ALLOWED.get(self.phase, ())) or "none"))
+        self.phase, self.since_ns = phase, now_ns
 
 
 def _none(d):

@@ -1,7 +1,7 @@
 """The watchdog's three protocols, each a machine of phases on the injected clock: ``StackCollection`` (the
 rank's stacks written, once per ask), ``Gather`` (the cross-rank gather on one node) and ``Abort``
 (on_timeout="abort").  Pure: no file, no signal, no clock of their own; each step returns Actions, which
-``watchdog.Watchdog.act`` runs.  Moved out of watchdog.py as they were, with their phases made enums.
+``watchdog.Watchdog.act`` runs.  Moved out of watchdog.py as they were, with their phases made enums (each an ``actions.Machine``).
 
 Each phase is a ``str``-valued enum member (its value is what the phase was called before, so logs and
 tests read the same) and each machine has one table of the transitions it allows (``ALLOWED``): a step that
@@ -11,22 +11,10 @@ of ``Action`` says what it carries (``actions.PAYLOADS``), checked when it is ma
 """
 from enum import Enum
 
-from .actions import Action, ProtocolError
+from .actions import Action, Machine
 from .config import HANG_EXIT_CODE
 from .levels import Level
 
-class _Machine(object):
-    ALLOWED = {}
-
-    def can_transition_to(self, phase):
-        return phase in self.ALLOWED.get(self.phase, ())
-
-    def _to(self, phase, now_ns):
-        if not self.can_transition_to(phase):
-            raise ProtocolError("%s: no transition from %s to %s (allowed: %s)" % (
-                type(self).__name__, self.phase.value, phase.value,
-                ", ".join(p.value for p in self.ALLOWED.get(self.phase, ())) or "none"))
-        self.phase, self.since_ns = phase, now_ns
 
 
 class StackPhase(str, Enum):
@@ -52,7 +40,7 @@ class AbortPhase(str, Enum):
 
 
 # -- stack collection -----------------------------------------------------------------------------------
-class StackCollection(_Machine):
+class StackCollection(Machine):
     """Having the rank's stacks written, once per ask.
 
     IDLE -> ASKED: the helper thread (it beats every poll) was asked by a file; it writes every thread's
@@ -137,7 +125,7 @@ class StackCollection(_Machine):
 
 
 # -- the gather -----------------------------------------------------------------------------------------
-class Gather(_Machine):
+class Gather(Machine):
     """The cross-rank gather on one node, through dump_dir (across nodes the relays carry it, relay.py).
 
     A watchdog that finds a call overdue *requests* (writes gather-request.json) unless a request of the
@@ -171,12 +159,10 @@ class Gather(_Machine):
 
     def fresh(self, req, wall_now):
         """``req`` (a requests.GatherRequest or None) is this job's, not merged, asked within gather_wait."""
-        return (req is not None and bool(req.id) and req.job_id == self.job_id
-                and not req.merged_at and wall_now - req.at < self.w.gather_wait)
+        return req is not None and req.valid(self.job_id, now=wall_now, within=self.w.gather_wait, merged_ok=False)
 
     def mine(self, req):
-        return (req is not None and bool(req.id) and req.job_id == self.job_id
-                and req.at >= self.started_at - self.w.gather_wait)
+        return req is not None and req.valid(self.job_id, since=self.started_at - self.w.gather_wait)
 
     def own(self, gid, now_ns):
         self._to(self.OWNER, now_ns)
@@ -344,7 +330,7 @@ class PendingSignal(object):
 
 
 # -- abort ----------------------------------------------------------------------------------------------
-class Abort(_Machine):
+class Abort(Machine):
     """on_timeout="abort": end the rank so the launcher restarts the job, once the verdict is known.
 
     VERDICT: the gather this watchdog joined is merged (at most ``abort_verdict``) -> CULPRIT: a rank that

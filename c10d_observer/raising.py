@@ -134,7 +134,7 @@ class RankRaise(object):
         self._lock = threading.Lock()  # the helper's check and the signal handler's from_signal
 
     def _fresh(self, req):
-        return req is not None and isinstance(req.written_at, (int, float)) and req.written_at >= self.since
+        return req is not None and req.written_since(self.since)
 
     def _by_signal(self, req):
         h = self.handler

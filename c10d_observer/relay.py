@@ -52,6 +52,7 @@ from . import compat
 from . import documents as _documents
 from . import wire as _wire
 from . import dumpdir as _dumpdir
+from . import relay_window as _relay_window
 from . import requests as _requests
 from . import verdict as _verdict
 
@@ -139,9 +140,7 @@ class StoreRelay(object):
         self._slot = None  # this node's bundle number in the store
         self._ready_all = 0  # the store's bundle counter last seen (collecting)
         self._fetched = {}  # slot -> its counter last fetched
-        self._active = {}  # gather id -> deadline: the requests of the gather window
-        self._winner = None  # (number, request) of the window's lowest-numbered request
-        self._own = None  # (number, id) of this node's own request in the window
+        self.window = _relay_window.RelayWindow(window_s)  # the gather window's requests, and its phase
         self._verdict_sent = None  # gather id whose verdict this node sent
         self._verdict_taken = None  # request number whose verdict this node took
         self._next_read = 0.0  # during a gather, a node that does not merge reads the store once a period
@@ -164,14 +163,14 @@ class StoreRelay(object):
         self.dd.remove(_dumpdir.beat_name(self.rank))
 
     def active(self):
-        return bool(self._active)
+        return self.window.open
 
     def _run(self):
         failures = 0
         last, stamp = self.clock(), None
         look = min(self.period, max(REQUEST_LOOK_S, self.period / 4))
-        while not self._stop.wait(min(self.period, 0.1) if self._active else look):
-            if not self._active:  # idle: a step a period, or at once where this node's watchdog asked a gather
+        while not self._stop.wait(min(self.period, 0.1) if self.window.open else look):
+            if not self.window.open:  # idle: a step a period, or at once where this node's watchdog asked a gather
                 seen = _requests.GatherRequest.stamp(self.dd) if self.leader else None  # one stat (files only)
                 fresh = seen is not None and seen != stamp
                 stamp = seen if seen is not None else stamp
@@ -235,11 +234,11 @@ class StoreRelay(object):
         self._publish_local_request(now)
         # idle: one store operation a period; during a gather the relay steps faster (files only) and a
         # node that does not merge still reads the store once a period; the merging node fetches each step
-        read = not self._active or now >= self._next_read
+        read = not self.window.open or now >= self._next_read
         if read:
             self._take_remote_requests(now)
             self._next_read = now + self.period
-        if self._active:
+        if self.window.open:
             if not self._collecting():  # the merging node's own states are in its dump_dir already
                 self._publish_states(now)
             if self._collecting():
@@ -247,14 +246,11 @@ class StoreRelay(object):
                 self._send_verdict()
             elif read:
                 self._take_verdict()
-        if not self._active and now - self._arrivals_at >= max(self.arrivals_every, 0.02 * nodes()):
+        if not self.window.open and now - self._arrivals_at >= max(self.arrivals_every, 0.02 * nodes()):
             self._arrivals_at = now
             self._share_arrivals(now)
-        for gid, deadline in list(self._active.items()):
-            if now > deadline:
-                del self._active[gid]
-        if not self._active:  # the window ended: the next gather starts from nothing
-            self._winner = self._own = self._bundled_for = None
+        if self.window.expire(now):  # the window ended (or none was on): the next gather starts from nothing
+            self._bundled_for = None
             self._node_docs, self._seen_files = {}, {}
 
     # -- who arrives last, across nodes ---------------------------------------------------------------------
@@ -303,7 +299,7 @@ class StoreRelay(object):
         return PREFIX + "/".join(str(p) for p in parts)
 
     def _collecting(self):
-        return self._winner is not None and self._own is not None and self._own[0] == self._winner[0]
+        return self.window.merging
 
     def _publish_local_request(self, now):
         key = _requests.GatherRequest.stamp(self.dd)
@@ -311,24 +307,20 @@ class StoreRelay(object):
             return
         self._local_key = key
         req = _requests.GatherRequest.read(self.dd)
-        if not self._fresh(req, now) or req.id in self._active or req.relayed:
+        if not self._fresh(req, now) or req.id in self.window or req.relayed:
             return
-        self._active[req.id] = now + self.window_s
         n = int(self.store.add(self._key("requests"), 1))  # numbered: no node's request overwrites another's
         self.store.set(self._key("request", n), json.dumps(req.to_json()))
         self.store.add(self._key("request_ready", n), 1)
-        self._own = (n, req.id)
-        if self._winner is None or n < self._winner[0]:
-            self._winner = (n, req)
-        else:  # another node's request came first (written here before this one): it stays the merge
-            self._relay_winner()
+        if self.window.published(n, req, now):
+            self._relay_winner()  # another node's request came first (written here before this one): it stays
 
     def _take_remote_requests(self, now):
         n = int(self.store.add(self._key("requests"), 0))
         changed = False
         while self._requests_seen < n:
             k = self._requests_seen + 1
-            if self._winner is not None and k > self._winner[0]:
+            if self.window.after_first(k):
                 # numbered after the window's first: it loses and its body is not needed (its node learns
                 # the winner from the counter, as this one, and labels its answers with it)
                 self._requests_seen = k
@@ -339,13 +331,11 @@ class StoreRelay(object):
             self._requests_seen = k
             changed = True
             req = _requests.GatherRequest.from_json(json.loads(_wire.text(self.store.get(self._key("request", k)))))
-            if req is None or req.job_id != self.job_id or req.id in self._active:
+            if req is None or req.job_id != self.job_id or req.id in self.window:
                 continue
             # new by the counter; dated by this node's clock from here on (nodes' clocks may disagree)
             req = req.replace(requested_at_origin=req.requested_at, requested_at=now)
-            self._active[req.id] = now + self.window_s
-            if self._winner is None or k < self._winner[0]:
-                self._winner = (k, req)
+            if self.window.read(k, req, now):
                 self._relay_winner()
         if changed:
             self.dd.write_json(_dumpdir.RELAY_SEEN,
@@ -353,17 +343,18 @@ class StoreRelay(object):
 
     def _relay_winner(self):
         """Write the window's winning request (another node's) into dump_dir, for the local watchdogs."""
-        req = self._winner[1].replace(relayed=True)
-        if self._own is not None and self._own[0] != self._winner[0]:
-            req = req.replace(supersedes=self._own[1])  # this node's watchdog leaves the merge to the winner's node
+        (n, req), own = self.window.winner, self.window.own
+        req = req.replace(relayed=True)
+        if own is not None and own[0] != n:
+            req = req.replace(supersedes=own[1])  # this node's watchdog leaves the merge to the winner's node
         req.write(self.dd)
         key = _requests.GatherRequest.stamp(self.dd)
         if key is not None:
             self._local_key = key
 
     def _fresh(self, req, now):
-        return (req is not None and bool(req.id) and req.job_id == self.job_id
-                and now - req.at < self.window_s and req.at >= self.started_at - self.window_s)
+        return req is not None and req.valid(self.job_id, now=now, within=self.window_s,
+                                             since=self.started_at - self.window_s)
 
     def _publish_states(self, now):
         """This node's states that answer a request of the window (or a dead rank's end): one bundle."""
@@ -384,7 +375,7 @@ class StoreRelay(object):
                 self._seen_files[path] = key  # another node's, fetched here: never sent back
                 continue
             dead = doc.dead and doc.job_id == self.job_id and (doc.written_at or 0) >= self.started_at
-            if not (doc.gather_id in self._active or dead):
+            if not (doc.gather_id in self.window or dead):
                 continue
             if doc.stacks_size_before is not None and _dumpdir.size(doc.stack_dump) <= doc.stacks_size_before \
                     and not doc.frozen and not doc.dead and now - (doc.written_at or 0) < STACKS_WAIT_S:
@@ -397,7 +388,7 @@ class StoreRelay(object):
             if prev is None or not (prev.get("kind") == "state" and doc.kind == "end" and not doc.dead):
                 self._node_docs[doc.rank] = out
             changed = True
-        window = self._winner[0] if self._winner is not None else None
+        window = self.window.number
         if not self._node_docs or not (changed or window != self._bundled_for):
             return
         if self._slot is None:
@@ -423,7 +414,7 @@ class StoreRelay(object):
                 continue
             bundle = _wire.unpack(self.store.get(self._key("node", slot)))
             self._fetched[slot] = n
-            if isinstance(bundle, dict) and bundle.get("window") == self._own[0]:
+            if isinstance(bundle, dict) and bundle.get("window") == self.window.own[0]:
                 self._write_remote(slot, bundle)
 
     def _write_remote(self, slot, bundle):
@@ -435,10 +426,10 @@ class StoreRelay(object):
             doc["relayed_from"] = doc.get("host")
             docs.append(doc)
         self.dd.write_json(_dumpdir.node_states_name(slot),
-                           _documents.node_states_json(bundle.get("host"), self._own[1], docs))
+                           _documents.node_states_json(bundle.get("host"), self.window.own[1], docs))
 
     def _send_verdict(self):
-        gid = self._own[1]
+        n, gid = self.window.own
         if self._verdict_sent == gid:
             return
         v = _verdict.read(self.dd.path(_dumpdir.VERDICT_JSON))
@@ -446,18 +437,18 @@ class StoreRelay(object):
             text = self.dd.read_text(_dumpdir.VERDICT_TEXT)
             if text is None:
                 return
-            self.store.set(self._key("verdict", self._own[0]), _wire.pack({"json": v.to_json(), "text": text}))
-            self.store.add(self._key("verdict_ready", self._own[0]), 1)
+            self.store.set(self._key("verdict", n), _wire.pack({"json": v.to_json(), "text": text}))
+            self.store.add(self._key("verdict_ready", n), 1)
             self._verdict_sent = gid
 
     def _take_verdict(self):
-        n = self._winner[0] if self._winner is not None else None
+        n = self.window.number
         if n is None or self._verdict_taken == n or int(self.store.add(self._key("verdict_ready", n), 0)) <= 0:
             return
         self._verdict_taken = n
         got = _wire.unpack(self.store.get(self._key("verdict", n)))
         v = _verdict.Verdict.from_json(dict(got["json"], relayed_from="the node of rank %s"
-                                            % self._winner[1].by_rank))
+                                            % self.window.winner[1].by_rank))
         _verdict.write(self.dd, v, text=got["text"])
 
 

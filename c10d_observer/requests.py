@@ -55,6 +55,13 @@ class _Request(object):
     def __setattr__(self, name, value):
         raise AttributeError("%s is immutable: use replace()" % type(self).__name__)
 
+    def written_since(self, since):
+        """The rule a rank takes a request of its watchdog by (ExitRequest, RaiseRequest): written
+        (``written_at``, a number) at or after ``since``, its process's start; a file another process of the
+        same pid left is history."""
+        t = _number(getattr(self, "written_at", None))
+        return t is not None and t >= since
+
     def __eq__(self, other):
         return type(other) is type(self) and self.to_json() == other.to_json()
 
@@ -179,7 +186,7 @@ class RankExit(object):
         req = ExitRequest.from_json(doc) if doc is not None else None
         if req is None:
             return
-        if _number(req.written_at) is None or req.written_at < self.since:
+        if not req.written_since(self.since):
             return  # an earlier process's with this pid
         code = req.code if isinstance(req.code, int) else HANG_EXIT_CODE
         stage = req.stage
@@ -349,3 +356,12 @@ class GatherRequest(_Request):
     @property
     def at(self):
         return _number(self.requested_at) or 0
+
+    def valid(self, job_id, now=None, within=None, since=None, merged_ok=True):
+        """The one rule a reader takes a gather request by (the watchdog's Gather, the relay): it names a gather
+        (``id``) of job ``job_id``; asked within ``within`` seconds before ``now`` (where given: the window it
+        counts in); not before ``since`` (where given: a request of an earlier run in this dump_dir is
+        history); and, unless ``merged_ok``, not merged yet."""
+        at = self.at
+        return (bool(self.id) and self.job_id == job_id and (merged_ok or not self.merged_at)
+                and (within is None or now - at < within) and (since is None or at >= since))

@@ -3,8 +3,9 @@ machine refuses a transition its table does not allow."""
 import pytest
 
 from c10d_observer import config
-from c10d_observer.protocols import (Abort, AbortPhase, Gather, GatherPhase, ProtocolError, StackCollection,
-                                     StackPhase)
+from c10d_observer.actions import ProtocolError
+from c10d_observer.protocols import Abort, AbortPhase, Gather, GatherPhase, StackCollection, StackPhase
+from c10d_observer.relay_window import RelayPhase, RelayWindow
 from c10d_observer.requests import GatherRequest
 
 W = config.windows(0.1)
@@ -17,7 +18,8 @@ def test_phases_are_enum_members_with_the_names_logs_and_tests_read():
 
 
 def test_every_table_names_only_its_own_phases_and_covers_each_of_them():
-    for machine, phases in ((Abort, AbortPhase), (Gather, GatherPhase), (StackCollection, StackPhase)):
+    for machine, phases in ((Abort, AbortPhase), (Gather, GatherPhase), (StackCollection, StackPhase),
+                            (RelayWindow, RelayPhase)):
         assert set(machine.ALLOWED) == set(phases), machine
         for targets in machine.ALLOWED.values():
             assert set(targets) <= set(phases), machine
@@ -54,6 +56,46 @@ def test_gather_merges_only_what_it_owns():
     assert g.phase is GatherPhase.OWNER
     g.superseded(GatherRequest(id="theirs", supersedes="g1"))
     assert g.phase is GatherPhase.IDLE and g.owned is None
+
+
+def test_the_relay_window_merges_its_own_first_request_and_answers_an_earlier_one_read_later():
+    w = RelayWindow(5.0)
+    assert w.phase is RelayPhase.IDLE and w.expire(0.0) and not w.open
+    assert not w.published(2, GatherRequest(id="mine"), 0.0)  # the first it knows of: it merges
+    assert w.merging and "mine" in w and w.number == 2
+    assert not w.after_first(1) and w.after_first(3)  # a later number loses unread
+    assert w.read(1, GatherRequest(id="theirs"), 0.5)  # numbered earlier, read later: it is the merge now
+    assert w.phase is RelayPhase.ANSWERING and w.number == 1 and w.own == (2, "mine")
+    assert not w.read(4, GatherRequest(id="later"), 0.6) and w.number == 1
+    assert not w.expire(5.4)  # "theirs" and "later" still count
+    assert w.expire(5.7) and w.phase is RelayPhase.IDLE and w.winner is None and w.own is None
+
+
+def test_the_relay_window_never_turns_an_answering_node_into_the_merging_one():
+    w = RelayWindow(5.0)
+    assert w.read(3, GatherRequest(id="theirs"), 0.0) and w.phase is RelayPhase.ANSWERING
+    assert w.published(4, GatherRequest(id="mine"), 0.1)  # numbered after: the relay writes "theirs" back
+    assert w.phase is RelayPhase.ANSWERING
+    with pytest.raises(ProtocolError, match="no transition from answering to merging"):
+        w.published(2, GatherRequest(id="older"), 0.2)  # numbers only grow: a bug, refused where it happens
+
+
+def test_a_second_request_of_the_merging_node_leaves_the_merge_to_its_first():
+    w = RelayWindow(5.0)
+    w.published(1, GatherRequest(id="first"), 0.0)
+    assert w.published(2, GatherRequest(id="second"), 1.0) and w.phase is RelayPhase.ANSWERING
+    assert w.number == 1 and w.winner[1].id == "first" and w.own == (2, "second")
+
+
+def test_one_rule_takes_a_gather_request_for_the_watchdog_and_for_the_relay():
+    req = GatherRequest(id="g", job_id="job", requested_at=100.0)
+    assert req.valid("job") and not req.valid("other") and not GatherRequest(job_id="job").valid("job")
+    assert req.valid("job", now=104.9, within=5.0) and not req.valid("job", now=105.0, within=5.0)
+    assert req.valid("job", since=100.0) and not req.valid("job", since=100.5)  # an earlier run's: history
+    merged = req.replace(merged_at=101.0)
+    assert merged.valid("job") and not merged.valid("job", merged_ok=False)
+    g = Gather(W, "job", 100.0 + W.gather_wait)
+    assert g.fresh(req, 100.1) and not g.fresh(merged, 100.1) and g.mine(req) and not g.fresh(None, 100.1)
 
 
 def test_stack_collection_without_helper_or_dump_signal_stays_idle():

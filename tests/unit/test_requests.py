@@ -125,3 +125,10 @@ def test_no_module_but_requests_writes_a_request_file():
                 text = fh.read()
             found += ["%s: _dumpdir.%s" % (os.path.relpath(path, pkg), n) for n in names if "_dumpdir.%s" % n in text]
     assert not found, found
+
+
+def test_a_rank_takes_its_watchdogs_requests_only_when_written_since_its_process_started():
+    from c10d_observer.requests import ExitRequest, RaiseRequest
+    for cls in (ExitRequest, RaiseRequest):
+        assert cls(written_at=10.0).written_since(10.0) and not cls(written_at=9.9).written_since(10.0)
+        assert not cls().written_since(0.0) and not cls(written_at=True).written_since(0.0)

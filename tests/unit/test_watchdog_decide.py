@@ -745,7 +745,7 @@ def test_every_kind_of_action_has_one_effect_and_every_effect_a_kind(rig):
 
 
 def test_an_action_with_a_payload_its_kind_does_not_take_fails_where_it_is_made():
-    from c10d_observer.protocols import ProtocolError
+    from c10d_observer.actions import ProtocolError
     with pytest.raises(ProtocolError, match="action arm carries whether this rank is a culprit"):
         Action("arm", "yes")
     with pytest.raises(ProtocolError, match="no action 'nap'"):
