@@ -74,7 +74,7 @@ def one(out, calls):
                 s["status"] = repr(e)
             if src is not None:
                 pgs = {}
-                for key, p in list(src.pgs.items()):
+                for key, p in [((r.name, k), q) for r in src.readers for k, q in list(r.pgs.items())]:
                     st = p.stream
                     pgs[str(key)] = {
                         "inflight": sorted(p.inflight)[:6], "n_inflight": len(p.inflight),

@@ -23,7 +23,7 @@ from c10d_observer import channel_reader as ch_reader
 from c10d_observer import compat
 from c10d_observer.sources import flight_recorder as fr
 from c10d_observer.sources import recorder_books as books
-from c10d_observer.sources import nccl_checks, recorders
+from c10d_observer.sources import nccl_reader, recorder_reader, recorders
 
 TIMEOUT_S = 1.0
 QUARTER_NS = int(TIMEOUT_S * 1e9 / 4)
@@ -79,12 +79,12 @@ def rig(monkeypatch, tmp_path):
     clock = Clock()
     monkeypatch.setattr(compat, "fr_status", rec.status)
     monkeypatch.setattr(compat, "fr_entries", rec.read_entries)
-    for m in (fr, recorders, nccl_checks):  # the reader and its parts read the clock
+    for m in (fr, recorders, recorder_reader, nccl_reader):  # the source and its readers read the clock
         monkeypatch.setattr(m, "time", clock)
     tracker = types.SimpleNamespace(rank=0)  # only its rank is read, to name the entries file
     src = fr.FlightRecorderSource(tracker=tracker, period=0.01, timeout=TIMEOUT_S, dump_dir=str(tmp_path))
     stream = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
-    src.pgs[("gloo", "0")] = books._Pg("0", stream, 0, key_id="0")  # what _add_pg makes for a gloo group counted from op 0
+    src.reader("gloo").pgs["0"] = books._Pg("0", stream, 0, key_id="0")  # what _add_pg makes for a gloo group counted from op 0
     src.dump_dir = str(tmp_path)
     yield src, rec, clock, reader
     reader.close()
@@ -268,7 +268,7 @@ class GlooGroup(object):
 def gloo(rig):
     src, rec, clock, reader = rig
     group = types.SimpleNamespace(other_ops=[])
-    p = src.pgs[("gloo", "0")]
+    p = src.reader("gloo").pgs["0"]
     p.numbers = books._Numbers(group, 0, 0)
     return src, rec, clock, reader, GlooGroup(rec, group)
 
@@ -336,7 +336,7 @@ def arrivals_rig(monkeypatch, tmp_path):
     rec, clock = Recorder(), Clock()
     monkeypatch.setattr(compat, "fr_status", rec.status)
     monkeypatch.setattr(compat, "fr_entries", rec.read_entries)
-    for m in (fr, recorders, nccl_checks):  # the reader and its parts read the clock
+    for m in (fr, recorders, recorder_reader, nccl_reader):  # the source and its readers read the clock
         monkeypatch.setattr(m, "time", clock)
 
     def make(waiting=False):
@@ -344,7 +344,7 @@ def arrivals_rig(monkeypatch, tmp_path):
         src = fr.FlightRecorderSource(tracker=tracker, period=0.01, timeout=TIMEOUT_S, dump_dir=str(tmp_path))
         main = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": "collective"}))
         arr = writer.stream_writer(writer.add_stream({"group": "0", "stream": "0", "kind": ch.ARRIVALS}))
-        src.pgs[("gloo", "0")] = books._Pg("0", main, key_id="0", arrivals=arr)
+        src.reader("gloo").pgs["0"] = books._Pg("0", main, key_id="0", arrivals=arr)
         return src, rec, clock, reader
 
     yield make
@@ -389,7 +389,7 @@ def test_a_rank_that_waits_in_a_call_is_read_once_off_the_periods(arrivals_rig, 
     calls(1, 10)
     src.poll_once()  # the first read is due at once
     assert rec.entry_reads == 1
-    src._batches["gloo"].next_at = clock.time() + 60.0  # the next period's read, a minute away
+    src.reader("gloo").batches.next_at = clock.time() + 60.0  # the next period's read, a minute away
     calls(11, 20)
     src.poll_once()
     for _ in range(8):  # still (in the recv) for two lookup periods
@@ -413,7 +413,7 @@ def test_disable_puts_every_call_since_the_last_batch_on_the_arrivals_stream(arr
         clock.now_ns += 1000000
         if op_id == 10:
             src.poll_once()  # the first batch, then none for a minute
-            src._batches["gloo"].next_at = clock.time() + 60.0
+            src.reader("gloo").batches.next_at = clock.time() + 60.0
     src.poll_once()
     [st] = reader.snapshot(passed=True, arrivals=True)
     assert [c[0] for c in st.passed] == list(range(1, 11))
@@ -540,10 +540,9 @@ def test_a_rooted_call_read_before_its_root_was_noted_waits_for_the_next_read():
                    "time_created_ns": now_wall - 10 ** 6}}
     p = types.SimpleNamespace(arrivals=object(), pending=collections.deque(), backfilled=4, group=g,
                               nums=lambda by_pg: entries)
-    me = types.SimpleNamespace(pgs={("gloo", "0"): p})
-    rec = types.SimpleNamespace(name="gloo")
-    fr.FlightRecorderSource._queue_arrivals(me, rec, None)
+    me = types.SimpleNamespace(pgs={"0": p})
+    recorder_reader.GlooReader._queue_arrivals(me, None)
     assert [n for n, _, _ in p.pending] == [5]  # the broadcast waits: its root is not noted yet
     tr._Group.note_root(g, 6, ch.OP_CODES["broadcast"], 1)
-    fr.FlightRecorderSource._queue_arrivals(me, rec, None)
+    recorder_reader.GlooReader._queue_arrivals(me, None)
     assert [n for n, _, _ in p.pending] == [5, 6] and cw.decode_root(p.pending[-1][1]) == 1

@@ -23,7 +23,7 @@ from c10d_observer import compat
 from c10d_observer import tracker as _tracker
 from c10d_observer.sources import flight_recorder as fr
 from c10d_observer.sources import recorder_books as books
-from c10d_observer.sources import nccl_checks, recorders
+from c10d_observer.sources import nccl_reader, recorder_reader, recorders
 from c10d_observer.detector import find_overdue
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -93,15 +93,15 @@ def rig(monkeypatch, tmp_path):
     monkeypatch.setattr(compat, "nccl_uid", lambda pg: pg.uid)
     monkeypatch.setattr(compat, "torch_seq", lambda pg: pg.seq)
     monkeypatch.setattr(compat, "rank_and_world", lambda: (0, 1))
-    for m in (fr, recorders, nccl_checks):  # the reader and its parts read the clock
+    for m in (fr, recorders, recorder_reader, nccl_reader):  # the source and its readers read the clock
         monkeypatch.setattr(m, "time", clock)
     tr = _tracker.Tracker(writer, completion_period=1.0)
     tr.native_for = lambda pg, desc, kind="collective": None if kind == "p2p" else "nccl"  # the plan: this recorder makes the NCCL groups' events
     src = fr.FlightRecorderSource(tr, period=PERIOD_S, timeout=TIMEOUT_S, dump_dir=str(tmp_path),
                                   recorders=[recorders.nccl_recorder()])
     src.activate("nccl")
-    src._batches["nccl"] = books._Batches()
-    src._batches["nccl"].next_at = float("inf")
+    src.reader("nccl").batches = books._Batches()
+    src.reader("nccl").batches.next_at = float("inf")
     rig = types.SimpleNamespace(src=src, tracker=tr, clock=clock, readings=readings, reader=reader,
                                 tmp=str(tmp_path))
 
@@ -366,7 +366,7 @@ def test_a_group_with_p2p_is_followed_by_its_active_entries(rig):
     # complete a stuck collective (p2p number 5 > collective 2 here)
     case = "sync_all_reduce"
     rig.groups_of(case)
-    g = rig.tracker.group(rig.src._by_uid[("nccl", "0")][0])
+    g = rig.tracker.group(rig.src.reader("nccl").by_uid["0"][0])
     g.p2p_stream(1, True)  # what the patch source's send wrapper does at the group's first send
     rig.read(case, 0)
     r1 = rig.read(case, 1)
@@ -454,7 +454,7 @@ def test_a_call_behind_a_busy_gpu_after_a_burst_of_async_calls_is_found(rig):
     r0 = rig.read(case, 0)
     template = CASES[case][1]["active"][0]
     base = int(r0["pg_status"]["0"]["last_enqueued_collective"])
-    burst = 2 * fr.MAX_START + 50
+    burst = 2 * recorder_reader.MAX_START + 50
     t_ms = r0["t_ms"] + 1000 * PERIOD_S
     wall = template["time_created_ns"]
     first, last = base + 1, base + burst

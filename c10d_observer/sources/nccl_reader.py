@@ -1,6 +1,7 @@
-"""What the flight-recorder reader does for torch's NCCL recorders only (``NcclChecks``, a part of
-``FlightRecorderSource``): groups keyed by their backend's uid, completions checked against the active
-entries, groups that carry p2p followed by their active entries, and groups the recorder does not record.
+"""The readers of torch's NCCL recorders (recorder_reader.py's ``RecorderReader`` with what NCCL needs):
+``NcclReader`` (NCCL2's recorder, and the part both share: completions checked against the active entries,
+groups that carry p2p followed by their active entries) and ``LegacyNcclReader`` (ProcessGroupNCCL's: groups
+keyed by their backend's uid, and groups the recorder does not record).
 
 Groups that carry p2p (a legacy NCCL or NCCL2 group on which a send or recv was seen, by the patch source's
 p2p wrappers, or whose ``pg_status`` disagrees with torch's collective counter at enable()): p2p works
@@ -20,36 +21,18 @@ its entry), unless a later call of its group, also completed, is no longer activ
 calls in order, so that entry never completes (a collective recorded while a CUDA graph was captured).
 """
 import logging
+import threading
 import time
 
 from .. import compat
+from .recorder_reader import _HELD, RecorderReader, _Gap
 from .recorders import _op_word, _start_ns
 
 log = logging.getLogger("c10d_observer")
 
-_HELD = object()  # a verify item: re-check the calls held in flight
 
-
-class _Gap(object):
-    """A verify item: the calls up to ``comp`` completed per pg_status, ``enq`` the last enqueued."""
-    __slots__ = ("enq", "comp")
-
-    def __init__(self, enq, comp):
-        self.enq, self.comp = enq, comp
-
-
-class NcclChecks(object):
-    """The NCCL recorders' part of the reader: it stands on the reader's groups (``pgs``), its lock and its
-    ``_start_through`` / ``_end`` / ``_name``."""
-
-    def register_group(self, pg):
-        """A legacy NCCL group was created or found: the recorder keys it by its backend's uid."""
-        uid = compat.nccl_uid(pg)
-        if uid is None:
-            return False
-        with self._lock:
-            self._by_uid[("nccl", uid)] = (pg, compat.torch_seq(pg), time.monotonic_ns())
-        return True
+class NcclReader(RecorderReader):
+    """An NCCL recorder whose entries a lookup reads only while active (``rec.active_only``)."""
 
     def _verify(self, p, item, active, now):
         """NCCL: what pg_status called completed, against the active entries ({number: entry}) just read
@@ -94,7 +77,7 @@ class NcclChecks(object):
             p.held.add(item)
             self._name(p, item, e, now)
 
-    def _advance_active(self, rec, p, active, now):
+    def _advance_active(self, p, active, now):
         """A group that carries p2p: its collectives in flight are its active entries ({number: entry})."""
         st = p.stream
         for number in [k for k in p.inflight if k not in active]:
@@ -113,24 +96,49 @@ class NcclChecks(object):
             p.inflight[number] = now
             p.looked[number] = now
 
-    def _check_recording(self, status, now):
+
+class LegacyNcclReader(NcclReader):
+    """ProcessGroupNCCL's recorder (``recorders.nccl_recorder``): pg_status is keyed by the backend's uid, which
+    every group announces when it is created (``register_group``, on the rank's thread)."""
+
+    def __init__(self, src, rec):
+        NcclReader.__init__(self, src, rec)
+        self._lock = threading.Lock()  # register_group runs on the rank's thread, reads on the source's
+        self.by_uid = {}  # uid -> (group, torch's collective count, monotonic ns) announced
+
+    def register_group(self, pg):
+        """A legacy NCCL group was created or found: the recorder keys it by its backend's uid."""
+        uid = compat.nccl_uid(pg)
+        if uid is None:
+            return False
+        with self._lock:
+            self.by_uid[uid] = (pg, compat.torch_seq(pg), time.monotonic_ns())
+        return True
+
+    def _known_group(self, pg_id, enq):
+        with self._lock:
+            known = self.by_uid.pop(pg_id, None)
+        if known is not None and self._add_pg(pg_id, pg=known[0], enq=enq, torch_seq=compat.torch_seq(known[0])):
+            return self.pgs[pg_id]
+        return None
+
+    def _checks(self, status, now):
         """A legacy NCCL group whose collectives torch counts but its recorder never lists is not recorded
         (the recorder was off when it was first used): its calls go back to the patch source."""
-        wait_ns = int(4 * self.period * 1e9)
+        wait_ns = int(4 * self.src.period * 1e9)
         with self._lock:
-            late = [(k, v) for k, v in self._by_uid.items()
-                    if k[1] not in status and now - v[2] > wait_ns]
+            late = [(k, v) for k, v in self.by_uid.items() if k not in status and now - v[2] > wait_ns]
         for key, (pg, seq0, _) in late:
             seq = compat.torch_seq(pg)
             if seq is None or seq0 is None or seq <= seq0:
                 continue
             with self._lock:
-                self._by_uid.pop(key, None)
+                self.by_uid.pop(key, None)
             self.ignored.add(key)
             log.warning("c10d_observer: torch's NCCL flight recorder does not record group %s (it was off "
                         "when the group was made: set %s=%d before the first NCCL group, or enable() the "
                         "observer before init_process_group); its Python-issued calls are watched by the "
                         "patch source instead, DDP's and functional collectives are not",
                         compat.describe_group(pg).get("group"), compat.NCCL_TRACE_ENV, compat.NCCL_TRACE_SIZE)
-            if self.on_not_recorded is not None:
-                self.on_not_recorded(pg)
+            if self.src.on_not_recorded is not None:
+                self.src.on_not_recorded(pg)
