@@ -273,14 +273,33 @@ def lines(doc, now=None):
                                                              1000 * s["median_lag_s"]))
         if s.get("since") is not None:
             text += "; the straggler since %s" % clock(s["since"], ms=False)
-            if now is not None and now - s["since"] >= 60:
+            if now is not None and now - s["since"] >= 60 and not g.get("joined_on"):
                 text += " (%.0f min)" % ((now - s["since"]) / 60.0)
+        if g.get("joined_on"):  # another node's join: its times are on that node's clock
+            text += " (joined on %s, whose clock the time is on)" % g["joined_on"]
         out.append(text)
     return out
 
 
 def read(directory):
-    """The node's stragglers document (``stragglers.json``), or None.  ``directory``: a path or a DumpDir."""
+    """The node's stragglers document, or None.  ``directory``: a path or a DumpDir.  ``stragglers.json`` is the
+    join of this node's leader; a group that spans nodes is joined on one node only (the one that collects the
+    arrivals, relay.py), whose join the relay brings here (``stragglers-relayed.json``): its groups stand in
+    for those this node could not join (no call, or none of them here), each marked ``joined_on`` that node."""
     dd = directory if isinstance(directory, _dumpdir.DumpDir) else _dumpdir.DumpDir(directory)
-    doc = dd.read_json(_dumpdir.STRAGGLERS)
+    doc = _stragglers(dd.read_json(_dumpdir.STRAGGLERS))
+    relayed = _stragglers(dd.read_json(_dumpdir.STRAGGLERS_RELAYED))
+    if relayed is None:
+        return doc
+    mine = {g.get("stream"): g for g in (doc or {}).get("groups") or () if g.get("calls")}
+    theirs = [dict(g, joined_on=relayed.get("host")) for g in relayed.get("groups") or ()
+              if g.get("calls") and g.get("stream") not in mine]
+    if not theirs:
+        return doc
+    out = dict(doc or relayed)
+    out["groups"] = sorted(list(mine.values()) + theirs, key=lambda g: str(g.get("stream")))
+    return out
+
+
+def _stragglers(doc):
     return doc if isinstance(doc, dict) and doc.get("format") == "c10d_observer.stragglers" else None

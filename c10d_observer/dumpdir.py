@@ -31,6 +31,7 @@ Kinds of file (R: the rank, P: the rank's pid):
 ``relay-seen.json``                   relay             store requests already seen
 ``arrivals-rank<R>-pid<P>.json``      watchdog          the starts of the rank's recent calls
 ``stragglers.json``                   watchdog (node)   who arrives last, per group (arrivals.py)
+``stragglers-relayed.json``           relay             the collecting node's join, for groups across nodes
 ``arrivals-node-<key>.json``           relay             another node's ranks' arrivals documents (relay.py)
 ====================================  ================  ================================================
 
@@ -74,6 +75,7 @@ RELAY_BEAT = "relay-rank%d.beat"
 RELAY_SEEN = "relay-seen.json"
 ARRIVALS = "arrivals-rank%s-pid%d.json"
 STRAGGLERS = "stragglers.json"
+STRAGGLERS_RELAYED = "stragglers-relayed.json"  # the node that joins arrivals across nodes: its join (relay.py)
 
 REPORT_GLOB = "report-rank*.json"
 STATE_GLOB = "state-rank*.json"
@@ -85,7 +87,7 @@ ARRIVALS_NODE = "arrivals-node-%s.json"  # another node's ranks' arrivals, broug
 ARRIVALS_NODE_GLOB = "arrivals-node-*.json"
 
 _OURS = re.compile(r"^(report|state|end|stacks|pyspy|fr|signal|arrivals|live)-rank|^states-node\d+\.json$|^arrivals-node-"
-                   r"|^(stack|exit)req-pid|^notify-pid|^(verdict|gather-request|stragglers|watch-request)\.|^verdict-.*\.json$"
+                   r"|^(stack|exit)req-pid|^notify-pid|^(verdict|gather-request|stragglers|stragglers-relayed|watch-request)\.|^verdict-.*\.json$"
                    r"|^relay-|^\.tmp-|^\.c10d_observer-")
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 

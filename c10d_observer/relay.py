@@ -31,7 +31,9 @@ start together).  The leader, every ``period``:
 - off the gather, every ARRIVALS_EVERY_S, the starts of the node's ranks on groups that span nodes go out
   (``<P>arrivals/<rank>``, one ``set``; ``<P>arrival_nodes`` numbers the nodes that share), and the node
   numbered 1 brings the others' into its ``dump_dir``, where its watchdog joins them in its own clock
-  (who arrives last, arrivals.py: the hosts' clock offsets come from the calls themselves).
+  (who arrives last, arrivals.py: the hosts' clock offsets come from the calls themselves); its join goes
+  back out (``<P>stragglers``, where it changed) and the other nodes write it into theirs
+  (``stragglers-relayed.json``), so every node names a straggler of a group across nodes.
 
 No clock is compared across nodes for the gather.  Only ``set``, ``get`` and ``add`` are used (``get`` only of keys known
 to exist): they exist on every store of every torch in the matrix and never block on a missing key.  It
@@ -148,6 +150,8 @@ class StoreRelay(object):
         self._arrivals_at = 0.0  # when this node's arrivals last went out (and, at the collector, came in)
         self._arrivals_index = None  # this node's number among those that share arrivals (1: the collector)
         self._arrivals_nodes = {}  # number -> the key another node shares its arrivals under
+        self._stragglers_sent = None  # the collector: written_at of the join it last sent
+        self._stragglers_taken = 0  # the others: the store's count of joins sent, last taken
         self.leader = False
         self._stop = threading.Event()
         self._thread = None
@@ -278,8 +282,11 @@ class StoreRelay(object):
             if self._arrivals_index is None:
                 self._arrivals_index = int(self.store.add(self._key("arrival_nodes"), 1))
                 self.store.set(self._key("arrival_node", self._arrivals_index), str(self.rank))
+        if self._arrivals_index is not None and self._arrivals_index != 1:
+            self._take_stragglers(now)
         if self._arrivals_index != 1:
             return
+        self._send_stragglers(docs)
         n = int(self.store.add(self._key("arrival_nodes"), 0))
         for i in range(2, n + 1):
             key = self._arrivals_nodes.get(i)
@@ -289,6 +296,29 @@ class StoreRelay(object):
             self.dd.write_json(_dumpdir.ARRIVALS_NODE % key,
                                {"format": "c10d_observer.arrivals_node", "job_id": self.job_id, "written_at": now,
                                  "from_rank": key, "docs": got.get("docs") or []})
+
+    def _send_stragglers(self, docs):
+        """The collector: its node's join (stragglers.json, written by its watchdog from every node's arrivals)
+        goes out where it changed (one ``set``), so that every node's report, watch and verdict name a
+        straggler of a group across nodes, not only this one's."""
+        doc = self.dd.read_json(_dumpdir.STRAGGLERS)
+        if not isinstance(doc, dict) or doc.get("written_at") == self._stragglers_sent:
+            return
+        host = next((d.get("host") for d in docs if d.get("host")), None)
+        self.store.set(self._key("stragglers"), _wire.pack(dict(doc, host=host, job_id=self.job_id)))
+        self.store.add(self._key("stragglers_ready"), 1)
+        self._stragglers_sent = doc.get("written_at")
+
+    def _take_stragglers(self, now):
+        """Another node: the collector's join, where a new one was sent, into this node's dump_dir
+        (``stragglers-relayed.json``; arrivals.read puts its groups beside this node's own join)."""
+        n = int(self.store.add(self._key("stragglers_ready"), 0))
+        if n <= self._stragglers_taken:
+            return
+        self._stragglers_taken = n
+        got = _wire.unpack(self.store.get(self._key("stragglers")))
+        if isinstance(got, dict) and got.get("job_id") == self.job_id:
+            self.dd.write_json(_dumpdir.STRAGGLERS_RELAYED, dict(got, relayed_at=now))
 
     def _host(self):
         for doc in self._node_docs.values():

@@ -214,7 +214,9 @@ def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
 def test_a_straggler_on_another_node_is_named(tmp_path):
     """Issue 31: two torchrun agents on loopback, two ranks each, each node with its own dump_dir; rank 3 (on
     the second node) computes 40 % longer every step.  Its starts reach the first node's join through the
-    store (relay.py), in that node's clock (arrivals.clock_offsets), and it is named well before the end."""
+    store (relay.py), in that node's clock (arrivals.clock_offsets), and it is named well before the end; and
+    (issue 44) that join reaches the other node too, whose report and watch name it (arrivals.read)."""
+    from c10d_observer import arrivals
     try:
         import torch.distributed.run  # noqa: F401  (torch 1.9+)
     except ImportError:
@@ -229,7 +231,7 @@ def test_a_straggler_on_another_node_is_named(tmp_path):
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=2",
                "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:%d" % port, "--rdzv_id=two-nodes-s",
                "--max_restarts=0", "-m", "c10d_observer", "run", "--dump-dir", str(dumps[n]),
-               os.path.join(HERE, "straggler_script.py"), str(work), "300", "0.1", "3", "1.4"]
+               os.path.join(HERE, "straggler_script.py"), str(work), "400", "0.1", "3", "1.4"]
         procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env()))
         logs.append(log)
 
@@ -260,6 +262,9 @@ def test_a_straggler_on_another_node_is_named(tmp_path):
             log.close()
     assert codes == [0, 0], out
     assert g["straggler"]["rank"] == 3 and g["straggler"]["median_lag_s"] > 0.02, (g, out)
+    for d in dumps:  # every node names it: its own join, or the one the relay brought
+        seen = [x for x in (arrivals.read(str(d)) or {}).get("groups") or () if len(x["ranks"]) == 4]
+        assert seen and (seen[0].get("straggler") or {}).get("rank") == 3, (str(d), seen, out)
     # the other node's starts came through the store (no shared dump_dir)
     assert [n for n in os.listdir(str(here)) if n.startswith("arrivals-node-")], os.listdir(str(here))
     with open(str(work / "rank3.json")) as f:

@@ -331,3 +331,43 @@ def test_one_election_rule_for_a_node_the_lowest_rank_heard_from_lately():
     assert node_leader({3: 100.0, 1: 99.0, 2: 100.0}, 100.0, 5.0) == 1
     assert node_leader({3: 100.0, 1: 90.0, 2: None}, 100.0, 5.0) == 3  # rank 1 silent too long, rank 2 never
     assert node_leader({}, 100.0, 5.0) is None
+
+
+def test_a_straggler_joined_on_the_collecting_node_reaches_the_other_node(nodes):
+    """Issue 44: a group across nodes is joined on one node only (the one that collects the arrivals); the
+    other node's report and watch said nothing of its straggler ("calls": 0 there).  The collector's join goes
+    out through the store and the other node's arrivals.read names the straggler, marked with where it was
+    joined; a group this node joined itself keeps its own join."""
+    from c10d_observer import arrivals as _arrivals
+    store, (d0, d1), (r0, r1) = nodes
+    now = r0.clock()
+    for d, ranks in ((d0, (0, 1)), (d1, (2, 3))):  # each node's ranks' starts on the world group (spans both)
+        for r in ranks:
+            _dumpdir.write_json(os.path.join(d, _dumpdir.ARRIVALS % (r, 100 + r)), {
+                "format": "c10d_observer.arrivals", "version": 1, "rank": r, "pid": 100 + r, "job_id": JOB,
+                "written_at": now, "members": {"0": [0, 1, 2, 3], "1": [2, 3]}, "host": os.path.basename(d),
+                "streams": {"0": [[1, now]], "1": [[1, now]]}})
+    named = {"rank": 3, "share": 0.9, "median_lag_s": 0.05, "calls": 60, "since": now - 30}
+    _dumpdir.write_json(os.path.join(d1, _dumpdir.STRAGGLERS), {  # node1's leader joined its own group only
+        "format": "c10d_observer.stragglers", "version": 1, "written_at": now, "groups": [
+            {"stream": "0", "ranks": [0, 1, 2, 3], "calls": 0, "last_share": {}, "straggler": None},
+            {"stream": "1", "ranks": [2, 3], "calls": 80, "last_share": {}, "straggler": None}]})
+    r0.step()  # node0 shares first: the collector
+    r1.step()
+    assert r0._arrivals_index == 1 and r1._arrivals_index == 2
+    assert _arrivals.read(d1)["groups"][0]["straggler"] is None  # nothing joined across nodes yet
+    _dumpdir.write_json(os.path.join(d0, _dumpdir.STRAGGLERS), {  # node0's watchdog joined every node's starts
+        "format": "c10d_observer.stragglers", "version": 1, "written_at": now + 1, "groups": [
+            {"stream": "0", "ranks": [0, 1, 2, 3], "calls": 60, "last_share": {"3": 0.9}, "straggler": named}]})
+    for r in (r0, r1):
+        r.clock.advance(r.arrivals_every)
+        r.step()
+    doc = _arrivals.read(d1)
+    world, sub = doc["groups"]
+    assert world["straggler"] == named and world["joined_on"] == "node0"
+    assert sub["calls"] == 80 and "joined_on" not in sub  # its own join stands
+    assert "rank 3 arrived last" in _arrivals.lines(doc)[0] and "joined on node0" in _arrivals.lines(doc)[0]
+    sent = store.add(_relay.PREFIX + "stragglers_ready", 0)
+    r0.clock.advance(r0.arrivals_every)
+    r0.step()  # the join did not change: nothing sent again
+    assert store.add(_relay.PREFIX + "stragglers_ready", 0) == sent
