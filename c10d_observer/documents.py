@@ -9,6 +9,7 @@ import json
 from typing import NamedTuple, Optional
 
 from . import channel as _ch
+from .levels import CallEnd
 from .text import describe_call
 
 
@@ -174,7 +175,7 @@ class Overdue(NamedTuple):
 
     @property
     def resolved(self):
-        return self.ended == "completed"
+        return self.ended == CallEnd.COMPLETED
 
     def describe(self):
         return describe_call(self._asdict())

@@ -7,6 +7,7 @@ import os
 
 from . import documents as _documents
 from . import dumpdir as _dumpdir
+from .levels import CallEnd
 from .text import clock, describe_call
 
 
@@ -50,10 +51,10 @@ def summarize(reports, problems=()):
         for e in rep.overdue:
             if e.in_flight:
                 after = ""
-            elif e.ended == "completed":
+            elif e.ended == CallEnd.COMPLETED:
                 after = "; completed later%s" % (" (resolved after %s s in flight)" % e.resolved_after_s
                                                  if e.resolved_after_s is not None else "")
-            elif e.ended == "rank ended":
+            elif e.ended == CallEnd.RANK_ENDED:
                 after = "; this rank ended while in it"
             else:
                 after = "; it ended once other ranks of it had ended (not resolved)"

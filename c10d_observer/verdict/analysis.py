@@ -9,6 +9,7 @@ import re
 
 from .. import arrivals as _arrivals
 from .. import documents as _documents
+from ..levels import CallEnd
 from ..text import describe_call, rank_list
 from .render import summary_line
 from .stacks import _stack_groups, main_thread_frames, whereabouts
@@ -42,7 +43,7 @@ def _candidates(by_rank):
         # a call its watchdog found overdue counts while in flight, and where it ended without resolving
         # (its rank or its peers ended: on_timeout="abort" ends them)
         for e in doc.overdue:
-            if e.in_flight or e.ended in ("rank ended", "peers ended"):
+            if e.in_flight or e.ended in (CallEnd.RANK_ENDED, CallEnd.PEERS_ENDED):
                 key = (e.stream, e.seq)
                 entry = dict(e.to_json(), group_ranks=list(e.group_ranks) if e.group_ranks else e.group_ranks)
                 c = found.setdefault(key, dict(entry, _seen_by={r}))
@@ -160,7 +161,8 @@ def _holds(hangs, by_rank, now):
 def analyze(by_rank, world_size=None, now=None, stragglers=None):
     """The verdict (a Verdict) from one document per rank (RankDoc, or its JSON); ``stragglers``: the node's
     stragglers document (arrivals.py), named in the verdict."""
-    return Verdict.from_json(public(_analyze(by_rank, world_size, now, stragglers)))
+    v = Verdict.from_json(public(_analyze(by_rank, world_size, now, stragglers)))
+    return v.replace(summary=summary_line(v))
 
 
 def _analyze(by_rank, world_size=None, now=None, stragglers=None):
@@ -214,7 +216,6 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
         v["stragglers"] = [dict(g["straggler"], stream=g["stream"], ranks=g["ranks"])
                            for g in stragglers.get("groups") or () if g.get("straggler")]
         v["straggler_lines"] = _arrivals.lines(stragglers, now)
-    v["summary"] = summary_line(v)
     return v
 
 

@@ -6,8 +6,8 @@ from .. import arrivals as _arrivals
 from .. import documents as _documents
 from .. import dumpdir as _dumpdir
 from ..report import ReportError
-from .analysis import _analyze, culprit_entry
-from .outcome import _main_record, exit_code, with_outcome
+from .analysis import analyze, culprit_entry
+from .outcome import _main_record, with_outcome
 from .render import format_text
 from .types import Verdict, public
 
@@ -131,19 +131,17 @@ def load(directory, default_dir=None):
             % (directory, "".join("\n  unreadable: %s" % p for p in problems), default_dir or "c10d_observer"))
     if not records:
         records = _gathered(directory)
-    if records:
-        v = with_outcome(records, docs)
-    else:
-        v = public(_analyze(docs, stragglers=_arrivals.read(directory)))
-        v["recorded"] = False
+    if not records:
+        v = analyze(docs, stragglers=_arrivals.read(directory)).replace(recorded=False)
+        return v.with_exit_code(), problems, directory
+    v = with_outcome(records, docs)
     if "culprits" not in v:  # a record written before culprits carried their node: the host stands for it
         v["culprits"] = [dict(culprit_entry(r, None), **{k: (v.get("hosts") or {}).get(str(r), {}).get(k)
                                                          for k in ("host", "pid")})
                          for r in v.get("culprit_ranks") or ()]
         for c in v["culprits"]:
             c["node"], c["node_from"] = c["host"], "hostname" if c["host"] else None
-    v["exit_code"] = exit_code(v)
-    return Verdict.from_json(v), problems, directory
+    return Verdict.from_json(v).with_exit_code(), problems, directory
 
 
 def _gathered(directory):
@@ -156,12 +154,12 @@ def _gathered(directory):
         return []
     gid = max(states, key=lambda d: d.written_at or 0).gather_id
     docs = per_rank(all_docs, gather_id=gid)
-    v = public(_analyze(docs))
-    if not v["hangs"]:
+    v = analyze(docs)
+    if not v.hangs:
         return []
-    v.update(gather_id=gid, verdict_at=max(d.written_at or 0 for d in docs.values() if d.gather_id == gid),
-             gather_s=None, merged=False)
-    return [(v, list(docs.values()))]
+    v = v.replace(gather_id=gid, verdict_at=max(d.written_at or 0 for d in docs.values() if d.gather_id == gid),
+                  gather_s=None, merged=False)
+    return [(v.to_json(), list(docs.values()))]
 
 
 def main_record(directory, docs_now=None):
@@ -204,11 +202,11 @@ def record(v, docs=None):
 def write(dd, v, docs=None, text=None):
     """verdict.txt, then verdict.json (whoever waits for the JSON, the on_hang callback, the pytest plugin,
     users' scripts, finds the text beside it), then the record ``verdict-<gather id>.json``, never
-    rewritten.  ``dd``: a dumpdir.DumpDir or a path."""
+    rewritten.  ``v``: a Verdict (or its JSON: tests, earlier callers); ``dd``: a dumpdir.DumpDir or a path."""
     if not isinstance(dd, _dumpdir.DumpDir):
         dd = _dumpdir.DumpDir(dd)
     pv = public(v)
-    dd.write_text(_dumpdir.VERDICT_TEXT, text if text is not None else format_text(pv) + "\n")
+    dd.write_text(_dumpdir.VERDICT_TEXT, text if text is not None else format_text(Verdict.from_json(v)) + "\n")
     dd.write_json(_dumpdir.VERDICT_JSON, pv)
     if pv.get("gather_id"):
         dd.write_json(_dumpdir.record_name(pv["gather_id"]), record(pv, docs))

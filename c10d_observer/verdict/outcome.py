@@ -1,11 +1,11 @@
 """What became of a recorded verdict: each stuck call's outcome (resolved, ended, still stuck) and the events
-since, from the documents written after it; the exit code of ``report``; whether a verdict is one to act on
-(a hard hang that did not resolve), and the culprits' nodes for a scheduler."""
+since, from the documents written after it.  (The exit code of ``report`` and whether a verdict is one to act
+on are the Verdict's own: ``Verdict.exit_code``, ``Verdict.acts``.)"""
 import copy
 
+from ..levels import CallEnd
 from ..text import clock, rank_list, short_clock
-from .analysis import _resolved, culprit_entry  # noqa: F401  (culprit_entry: where load() names a culprit)
-from .types import Verdict
+from .analysis import _resolved
 
 def _main_record(records, docs_now=None):
     """The record shown: the first hang's verdict.  It is the first verdict that found stuck calls and named a
@@ -138,12 +138,12 @@ def _outcome(h, docs_now, v):
         op = _op_at(e, pos, key[1])
         if op not in ("unknown", h.get("op") or "unknown") and r in (h.get("missing_ranks") or ()) and not p2p:
             other_op[r] = op
-        if r not in other_op and (e is not None and e.ended == "completed" or (
+        if r not in other_op and (e is not None and e.ended == CallEnd.COMPLETED or (
                 e is None and pos is not None and pos.last_completed >= key[1] and not d.dead)):
             completed.append(r)
             if e is not None and e.completed_at:
                 at = max(at or 0, e.completed_at)
-        elif (e is not None and e.ended in ("rank ended", "peers ended")) or d.dead or d.kind == "end":
+        elif (e is not None and e.ended in (CallEnd.RANK_ENDED, CallEnd.PEERS_ENDED)) or d.dead or d.kind == "end":
             ended.append(r)  # (a late rank that called another op here: what it did since decides)
         elif d.relayed_from:
             silent.append(r)  # another node's state, relayed during the gather: what it said then, not now
@@ -186,26 +186,3 @@ def _op_at(e, pos, seq):
         return e.op
     calls = list(pos.recent) + ([pos.in_flight] if pos.in_flight is not None else []) if pos is not None else []
     return next((c.op for c in calls if c is not None and c.seq == seq), "unknown")
-
-
-def exit_code(v):
-    """What ``report`` exits with (Verdict.exit_code): 1 a call is stuck (or was, when the job ended), 3 every
-    stuck call resolved (or calls were overdue and completed later), 0 no call was ever overdue."""
-    return Verdict.from_json(v).exit_code
-
-
-def acts(v):
-    """Whether a verdict is one to act on (Verdict.acts): a hard stuck call, not held, not resolved."""
-    return Verdict.from_json(v).acts
-
-
-def culprit_nodes(v):
-    """The nodes of the culprits of a verdict to act on (``acts``), as Slurm's hostlist (``report DIR
-    --exclude``); '' for none, and for a soft, held or resolved verdict."""
-    from ..scheduler import hostlist
-    v = Verdict.from_json(v)
-    if not acts(v):
-        return ""
-    return hostlist(c.node for c in v.culprits or ())
-
-

@@ -1,6 +1,9 @@
-"""The verdict in words: its one-line summary (the console's) and the text ``report`` prints."""
+"""The verdict in words: its one-line summary (the console's) and the text ``report`` prints, formatted from the
+values the analysis built (types.Verdict, read as attributes), as torch's flight-recorder analyser formats its
+records apart from building them.  It stands on the enums and the words for ranks and calls only: ``types``
+uses it (``Verdict.text``), the analysis writes the summary with it."""
+from ..levels import MISMATCH_WORDS, Level, Where
 from ..text import clock, describe_call, format_ranks, rank_list, short_clock
-from .types import _RENDER, MISMATCH_WORDS, Level, Verdict, Where
 
 def _who(v, r):
     h = (v.hosts or {}).get(str(r)) or {}
@@ -19,8 +22,7 @@ def _level_words(h):
 
 
 def summary_line(v):
-    """The verdict in one line (the console's, the summary of report --json)."""
-    v = Verdict.from_json(v)
+    """The verdict (a Verdict) in one line (the console's, the summary of report --json)."""
     if not v.hangs:
         line = "c10d_observer: no stuck collective in the reports of %s" % rank_list(v.ranks_reporting)
         if v.resolved:
@@ -61,8 +63,7 @@ def summary_line(v):
 
 
 def format_text(v, problems=()):
-    """The verdict as ``report`` prints it (without the per-rank section)."""
-    v = Verdict.from_json(v)
+    """The verdict (a Verdict) as ``report`` prints it (without the per-rank section)."""
     head = "c10d_observer verdict"
     if v.recorded and v.merged is False:
         head += " (made now from the states gathered at %s: the job went on before a verdict was merged)" % (
@@ -177,8 +178,3 @@ def _tail_lines(v, problems):
     for p in problems:
         lines.append("unreadable: %s" % p)
     return lines
-
-
-
-
-_RENDER[0] = format_text  # Verdict.text

@@ -17,63 +17,11 @@ No torch and no files here.
 import enum
 import json
 
-from ..levels import Level
+from ..levels import MISMATCH_WORDS, Category, Level, MismatchKind, OutcomeState, Where
+from .render import format_text
 
-__all__ = ["Level", "Where", "MismatchKind", "OutcomeState", "Category", "Whereabouts", "Mismatch", "Ordering", "Outcome",
-           "Culprit", "Straggler", "Hang", "Verdict"]
-
-
-class Where(str, enum.Enum):
-    """Where a rank that never arrived in a stuck call is instead."""
-    NO_COLLECTIVE = "no_collective"  # busy in Python or compute
-    IN_COLLECTIVE = "in_collective"  # in another call, not stuck (yet)
-    STUCK = "stuck"  # it waits in another stuck call (a cascade)
-    FROZEN = "frozen"  # its Python has not run for three polls (a thread holds the GIL, the process stopped)
-    DEAD = "dead"  # its process ended before it entered the call
-    UNKNOWN = "unknown"  # it sent nothing
-    OUT_OF_ORDER = "out_of_order"  # it issued its calls across groups in another order (an ordering deadlock)
-    RAISED = "raised"  # its call that a dead culprit never entered is over: it raised, the rank left (a symptom)
-
-    def __str__(self):
-        return self.value
-
-
-class MismatchKind(str, enum.Enum):
-    OP = "op"  # different ops at the same seq
-    SIZE = "size"  # the same op, different sizes or dtypes
-    ROOT = "root"  # the same rooted op and size, different roots (sources that see the root: patch, gloo_recorder)
-
-    def __str__(self):
-        return self.value
-
-
-MISMATCH_WORDS = {"op": "ops", "size": "sizes", "root": "roots"}  # "different <word> at the same seq"
-
-
-class OutcomeState(str, enum.Enum):
-    """What became of a stuck call after the verdict."""
-    RESOLVED = "resolved"  # every rank that waited completed it: the late ranks caught up
-    ENDED = "ended"  # its ranks ended while it was stuck
-    STUCK = "stuck"  # still stuck in the newest documents
-
-    def __str__(self):
-        return self.value
-
-
-class Category(str, enum.Enum):
-    """What kind of hang a stuck call is (``Hang.category``, its evidence in ``Hang.category_why``)."""
-    NEVER_ARRIVED = "never_arrived"  # a rank never entered it (Whereabouts says where it is instead)
-    MISMATCH = "mismatch"  # its ranks issued different ops, sizes or dtypes at the same seq
-    ORDER = "order"  # the ranks issued their calls across groups in different orders
-    UNMATCHED_P2P = "unmatched_p2p"  # a send or recv whose peer never posted its half
-    CASCADE = "cascade"  # the rank it waits for is stuck in another stuck call: a symptom, not a root
-    ALL_ARRIVED = "all_arrived"  # every rank entered it and none completed it (or some did, and the rest wait)
-
-    def __str__(self):
-        return self.value
-
-
-_RENDER = [None]  # render.format_text, which registers itself (render imports this module, not the reverse)
+__all__ = ["Level", "Where", "MismatchKind", "OutcomeState", "Category", "MISMATCH_WORDS", "Whereabouts", "Mismatch",
+           "Ordering", "Outcome", "Culprit", "Straggler", "Hang", "Verdict"]
 
 
 def public(v):
@@ -184,6 +132,11 @@ class _Type(object):
         values = {f.name: self._values[f.name] for f in self.FIELDS if f.name in self._present}
         values.update(changes)
         return type(self)(extra=self.extra, **values)
+
+    def with_extra(self, **extra):
+        """A copy with keys beside the fields (``extra``) added."""
+        values = {f.name: self._values[f.name] for f in self.FIELDS if f.name in self._present}
+        return type(self)(extra=dict(self.extra, **extra), **values)
 
     @classmethod
     def from_json(cls, d):
@@ -348,16 +301,24 @@ class Verdict(_Type):
         values.setdefault("hangs", ())
         _Type.__init__(self, **values)
 
+    def to_json(self):
+        out = _Type.to_json(self)
+        if "exit_code" in out:  # derived only: what the rule says of this verdict, whatever a file held
+            out["exit_code"] = self.exit_code
+        return out
+
+    def with_exit_code(self):
+        """This verdict with its ``exit_code`` in its JSON (``report --json`` prints it)."""
+        return self.replace(exit_code=self.exit_code)
+
     @property
     def exit_code(self):
         """What ``report`` exits with (the one rule): 1 a call is stuck (or was, when the job ended), 3 every
         stuck call resolved (or calls were overdue and completed later), 0 no call was ever overdue."""
-        stored = self._values.get("exit_code")
-        if stored is not None:
-            return stored
         if any((h.outcome.state if h.outcome else OutcomeState.STUCK) != OutcomeState.RESOLVED for h in self.hangs):
             return 1
-        if any(isinstance(o, dict) and o.get("outcome") in ("stuck", "ended") for o in self.other_verdicts or ()):
+        if any(isinstance(o, dict) and o.get("outcome") in (OutcomeState.STUCK, OutcomeState.ENDED)
+               for o in self.other_verdicts or ()):
             return 1  # a later verdict (one that named nobody) whose calls are stuck, or were when the job ended
         return 3 if self.hangs or self.resolved else 0
 
@@ -372,7 +333,7 @@ class Verdict(_Type):
     @property
     def text(self):
         """The verdict as ``report`` prints it (without the per-rank section)."""
-        return _RENDER[0](self, self.extra.get("unreadable") or ())
+        return format_text(self, self.extra.get("unreadable") or ())
 
     @property
     def dump_dir(self):
