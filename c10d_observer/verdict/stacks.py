@@ -4,6 +4,7 @@ their functions and files, each rank keeping its own line numbers."""
 import collections
 import os
 import re
+from typing import NamedTuple, Optional
 
 from .. import stackfile as _stackfile
 
@@ -38,24 +39,43 @@ def is_library(frame):
     return bool(_LIBRARY.search(frame[0].replace("\\", "/") if frame[0] else ""))
 
 
-def whereabouts(frames):
-    """{"main_thread": the first frame of user code, "innermost": the innermost frame, "activity": what the
-    frames say it is doing ('waiting for a DataLoader worker'), "text"} of a main thread's frames."""
+class Place(NamedTuple):
+    """Where a main thread is: its first frame of user code (``main_thread``), its innermost frame, what the
+    frames say it is doing (``activity``, or None), and all of it in words (``text``)."""
+    main_thread: str
+    innermost: str
+    activity: Optional[str]
+    text: str
+
+
+def place(frames):
+    """The Place of a main thread's frames (innermost first), or None for none."""
     if not frames:
-        return {}
+        return None
     user = next((f for f in frames if not is_library(f)), frames[0])
-    out = {"main_thread": frame_text(user), "innermost": frame_text(frames[0])}
+    main, innermost = frame_text(user), frame_text(frames[0])
+    activity = None
     for f in frames:
         path = f[0].replace("\\", "/")
-        act = next((words for end, funcs, words in _ACTIVITIES
-                    if (path.endswith(end) or (end.endswith("/") and end in path)) and (funcs is None or f[2] in funcs)),
-                   None)
-        if act:
-            out["activity"] = act
+        activity = next((words for end, funcs, words in _ACTIVITIES
+                         if (path.endswith(end) or (end.endswith("/") and end in path))
+                         and (funcs is None or f[2] in funcs)), None)
+        if activity:
             break
-    out["text"] = "main thread at %s%s%s" % (out["main_thread"], ", in %s" % out["innermost"]
-                                             if user is not frames[0] else "",
-                                             "; %s" % out["activity"] if out.get("activity") else "")
+    return Place(main, innermost, activity, "main thread at %s%s%s" % (
+        main, ", in %s" % innermost if user is not frames[0] else "", "; %s" % activity if activity else ""))
+
+
+def whereabouts(frames):
+    """{"main_thread": the first frame of user code, "innermost": the innermost frame, "activity": what the
+    frames say it is doing ('waiting for a DataLoader worker'), "text"} of a main thread's frames (``place``)."""
+    p = place(frames)
+    if p is None:
+        return {}
+    out = {"main_thread": p.main_thread, "innermost": p.innermost}
+    if p.activity:
+        out.update(activity=p.activity)
+    out.update(text=p.text)
     return out
 
 

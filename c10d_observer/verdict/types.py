@@ -21,7 +21,7 @@ from ..levels import MISMATCH_WORDS, Category, Level, MismatchKind, OutcomeState
 from .render import format_text
 
 __all__ = ["Level", "Where", "MismatchKind", "OutcomeState", "Category", "MISMATCH_WORDS", "Whereabouts", "Mismatch",
-           "Ordering", "Outcome", "Culprit", "Straggler", "Hang", "Verdict"]
+           "Ordering", "Outcome", "Culprit", "Straggler", "Hang", "Verdict", "Draft"]
 
 
 def public(v):
@@ -144,6 +144,12 @@ class _Type(object):
             return d
         if not isinstance(d, dict):
             raise TypeError("%s.from_json needs a dict, got %s" % (cls.__name__, type(d).__name__))
+        return cls._loaded(d)
+
+    @classmethod
+    def _loaded(cls, d):
+        """The value of fields given by name (a file's JSON, a draft's values): each through its field's
+        ``load`` (an enum's string to the enum, a part's dict to its type); other names kept in ``extra``."""
         values = {}
         names = set()
         for f in cls.FIELDS:
@@ -183,6 +189,51 @@ class _Type(object):
 
     def __reduce__(self):
         return (type(self).from_json, (self.to_json(),))
+
+
+class Draft(object):
+    """A value the analysis is still finding out (a Hang, its Whereabouts, its Mismatch): its fields as
+    attributes, set as each is learned (an unset one reads None; ``has`` tells it apart); ``build()`` makes the
+    immutable value once, with the fields that were set, drafts inside built too.  ``also``: names beside the
+    type's fields that the value keeps in ``extra``.  Values are kept as the JSON would give them back (a
+    tuple as a list, a set as a sorted list), so a verdict built here equals one read from its file."""
+
+    __slots__ = ("_type", "_names", "_values")
+
+    def __init__(self, type_, also=(), **values):
+        object.__setattr__(self, "_type", type_)
+        object.__setattr__(self, "_names", frozenset(f.name for f in type_.FIELDS) | frozenset(also))
+        object.__setattr__(self, "_values", {})
+        for k, v in values.items():
+            setattr(self, k, v)
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name not in self._names:
+            raise AttributeError("a draft %s has no field %r" % (self._type.__name__, name))
+        return self._values.get(name)
+
+    def __setattr__(self, name, value):
+        if name not in self._names:
+            raise AttributeError("a draft %s has no field %r" % (self._type.__name__, name))
+        self._values[name] = value
+
+    def has(self, name):
+        return name in self._values
+
+    def build(self):
+        return self._type._loaded({k: _built(v) for k, v in self._values.items()})
+
+
+def _built(v):
+    if isinstance(v, Draft):
+        return v.build()
+    if isinstance(v, dict):
+        return {k: _built(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_built(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return sorted(v)
+    return v
 
 
 def F(name, load=None, dump=None, optional=False, default=None):
@@ -272,8 +323,8 @@ class Hang(_Type):
     @property
     def call(self):
         """The call as the console names it: 'all_reduce #3 on group 0 (ranks 0-1), 4 x float32'."""
-        from ..text import describe_call
-        return describe_call(self.to_json())
+        from ..text import describe
+        return describe(self)
 
     def whereabouts(self, rank):
         """Where rank ``rank`` (an int) is, if it never arrived, else None."""
