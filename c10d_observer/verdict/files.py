@@ -6,10 +6,10 @@ from .. import arrivals as _arrivals
 from .. import documents as _documents
 from .. import dumpdir as _dumpdir
 from ..report import ReportError
-from .analysis import analyze, culprit_entry
+from .analysis import analyze
 from .outcome import _main_record, with_outcome
 from .render import format_text
-from .types import Verdict, public
+from .types import Culprit, Verdict, public
 
 RECORD_FORMAT = "c10d_observer.verdict_record"
 SAME_JOB_S = 120.0  # watchdogs of one job start within this of each other (older files are another job's)
@@ -80,21 +80,22 @@ def per_rank(docs, gather_id=None):
 
 def load_records(directory):
     """The verdicts merged while the job ran (``verdict-<id>.json``; ``verdict.json`` where a folder of an
-    earlier release has no record), oldest first: [(verdict dict, [RankDoc] it was built from or None)]."""
+    earlier release has no record), oldest first: [(Verdict, [RankDoc] it was built from or None)]; each
+    file's JSON is read here, once."""
     dd = _dumpdir.DumpDir(directory)
     out, seen = [], {}
     for path in dd.glob(_dumpdir.RECORD_GLOB):
         rec = _dumpdir.read_json(path)
         if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT or not isinstance(rec.get("verdict"), dict):
             continue
-        v = rec["verdict"]
+        v = Verdict.from_json(rec["verdict"])
         docs = None
         if isinstance(rec.get("documents"), list):
             try:
                 docs = [_documents.RankDoc.from_json(d, path) for d in rec["documents"]]
             except _documents.DocumentError:
                 docs = None
-        gid = v.get("gather_id")
+        gid = v.gather_id
         if gid in seen:  # several nodes' folders copied together: one record per gather, with its documents
             if docs is not None and out[seen[gid]][1] is None:
                 out[seen[gid]] = (v, docs)
@@ -104,8 +105,8 @@ def load_records(directory):
     if not out:
         v = dd.read_json(_dumpdir.VERDICT_JSON)
         if isinstance(v, dict) and isinstance(v.get("hangs"), list) and v.get("gather_id"):
-            out.append((v, None))
-    out.sort(key=lambda x: x[0].get("verdict_at") or 0)
+            out.append((Verdict.from_json(v), None))
+    out.sort(key=lambda x: x[0].verdict_at or 0)
     return out
 
 
@@ -135,13 +136,16 @@ def load(directory, default_dir=None):
         v = analyze(docs, stragglers=_arrivals.read(directory)).replace(recorded=False)
         return v.with_exit_code(), problems, directory
     v = with_outcome(records, docs)
-    if "culprits" not in v:  # a record written before culprits carried their node: the host stands for it
-        v["culprits"] = [dict(culprit_entry(r, None), **{k: (v.get("hosts") or {}).get(str(r), {}).get(k)
-                                                         for k in ("host", "pid")})
-                         for r in v.get("culprit_ranks") or ()]
-        for c in v["culprits"]:
-            c["node"], c["node_from"] = c["host"], "hostname" if c["host"] else None
-    return Verdict.from_json(v).with_exit_code(), problems, directory
+    if not v.has("culprits"):  # a record written before culprits carried their node: the host stands for it
+        v = v.replace(culprits=[_host_culprit(r, (v.hosts or {}).get(str(r), {})) for r in v.culprit_ranks or ()])
+    return v.with_exit_code(), problems, directory
+
+
+def _host_culprit(rank, host):
+    """A culprit of a record written before culprits carried their node: its host (of the record's ``hosts``)
+    stands for its node."""
+    name = host.get("host")
+    return Culprit(rank=rank, node=name, node_from="hostname" if name else None, host=name, pid=host.get("pid"))
 
 
 def _gathered(directory):
@@ -159,7 +163,7 @@ def _gathered(directory):
         return []
     v = v.replace(gather_id=gid, verdict_at=max(d.written_at or 0 for d in docs.values() if d.gather_id == gid),
                   gather_s=None, merged=False)
-    return [(v.to_json(), list(docs.values()))]
+    return [(v, list(docs.values()))]
 
 
 def main_record(directory, docs_now=None):
@@ -167,7 +171,7 @@ def main_record(directory, docs_now=None):
     None where no record is there yet."""
     records = load_records(directory)
     main = _main_record(records, docs_now) if records else None
-    return Verdict.from_json(main[0]) if main is not None else None
+    return main[0] if main is not None else None
 
 
 def record_documents(directory):

@@ -133,6 +133,11 @@ class _Type(object):
         values.update(changes)
         return type(self)(extra=self.extra, **values)
 
+    def has(self, name):
+        """Whether field ``name`` was set (by the analysis, or in the file read): a field never set is absent
+        from the JSON."""
+        return name in self._present
+
     def with_extra(self, **extra):
         """A copy with keys beside the fields (``extra``) added."""
         values = {f.name: self._values[f.name] for f in self.FIELDS if f.name in self._present}
