@@ -19,7 +19,7 @@ from .categories import categorize
 from .cycles import in_cycle, order_cycles
 from .deaths import ABORTED_WORDS, aborted_alone, aborted_beside_another, raised_on_a_death
 from .mismatch import ROOT_TEXT, by_program, mismatch
-from .types import MISMATCH_WORDS, Culprit, Draft, Hang, Straggler, Verdict, Whereabouts
+from .types import MISMATCH_WORDS, Culprit, Draft, Hang, Host, Resolved, Straggler, Verdict, Whereabouts
 
 VERSION = 1  # of the verdict's JSON (report --json)
 
@@ -92,27 +92,25 @@ def _candidates(by_rank):
 
 
 def _resolved(by_rank, stuck):
-    """Calls that were overdue on some rank and completed later (the hang resolved): one entry per
+    """Calls that were overdue on some rank and completed later (the hang resolved): one Resolved per
     (stream, seq) still not stuck, with the longest time it was in flight and the ranks that reported it."""
-    out = collections.OrderedDict()
+    found = collections.OrderedDict()  # (stream, seq) -> [(rank, its Overdue entry)]
     for r, doc in sorted(by_rank.items()):
         for e in doc.overdue:
-            if e.in_flight or not e.resolved:
-                continue
-            key = (e.stream, e.seq)
-            if key in stuck:
-                continue
-            item = out.get(key)
-            if item is None:
-                item = out[key] = {"group": e.group, "stream": e.stream, "seq": e.seq, "op": e.op, "api": e.api,
-                                   "size": e.size, "kind": e.kind, "peer": e.peer, "started_at": e.started_at,
-                                   "group_ranks": list(e.group_ranks) if e.group_ranks else e.group_ranks,
-                                   "resolved": True, "resolved_after_s": e.resolved_after_s, "reported_by": [],
-                                   "completed_at": e.completed_at}
-            item["resolved_after_s"] = max(item["resolved_after_s"] or 0, e.resolved_after_s or 0)
-            item["completed_at"] = max(item["completed_at"] or 0, e.completed_at or 0) or None
-            item["reported_by"].append(r)
-    return list(out.values())
+            if not (e.in_flight or not e.resolved) and (e.stream, e.seq) not in stuck:
+                found.setdefault((e.stream, e.seq), []).append((r, e))
+    out = []
+    for seen in found.values():
+        e0 = seen[0][1]
+        after, done = e0.resolved_after_s, e0.completed_at
+        for _, e in seen:
+            after = max(after or 0, e.resolved_after_s or 0)
+            done = max(done or 0, e.completed_at or 0) or None
+        out.append(Resolved(group=e0.group, stream=e0.stream, seq=e0.seq, op=e0.op, api=e0.api, size=e0.size,
+                            kind=e0.kind, peer=e0.peer, started_at=e0.started_at,
+                            group_ranks=None if e0.group_ranks is None else list(e0.group_ranks), resolved=True,
+                            resolved_after_s=after, reported_by=[r for r, _ in seen], completed_at=done))
+    return out
 
 
 def _where(doc, frames, now):
@@ -131,8 +129,8 @@ def _where(doc, frames, now):
                 "kind": g.kind, "peer": g.peer, "seq": c.seq, "op": c.op, "size": c.size}
         for_s = None
         if c.started_at:
-            for_s = call["for_s"] = round((doc.written_at or now) - c.started_at, 1)
-            call["for_at_least"] = doc.ages_at_least
+            for_s = round((doc.written_at or now) - c.started_at, 1)
+            call.update(for_s=for_s, for_at_least=doc.ages_at_least)
         out.calls.append(call)
         words.append("%s%s" % (describe_call(call), "" if for_s is None else " for %s%g s" % (
             "at least " if doc.ages_at_least else "", for_s)))
@@ -233,9 +231,8 @@ def _facts(hangs, culprits, held, undecided, by_rank, world_size, frames, cands,
                exits={str(r): d.exit_reason for r, d in sorted(by_rank.items()) if d.dead},
                frozen_ranks=sorted(r for r, d in by_rank.items() if d.frozen), world_size=world_size,
                undecided=undecided, stack_groups=_stack_groups(frames), resolved=_resolved(by_rank, cands),
-               hosts={str(r): {"host": d.host, "pid": d.pid, "py_spy_dump": _existing(d.py_spy_dump),
-                               "node": (d.scheduler or {}).get("node") or d.host}
-                      for r, d in sorted(by_rank.items())},
+               hosts={str(r): Host(host=d.host, pid=d.pid, py_spy_dump=_existing(d.py_spy_dump),
+                                   node=(d.scheduler or {}).get("node") or d.host) for r, d in sorted(by_rank.items())},
                culprits=[_culprit(r, by_rank.get(r)) for r in sorted(culprits)])
     if stragglers:  # the node's stragglers document (arrivals.py): read from its file
         out.update(stragglers=[Straggler.from_json(dict(g["straggler"], stream=g["stream"], ranks=g["ranks"]))

@@ -137,15 +137,15 @@ def load(directory, default_dir=None):
         return v.with_exit_code(), problems, directory
     v = with_outcome(records, docs)
     if not v.has("culprits"):  # a record written before culprits carried their node: the host stands for it
-        v = v.replace(culprits=[_host_culprit(r, (v.hosts or {}).get(str(r), {})) for r in v.culprit_ranks or ()])
+        v = v.replace(culprits=[_host_culprit(r, (v.hosts or {}).get(str(r))) for r in v.culprit_ranks or ()])
     return v.with_exit_code(), problems, directory
 
 
 def _host_culprit(rank, host):
     """A culprit of a record written before culprits carried their node: its host (of the record's ``hosts``)
     stands for its node."""
-    name = host.get("host")
-    return Culprit(rank=rank, node=name, node_from="hostname" if name else None, host=name, pid=host.get("pid"))
+    name, pid = (host.host, host.pid) if host is not None else (None, None)
+    return Culprit(rank=rank, node=name, node_from="hostname" if name else None, host=name, pid=pid)
 
 
 def _gathered(directory):

@@ -4,7 +4,7 @@ on are the Verdict's own: ``Verdict.exit_code``, ``Verdict.acts``.)"""
 from ..levels import CallEnd, Level, OutcomeState
 from ..text import clock, rank_list, short_clock
 from .analysis import _resolved
-from .types import Outcome
+from .types import Event, Later, Outcome
 
 
 def _main_record(records, docs_now=None):
@@ -49,25 +49,25 @@ def with_outcome(records, docs_now):
     v = main[0]
     t0 = v.verdict_at or 0
     hangs = [h.replace(outcome=_outcome(h, docs_now, v)) for h in v.hangs or []]
-    after = [{"at": h.outcome.at, "text": h.outcome.text} for h in hangs
+    after = [Event(at=h.outcome.at, text=h.outcome.text) for h in hangs
              if h.outcome.state != OutcomeState.STUCK and h.outcome.at]
     known = {(h.stream, h.seq) for h in hangs}
     for r, d in sorted(docs_now.items()):
         if d.kind == "end" and (d.written_at or 0) >= t0:
-            after.append({"at": d.written_at, "rank": r, "text": "%s ended: %s" % (rank_list([r]), d.exit_reason)})
+            after.append(Event(at=d.written_at, rank=r, text="%s ended: %s" % (rank_list([r]), d.exit_reason)))
         for e in d.overdue:
             if (e.detected_at or 0) > t0 and (e.stream, e.seq) not in known:
                 known.add((e.stream, e.seq))
-                after.append({"at": e.detected_at, "text": "later: %s overdue on %s (no verdict merged for it)"
-                              % (e.describe(), rank_list([r]))})
+                after.append(Event(at=e.detected_at, text="later: %s overdue on %s (no verdict merged for it)"
+                                   % (e.describe(), rank_list([r]))))
     after.extend(_late_freezes(v, docs_now))
-    after.sort(key=lambda x: x["at"] or 0)
+    after.sort(key=lambda x: x.at or 0)
     changes = dict(recorded=True, hangs=hangs, after=after)
     others = [r[0] for r in records if r is not main]
     if others:
-        changes.update(other_verdicts=[dict({"gather_id": x.gather_id, "verdict_at": x.verdict_at,
-                                             "summary": x.summary, "culprit_ranks": x.culprit_ranks},
-                                            **_later_outcome(x, docs_now, t0)) for x in others])
+        changes.update(other_verdicts=[Later(gather_id=x.gather_id, verdict_at=x.verdict_at, summary=x.summary,
+                                             culprit_ranks=x.culprit_ranks, **_later_outcome(x, docs_now, t0))
+                                       for x in others])
     res = _resolved(docs_now, {(h.stream, h.seq): h for h in hangs if h.outcome.state != OutcomeState.RESOLVED})
     if res:
         changes.update(resolved=res)
@@ -96,7 +96,7 @@ def _late_freezes(v, docs_now):
                         "to %s (%.1f s)" % (short_clock(until), until - since) if until is not None else
                         "on (at least %.1f s by its last document)" % ((d.written_at or since) - since),
                         short_clock(v.verdict_at) if v.verdict_at else "the time of the hang"))
-            out.append({"at": until if until is not None else since, "rank": r, "text": text})
+            out.append(Event(at=until if until is not None else since, rank=r, text=text))
     return out
 
 
@@ -109,7 +109,7 @@ def _later_outcome(x, docs_now, t0):
     states = [_outcome(h, docs_now, x).state for h in hangs]
     worst = (OutcomeState.STUCK if OutcomeState.STUCK in states else OutcomeState.ENDED if OutcomeState.ENDED in states
              else OutcomeState.RESOLVED)
-    return {"outcome": worst.value}
+    return {"outcome": worst}
 
 
 def _outcome(h, docs_now, v):

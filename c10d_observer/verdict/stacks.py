@@ -7,6 +7,7 @@ import re
 from typing import NamedTuple, Optional
 
 from .. import stackfile as _stackfile
+from .types import Stacks
 
 _LIBRARY = re.compile(r"[/\\](site|dist)-packages[/\\]|[/\\]lib(64)?[/\\]python\d[.\d]*[/\\]|^<frozen|"
                       r"[/\\]c10d_observer[/\\]")
@@ -88,20 +89,15 @@ def _signature(frames):
 def _stack_groups(frames_by_rank):
     """Main-thread stacks grouped by their frames (functions and files, not line numbers), each group with
     its line-number variants and the ranks at each: ranks one line apart stay one group, but each rank's
-    own lines are kept (the difference may be what the user looks for)."""
-    groups = collections.OrderedDict()
+    own lines are kept (the difference may be what the user looks for).  [Stacks]."""
+    groups = collections.OrderedDict()  # signature -> (frames, ranks, {frames: ranks}: its variants)
     for r, frames in sorted(frames_by_rank.items()):
         if not frames:
             continue
         texts = [frame_text(f) for f in frames[:8]]
-        g = groups.setdefault(_signature(frames), {"frames": texts, "ranks": [], "variants": []})
-        g["ranks"].append(r)
-        for v in g["variants"]:
-            if v["frames"] == texts:
-                v["ranks"].append(r)
-                break
-        else:
-            g["variants"].append({"frames": texts, "ranks": [r]})
-    return sorted(groups.values(), key=lambda g: (len(g["ranks"]), g["ranks"]))
-
-
+        first, ranks, variants = groups.setdefault(_signature(frames), (texts, [], collections.OrderedDict()))
+        ranks.append(r)
+        variants.setdefault(tuple(texts), []).append(r)
+    out = [Stacks(frames=first, ranks=ranks, variants=[Stacks(frames=list(t), ranks=rs) for t, rs in variants.items()])
+           for first, ranks, variants in groups.values()]
+    return sorted(out, key=lambda g: (len(g.ranks), g.ranks))

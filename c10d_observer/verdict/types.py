@@ -10,7 +10,10 @@ by an earlier release reads as it was (keys this release does not know are kept,
 - ``Hang``: one stuck call; ``missing`` {rank: ``Whereabouts``} says where each rank that never arrived is;
   ``mismatch`` (``Mismatch``), ``ordering`` (``Ordering``) and ``outcome`` (``Outcome``, what became of it
   after the verdict) where the analysis found them;
-- ``Culprit``: a culprit's node as its scheduler names it; ``Straggler``: who arrives last, per group.
+- ``Culprit``: a culprit's node as its scheduler names it; ``Straggler``: who arrives last, per group;
+- the parts earlier releases gave as dicts, still read by key too: ``Host`` (``hosts``), ``Resolved``
+  (``resolved``), ``Stacks`` (``stack_groups``), ``Event`` (``after``), ``Later`` (``other_verdicts``);
+- ``Draft``: a value the analysis is still finding out, built into its type once.
 
 No torch and no files here.
 """
@@ -21,7 +24,8 @@ from ..levels import MISMATCH_WORDS, Category, Level, MismatchKind, OutcomeState
 from .render import format_text
 
 __all__ = ["Level", "Where", "MismatchKind", "OutcomeState", "Category", "MISMATCH_WORDS", "Whereabouts", "Mismatch",
-           "Ordering", "Outcome", "Culprit", "Straggler", "Hang", "Verdict", "Draft"]
+           "Ordering", "Outcome", "Culprit", "Straggler", "Host", "Resolved", "Stacks", "Event", "Later", "Hang",
+           "Verdict", "Draft"]
 
 
 def public(v):
@@ -300,6 +304,68 @@ class Straggler(_Type):
               F("since", optional=True), F("stream"), F("ranks", _list, _dump_list))
 
 
+class _Part(_Type):
+    """The verdict, and each part of it that earlier releases gave as a dict: read as attributes in the
+    package, and still by key (``part["host"]``, ``part.get("pid")``, ``"rank" in part``) for on_hang
+    callbacks and scripts written against those releases: the key reads read its JSON (``_mapping``)."""
+    __slots__ = ()
+
+    def _mapping(self):
+        return self.to_json()
+
+    def __getitem__(self, key):
+        return self._mapping()[key]
+
+    def __contains__(self, key):
+        return key in self._mapping()
+
+    def get(self, key, default=None):
+        return self._mapping().get(key, default)
+
+    def keys(self):
+        return self._mapping().keys()
+
+
+class Host(_Part):
+    """A rank's process (``Verdict.hosts["<rank>"]``): its ``host``, ``pid``, its py-spy dump's path where one
+    was taken (``py_spy_dump``), its ``node`` by the scheduler's name for it."""
+    __slots__ = ()
+    FIELDS = (F("host"), F("pid"), F("py_spy_dump", optional=True), F("node", optional=True))
+
+
+class Resolved(_Part):
+    """A call that was overdue on some rank and completed later (``Verdict.resolved``): the call, the longest
+    time it was in flight (``resolved_after_s``), when it completed, the ranks that reported it."""
+    __slots__ = ()
+    FIELDS = (F("group"), F("stream"), F("seq"), F("op"), F("api"), F("size"), F("kind"), F("peer"), F("started_at"),
+              F("group_ranks", _list, _dump_list), F("resolved"), F("resolved_after_s"),
+              F("reported_by", _list, _dump_list), F("completed_at"))
+
+
+class Stacks(_Part):
+    """Main-thread stacks grouped (``Verdict.stack_groups``): the innermost ``frames`` in words, the ``ranks`` at
+    them; a group's ``variants``: the same functions at different lines, each with its ranks."""
+    __slots__ = ()
+    FIELDS = (F("frames", _list, _dump_list), F("ranks", _list, _dump_list),
+              F("variants", lambda v: _list_of(Stacks)(v), _dump_list, True))
+
+
+class Event(_Part):
+    """What happened after a recorded verdict (``Verdict.after``): ``at`` when, the ``rank`` where it is one
+    rank's, ``text``."""
+    __slots__ = ()
+    FIELDS = (F("at"), F("rank", optional=True), F("text"))
+
+
+class Later(_Part):
+    """Another verdict of the job than the one shown (``Verdict.other_verdicts``): its ``gather_id``,
+    ``verdict_at``, ``summary``, ``culprit_ranks`` and, for one merged later that found stuck calls, their
+    worst ``outcome`` (resolved, ended, stuck)."""
+    __slots__ = ()
+    FIELDS = (F("gather_id"), F("verdict_at"), F("summary"), F("culprit_ranks", _list, _dump_list),
+              F("outcome", _enum(OutcomeState), _dump_enum, True))
+
+
 class Hang(_Type):
     """One stuck call (docs/diagnosis.md, ``report --json``): where (``group``, ``stream``, ``group_ranks``,
     ``kind``, ``peer``), which (``seq``, ``op``, ``api``, ``size``), who waits in it (``waiting_ranks``), who
@@ -336,7 +402,7 @@ class Hang(_Type):
         return (self.missing or {}).get(str(rank))
 
 
-class Verdict(_Type):
+class Verdict(_Part):
     """Who never arrived, for one job: what ``report DIR --json`` prints, typed (module docstring).  Also
     ``exit_code`` (what ``report`` exits with), ``text`` (what it prints), ``acts`` (a hard verdict to act
     on) and ``to_dict()`` (the JSON document)."""
@@ -345,12 +411,13 @@ class Verdict(_Type):
               F("level", _enum(Level), _dump_enum), F("held_until"), F("held_why"),
               F("ranks_reporting", _list, _dump_list), F("ranks_silent", _list, _dump_list),
               F("ranks_dead", _list, _dump_list), F("exits"), F("frozen_ranks", _list, _dump_list),
-              F("world_size"), F("undecided", _list, _dump_list), F("stack_groups", _list, _dump_list),
-              F("resolved", _list, _dump_list), F("hosts"), F("culprits", _list_of(Culprit), _dump_list, True),
+              F("world_size"), F("undecided", _list, _dump_list), F("stack_groups", _list_of(Stacks), _dump_list),
+              F("resolved", _list_of(Resolved), _dump_list), F("hosts", _ranks_of(Host)),
+              F("culprits", _list_of(Culprit), _dump_list, True),
               F("stragglers", _list_of(Straggler), _dump_list, True), F("straggler_lines", _list, _dump_list, True),
               F("summary", optional=True), F("gather_id", optional=True), F("gather_s", optional=True),
               F("verdict_at", optional=True), F("merged", optional=True), F("recorded", optional=True),
-              F("after", _list, _dump_list, True), F("other_verdicts", _list, _dump_list, True),
+              F("after", _list_of(Event), _dump_list, True), F("other_verdicts", _list_of(Later), _dump_list, True),
               F("exit_code", optional=True))
 
     def __init__(self, **values):
@@ -373,7 +440,7 @@ class Verdict(_Type):
         stuck call resolved (or calls were overdue and completed later), 0 no call was ever overdue."""
         if any((h.outcome.state if h.outcome else OutcomeState.STUCK) != OutcomeState.RESOLVED for h in self.hangs):
             return 1
-        if any(isinstance(o, dict) and o.get("outcome") in (OutcomeState.STUCK, OutcomeState.ENDED)
+        if any(isinstance(o, Later) and o.outcome in (OutcomeState.STUCK, OutcomeState.ENDED)
                for o in self.other_verdicts or ()):
             return 1  # a later verdict (one that named nobody) whose calls are stuck, or were when the job ended
         return 3 if self.hangs or self.resolved else 0
@@ -400,18 +467,7 @@ class Verdict(_Type):
         return json.loads(json.dumps(self.to_json()))
 
     # The earlier release's Verdict was also read as a mapping of report --json's keys (and dump_dir): kept
-    # for on_hang callbacks written against it.  The package reads attributes only (test_verdict_types.py).
+    # for on_hang callbacks written against it (_Part).  The package reads attributes only
+    # (test_verdict_types.py).
     def _mapping(self):
         return self.to_dict()
-
-    def __getitem__(self, key):
-        return self._mapping()[key]
-
-    def __contains__(self, key):
-        return key in self._mapping()
-
-    def get(self, key, default=None):
-        return self._mapping().get(key, default)
-
-    def keys(self):
-        return self._mapping().keys()
