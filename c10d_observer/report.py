@@ -7,7 +7,7 @@ import os
 
 from . import documents as _documents
 from . import dumpdir as _dumpdir
-from .levels import CallEnd
+from .levels import CallEnd, Level
 from .text import clock, describe_call
 
 
@@ -58,7 +58,7 @@ def summarize(reports, problems=()):
                 after = "; this rank ended while in it"
             else:
                 after = "; it ended once other ranks of it had ended (not resolved)"
-            deadline = ("soft: past its learned deadline of %g s" % e.deadline_s if e.level == "soft" and e.deadline_s
+            deadline = ("soft: past its learned deadline of %g s" % e.deadline_s if e.level == Level.SOFT and e.deadline_s
                         else "timeout %g s" % rep.timeout)
             lines.append("  OVERDUE %s: started %s, detected %s (%.1f s in flight, %s)%s"
                          % (describe_call(e._asdict()), clock(e.started_at), clock(e.detected_at), e.age_s or 0.0,
