@@ -241,6 +241,22 @@ class RankDoc(NamedTuple):
     def dead(self):
         return not self.alive
 
+    @property
+    def node(self):
+        """Its node as the scheduler names it, else its host."""
+        return (self.scheduler or {}).get("node") or self.host
+
+    @property
+    def node_from(self):
+        """Which said ``node``: the scheduler's variable (scheduler.NODE_SOURCES), "hostname", or None."""
+        return (self.scheduler or {}).get("node_from") or ("hostname" if self.host else None)
+
+    @property
+    def job_ids(self):
+        """The scheduler's ids of the job that are set: {"slurm_job_id", "torchelastic_run_id"}."""
+        sched = self.scheduler or {}
+        return {key: sched[key] for key in ("slurm_job_id", "torchelastic_run_id") if sched.get(key)}
+
     def position(self, stream):
         for g in self.groups:
             if g.stream == stream:

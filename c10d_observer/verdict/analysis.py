@@ -232,11 +232,10 @@ def _facts(hangs, culprits, held, undecided, by_rank, world_size, frames, cands,
                frozen_ranks=sorted(r for r, d in by_rank.items() if d.frozen), world_size=world_size,
                undecided=undecided, stack_groups=_stack_groups(frames), resolved=_resolved(by_rank, cands),
                hosts={str(r): Host(host=d.host, pid=d.pid, py_spy_dump=_existing(d.py_spy_dump),
-                                   node=(d.scheduler or {}).get("node") or d.host) for r, d in sorted(by_rank.items())},
+                                   node=d.node) for r, d in sorted(by_rank.items())},
                culprits=[_culprit(r, by_rank.get(r)) for r in sorted(culprits)])
-    if stragglers:  # the node's stragglers document (arrivals.py): read from its file
-        out.update(stragglers=[Straggler.from_json(dict(g["straggler"], stream=g["stream"], ranks=g["ranks"]))
-                               for g in stragglers.get("groups") or () if g.get("straggler")],
+    if stragglers:  # the node's stragglers document, as arrivals.py (its owner) reads it
+        out.update(stragglers=[Straggler.from_json(s) for s in _arrivals.named(stragglers)],
                    straggler_lines=_arrivals.lines(stragglers, now))
     return out
 
@@ -430,10 +429,7 @@ def _culprit(rank, doc):
     says which: scheduler.NODE_SOURCES or "hostname"), its host and pid, the job's ids."""
     if doc is None:
         return Culprit(rank=rank, node=None, node_from=None, host=None, pid=None)
-    sched = doc.scheduler or {}
-    ids = {key: sched[key] for key in ("slurm_job_id", "torchelastic_run_id") if sched.get(key)}
-    return Culprit(rank=rank, node=sched.get("node") or doc.host, host=doc.host, pid=doc.pid,
-                   node_from=sched.get("node_from") or ("hostname" if doc.host else None), **ids)
+    return Culprit(rank=rank, node=doc.node, node_from=doc.node_from, host=doc.host, pid=doc.pid, **doc.job_ids)
 
 
 def culprit_entry(rank, doc):
