@@ -260,6 +260,13 @@ class Stragglers(object):
         return out
 
 
+def named(doc):
+    """The stragglers a document names, one per group that has one: its straggler's fields with the group's
+    ``stream`` and ``ranks`` (the verdict's Straggler)."""
+    return [dict(g["straggler"], stream=g["stream"], ranks=g["ranks"])
+            for g in (doc or {}).get("groups") or () if g.get("straggler")]
+
+
 def lines(doc, now=None):
     """The stragglers a document names, as a person reads them, with since when."""
     from .text import clock

@@ -9,6 +9,7 @@ import json
 from typing import NamedTuple, Optional
 
 from . import channel as _ch
+from .levels import CallEnd
 from .text import describe_call
 
 
@@ -174,7 +175,7 @@ class Overdue(NamedTuple):
 
     @property
     def resolved(self):
-        return self.ended == "completed"
+        return self.ended == CallEnd.COMPLETED
 
     def describe(self):
         return describe_call(self._asdict())
@@ -239,6 +240,22 @@ class RankDoc(NamedTuple):
     @property
     def dead(self):
         return not self.alive
+
+    @property
+    def node(self):
+        """Its node as the scheduler names it, else its host."""
+        return (self.scheduler or {}).get("node") or self.host
+
+    @property
+    def node_from(self):
+        """Which said ``node``: the scheduler's variable (scheduler.NODE_SOURCES), "hostname", or None."""
+        return (self.scheduler or {}).get("node_from") or ("hostname" if self.host else None)
+
+    @property
+    def job_ids(self):
+        """The scheduler's ids of the job that are set: {"slurm_job_id", "torchelastic_run_id"}."""
+        sched = self.scheduler or {}
+        return {key: sched[key] for key in ("slurm_job_id", "torchelastic_run_id") if sched.get(key)}
 
     def position(self, stream):
         for g in self.groups:

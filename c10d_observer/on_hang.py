@@ -19,7 +19,6 @@ import traceback
 from . import dumpdir as _dumpdir
 from . import report as _report
 from . import verdict as _verdict
-from .verdict import Verdict
 
 log = logging.getLogger("c10d_observer")
 
@@ -30,7 +29,7 @@ def load_verdict(dump_dir):
     if not isinstance(dump_dir, (str, bytes, os.PathLike)):
         raise TypeError("dump_dir must be a path (str or os.PathLike), got %s" % type(dump_dir).__name__)
     v, problems, read = _verdict.load(os.fspath(dump_dir), DEFAULT_DIR)
-    return Verdict.from_json(dict(v.to_json(), unreadable=list(problems), dump_dir=read))
+    return v.with_extra(unreadable=list(problems), dump_dir=read)
 
 
 def check_callback(fn):

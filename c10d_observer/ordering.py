@@ -14,6 +14,11 @@ from .analogs import MIN_GROUPS
 Call = namedtuple("Call", "stream seq op started_at size")
 Call.__new__.__defaults__ = (None,)
 
+# an ordering deadlock's culprit: ``rank`` issued ``issued`` ((stream, seq)) without ``skipped`` ((stream, seq)),
+# which the program puts before it; ``witnesses``: the other ranks that issued ``skipped`` at that place
+# (empty where only its earlier steps show it); ``text``: all of it in words (ordering_culprit, shifts)
+Found = namedtuple("Found", "rank issued skipped witnesses text")
+
 
 def ordering_culprit(histories, last_started, members, cycle, group_name=None, like=None, last_completed=None):
     """The rank that broke the order of calls across the groups of a cycle of stuck calls, or None.
@@ -33,7 +38,7 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
     Else, where one rank is out of order by the places two ranks or more issued the call at, and every other
     rank out of order is so only by that one rank's place, the one is named (a skip makes its rank the one
     witness against the many: each side finds the other out of order).
-    Returns {"rank", "issued": (stream, seq), "skipped": (stream, seq), "witnesses": [ranks], "text"}:
+    Returns a Found (rank, issued: (stream, seq), skipped: (stream, seq), witnesses: [ranks], text):
     the culprit issued `issued` without `skipped`, which the program puts before it; `witnesses` are the
     other ranks that issued `skipped` at that place (empty where only the earlier steps show it).
     The rule is ``_pair_findings``'s.
@@ -63,7 +68,7 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
     if likes:
         text += "; rank%s %s, of groups like %s, issued it at that place" % (
             "s" if len(likes) > 1 else "", ", ".join(map(str, likes)), name(like_what))
-    return {"rank": r, "issued": (a, n + 1), "skipped": (b, target), "witnesses": witnesses, "text": text}
+    return Found(r, (a, n + 1), (b, target), witnesses, text)
 
 
 

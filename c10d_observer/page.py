@@ -75,8 +75,7 @@ def _streams(by_rank, v):
 
 def render(by_rank, v, directory=""):
     """The page, as a string, for the documents ``by_rank`` ({rank: RankDoc}: those the verdict was built
-    from, verdict.record_documents, else verdict.load_docs) and their verdict ``v``."""
-    v = _verdict.Verdict.from_json(v)
+    from, verdict.record_documents, else verdict.load_docs) and their verdict ``v`` (a Verdict)."""
     culprits = set(v.culprit_ranks or [])
     dead = set(v.ranks_dead or [])
     stuck = {}  # stream -> hang

@@ -92,8 +92,8 @@ class _Watch(object):
         host = socket.gethostname()
         pids = []
         for info in (v.hosts or {}).values():
-            pid = (info or {}).get("pid")
-            if pid and pid != os.getpid() and (info.get("host") in (None, host)):
+            pid = info.pid if info is not None else None
+            if pid and pid != os.getpid() and (info.host in (None, host)):
                 pids.append(pid)
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for pid in pids:

@@ -7,6 +7,7 @@ import os
 
 from . import documents as _documents
 from . import dumpdir as _dumpdir
+from .levels import CallEnd, Level
 from .text import clock, describe_call
 
 
@@ -50,14 +51,14 @@ def summarize(reports, problems=()):
         for e in rep.overdue:
             if e.in_flight:
                 after = ""
-            elif e.ended == "completed":
+            elif e.ended == CallEnd.COMPLETED:
                 after = "; completed later%s" % (" (resolved after %s s in flight)" % e.resolved_after_s
                                                  if e.resolved_after_s is not None else "")
-            elif e.ended == "rank ended":
+            elif e.ended == CallEnd.RANK_ENDED:
                 after = "; this rank ended while in it"
             else:
                 after = "; it ended once other ranks of it had ended (not resolved)"
-            deadline = ("soft: past its learned deadline of %g s" % e.deadline_s if e.level == "soft" and e.deadline_s
+            deadline = ("soft: past its learned deadline of %g s" % e.deadline_s if e.level == Level.SOFT and e.deadline_s
                         else "timeout %g s" % rep.timeout)
             lines.append("  OVERDUE %s: started %s, detected %s (%.1f s in flight, %s)%s"
                          % (describe_call(e._asdict()), clock(e.started_at), clock(e.detected_at), e.age_s or 0.0,

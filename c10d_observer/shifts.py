@@ -23,7 +23,7 @@ it left the program the others kept, and it is named.  Nothing is said where few
 where they disagree among themselves, where m's places move about rather than shift once, or where the
 shift is the other way (m would be waiting in B, not missing from it).  Pure: no torch, no files, no clock.
 """
-from .ordering import _op, _places
+from .ordering import Found, _op, _places
 
 MIN_SHARED = 4  # B calls whose places both ranks show, and that shift by one same d
 MIN_WITNESSES = 2  # ranks that agree on the places, one of them m's partner on B
@@ -34,8 +34,8 @@ def shift_culprit(histories, last_started, last_completed, members, cycle, like_
     other rank's do, and which never issued that group's stuck call (module docstring), or None.
 
     histories, last_started, members, cycle: as ordering.ordering_culprit's; last_completed: {rank: {stream:
-    seq}}; like_of(stream): the streams of groups like it (analogs.like).  Returns ordering_culprit's dict:
-    {"rank", "issued", "skipped", "witnesses", "text"}."""
+    seq}}; like_of(stream): the streams of groups like it (analogs.like).  Returns what ordering_culprit
+    does: an ordering.Found."""
     name = group_name or (lambda stream: "group %s" % stream)
     waiting_in = {r: (c[0], c[1]) for c in cycle for r in c[2]}
     found = []
@@ -70,7 +70,7 @@ def shift_culprit(histories, last_started, last_completed, members, cycle, like_
     text += "; rank%s %s, in %s #%d too, had made %d calls on %s, rank %d %d on %s" % (
         "s" if len(same) > 1 else "", ", ".join(str(w) for w, _, _ in same), _op(histories, m, *issued), issued[1],
         same[0][2], " and ".join(sorted({name(s2) for _, s2, _ in same})), m, k - 1, name(b))
-    return {"rank": m, "issued": issued, "skipped": (b, k), "witnesses": witnesses, "text": text}
+    return Found(m, issued, (b, k), witnesses, text)
 
 
 def _same_place(last_started, last_completed, members, like_of, waiting_in, m, b, k):

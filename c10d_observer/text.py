@@ -40,15 +40,24 @@ def rank_list(ranks, none="none"):
 def describe_call(entry):
     """'all_reduce #5 on group 0 (ranks 0-3), 1024 x float32' for a call (a dict with op, seq, group,
     group_ranks, kind, peer, api, size), its size where known."""
-    op = entry.get("op") or "?"
-    if entry.get("api"):
-        op = "%s (in %s)" % (op, entry["api"])
-    where = "group %s (ranks %s)" % (entry.get("group"), format_ranks(entry.get("group_ranks")))
-    if entry.get("kind") == "p2p":
-        peer = entry.get("peer")
+    return call_words(entry.get("op"), entry.get("seq"), entry.get("group"), entry.get("group_ranks"),
+                      entry.get("kind"), entry.get("peer"), entry.get("api"), entry.get("size"))
+
+
+def describe(call):
+    """describe_call of a value with those attributes (the verdict's Hang, the analysis' draft of it)."""
+    return call_words(call.op, call.seq, call.group, call.group_ranks, call.kind, call.peer, call.api, call.size)
+
+
+def call_words(op, seq, group, group_ranks, kind=None, peer=None, api=None, size=None):
+    """describe_call's words, from the call's parts."""
+    op = op or "?"
+    if api:
+        op = "%s (in %s)" % (op, api)
+    where = "group %s (ranks %s)" % (group, format_ranks(group_ranks))
+    if kind == "p2p":
         where += ", peer %s" % ("any" if peer is None else peer)
-    size = ", %s" % entry["size"] if entry.get("size") else ""
-    return "%s #%s on %s%s" % (op, entry.get("seq"), where, size)
+    return "%s #%s on %s%s" % (op, seq, where, ", %s" % size if size else "")
 
 
 def clock(ts, ms=True):

@@ -79,8 +79,8 @@ class Ender(_Part):
         """The verdict's culprits on this host are gone (their pids), or it names none here."""
         host = self.cfg.host or socket.gethostname()
         for r in v.culprit_ranks or ():
-            h = (v.hosts or {}).get(str(r)) or {}
-            if h.get("host") in (None, host) and h.get("pid") and _procs.pid_alive(h["pid"]):
+            h = (v.hosts or {}).get(str(r))
+            if h is not None and h.host in (None, host) and h.pid and _procs.pid_alive(h.pid):
                 return False
         return True
 

@@ -25,14 +25,14 @@ stuck), read from the documents written since.  Nothing a rank writes later rewr
 
 Split by job, as torch's flight-recorder analyser is (loader, builder, types): ``types`` (the verdict as
 values), ``files`` (documents and records in, verdict files out), ``analysis``, ``stacks`` (where a main
-thread is), ``outcome`` (what became of a record; the exit code; whether to act) and ``render`` (words).
+thread is), ``outcome`` (what became of a record) and ``render`` (words).
 This module is the verdict's front: what the rest of the package and users call.
 """
 from .analysis import VERSION, analyze, culprit_entry, phase_text
 from .files import (RECORD_DOCS_UP_TO, RECORD_FORMAT, SAME_JOB_S, load, load_docs, load_records, main_record,
                     per_rank, read, read_docs, record, record_documents, write)
-from .outcome import acts, culprit_nodes, exit_code, with_outcome
-from .render import format_text, summary_line
+from .outcome import with_outcome
+from . import render as _render
 from .stacks import frame_text, is_library, main_thread_frames, whereabouts
 from .types import (Category, Culprit, Hang, Level, Mismatch, MismatchKind, Ordering, Outcome, OutcomeState, Straggler,
                     Verdict, Where, Whereabouts, public)
@@ -42,3 +42,37 @@ __all__ = ["VERSION", "analyze", "culprit_entry", "phase_text", "RECORD_DOCS_UP_
            "acts", "culprit_nodes", "exit_code", "with_outcome", "format_text", "summary_line", "frame_text",
            "is_library", "main_thread_frames", "whereabouts", "Category", "Culprit", "Hang", "Level", "Mismatch", "MismatchKind",
            "Ordering", "Outcome", "OutcomeState", "Straggler", "Verdict", "Where", "Whereabouts", "public"]
+
+
+# The front's functions take a Verdict or its JSON (users' scripts and tests hold either): the JSON is read here.
+def _read(v):
+    return Verdict.from_json(v)
+
+
+def exit_code(v):
+    """What ``report`` exits with (Verdict.exit_code): 1 a call is stuck (or was, when the job ended), 3 every
+    stuck call resolved (or calls were overdue and completed later), 0 no call was ever overdue."""
+    return _read(v).exit_code
+
+
+def acts(v):
+    """Whether a verdict is one to act on (Verdict.acts): a hard stuck call, not held, not resolved."""
+    return _read(v).acts
+
+
+def culprit_nodes(v):
+    """The nodes of the culprits of a verdict to act on (``acts``), as Slurm's hostlist (``report DIR
+    --exclude``); '' for none, and for a soft, held or resolved verdict."""
+    from ..scheduler import hostlist
+    v = _read(v)
+    return hostlist(c.node for c in v.culprits or ()) if v.acts else ""
+
+
+def summary_line(v):
+    """The verdict in one line (the console's, the summary of report --json)."""
+    return _render.summary_line(_read(v))
+
+
+def format_text(v, problems=()):
+    """The verdict as ``report`` prints it (without the per-rank section)."""
+    return _render.format_text(_read(v), problems)

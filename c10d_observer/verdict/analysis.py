@@ -1,22 +1,25 @@
 """The analysis: from one document per rank to the verdict.  For a stuck (stream, seq), each member rank has
 finished it, entered it and waits, or never entered it (missing: where is it instead?); a missing rank that
 waits in another stuck call makes this one a symptom of that (a cascade); different ops or sizes at one seq
-are a desync; a cycle of stuck calls is an ordering deadlock (ordering.py names who broke the order).  The
-verdict's JSON is built here once and typed by ``analyze`` (types.py)."""
+are a desync; a cycle of stuck calls is an ordering deadlock (ordering.py names who broke the order).  Each
+stuck call is a draft (types.Draft) that the rules fill in, part by part (its Whereabouts, its Mismatch, its
+Ordering), and the verdict's values are built from the drafts once, at the end (types.py); the summary is
+written from them (render.py)."""
 import collections
 import os
 import re
 
 from .. import arrivals as _arrivals
 from .. import documents as _documents
-from ..text import describe_call, rank_list
+from ..levels import CallEnd, Level, MismatchKind, Where
+from ..text import describe, describe_call, rank_list
 from .render import summary_line
-from .stacks import _stack_groups, main_thread_frames, whereabouts
+from .stacks import _stack_groups, main_thread_frames, place
 from .categories import categorize
 from .cycles import in_cycle, order_cycles
 from .deaths import ABORTED_WORDS, aborted_alone, aborted_beside_another, raised_on_a_death
 from .mismatch import ROOT_TEXT, by_program, mismatch
-from .types import MISMATCH_WORDS, Verdict, public
+from .types import MISMATCH_WORDS, Culprit, Draft, Hang, Host, Resolved, Straggler, Verdict, Whereabouts
 
 VERSION = 1  # of the verdict's JSON (report --json)
 
@@ -27,12 +30,33 @@ def _as_docs(by_rank):
         for r, d in by_rank.items()}
 
 
-def _in_flight(g, seen_by, detected_at=None):
-    """The call a rank has in flight on one stream (a Position), as a stuck-call entry."""
-    c = g.in_flight
-    return {"group": g.group, "stream": g.stream, "group_ranks": list(g.ranks) if g.ranks else g.ranks,
-            "kind": g.kind, "peer": g.peer, "seq": c.seq, "op": c.op, "api": c.api, "size": c.size,
-            "started_at": c.started_at, "detected_at": detected_at, "_seen_by": set(seen_by)}
+class _Candidate(object):
+    """A (stream, seq) that may be stuck, as first found: the call, its ``level`` and ``deadline_s``, its age
+    when first found overdue (``age_s``), the ranks that saw it (``seen_by``); ``derived``: a call a missing
+    rank is in, not overdue itself (a cascade's root may be younger than the timeout)."""
+
+    __slots__ = ("group", "stream", "group_ranks", "kind", "peer", "seq", "op", "api", "size", "started_at",
+                 "detected_at", "level", "deadline_s", "age_s", "seen_by", "derived")
+
+    def __init__(self, group, stream, group_ranks, kind, peer, seq, op, api, size, started_at, detected_at, level,
+                 seen_by, deadline_s=None, age_s=None, derived=False):
+        self.group, self.stream, self.group_ranks, self.kind, self.peer = group, stream, group_ranks, kind, peer
+        self.seq, self.op, self.api, self.size, self.started_at = seq, op, api, size, started_at
+        self.detected_at, self.level, self.deadline_s, self.age_s = detected_at, level, deadline_s, age_s
+        self.seen_by, self.derived = set(seen_by), derived
+
+    @classmethod
+    def overdue(cls, e, rank):
+        """An Overdue entry of ``rank``'s document."""
+        return cls(e.group, e.stream, list(e.group_ranks) if e.group_ranks else e.group_ranks, e.kind, e.peer, e.seq,
+                   e.op, e.api, e.size, e.started_at, e.detected_at, e.level, {rank}, e.deadline_s, e.age_s)
+
+    @classmethod
+    def in_flight(cls, g, seen_by, detected_at, level, derived=False):
+        """The call a rank has in flight on one stream (a Position)."""
+        c = g.in_flight
+        return cls(g.group, g.stream, list(g.ranks) if g.ranks else g.ranks, g.kind, g.peer, c.seq, c.op, c.api,
+                   c.size, c.started_at, detected_at, level, seen_by, derived=derived)
 
 
 def _candidates(by_rank):
@@ -42,19 +66,17 @@ def _candidates(by_rank):
         # a call its watchdog found overdue counts while in flight, and where it ended without resolving
         # (its rank or its peers ended: on_timeout="abort" ends them)
         for e in doc.overdue:
-            if e.in_flight or e.ended in ("rank ended", "peers ended"):
-                key = (e.stream, e.seq)
-                entry = dict(e.to_json(), group_ranks=list(e.group_ranks) if e.group_ranks else e.group_ranks)
-                c = found.setdefault(key, dict(entry, _seen_by={r}))
-                c["_seen_by"].add(r)
-                if e.level == "hard" and c.get("level") != "hard":
+            if e.in_flight or e.ended in (CallEnd.RANK_ENDED, CallEnd.PEERS_ENDED):
+                c = found.setdefault((e.stream, e.seq), _Candidate.overdue(e, r))
+                c.seen_by.add(r)
+                if e.level == Level.HARD and c.level != Level.HARD:
                     # a call past the hard deadline on any rank is a hard one, and its age and detection are
                     # that rank's (a soft detection's younger age is not the hard verdict's)
-                    c.update(level="hard", deadline_s=e.deadline_s, age_s=e.age_s, detected_at=e.detected_at)
-                elif e.age_s is not None and (e.level == "hard" or c.get("level") != "hard"):
+                    c.level, c.deadline_s, c.age_s, c.detected_at = Level.HARD, e.deadline_s, e.age_s, e.detected_at
+                elif e.age_s is not None and (e.level == Level.HARD or c.level != Level.HARD):
                     # the first detection's age (of this level): the number the console printed
-                    if c.get("age_s") is None or e.age_s < c["age_s"]:
-                        c.update(age_s=e.age_s, detected_at=e.detected_at)
+                    if c.age_s is None or e.age_s < c.age_s:
+                        c.age_s, c.detected_at = e.age_s, e.detected_at
         if doc.dead:
             continue
         for g in doc.groups:
@@ -65,68 +87,71 @@ def _candidates(by_rank):
             if age > doc.timeout or doc.ages_at_least:
                 key = (g.stream, g.in_flight.seq)
                 # in flight past the timeout: hard (a torch dump's calls, with no timeout of their own, too)
-                found.setdefault(key, dict(_in_flight(g, (), doc.written_at), level="hard"))["_seen_by"].add(r)
+                found.setdefault(key, _Candidate.in_flight(g, (), doc.written_at, Level.HARD)).seen_by.add(r)
     return found
 
 
 def _resolved(by_rank, stuck):
-    """Calls that were overdue on some rank and completed later (the hang resolved): one entry per
+    """Calls that were overdue on some rank and completed later (the hang resolved): one Resolved per
     (stream, seq) still not stuck, with the longest time it was in flight and the ranks that reported it."""
-    out = collections.OrderedDict()
+    found = collections.OrderedDict()  # (stream, seq) -> [(rank, its Overdue entry)]
     for r, doc in sorted(by_rank.items()):
         for e in doc.overdue:
-            if e.in_flight or not e.resolved:
-                continue
-            key = (e.stream, e.seq)
-            if key in stuck:
-                continue
-            item = out.get(key)
-            if item is None:
-                item = out[key] = {"group": e.group, "stream": e.stream, "seq": e.seq, "op": e.op, "api": e.api,
-                                   "size": e.size, "kind": e.kind, "peer": e.peer, "started_at": e.started_at,
-                                   "group_ranks": list(e.group_ranks) if e.group_ranks else e.group_ranks,
-                                   "resolved": True, "resolved_after_s": e.resolved_after_s, "reported_by": [],
-                                   "completed_at": e.completed_at}
-            item["resolved_after_s"] = max(item["resolved_after_s"] or 0, e.resolved_after_s or 0)
-            item["completed_at"] = max(item["completed_at"] or 0, e.completed_at or 0) or None
-            item["reported_by"].append(r)
-    return list(out.values())
+            if not (e.in_flight or not e.resolved) and (e.stream, e.seq) not in stuck:
+                found.setdefault((e.stream, e.seq), []).append((r, e))
+    out = []
+    for seen in found.values():
+        e0 = seen[0][1]
+        after, done = e0.resolved_after_s, e0.completed_at
+        for _, e in seen:
+            after = max(after or 0, e.resolved_after_s or 0)
+            done = max(done or 0, e.completed_at or 0) or None
+        out.append(Resolved(group=e0.group, stream=e0.stream, seq=e0.seq, op=e0.op, api=e0.api, size=e0.size,
+                            kind=e0.kind, peer=e0.peer, started_at=e0.started_at,
+                            group_ranks=None if e0.group_ranks is None else list(e0.group_ranks), resolved=True,
+                            resolved_after_s=after, reported_by=[r for r, _ in seen], completed_at=done))
+    return out
 
 
 def _where(doc, frames, now):
-    """Where a rank that never entered a stuck call is instead."""
+    """Where a rank that never entered a stuck call is instead (a draft Whereabouts)."""
     if doc is None:
-        return {"state": "unknown", "text": "sent nothing: dead, unreachable or not observed; unknown"}
+        return Draft(Whereabouts, state=Where.UNKNOWN, text="sent nothing: dead, unreachable or not observed; unknown")
     if doc.dead:
-        return {"state": "dead", "text": "dead: %s" % (doc.exit_reason or "its process is gone")}
-    out = {"state": "no_collective", "calls": []}
+        return Draft(Whereabouts, state=Where.DEAD, text="dead: %s" % (doc.exit_reason or "its process is gone"))
+    out = Draft(Whereabouts, state=Where.NO_COLLECTIVE, calls=[])
+    words = []
     for g in doc.groups:
-        if g.in_flight is None:
+        c = g.in_flight
+        if c is None:
             continue
-        call = {k: v for k, v in _in_flight(g, ()).items()
-                if k in ("group", "stream", "seq", "op", "group_ranks", "kind", "peer", "size")}
-        if g.in_flight.started_at:
-            call["for_s"] = round((doc.written_at or now) - g.in_flight.started_at, 1)
-            call["for_at_least"] = doc.ages_at_least
-        out["calls"].append(call)
-    if out["calls"]:
-        out["state"] = "in_collective"
-        out["text"] = "it is in " + "; ".join(
-            "%s%s" % (describe_call(c), " for %s%g s" % ("at least " if c.get("for_at_least") else "", c["for_s"])
-                      if "for_s" in c else "") for c in out["calls"])
+        call = {"group": g.group, "stream": g.stream, "group_ranks": list(g.ranks) if g.ranks else g.ranks,
+                "kind": g.kind, "peer": g.peer, "seq": c.seq, "op": c.op, "size": c.size}
+        for_s = None
+        if c.started_at:
+            for_s = round((doc.written_at or now) - c.started_at, 1)
+            call.update(for_s=for_s, for_at_least=doc.ages_at_least)
+        out.calls.append(call)
+        words.append("%s%s" % (describe_call(call), "" if for_s is None else " for %s%g s" % (
+            "at least " if doc.ages_at_least else "", for_s)))
+    if words:
+        out.state = Where.IN_COLLECTIVE
+        out.text = "it is in " + "; ".join(words)
     else:
-        out["text"] = "it is in no collective"
+        out.text = "it is in no collective"
     if doc.phase:  # busy on purpose: the rank said so (c10d_observer.phase)
-        out["phase"] = dict(doc.phase)
-        out["text"] += "; " + phase_text(doc.phase, doc.written_at or now)
+        out.phase = dict(doc.phase)
+        out.text += "; " + phase_text(doc.phase, doc.written_at or now)
     if doc.frozen:
-        out["state"] = "frozen"
-        out["text"] += ("; its Python has not run for %.1f s (a thread holds the GIL, or the process is "
-                        "stopped): a frozen process, not a collective hang" % (doc.heartbeat_age_s or 0))
-    w = whereabouts(frames)
-    if w:
-        out.update((k, v) for k, v in w.items() if k != "text")
-        out["text"] += "; " + w["text"]
+        out.state = Where.FROZEN
+        out.text += ("; its Python has not run for %.1f s (a thread holds the GIL, or the process is "
+                     "stopped): a frozen process, not a collective hang" % (doc.heartbeat_age_s or 0))
+    w = place(frames)
+    if w is not None:
+        out.main_thread, out.innermost = w.main_thread, w.innermost
+        if w.activity:
+            out.activity = w.activity
+        out.text += "; " + w.text
     return out
 
 
@@ -143,16 +168,15 @@ def _holds(hangs, by_rank, now):
     latest limit, or None."""
     latest = None
     for h in hangs:
-        waits_on = [r for r in h["missing_ranks"] if (h["missing"].get(str(r)) or {}).get("state") != "stuck"]
+        waits_on = [r for r in h.missing_ranks if h.missing[str(r)].state != Where.STUCK]
         phases = [(r, by_rank[r].phase) for r in waits_on if by_rank.get(r) is not None and by_rank[r].phase]
         if not waits_on or len(phases) != len(waits_on):
             continue
-        untils = [ph.get("until") or (now + (h.get("timeout") or 0)) for _, ph in phases]
-        until = max(untils)
+        until = max(ph.get("until") or (now + (h.timeout or 0)) for _, ph in phases)
         if until <= now:
             continue
-        h["level"], h["held_until"] = "soft", until
-        h["held_why"] = "; ".join("rank %d %s" % (r, phase_text(ph, now)[3:]) for r, ph in phases)
+        h.level, h.held_until = Level.SOFT, until
+        h.held_why = "; ".join("rank %d %s" % (r, phase_text(ph, now)[3:]) for r, ph in phases)
         latest = until if latest is None else max(latest, until)
     return latest
 
@@ -160,11 +184,6 @@ def _holds(hangs, by_rank, now):
 def analyze(by_rank, world_size=None, now=None, stragglers=None):
     """The verdict (a Verdict) from one document per rank (RankDoc, or its JSON); ``stragglers``: the node's
     stragglers document (arrivals.py), named in the verdict."""
-    return Verdict.from_json(public(_analyze(by_rank, world_size, now, stragglers)))
-
-
-def _analyze(by_rank, world_size=None, now=None, stragglers=None):
-    """The analysis, building the verdict's JSON (built once; ``analyze`` types it)."""
     by_rank = _as_docs(by_rank)
     frames = {r: main_thread_frames(doc) for r, doc in by_rank.items()}
     if world_size is None:
@@ -173,54 +192,57 @@ def _analyze(by_rank, world_size=None, now=None, stragglers=None):
     cands = _candidates(by_rank)
     hangs = _stuck_calls(by_rank, cands, now)
     culprits, undecided = _place_missing(hangs, by_rank, frames, now)
-    cycles = [i for i, h in enumerate(hangs) if h["caused_by"] and in_cycle(hangs, i)]
+    cycles = [i for i, h in enumerate(hangs) if h.caused_by and in_cycle(hangs, i)]
     for i in cycles:
-        hangs[i]["cycle"] = True
+        hangs[i].cycle = True
     if cycles:
         culprits.update(order_cycles(hangs, cycles, by_rank, undecided))
     for h in hangs:
-        h["root"] = not h["caused_by"]
+        h.root = not h.caused_by
         culprits.update(categorize(h, by_rank, undecided))
     for h in hangs:  # after every rule that names: the dead rank it leans on must be named
-        for r in h["missing_ranks"]:
-            m = h["missing"].get(str(r)) or {}
-            why = raised_on_a_death(r, by_rank, culprits) if m.get("state") == "no_collective" else None
+        for r in h.missing_ranks:
+            m = h.missing[str(r)]
+            why = raised_on_a_death(r, by_rank, culprits) if m.state == Where.NO_COLLECTIVE else None
             if why is not None:
                 culprits.discard(r)
-                m["state"], m["text"] = "raised", "%s; %s" % (m.get("text") or "it is in no collective", why)
-    silent = sorted(set(range(world_size)) - set(by_rank))
+                m.state, m.text = Where.RAISED, "%s; %s" % (m.text or "it is in no collective", why)
     for h in hangs:
-        unknown = [r for r in h["missing_ranks"] if by_rank.get(r) is None]
+        unknown = [r for r in h.missing_ranks if by_rank.get(r) is None]
         if unknown:
             undecided.append("%s: %s sent nothing; whether they are dead, unreachable or elsewhere is unknown"
-                             % (describe_call(h), rank_list(unknown)))
+                             % (describe(h), rank_list(unknown)))
     hangs = _renumbered(hangs)
     held = _holds(hangs, by_rank, now)
-    levels = [h.get("level") for h in hangs]
-    v = {"version": VERSION, "hangs": hangs, "culprit_ranks": sorted(culprits),
-         "level": ("hard" if "hard" in levels else "soft") if hangs else None,
-         "held_until": held if held is not None and "hard" not in levels else None,
-         "held_why": "; ".join(h["held_why"] for h in hangs if h.get("held_why")) or None,
-         "ranks_reporting": sorted(by_rank), "ranks_silent": silent,
-         "ranks_dead": sorted(r for r, d in by_rank.items() if d.dead),
-         "exits": {str(r): d.exit_reason for r, d in sorted(by_rank.items()) if d.dead},
-         "frozen_ranks": sorted(r for r, d in by_rank.items() if d.frozen), "world_size": world_size,
-         "undecided": undecided, "stack_groups": _stack_groups(frames), "resolved": _resolved(by_rank, cands),
-         "hosts": {str(r): {"host": d.host, "pid": d.pid, "py_spy_dump": _existing(d.py_spy_dump),
-                            "node": (d.scheduler or {}).get("node") or d.host}
-                   for r, d in sorted(by_rank.items())}}
-    v["culprits"] = [culprit_entry(r, by_rank.get(r)) for r in v["culprit_ranks"]]
-    if stragglers:
-        v["stragglers"] = [dict(g["straggler"], stream=g["stream"], ranks=g["ranks"])
-                           for g in stragglers.get("groups") or () if g.get("straggler")]
-        v["straggler_lines"] = _arrivals.lines(stragglers, now)
-    v["summary"] = summary_line(v)
-    return v
+    hangs = [h.build() for h in hangs]
+    v = Verdict(**_facts(hangs, culprits, held, undecided, by_rank, world_size, frames, cands, stragglers, now))
+    return v.replace(summary=summary_line(v))
+
+
+def _facts(hangs, culprits, held, undecided, by_rank, world_size, frames, cands, stragglers, now):
+    """The verdict's fields beside its stuck calls: the culprits, the job's ranks, what cannot be decided."""
+    hard = any(h.level == Level.HARD for h in hangs)
+    out = dict(version=VERSION, hangs=hangs, culprit_ranks=sorted(culprits),
+               level=(Level.HARD if hard else Level.SOFT) if hangs else None,
+               held_until=held if held is not None and not hard else None,
+               held_why="; ".join(h.held_why for h in hangs if h.held_why) or None,
+               ranks_reporting=sorted(by_rank), ranks_silent=sorted(set(range(world_size)) - set(by_rank)),
+               ranks_dead=sorted(r for r, d in by_rank.items() if d.dead),
+               exits={str(r): d.exit_reason for r, d in sorted(by_rank.items()) if d.dead},
+               frozen_ranks=sorted(r for r, d in by_rank.items() if d.frozen), world_size=world_size,
+               undecided=undecided, stack_groups=_stack_groups(frames), resolved=_resolved(by_rank, cands),
+               hosts={str(r): Host(host=d.host, pid=d.pid, py_spy_dump=_existing(d.py_spy_dump),
+                                   node=d.node) for r, d in sorted(by_rank.items())},
+               culprits=[_culprit(r, by_rank.get(r)) for r in sorted(culprits)])
+    if stragglers:  # the node's stragglers document, as arrivals.py (its owner) reads it
+        out.update(stragglers=[Straggler.from_json(s) for s in _arrivals.named(stragglers)],
+                   straggler_lines=_arrivals.lines(stragglers, now))
+    return out
 
 
 def _stuck_calls(by_rank, cands, now):
-    """The stuck calls, as evaluated: the overdue ones, and the calls in flight of the ranks missing from
-    them (a cascade is named by its root even before the root is overdue)."""
+    """The stuck calls, as evaluated (drafts of Hangs): the overdue ones, and the calls in flight of the ranks
+    missing from them (a cascade is named by its root even before the root is overdue)."""
     hangs, seen = [], set()
     todo = list(cands.items())
     while todo:
@@ -229,12 +251,12 @@ def _stuck_calls(by_rank, cands, now):
             continue
         seen.add((stream, seq))
         h = _evaluate(by_rank, stream, seq, e, now)
-        if e.get("_derived") and not h["missing_ranks"] and "mismatch" not in h:
+        if e.derived and not h.missing_ranks and not h.has("mismatch"):
             continue  # a call everyone is in: under way, not stuck
         hangs.append(h)
         # a rank that never arrived may be waiting in a call of its own, younger than the timeout: look
         # at that call too, so that a cascade is named by its root even before the root is overdue
-        for r in h["missing_ranks"]:
+        for r in h.missing_ranks:
             doc = by_rank.get(r)
             if doc is None or doc.dead:
                 continue
@@ -247,7 +269,7 @@ def _stuck_calls(by_rank, cands, now):
                 # not overdue itself: hard only where it is in flight past this rank's timeout
                 hard = (doc.ages_at_least or g.in_flight.started_at is not None and doc.timeout
                         and now - g.in_flight.started_at > doc.timeout)
-                todo.append((key, dict(_in_flight(g, {r}), _derived=True, level="hard" if hard else "soft")))
+                todo.append((key, _Candidate.in_flight(g, {r}, None, Level.HARD if hard else Level.SOFT, True)))
 
     return hangs
 
@@ -257,67 +279,65 @@ def _place_missing(hangs, by_rank, frames, now):
     that rule names, the mismatches, and what cannot be decided: (culprits, undecided)."""
     waiting_in = {}  # rank -> index of the stuck call it waits in
     for i, h in enumerate(hangs):
-        for r in h["waiting_ranks"]:
+        for r in h.waiting_ranks:
             waiting_in.setdefault(r, i)
     culprits, undecided = set(), []
     for i, h in enumerate(hangs):
-        h["missing"] = {}
-        h["caused_by"] = []
-        for r in h["missing_ranks"]:
+        h.missing, caused_by = {}, []
+        for r in h.missing_ranks:
             j = waiting_in.get(r)
             if j is not None and j != i:
-                h["caused_by"].append(j)
-                h["missing"][str(r)] = {"state": "stuck", "text": "it waits in %s" % describe_call(hangs[j]),
-                                        "in_hang": j}
+                caused_by.append(j)
+                h.missing[str(r)] = Draft(Whereabouts, state=Where.STUCK, text="it waits in %s" % describe(hangs[j]),
+                                          in_hang=j)
             else:
-                h["missing"][str(r)] = _where(by_rank.get(r), frames.get(r), now)
+                h.missing[str(r)] = _where(by_rank.get(r), frames.get(r), now)
                 if by_rank.get(r) is not None:
                     culprits.add(r)
         for r in aborted_beside_another(h, by_rank, waiting_in):
             culprits.discard(r)
-            m = h["missing"][str(r)]
-            m["text"] = "%s; %s" % (m.get("text") or "dead", ABORTED_WORDS)
+            m = h.missing[str(r)]
+            m.text = "%s; %s" % (m.text or "dead", ABORTED_WORDS)
         alone = aborted_alone(h, by_rank, waiting_in)
         if alone is not None:
             r, odd, why = alone
-            m = h["missing"][str(r)]
-            m["text"] = "%s; %s" % (m.get("text") or "dead", why)
+            m = h.missing[str(r)]
+            m.text = "%s; %s" % (m.text or "dead", why)
             if odd is None:  # nothing decides
                 culprits.discard(r)
-                undecided.append("%s: %s" % (describe_call(h), why))
+                undecided.append("%s: %s" % (describe(h), why))
             elif odd:  # a size Mismatch of the peers that the groups like this one tell apart: named below
                 culprits.discard(r)
-                h["mismatch"] = odd
-        h["caused_by"] = sorted(set(h["caused_by"]))
-        if "mismatch" in h:
-            if h["mismatch"]["odd_ranks"]:
-                culprits.update(h["mismatch"]["odd_ranks"])
-            else:
-                m = h["mismatch"]
-                why = ("the root of %s is not known" % rank_list(m["unknown"]) if m.get("unknown") else
-                       "none has a majority")
-                undecided.append("%s: the ranks in it issued different %s (%s) and %s" % (
-                    describe_call(h), MISMATCH_WORDS[m["kind"]], m["text"], why))
+                h.mismatch = odd
+        h.caused_by = sorted(set(caused_by))
+        m = h.mismatch
+        if m is not None and m.odd_ranks:
+            culprits.update(m.odd_ranks)
+        elif m is not None:
+            why = "the root of %s is not known" % rank_list(m.unknown) if m.unknown else "none has a majority"
+            undecided.append("%s: the ranks in it issued different %s (%s) and %s" % (
+                describe(h), MISMATCH_WORDS[m.kind], m.text, why))
     return culprits, undecided
 
 
 def _renumbered(hangs):
     """The stuck calls, roots first, then by start; every index into them renumbered."""
-    hangs_sorted = sorted(range(len(hangs)), key=lambda i: (not hangs[i]["root"], hangs[i].get("started_at") or 0))
+    hangs_sorted = sorted(range(len(hangs)), key=lambda i: (not hangs[i].root, hangs[i].started_at or 0))
     order = {old: new for new, old in enumerate(hangs_sorted)}
     hangs = [hangs[i] for i in hangs_sorted]
     for h in hangs:
-        h["caused_by"] = sorted(order[j] for j in h["caused_by"])
-        for m in h["missing"].values():
-            if "in_hang" in m:
-                m["in_hang"] = order[m["in_hang"]]
+        h.caused_by = sorted(order[j] for j in h.caused_by)
+        for m in h.missing.values():
+            if m.has("in_hang"):
+                m.in_hang = order[m.in_hang]
     return hangs
 
 
 def _evaluate(by_rank, stream, seq, e, now):
-    members = _members(e, stream)
+    """The draft of stuck call (``stream``, ``seq``) found as candidate ``e``: who finished it, waits in it or
+    never entered it, its op and size, how long it is stuck, and a desync at its seq where the ranks differ."""
     waiting, missing, finished, ended_after, died, calls = [], [], [], [], [], {}
-    for r in members:
+    for r in _members(e, stream):
         doc = by_rank.get(r)
         pos = doc.position(stream) if doc is not None else None
         if pos is None or pos.last_started < seq:
@@ -334,84 +354,87 @@ def _evaluate(by_rank, stream, seq, e, now):
         c = doc.call(stream, seq)
         if c is not None and c.op and c.op != "unknown":
             calls[r] = c
-    size = e.get("size") or next((calls[r].size for r in sorted(calls) if calls[r].size), None)
-    h = {"group": e.get("group"), "stream": stream, "group_ranks": e.get("group_ranks"), "level": e.get("level") or
-         "hard", "deadline_s": e.get("deadline_s"), "kind": e.get("kind"), "peer": e.get("peer"), "seq": seq, "op": e.get("op"),
-         "api": e.get("api") or "", "size": size, "waiting_ranks": waiting, "died_waiting": died,
-         "missing_ranks": missing, "finished_ranks": finished, "finished_then_ended": ended_after,
-         "started_at": e.get("started_at"), "detected_at": e.get("detected_at"),
-         "detected_by": sorted(e["_seen_by"]), "overdue": not e.get("_derived"),
-         "timeout": by_rank[min(e["_seen_by"])].timeout}
-    if (h["op"] in (None, "unknown")) and calls:
-        h["op"] = collections.Counter(c.op for c in calls.values()).most_common(1)[0][0]
+    seen_by = sorted(e.seen_by)
+    h = Draft(Hang, group=e.group, stream=stream, group_ranks=e.group_ranks, level=e.level or Level.HARD,
+              deadline_s=e.deadline_s, kind=e.kind, peer=e.peer, seq=seq, op=e.op, api=e.api or "",
+              size=e.size or next((calls[r].size for r in sorted(calls) if calls[r].size), None),
+              waiting_ranks=waiting, died_waiting=died, missing_ranks=missing, finished_ranks=finished,
+              finished_then_ended=ended_after, started_at=e.started_at, detected_at=e.detected_at,
+              detected_by=seen_by, overdue=not e.derived, timeout=by_rank[seen_by[0]].timeout)
+    if h.op in (None, "unknown") and calls:
+        h.op = collections.Counter(c.op for c in calls.values()).most_common(1)[0][0]
     # torch's own timeout of this group: it ends the job then (a subgroup does not inherit the world's)
-    h["torch_timeout_s"] = next((p.torch_timeout_s for p in (by_rank[r].position(stream) for r in sorted(e["_seen_by"]))
-                                 if p is not None and p.torch_timeout_s is not None), None)
-    if e.get("age_s") is not None:
+    h.torch_timeout_s = next((p.torch_timeout_s for p in (by_rank[r].position(stream) for r in seen_by)
+                              if p is not None and p.torch_timeout_s is not None), None)
+    if e.age_s is not None:
         # one duration per hang everywhere: its age when first found overdue, as the console, the report
         # and the verdict all say it ("stuck 3.1 s"); a later merge does not make it a different number
-        h["stuck_s"] = round(e["age_s"], 1)
-        h["stuck_at_least"] = False
-    elif h["started_at"] is not None:
-        h["stuck_s"] = round(now - h["started_at"], 1)
+        h.stuck_s, h.stuck_at_least = round(e.age_s, 1), False
+    elif h.started_at is not None:
+        h.stuck_s = round(now - h.started_at, 1)
         # torch dumps carry no time of their own: ages count from the newest time in them (torch_fr.py)
-        h["stuck_at_least"] = any(by_rank[r].ages_at_least for r in e["_seen_by"])
+        h.stuck_at_least = any(by_rank[r].ages_at_least for r in seen_by)
+    _desync(h, calls, by_rank, (waiting, finished, ended_after, died))
+    return h
+
+
+def _desync(h, calls, by_rank, lists):
+    """Different ops, sizes or roots at the stuck call's seq: its ``mismatch``; the odd ones that issued another
+    op never entered this call (taken out of ``lists``: waiting, finished, ended after, died)."""
+    stream, seq = h.stream, h.seq
     ops = {r: c.op for r, c in calls.items()}
     if len(set(ops.values())) > 1:
-        h["mismatch"] = m = by_program(mismatch(ops, calls), calls, by_rank, stream, seq)
-        if m["expected_op"]:
+        h.mismatch = m = by_program(mismatch(ops, calls), calls, by_rank, stream, seq)
+        if m.expected_op:
             # the odd ones issued another op at this seq: they never entered *this* call, finished or not
-            other = [r for r in m["odd_ranks"] if r in waiting or r in finished]
-            h["other_op_ranks"] = other
-            for lst in (waiting, finished, ended_after, died):
+            other = [r for r in m.odd_ranks if r in h.waiting_ranks or r in h.finished_ranks]
+            h.other_op_ranks = other
+            for lst in lists:
                 lst[:] = [r for r in lst if r not in other]
-            if h["op"] != m["expected_op"]:
-                h["op"] = m["expected_op"]
-                h["size"] = next((c.size for r, c in sorted(calls.items()) if c.op == m["expected_op"] and c.size),
-                                 None)
-    else:  # same op, different dtype or element count: also a desync
-        sizes = {r: "%s of %s" % (c.op, c.size) for r, c in calls.items() if c.size}
-        bare = {r: "%s of %s" % (calls[r].op, ROOT_TEXT.sub("", calls[r].size)) for r in sizes}
-        if len(set(sizes.values())) > 1 and len(set(bare.values())) == 1:  # one op and size: roots
-            found = {r: ROOT_TEXT.search(calls[r].size) for r in sizes}
-            known = {r: f.group(2) for r, f in found.items() if f}
-            if len(set(known.values())) > 1:  # two roots seen: a desync (one root and unknown ones: none seen)
-                h["mismatch"] = m = mismatch({r: "%s from %s" % (calls[r].op, known.get(r, "an unknown root"))
-                                               for r in sizes}, calls, "root")
-                if len(known) < len(sizes):  # a rank of unknown root may be on either side: no odd one named
-                    m["expected_op"], m["odd_ranks"] = None, []
-                    m["unknown"] = sorted(r for r in sizes if r not in known)
-                else:
-                    by_program(m, calls, by_rank, stream, seq)
-                if m["expected_op"]:
-                    h["size"] = next(calls[r].size for r in sorted(sizes) if r not in m["odd_ranks"])
-        elif len(set(sizes.values())) > 1:
-            h["mismatch"] = m = by_program(mismatch(sizes, calls, "size"), calls, by_rank, stream, seq)
-            if m["expected_op"]:  # the call named by what the majority issued, not by the odd rank's size
-                h["size"] = m["expected_op"].split(" of ", 1)[1]
-    return h
+            if h.op != m.expected_op:
+                h.op = m.expected_op
+                h.size = next((c.size for r, c in sorted(calls.items()) if c.op == m.expected_op and c.size), None)
+        return
+    # same op, different dtype or element count: also a desync
+    sizes = {r: "%s of %s" % (c.op, c.size) for r, c in calls.items() if c.size}
+    bare = {r: "%s of %s" % (calls[r].op, ROOT_TEXT.sub("", calls[r].size)) for r in sizes}
+    if len(set(sizes.values())) > 1 and len(set(bare.values())) == 1:  # one op and size: roots
+        found = {r: ROOT_TEXT.search(calls[r].size) for r in sizes}
+        known = {r: f.group(2) for r, f in found.items() if f}
+        if len(set(known.values())) > 1:  # two roots seen: a desync (one root and unknown ones: none seen)
+            h.mismatch = m = mismatch({r: "%s from %s" % (calls[r].op, known.get(r, "an unknown root"))
+                                       for r in sizes}, calls, MismatchKind.ROOT)
+            if len(known) < len(sizes):  # a rank of unknown root may be on either side: no odd one named
+                m.expected_op, m.odd_ranks = None, []
+                m.unknown = sorted(r for r in sizes if r not in known)
+            else:
+                by_program(m, calls, by_rank, stream, seq)
+            if m.expected_op:
+                h.size = next(calls[r].size for r in sorted(sizes) if r not in m.odd_ranks)
+    elif len(set(sizes.values())) > 1:
+        h.mismatch = m = by_program(mismatch(sizes, calls, MismatchKind.SIZE), calls, by_rank, stream, seq)
+        if m.expected_op:  # the call named by what the majority issued, not by the odd rank's size
+            h.size = m.expected_op.split(" of ", 1)[1]
 
 
 def _members(e, stream):
     m = re.search(r":p2p:(\d+)->(\d+)$", stream or "")
     if m:
         return sorted({int(m.group(1)), int(m.group(2))})
-    return list(e.get("group_ranks") or [])
+    return list(e.group_ranks or [])
+
+
+def _culprit(rank, doc):
+    """What a scheduler needs of one culprit (a Culprit): its node by the scheduler's name for it (``node_from``
+    says which: scheduler.NODE_SOURCES or "hostname"), its host and pid, the job's ids."""
+    if doc is None:
+        return Culprit(rank=rank, node=None, node_from=None, host=None, pid=None)
+    return Culprit(rank=rank, node=doc.node, node_from=doc.node_from, host=doc.host, pid=doc.pid, **doc.job_ids)
 
 
 def culprit_entry(rank, doc):
-    """What a scheduler needs of one culprit: its node by the scheduler's name for it (``node_from`` says
-    which: scheduler.NODE_SOURCES or "hostname"), its host and pid, the job's ids."""
-    out = {"rank": rank, "node": None, "node_from": None, "host": None, "pid": None}
-    if doc is None:
-        return out
-    sched = doc.scheduler or {}
-    out.update(host=doc.host, pid=doc.pid, node=sched.get("node") or doc.host,
-               node_from=sched.get("node_from") or ("hostname" if doc.host else None))
-    for key in ("slurm_job_id", "torchelastic_run_id"):
-        if sched.get(key):
-            out[key] = sched[key]
-    return out
+    """``_culprit``'s JSON: what a scheduler needs of one culprit."""
+    return _culprit(rank, doc).to_json()
 
 
 def _existing(path):

@@ -3,19 +3,21 @@ histories (ordering.py, shifts.py, analogs.py)."""
 from .. import analogs as _analogs
 from .. import ordering as _ordering
 from .. import shifts as _shifts
-from ..text import describe_call
+from ..levels import Where
+from ..text import describe
+from .types import Draft, Ordering, Whereabouts
 
 
 def _reaches(hangs, a, b):
     """Whether hang ``b`` is reached from hang ``a`` along caused_by (in one step or more)."""
-    seen, todo = set(), list(hangs[a]["caused_by"])
+    seen, todo = set(), list(hangs[a].caused_by)
     while todo:
         k = todo.pop()
         if k == b:
             return True
         if k not in seen:
             seen.add(k)
-            todo.extend(hangs[k]["caused_by"])
+            todo.extend(hangs[k].caused_by)
     return False
 
 
@@ -50,8 +52,7 @@ def order_cycles(hangs, cycles, by_rank, undecided):
             continue
         ring = sorted({i} | {j for j in cycles if _in_cycle_with(hangs, i, j)})
         done.update(ring)
-        cyc = [(hangs[j]["stream"], hangs[j]["seq"], hangs[j]["waiting_ranks"], hangs[j]["missing_ranks"])
-               for j in ring]
+        cyc = [(hangs[j].stream, hangs[j].seq, hangs[j].waiting_ranks, hangs[j].missing_ranks) for j in ring]
         found = None
         try:
             like = {s: _analogs.like(by_rank, s) for s in {c[0] for c in cyc} if ":p2p:" not in str(s)}
@@ -67,18 +68,18 @@ def order_cycles(hangs, cycles, by_rank, undecided):
             for j in ring:
                 undecided.append("%s is part of a cycle of stuck calls (ranks wait for each other in different "
                                  "groups: an ordering deadlock), and the ranks' recent calls do not show who broke "
-                                 "the order" % describe_call(hangs[j]))
+                                 "the order" % describe(hangs[j]))
             continue
-        r = found["rank"]
-        culprits.add(r)
+        culprits.add(found.rank)
+        ordering = Ordering(rank=found.rank, issued=list(found.issued), skipped=list(found.skipped),
+                            witnesses=found.witnesses or [], text=found.text)
         for j in ring:
             h = hangs[j]
-            h["ordering"] = {"rank": r, "issued": list(found["issued"]), "skipped": list(found["skipped"]),
-                             "witnesses": found.get("witnesses") or [], "text": found["text"]}
-            if (h["stream"], h["seq"]) == tuple(found["skipped"]):  # the call the culprit skipped: the root
-                h["caused_by"] = []
-                h["missing"][str(r)] = {"state": "out_of_order", "text": found["text"],
-                                        "issued": list(found["issued"])}
+            h.ordering = ordering
+            if (h.stream, h.seq) == tuple(found.skipped):  # the call the culprit skipped: the root
+                h.caused_by = []
+                h.missing[str(found.rank)] = Draft(Whereabouts, state=Where.OUT_OF_ORDER, text=found.text,
+                                                   issued=list(found.issued))
     return culprits
 
 

@@ -1,7 +1,9 @@
 """Ranks that died or raised beside a hang: which of them are its culprits and which its symptoms (gloo's aborts
 of a rank that received a collective of another size; a rank that raised once a peer died)."""
 from .. import analogs as _analogs
-from ..text import describe_call, rank_list
+from ..levels import MismatchKind
+from ..text import call_words, describe, rank_list
+from .types import Draft, Mismatch
 
 
 # A rank that died of SIGABRT beside another rank that explains the hang: gloo aborts a rank that receives a
@@ -16,7 +18,7 @@ def aborted_beside_another(h, by_rank, waiting_in):
     """The missing ranks of hang ``h`` that died of SIGABRT, where a missing rank that did not (in no
     collective, frozen, dead otherwise) is there to name: else none (an abort alone is named)."""
     aborted, others = [], []
-    for r in h["missing_ranks"]:
+    for r in h.missing_ranks:
         doc = by_rank.get(r)
         if doc is None or r in waiting_in:
             continue
@@ -39,24 +41,24 @@ def aborted_alone(h, by_rank, waiting_in):
       odd ranks are the peers whose call is another (named, the dead rank a symptom), or [] where every peer
       issued the program's call;
     - else ``odd`` is None: nothing decides, the hang says why."""
-    missing = [r for r in h["missing_ranks"] if by_rank.get(r) is not None and r not in waiting_in]
+    missing = [r for r in h.missing_ranks if by_rank.get(r) is not None and r not in waiting_in]
     if len(missing) != 1:
         return None  # none, or aborted_beside_another's case
     r = missing[0]
     doc = by_rank[r]
     if not (doc.dead and "(SIGABRT)" in (doc.exit_reason or "")):
         return None
-    pos = doc.position(h["stream"])
-    if (pos.last_started if pos is not None else 0) != h["seq"] - 1:
+    pos = doc.position(h.stream)
+    if (pos.last_started if pos is not None else 0) != h.seq - 1:
         return None
-    peers = {p: by_rank[p].call(h["stream"], h["seq"]) for p in h["waiting_ranks"] + h["finished_ranks"]}
+    peers = {p: by_rank[p].call(h.stream, h.seq) for p in h.waiting_ranks + h.finished_ranks}
     peers = {p: (c.op, c.size) for p, c in peers.items() if c is not None and c.op not in (None, "unknown") and c.size}
-    call = describe_call(h)
-    if len(peers) >= 2 and len(set(peers.values())) == 1 and "mismatch" not in h:
+    call = describe(h)
+    if len(peers) >= 2 and len(set(peers.values())) == 1 and not h.has("mismatch"):
         return (r, [], "aborted (SIGABRT) before or inside %s, which %s issued alike (%s of %s): it crashed, or "
                         "posted another size than they did" % (call, rank_list(sorted(peers)), *next(iter(peers.values()))))
-    got = _analogs.program_call(by_rank, h["stream"], h["seq"]) if peers and len(peers) == len(
-        h["waiting_ranks"] + h["finished_ranks"]) else None
+    got = _analogs.program_call(by_rank, h.stream, h.seq) if peers and len(peers) == len(
+        h.waiting_ranks + h.finished_ranks) else None
     if got is not None:
         (op, size), streams, _ = got
         odd = sorted(p for p, c in peers.items() if c != (op, size))
@@ -64,9 +66,9 @@ def aborted_alone(h, by_rank, waiting_in):
             "s" if len(streams) > 1 else "", ", ".join(map(str, streams[:4])), op, size)
         if odd:
             ops = {str(p): "%s of %s" % c for p, c in sorted(peers.items())}
-            mismatch = {"kind": "size", "ops": ops, "expected_op": "%s of %s" % (op, size), "odd_ranks": odd,
-                        "text": ", ".join("%s %s" % (rank_list([p]), ops[str(p)]) for p in odd),
-                        "evidence": "%s; the one rank beside, %s, died of SIGABRT" % (like, rank_list([r]))}
+            mismatch = Draft(Mismatch, ("unknown",), kind=MismatchKind.SIZE, ops=ops, expected_op="%s of %s" % (op, size),
+                             odd_ranks=odd, text=", ".join("%s %s" % (rank_list([p]), ops[str(p)]) for p in odd),
+                             evidence="%s; the one rank beside, %s, died of SIGABRT" % (like, rank_list([r])))
             return (r, mismatch, "aborted (SIGABRT) by gloo inside %s, as gloo aborts a rank that receives more "
                                   "than it posted: %s issued %s there (%s): a symptom, not named" % (
                                       call, rank_list(odd), ops[str(odd[0])], like))
@@ -101,8 +103,7 @@ def raised_on_a_death(r, by_rank, culprits):
             theirs = dead.position(g.stream)
             if theirs is not None and g.last_started > theirs.last_started:
                 c = g.call(g.last_started)
-                call = describe_call({"group": g.group, "seq": g.last_started, "op": c.op if c else None,
-                                      "group_ranks": list(g.ranks or ()), "kind": "collective"})
+                call = call_words(c.op if c else None, g.last_started, g.group, list(g.ranks or ()), "collective")
                 return ("its %s, which rank %d never entered, is over: gloo raised it when rank %d died, and this "
                         "rank left for its error path; a symptom, not named" % (call, d, d))
     return None

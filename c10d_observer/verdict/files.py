@@ -6,10 +6,10 @@ from .. import arrivals as _arrivals
 from .. import documents as _documents
 from .. import dumpdir as _dumpdir
 from ..report import ReportError
-from .analysis import _analyze, culprit_entry
-from .outcome import _main_record, exit_code, with_outcome
+from .analysis import analyze
+from .outcome import _main_record, with_outcome
 from .render import format_text
-from .types import Verdict, public
+from .types import Culprit, Verdict, public
 
 RECORD_FORMAT = "c10d_observer.verdict_record"
 SAME_JOB_S = 120.0  # watchdogs of one job start within this of each other (older files are another job's)
@@ -80,21 +80,22 @@ def per_rank(docs, gather_id=None):
 
 def load_records(directory):
     """The verdicts merged while the job ran (``verdict-<id>.json``; ``verdict.json`` where a folder of an
-    earlier release has no record), oldest first: [(verdict dict, [RankDoc] it was built from or None)]."""
+    earlier release has no record), oldest first: [(Verdict, [RankDoc] it was built from or None)]; each
+    file's JSON is read here, once."""
     dd = _dumpdir.DumpDir(directory)
     out, seen = [], {}
     for path in dd.glob(_dumpdir.RECORD_GLOB):
         rec = _dumpdir.read_json(path)
         if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT or not isinstance(rec.get("verdict"), dict):
             continue
-        v = rec["verdict"]
+        v = Verdict.from_json(rec["verdict"])
         docs = None
         if isinstance(rec.get("documents"), list):
             try:
                 docs = [_documents.RankDoc.from_json(d, path) for d in rec["documents"]]
             except _documents.DocumentError:
                 docs = None
-        gid = v.get("gather_id")
+        gid = v.gather_id
         if gid in seen:  # several nodes' folders copied together: one record per gather, with its documents
             if docs is not None and out[seen[gid]][1] is None:
                 out[seen[gid]] = (v, docs)
@@ -104,8 +105,8 @@ def load_records(directory):
     if not out:
         v = dd.read_json(_dumpdir.VERDICT_JSON)
         if isinstance(v, dict) and isinstance(v.get("hangs"), list) and v.get("gather_id"):
-            out.append((v, None))
-    out.sort(key=lambda x: x[0].get("verdict_at") or 0)
+            out.append((Verdict.from_json(v), None))
+    out.sort(key=lambda x: x[0].verdict_at or 0)
     return out
 
 
@@ -131,19 +132,20 @@ def load(directory, default_dir=None):
             % (directory, "".join("\n  unreadable: %s" % p for p in problems), default_dir or "c10d_observer"))
     if not records:
         records = _gathered(directory)
-    if records:
-        v = with_outcome(records, docs)
-    else:
-        v = public(_analyze(docs, stragglers=_arrivals.read(directory)))
-        v["recorded"] = False
-    if "culprits" not in v:  # a record written before culprits carried their node: the host stands for it
-        v["culprits"] = [dict(culprit_entry(r, None), **{k: (v.get("hosts") or {}).get(str(r), {}).get(k)
-                                                         for k in ("host", "pid")})
-                         for r in v.get("culprit_ranks") or ()]
-        for c in v["culprits"]:
-            c["node"], c["node_from"] = c["host"], "hostname" if c["host"] else None
-    v["exit_code"] = exit_code(v)
-    return Verdict.from_json(v), problems, directory
+    if not records:
+        v = analyze(docs, stragglers=_arrivals.read(directory)).replace(recorded=False)
+        return v.with_exit_code(), problems, directory
+    v = with_outcome(records, docs)
+    if not v.has("culprits"):  # a record written before culprits carried their node: the host stands for it
+        v = v.replace(culprits=[_host_culprit(r, (v.hosts or {}).get(str(r))) for r in v.culprit_ranks or ()])
+    return v.with_exit_code(), problems, directory
+
+
+def _host_culprit(rank, host):
+    """A culprit of a record written before culprits carried their node: its host (of the record's ``hosts``)
+    stands for its node."""
+    name, pid = (host.host, host.pid) if host is not None else (None, None)
+    return Culprit(rank=rank, node=name, node_from="hostname" if name else None, host=name, pid=pid)
 
 
 def _gathered(directory):
@@ -156,11 +158,11 @@ def _gathered(directory):
         return []
     gid = max(states, key=lambda d: d.written_at or 0).gather_id
     docs = per_rank(all_docs, gather_id=gid)
-    v = public(_analyze(docs))
-    if not v["hangs"]:
+    v = analyze(docs)
+    if not v.hangs:
         return []
-    v.update(gather_id=gid, verdict_at=max(d.written_at or 0 for d in docs.values() if d.gather_id == gid),
-             gather_s=None, merged=False)
+    v = v.replace(gather_id=gid, verdict_at=max(d.written_at or 0 for d in docs.values() if d.gather_id == gid),
+                  gather_s=None, merged=False)
     return [(v, list(docs.values()))]
 
 
@@ -169,7 +171,7 @@ def main_record(directory, docs_now=None):
     None where no record is there yet."""
     records = load_records(directory)
     main = _main_record(records, docs_now) if records else None
-    return Verdict.from_json(main[0]) if main is not None else None
+    return main[0] if main is not None else None
 
 
 def record_documents(directory):
@@ -204,11 +206,11 @@ def record(v, docs=None):
 def write(dd, v, docs=None, text=None):
     """verdict.txt, then verdict.json (whoever waits for the JSON, the on_hang callback, the pytest plugin,
     users' scripts, finds the text beside it), then the record ``verdict-<gather id>.json``, never
-    rewritten.  ``dd``: a dumpdir.DumpDir or a path."""
+    rewritten.  ``v``: a Verdict (or its JSON: tests, earlier callers); ``dd``: a dumpdir.DumpDir or a path."""
     if not isinstance(dd, _dumpdir.DumpDir):
         dd = _dumpdir.DumpDir(dd)
     pv = public(v)
-    dd.write_text(_dumpdir.VERDICT_TEXT, text if text is not None else format_text(pv) + "\n")
+    dd.write_text(_dumpdir.VERDICT_TEXT, text if text is not None else format_text(Verdict.from_json(v)) + "\n")
     dd.write_json(_dumpdir.VERDICT_JSON, pv)
     if pv.get("gather_id"):
         dd.write_json(_dumpdir.record_name(pv["gather_id"]), record(pv, docs))

@@ -1,11 +1,11 @@
 """What became of a recorded verdict: each stuck call's outcome (resolved, ended, still stuck) and the events
-since, from the documents written after it; the exit code of ``report``; whether a verdict is one to act on
-(a hard hang that did not resolve), and the culprits' nodes for a scheduler."""
-import copy
-
+since, from the documents written after it.  (The exit code of ``report`` and whether a verdict is one to act
+on are the Verdict's own: ``Verdict.exit_code``, ``Verdict.acts``.)"""
+from ..levels import CallEnd, Level, OutcomeState
 from ..text import clock, rank_list, short_clock
-from .analysis import _resolved, culprit_entry  # noqa: F401  (culprit_entry: where load() names a culprit)
-from .types import Verdict
+from .analysis import _resolved
+from .types import Event, Later, Outcome
+
 
 def _main_record(records, docs_now=None):
     """The record shown: the first hang's verdict.  It is the first verdict that found stuck calls and named a
@@ -17,66 +17,61 @@ def _main_record(records, docs_now=None):
     up after a hang (slow on a loaded machine), ``destroy_process_group`` at teardown.  A verdict is a record:
     later events are added and never erase the culprit (docs/diagnosis.md, "The record").  The others are
     ``other_verdicts``, each with its outcome; one still stuck sets the exit code (``with_outcome``)."""
-    with_hangs = [r for r in records if r[0].get("hangs")]
-    named = [r for r in with_hangs if r[0].get("culprit_ranks")]
+    with_hangs = [r for r in records if r[0].hangs]
+    named = [r for r in with_hangs if r[0].culprit_ranks]
     if not named:
         return (with_hangs or records or [None])[-1]
     main = named[0]
     for r in named[1:]:
         if _keys(r[0]) & _keys(main[0]):
-            if (set(r[0]["culprit_ranks"]) == set(main[0]["culprit_ranks"])
-                    and r[0].get("level") != "soft" and main[0].get("level") == "soft"):
+            if (set(r[0].culprit_ranks) == set(main[0].culprit_ranks)
+                    and r[0].level != Level.SOFT and main[0].level == Level.SOFT):
                 main = r
-        elif docs_now is not None and _resolved_before(main[0], docs_now, r[0].get("verdict_at") or 0):
+        elif docs_now is not None and _resolved_before(main[0], docs_now, r[0].verdict_at or 0):
             main = r
     return main
 
 
 def _keys(v):
-    return {(str(h.get("stream")), h.get("seq")) for h in v.get("hangs") or ()}
+    return {(str(h.stream), h.seq) for h in v.hangs or ()}
 
 
 def _resolved_before(v, docs_now, t):
     """Whether every stuck call of verdict ``v`` completed (the late ranks caught up) by wall time ``t``."""
-    outs = [_outcome(h, docs_now, v) for h in v.get("hangs") or ()]
-    return bool(outs) and all(o["state"] == "resolved" and (o.get("at") is None or o["at"] <= t) for o in outs)
+    outs = [_outcome(h, docs_now, v) for h in v.hangs or ()]
+    return bool(outs) and all(o.state == OutcomeState.RESOLVED and (o.at is None or o.at <= t) for o in outs)
 
 
 def with_outcome(records, docs_now):
     """The record of the hang (the first hang's verdict, ``_main_record``) as it was merged, with the
     ``outcome`` of each stuck call and the events after it (``after``), read from the documents now."""
     main = _main_record(records, docs_now)
-    v = copy.deepcopy(main[0])
-    v["recorded"] = True
-    t0 = v.get("verdict_at") or 0
-    after = []
-    for h in v.get("hangs") or []:
-        h["outcome"] = _outcome(h, docs_now, v)
-        if h["outcome"]["state"] != "stuck" and h["outcome"].get("at"):
-            after.append({"at": h["outcome"]["at"], "text": h["outcome"]["text"]})
-    known = {(h.get("stream"), h.get("seq")) for h in v.get("hangs") or []}
+    v = main[0]
+    t0 = v.verdict_at or 0
+    hangs = [h.replace(outcome=_outcome(h, docs_now, v)) for h in v.hangs or []]
+    after = [Event(at=h.outcome.at, text=h.outcome.text) for h in hangs
+             if h.outcome.state != OutcomeState.STUCK and h.outcome.at]
+    known = {(h.stream, h.seq) for h in hangs}
     for r, d in sorted(docs_now.items()):
         if d.kind == "end" and (d.written_at or 0) >= t0:
-            after.append({"at": d.written_at, "rank": r, "text": "%s ended: %s" % (rank_list([r]), d.exit_reason)})
+            after.append(Event(at=d.written_at, rank=r, text="%s ended: %s" % (rank_list([r]), d.exit_reason)))
         for e in d.overdue:
             if (e.detected_at or 0) > t0 and (e.stream, e.seq) not in known:
                 known.add((e.stream, e.seq))
-                after.append({"at": e.detected_at, "text": "later: %s overdue on %s (no verdict merged for it)"
-                              % (e.describe(), rank_list([r]))})
+                after.append(Event(at=e.detected_at, text="later: %s overdue on %s (no verdict merged for it)"
+                                   % (e.describe(), rank_list([r]))))
     after.extend(_late_freezes(v, docs_now))
-    after.sort(key=lambda x: x["at"] or 0)
-    v["after"] = after
+    after.sort(key=lambda x: x.at or 0)
+    changes = dict(recorded=True, hangs=hangs, after=after)
     others = [r[0] for r in records if r is not main]
     if others:
-        v["other_verdicts"] = [dict({"gather_id": x.get("gather_id"), "verdict_at": x.get("verdict_at"),
-                                     "summary": x.get("summary"), "culprit_ranks": x.get("culprit_ranks")},
-                                    **_later_outcome(x, docs_now, t0))
-                               for x in others]
-    res = _resolved(docs_now, {(h.get("stream"), h.get("seq")): h for h in v.get("hangs") or []
-                               if h["outcome"]["state"] != "resolved"})
+        changes.update(other_verdicts=[Later(gather_id=x.gather_id, verdict_at=x.verdict_at, summary=x.summary,
+                                             culprit_ranks=x.culprit_ranks, **_later_outcome(x, docs_now, t0))
+                                       for x in others])
+    res = _resolved(docs_now, {(h.stream, h.seq): h for h in hangs if h.outcome.state != OutcomeState.RESOLVED})
     if res:
-        v["resolved"] = res
-    return v
+        changes.update(resolved=res)
+    return v.replace(**changes)
 
 
 def _late_freezes(v, docs_now):
@@ -84,10 +79,10 @@ def _late_freezes(v, docs_now):
     verdict had merged without knowing it (a rank stopped inside a call every rank entered, found frozen a poll
     after the merge).  Added to "after", never changing what the verdict said (docs/diagnosis.md, "The
     record")."""
-    starts = [h.get("started_at") for h in v.get("hangs") or () if h.get("started_at")]
+    starts = [h.started_at for h in v.hangs or () if h.started_at]
     if not starts:
         return []
-    known, out = set(v.get("frozen_ranks") or ()), []
+    known, out = set(v.frozen_ranks or ()), []
     for r, d in sorted(docs_now.items()):
         if r in known:
             continue
@@ -100,33 +95,35 @@ def _late_freezes(v, docs_now):
                         rank_list([r]), short_clock(since),
                         "to %s (%.1f s)" % (short_clock(until), until - since) if until is not None else
                         "on (at least %.1f s by its last document)" % ((d.written_at or since) - since),
-                        short_clock(v.get("verdict_at")) if v.get("verdict_at") else "the time of the hang"))
-            out.append({"at": until if until is not None else since, "rank": r, "text": text})
+                        short_clock(v.verdict_at) if v.verdict_at else "the time of the hang"))
+            out.append(Event(at=until if until is not None else since, rank=r, text=text))
     return out
 
 
 def _later_outcome(x, docs_now, t0):
     """{"outcome": resolved | ended | stuck} of a verdict merged after the one shown, where it found stuck
     calls: the worst of its calls' (a stuck one keeps the exit code at 1); {} for an earlier one."""
-    hangs = [h for h in x.get("hangs") or () if h.get("waiting_ranks") or h.get("missing_ranks")]
-    if (x.get("verdict_at") or 0) <= t0 or not hangs:
+    hangs = [h for h in x.hangs or () if h.waiting_ranks or h.missing_ranks]
+    if (x.verdict_at or 0) <= t0 or not hangs:
         return {}  # earlier, or nobody was in its calls when it was merged ("they finished it")
-    states = [_outcome(h, docs_now, x)["state"] for h in hangs]
-    return {"outcome": "stuck" if "stuck" in states else "ended" if "ended" in states else "resolved"}
+    states = [_outcome(h, docs_now, x).state for h in hangs]
+    worst = (OutcomeState.STUCK if OutcomeState.STUCK in states else OutcomeState.ENDED if OutcomeState.ENDED in states
+             else OutcomeState.RESOLVED)
+    return {"outcome": worst}
 
 
 def _outcome(h, docs_now, v):
-    """What became of a recorded stuck call, from the documents written since the verdict: resolved (every
+    """What became of a recorded stuck call (an Outcome of Hang ``h`` of Verdict ``v``), from the documents written since the verdict: resolved (every
     rank that waited and wrote since completed it: the late ranks caught up), ended (its ranks ended while
     it was stuck: the job was ended, or aborted), or stuck (as of the newest document).  Ranks that wrote
     nothing since (another node's, whose files stayed there) are named, never guessed; so are another node's
     ranks whose state, relayed here during the gather, shows them still in the call: news of then."""
-    key = (h.get("stream"), h.get("seq"))
-    t0 = v.get("verdict_at") or 0
-    waited = list(h.get("waiting_ranks") or []) + list(h.get("missing_ranks") or [])
+    key = (h.stream, h.seq)
+    t0 = v.verdict_at or 0
+    waited = list(h.waiting_ranks or []) + list(h.missing_ranks or [])
     completed, ended, stuck_on, silent = [], [], [], []
     other_op = {}  # late ranks whose call at this seq was another op: a teardown's call, never a catch-up
-    p2p = h.get("kind") == "p2p" or ":p2p:" in str(key[0])  # a send and its recv: one call, two ops
+    p2p = h.kind == "p2p" or ":p2p:" in str(key[0])  # a send and its recv: one call, two ops
     at = None
     for r in waited:
         d = docs_now.get(r)
@@ -136,14 +133,14 @@ def _outcome(h, docs_now, v):
         e = next((x for x in d.overdue if (x.stream, x.seq) == key), None)
         pos = d.position(key[0])
         op = _op_at(e, pos, key[1])
-        if op not in ("unknown", h.get("op") or "unknown") and r in (h.get("missing_ranks") or ()) and not p2p:
+        if op not in ("unknown", h.op or "unknown") and r in (h.missing_ranks or ()) and not p2p:
             other_op[r] = op
-        if r not in other_op and (e is not None and e.ended == "completed" or (
+        if r not in other_op and (e is not None and e.ended == CallEnd.COMPLETED or (
                 e is None and pos is not None and pos.last_completed >= key[1] and not d.dead)):
             completed.append(r)
             if e is not None and e.completed_at:
                 at = max(at or 0, e.completed_at)
-        elif (e is not None and e.ended in ("rank ended", "peers ended")) or d.dead or d.kind == "end":
+        elif (e is not None and e.ended in (CallEnd.RANK_ENDED, CallEnd.PEERS_ENDED)) or d.dead or d.kind == "end":
             ended.append(r)  # (a late rank that called another op here: what it did since decides)
         elif d.relayed_from:
             silent.append(r)  # another node's state, relayed during the gather: what it said then, not now
@@ -153,31 +150,30 @@ def _outcome(h, docs_now, v):
     if other_op:
         unheard += "; %s, not %s: no catch-up" % (
             ", ".join("rank %d called %s #%s there" % (r, o, key[1]) for r, o in sorted(other_op.items())),
-            h.get("op"))
-    late = [r for r in h.get("missing_ranks") or []]
+            h.op)
+    late = list(h.missing_ranks or [])
     if completed and not ended and not stuck_on:
         after = max([x.resolved_after_s or 0 for r in completed for x in docs_now[r].overdue
                      if (x.stream, x.seq) == key] or [0]) or None
         if late:
             text = "%s was %s late at %s #%s, then caught up%s" % (
-                rank_list(late), "%.1f s" % after if after else "", h.get("op"), h.get("seq"),
+                rank_list(late), "%.1f s" % after if after else "", h.op, h.seq,
                 "; the call completed at %s" % short_clock(at) if at else "")
         else:
-            text = "%s #%s completed %s: resolved" % (h.get("op"), h.get("seq"),
-                                                       "after %.1f s" % after if after else "later")
-        return {"state": "resolved", "at": at, "after_s": after, "late_ranks": late,
-                "text": text.replace("  ", " ") + unheard}
+            text = "%s #%s completed %s: resolved" % (h.op, h.seq, "after %.1f s" % after if after else "later")
+        return Outcome(state=OutcomeState.RESOLVED, at=at, after_s=after, late_ranks=late,
+                       text=text.replace("  ", " ") + unheard)
     if ended and not stuck_on:
         aborted = [r for r in ended if "on_timeout=abort" in (docs_now[r].exit_reason or "")]
         ends = [docs_now[r].written_at for r in ended if docs_now[r].written_at]
         text = "the job ended while it was stuck: %s ended%s" % (
             rank_list(ended), " (%s by the observer, on_timeout=abort)" % rank_list(aborted) if aborted else "")
-        return {"state": "ended", "at": max(ends) if ends else None, "ended_ranks": ended, "aborted_ranks": aborted,
-                "text": text + unheard}
+        return Outcome(state=OutcomeState.ENDED, at=max(ends) if ends else None, ended_ranks=ended,
+                       aborted_ranks=aborted, text=text + unheard)
     newest = max([d.written_at or 0 for d in docs_now.values()] or [0])
-    return {"state": "stuck", "at": None, "stuck_on": stuck_on or silent,
-            "text": ("still stuck in the newest documents (%s)" % clock(newest) if stuck_on else
-                     "no rank of it wrote anything since the verdict") + (unheard if stuck_on else "")}
+    return Outcome(state=OutcomeState.STUCK, at=None, stuck_on=stuck_on or silent,
+                   text=("still stuck in the newest documents (%s)" % clock(newest) if stuck_on else
+                         "no rank of it wrote anything since the verdict") + (unheard if stuck_on else ""))
 
 
 def _op_at(e, pos, seq):
@@ -186,26 +182,3 @@ def _op_at(e, pos, seq):
         return e.op
     calls = list(pos.recent) + ([pos.in_flight] if pos.in_flight is not None else []) if pos is not None else []
     return next((c.op for c in calls if c is not None and c.seq == seq), "unknown")
-
-
-def exit_code(v):
-    """What ``report`` exits with (Verdict.exit_code): 1 a call is stuck (or was, when the job ended), 3 every
-    stuck call resolved (or calls were overdue and completed later), 0 no call was ever overdue."""
-    return Verdict.from_json(v).exit_code
-
-
-def acts(v):
-    """Whether a verdict is one to act on (Verdict.acts): a hard stuck call, not held, not resolved."""
-    return Verdict.from_json(v).acts
-
-
-def culprit_nodes(v):
-    """The nodes of the culprits of a verdict to act on (``acts``), as Slurm's hostlist (``report DIR
-    --exclude``); '' for none, and for a soft, held or resolved verdict."""
-    from ..scheduler import hostlist
-    v = Verdict.from_json(v)
-    if not acts(v):
-        return ""
-    return hostlist(c.node for c in v.culprits or ())
-
-

@@ -1,11 +1,14 @@
-"""The verdict in words: its one-line summary (the console's) and the text ``report`` prints."""
-from ..text import clock, describe_call, format_ranks, rank_list, short_clock
-from .types import _RENDER, MISMATCH_WORDS, Level, Verdict, Where
+"""The verdict in words: its one-line summary (the console's) and the text ``report`` prints, formatted from the
+values the analysis built (types.Verdict, read as attributes), as torch's flight-recorder analyser formats its
+records apart from building them.  It stands on the enums and the words for ranks and calls only: ``types``
+uses it (``Verdict.text``), the analysis writes the summary with it."""
+from ..levels import MISMATCH_WORDS, Level, Where
+from ..text import clock, describe, format_ranks, rank_list, short_clock
 
 def _who(v, r):
-    h = (v.hosts or {}).get(str(r)) or {}
-    if h.get("host"):
-        return "rank %d (%s, pid %s)" % (r, h["host"], h.get("pid"))
+    h = (v.hosts or {}).get(str(r))
+    if h is not None and h.host:
+        return "rank %d (%s, pid %s)" % (r, h.host, h.pid)
     return "rank %d" % r
 
 
@@ -19,14 +22,13 @@ def _level_words(h):
 
 
 def summary_line(v):
-    """The verdict in one line (the console's, the summary of report --json)."""
-    v = Verdict.from_json(v)
+    """The verdict (a Verdict) in one line (the console's, the summary of report --json)."""
     if not v.hangs:
         line = "c10d_observer: no stuck collective in the reports of %s" % rank_list(v.ranks_reporting)
         if v.resolved:
             r = v.resolved[0]
             line += "; %d call(s) were overdue and completed later (resolved), first %s after %s s" % (
-                len(v.resolved), describe_call(r), r.get("resolved_after_s"))
+                len(v.resolved), describe(r), r.resolved_after_s)
         return line
     h = v.hangs[0]
     stuck = " stuck %s%.1f s" % ("at least " if h.stuck_at_least else "", h.stuck_s) if h.stuck_s is not None else ""
@@ -61,8 +63,7 @@ def summary_line(v):
 
 
 def format_text(v, problems=()):
-    """The verdict as ``report`` prints it (without the per-rank section)."""
-    v = Verdict.from_json(v)
+    """The verdict (a Verdict) as ``report`` prints it (without the per-rank section)."""
     head = "c10d_observer verdict"
     if v.recorded and v.merged is False:
         head += " (made now from the states gathered at %s: the job went on before a verdict was merged)" % (
@@ -80,11 +81,11 @@ def format_text(v, problems=()):
         lines += _hang_lines(v, i, h)
     recorded = {(h.stream, h.seq) for h in v.hangs}
     for r in v.resolved or []:
-        if (r.get("stream"), r.get("seq")) in recorded:
+        if (r.stream, r.seq) in recorded:
             continue  # said in its hang's "after"
         lines.append("")
         lines.append("RESOLVED: %s was in flight %s s on %s, past the timeout, then completed" % (
-            describe_call(r), r.get("resolved_after_s"), rank_list(r["reported_by"])))
+            describe(r), r.resolved_after_s, rank_list(r.reported_by)))
     lines.append("")
     return "\n".join(lines + _tail_lines(v, problems))
 
@@ -154,14 +155,14 @@ def _tail_lines(v, problems):
     if v.stack_groups:
         lines.append("main-thread stacks, grouped (innermost frame first; the odd one out is usually the culprit):")
         for g in v.stack_groups:
-            variants = g.get("variants") or [g]
+            variants = g.variants or [g]
             if len(variants) > 1:  # one place, different lines: each rank's own
-                lines.append("  %s, at %d different lines:" % (rank_list(g["ranks"]), len(variants)))
+                lines.append("  %s, at %d different lines:" % (rank_list(g.ranks), len(variants)))
             for var in variants:
-                lines.append("%s%s: %s" % ("    " if len(variants) > 1 else "  ", rank_list(var["ranks"]),
-                                           " < ".join(var["frames"][:4])))
+                lines.append("%s%s: %s" % ("    " if len(variants) > 1 else "  ", rank_list(var.ranks),
+                                           " < ".join(var.frames[:4])))
     hosts = v.hosts or {}
-    spied = [(r, hosts[str(r)]["py_spy_dump"]) for r in v.culprit_ranks if (hosts.get(str(r)) or {}).get("py_spy_dump")]
+    spied = [(r, hosts[str(r)].py_spy_dump) for r in v.culprit_ranks if str(r) in hosts and hosts[str(r)].py_spy_dump]
     for r, path in spied:
         lines.append("py-spy (native and Python frames of every thread) of rank %d: %s" % (r, path))
     for u in v.undecided or ():
@@ -170,15 +171,10 @@ def _tail_lines(v, problems):
         lines.append("")
         lines.append("after the verdict:")
         for a in v.after:
-            lines.append("  %s: %s" % (short_clock(a.get("at")), a["text"]))
+            lines.append("  %s: %s" % (short_clock(a.at), a.text))
     for o in v.other_verdicts or []:
         lines.append("another verdict of this job, at %s: %s%s" % (
-            clock(o.get("verdict_at")), o.get("summary"), " (later; %s)" % o["outcome"] if o.get("outcome") else ""))
+            clock(o.verdict_at), o.summary, " (later; %s)" % o.outcome if o.outcome else ""))
     for p in problems:
         lines.append("unreadable: %s" % p)
     return lines
-
-
-
-
-_RENDER[0] = format_text  # Verdict.text

@@ -4,8 +4,10 @@ their functions and files, each rank keeping its own line numbers."""
 import collections
 import os
 import re
+from typing import NamedTuple, Optional
 
 from .. import stackfile as _stackfile
+from .types import Stacks
 
 _LIBRARY = re.compile(r"[/\\](site|dist)-packages[/\\]|[/\\]lib(64)?[/\\]python\d[.\d]*[/\\]|^<frozen|"
                       r"[/\\]c10d_observer[/\\]")
@@ -38,24 +40,43 @@ def is_library(frame):
     return bool(_LIBRARY.search(frame[0].replace("\\", "/") if frame[0] else ""))
 
 
-def whereabouts(frames):
-    """{"main_thread": the first frame of user code, "innermost": the innermost frame, "activity": what the
-    frames say it is doing ('waiting for a DataLoader worker'), "text"} of a main thread's frames."""
+class Place(NamedTuple):
+    """Where a main thread is: its first frame of user code (``main_thread``), its innermost frame, what the
+    frames say it is doing (``activity``, or None), and all of it in words (``text``)."""
+    main_thread: str
+    innermost: str
+    activity: Optional[str]
+    text: str
+
+
+def place(frames):
+    """The Place of a main thread's frames (innermost first), or None for none."""
     if not frames:
-        return {}
+        return None
     user = next((f for f in frames if not is_library(f)), frames[0])
-    out = {"main_thread": frame_text(user), "innermost": frame_text(frames[0])}
+    main, innermost = frame_text(user), frame_text(frames[0])
+    activity = None
     for f in frames:
         path = f[0].replace("\\", "/")
-        act = next((words for end, funcs, words in _ACTIVITIES
-                    if (path.endswith(end) or (end.endswith("/") and end in path)) and (funcs is None or f[2] in funcs)),
-                   None)
-        if act:
-            out["activity"] = act
+        activity = next((words for end, funcs, words in _ACTIVITIES
+                         if (path.endswith(end) or (end.endswith("/") and end in path))
+                         and (funcs is None or f[2] in funcs)), None)
+        if activity:
             break
-    out["text"] = "main thread at %s%s%s" % (out["main_thread"], ", in %s" % out["innermost"]
-                                             if user is not frames[0] else "",
-                                             "; %s" % out["activity"] if out.get("activity") else "")
+    return Place(main, innermost, activity, "main thread at %s%s%s" % (
+        main, ", in %s" % innermost if user is not frames[0] else "", "; %s" % activity if activity else ""))
+
+
+def whereabouts(frames):
+    """{"main_thread": the first frame of user code, "innermost": the innermost frame, "activity": what the
+    frames say it is doing ('waiting for a DataLoader worker'), "text"} of a main thread's frames (``place``)."""
+    p = place(frames)
+    if p is None:
+        return {}
+    out = {"main_thread": p.main_thread, "innermost": p.innermost}
+    if p.activity:
+        out.update(activity=p.activity)
+    out.update(text=p.text)
     return out
 
 
@@ -68,20 +89,15 @@ def _signature(frames):
 def _stack_groups(frames_by_rank):
     """Main-thread stacks grouped by their frames (functions and files, not line numbers), each group with
     its line-number variants and the ranks at each: ranks one line apart stay one group, but each rank's
-    own lines are kept (the difference may be what the user looks for)."""
-    groups = collections.OrderedDict()
+    own lines are kept (the difference may be what the user looks for).  [Stacks]."""
+    groups = collections.OrderedDict()  # signature -> (frames, ranks, {frames: ranks}: its variants)
     for r, frames in sorted(frames_by_rank.items()):
         if not frames:
             continue
         texts = [frame_text(f) for f in frames[:8]]
-        g = groups.setdefault(_signature(frames), {"frames": texts, "ranks": [], "variants": []})
-        g["ranks"].append(r)
-        for v in g["variants"]:
-            if v["frames"] == texts:
-                v["ranks"].append(r)
-                break
-        else:
-            g["variants"].append({"frames": texts, "ranks": [r]})
-    return sorted(groups.values(), key=lambda g: (len(g["ranks"]), g["ranks"]))
-
-
+        first, ranks, variants = groups.setdefault(_signature(frames), (texts, [], collections.OrderedDict()))
+        ranks.append(r)
+        variants.setdefault(tuple(texts), []).append(r)
+    out = [Stacks(frames=first, ranks=ranks, variants=[Stacks(frames=list(t), ranks=rs) for t, rs in variants.items()])
+           for first, ranks, variants in groups.values()]
+    return sorted(out, key=lambda g: (len(g.ranks), g.ranks))

@@ -10,70 +10,22 @@ by an earlier release reads as it was (keys this release does not know are kept,
 - ``Hang``: one stuck call; ``missing`` {rank: ``Whereabouts``} says where each rank that never arrived is;
   ``mismatch`` (``Mismatch``), ``ordering`` (``Ordering``) and ``outcome`` (``Outcome``, what became of it
   after the verdict) where the analysis found them;
-- ``Culprit``: a culprit's node as its scheduler names it; ``Straggler``: who arrives last, per group.
+- ``Culprit``: a culprit's node as its scheduler names it; ``Straggler``: who arrives last, per group;
+- the parts earlier releases gave as dicts, still read by key too: ``Host`` (``hosts``), ``Resolved``
+  (``resolved``), ``Stacks`` (``stack_groups``), ``Event`` (``after``), ``Later`` (``other_verdicts``);
+- ``Draft``: a value the analysis is still finding out, built into its type once.
 
 No torch and no files here.
 """
 import enum
 import json
 
-from ..levels import Level
+from ..levels import MISMATCH_WORDS, Category, Level, MismatchKind, OutcomeState, Where
+from .render import format_text
 
-__all__ = ["Level", "Where", "MismatchKind", "OutcomeState", "Category", "Whereabouts", "Mismatch", "Ordering", "Outcome",
-           "Culprit", "Straggler", "Hang", "Verdict"]
-
-
-class Where(str, enum.Enum):
-    """Where a rank that never arrived in a stuck call is instead."""
-    NO_COLLECTIVE = "no_collective"  # busy in Python or compute
-    IN_COLLECTIVE = "in_collective"  # in another call, not stuck (yet)
-    STUCK = "stuck"  # it waits in another stuck call (a cascade)
-    FROZEN = "frozen"  # its Python has not run for three polls (a thread holds the GIL, the process stopped)
-    DEAD = "dead"  # its process ended before it entered the call
-    UNKNOWN = "unknown"  # it sent nothing
-    OUT_OF_ORDER = "out_of_order"  # it issued its calls across groups in another order (an ordering deadlock)
-    RAISED = "raised"  # its call that a dead culprit never entered is over: it raised, the rank left (a symptom)
-
-    def __str__(self):
-        return self.value
-
-
-class MismatchKind(str, enum.Enum):
-    OP = "op"  # different ops at the same seq
-    SIZE = "size"  # the same op, different sizes or dtypes
-    ROOT = "root"  # the same rooted op and size, different roots (sources that see the root: patch, gloo_recorder)
-
-    def __str__(self):
-        return self.value
-
-
-MISMATCH_WORDS = {"op": "ops", "size": "sizes", "root": "roots"}  # "different <word> at the same seq"
-
-
-class OutcomeState(str, enum.Enum):
-    """What became of a stuck call after the verdict."""
-    RESOLVED = "resolved"  # every rank that waited completed it: the late ranks caught up
-    ENDED = "ended"  # its ranks ended while it was stuck
-    STUCK = "stuck"  # still stuck in the newest documents
-
-    def __str__(self):
-        return self.value
-
-
-class Category(str, enum.Enum):
-    """What kind of hang a stuck call is (``Hang.category``, its evidence in ``Hang.category_why``)."""
-    NEVER_ARRIVED = "never_arrived"  # a rank never entered it (Whereabouts says where it is instead)
-    MISMATCH = "mismatch"  # its ranks issued different ops, sizes or dtypes at the same seq
-    ORDER = "order"  # the ranks issued their calls across groups in different orders
-    UNMATCHED_P2P = "unmatched_p2p"  # a send or recv whose peer never posted its half
-    CASCADE = "cascade"  # the rank it waits for is stuck in another stuck call: a symptom, not a root
-    ALL_ARRIVED = "all_arrived"  # every rank entered it and none completed it (or some did, and the rest wait)
-
-    def __str__(self):
-        return self.value
-
-
-_RENDER = [None]  # render.format_text, which registers itself (render imports this module, not the reverse)
+__all__ = ["Level", "Where", "MismatchKind", "OutcomeState", "Category", "MISMATCH_WORDS", "Whereabouts", "Mismatch",
+           "Ordering", "Outcome", "Culprit", "Straggler", "Host", "Resolved", "Stacks", "Event", "Later", "Hang",
+           "Verdict", "Draft"]
 
 
 def public(v):
@@ -185,12 +137,28 @@ class _Type(object):
         values.update(changes)
         return type(self)(extra=self.extra, **values)
 
+    def has(self, name):
+        """Whether field ``name`` was set (by the analysis, or in the file read): a field never set is absent
+        from the JSON."""
+        return name in self._present
+
+    def with_extra(self, **extra):
+        """A copy with keys beside the fields (``extra``) added."""
+        values = {f.name: self._values[f.name] for f in self.FIELDS if f.name in self._present}
+        return type(self)(extra=dict(self.extra, **extra), **values)
+
     @classmethod
     def from_json(cls, d):
         if isinstance(d, cls):
             return d
         if not isinstance(d, dict):
             raise TypeError("%s.from_json needs a dict, got %s" % (cls.__name__, type(d).__name__))
+        return cls._loaded(d)
+
+    @classmethod
+    def _loaded(cls, d):
+        """The value of fields given by name (a file's JSON, a draft's values): each through its field's
+        ``load`` (an enum's string to the enum, a part's dict to its type); other names kept in ``extra``."""
         values = {}
         names = set()
         for f in cls.FIELDS:
@@ -230,6 +198,51 @@ class _Type(object):
 
     def __reduce__(self):
         return (type(self).from_json, (self.to_json(),))
+
+
+class Draft(object):
+    """A value the analysis is still finding out (a Hang, its Whereabouts, its Mismatch): its fields as
+    attributes, set as each is learned (an unset one reads None; ``has`` tells it apart); ``build()`` makes the
+    immutable value once, with the fields that were set, drafts inside built too.  ``also``: names beside the
+    type's fields that the value keeps in ``extra``.  Values are kept as the JSON would give them back (a
+    tuple as a list, a set as a sorted list), so a verdict built here equals one read from its file."""
+
+    __slots__ = ("_type", "_names", "_values")
+
+    def __init__(self, type_, also=(), **values):
+        object.__setattr__(self, "_type", type_)
+        object.__setattr__(self, "_names", frozenset(f.name for f in type_.FIELDS) | frozenset(also))
+        object.__setattr__(self, "_values", {})
+        for k, v in values.items():
+            setattr(self, k, v)
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name not in self._names:
+            raise AttributeError("a draft %s has no field %r" % (self._type.__name__, name))
+        return self._values.get(name)
+
+    def __setattr__(self, name, value):
+        if name not in self._names:
+            raise AttributeError("a draft %s has no field %r" % (self._type.__name__, name))
+        self._values[name] = value
+
+    def has(self, name):
+        return name in self._values
+
+    def build(self):
+        return self._type._loaded({k: _built(v) for k, v in self._values.items()})
+
+
+def _built(v):
+    if isinstance(v, Draft):
+        return v.build()
+    if isinstance(v, dict):
+        return {k: _built(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_built(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return sorted(v)
+    return v
 
 
 def F(name, load=None, dump=None, optional=False, default=None):
@@ -291,6 +304,68 @@ class Straggler(_Type):
               F("since", optional=True), F("stream"), F("ranks", _list, _dump_list))
 
 
+class _Part(_Type):
+    """The verdict, and each part of it that earlier releases gave as a dict: read as attributes in the
+    package, and still by key (``part["host"]``, ``part.get("pid")``, ``"rank" in part``) for on_hang
+    callbacks and scripts written against those releases: the key reads read its JSON (``_mapping``)."""
+    __slots__ = ()
+
+    def _mapping(self):
+        return self.to_json()
+
+    def __getitem__(self, key):
+        return self._mapping()[key]
+
+    def __contains__(self, key):
+        return key in self._mapping()
+
+    def get(self, key, default=None):
+        return self._mapping().get(key, default)
+
+    def keys(self):
+        return self._mapping().keys()
+
+
+class Host(_Part):
+    """A rank's process (``Verdict.hosts["<rank>"]``): its ``host``, ``pid``, its py-spy dump's path where one
+    was taken (``py_spy_dump``), its ``node`` by the scheduler's name for it."""
+    __slots__ = ()
+    FIELDS = (F("host"), F("pid"), F("py_spy_dump", optional=True), F("node", optional=True))
+
+
+class Resolved(_Part):
+    """A call that was overdue on some rank and completed later (``Verdict.resolved``): the call, the longest
+    time it was in flight (``resolved_after_s``), when it completed, the ranks that reported it."""
+    __slots__ = ()
+    FIELDS = (F("group"), F("stream"), F("seq"), F("op"), F("api"), F("size"), F("kind"), F("peer"), F("started_at"),
+              F("group_ranks", _list, _dump_list), F("resolved"), F("resolved_after_s"),
+              F("reported_by", _list, _dump_list), F("completed_at"))
+
+
+class Stacks(_Part):
+    """Main-thread stacks grouped (``Verdict.stack_groups``): the innermost ``frames`` in words, the ``ranks`` at
+    them; a group's ``variants``: the same functions at different lines, each with its ranks."""
+    __slots__ = ()
+    FIELDS = (F("frames", _list, _dump_list), F("ranks", _list, _dump_list),
+              F("variants", lambda v: _list_of(Stacks)(v), _dump_list, True))
+
+
+class Event(_Part):
+    """What happened after a recorded verdict (``Verdict.after``): ``at`` when, the ``rank`` where it is one
+    rank's, ``text``."""
+    __slots__ = ()
+    FIELDS = (F("at"), F("rank", optional=True), F("text"))
+
+
+class Later(_Part):
+    """Another verdict of the job than the one shown (``Verdict.other_verdicts``): its ``gather_id``,
+    ``verdict_at``, ``summary``, ``culprit_ranks`` and, for one merged later that found stuck calls, their
+    worst ``outcome`` (resolved, ended, stuck)."""
+    __slots__ = ()
+    FIELDS = (F("gather_id"), F("verdict_at"), F("summary"), F("culprit_ranks", _list, _dump_list),
+              F("outcome", _enum(OutcomeState), _dump_enum, True))
+
+
 class Hang(_Type):
     """One stuck call (docs/diagnosis.md, ``report --json``): where (``group``, ``stream``, ``group_ranks``,
     ``kind``, ``peer``), which (``seq``, ``op``, ``api``, ``size``), who waits in it (``waiting_ranks``), who
@@ -319,15 +394,15 @@ class Hang(_Type):
     @property
     def call(self):
         """The call as the console names it: 'all_reduce #3 on group 0 (ranks 0-1), 4 x float32'."""
-        from ..text import describe_call
-        return describe_call(self.to_json())
+        from ..text import describe
+        return describe(self)
 
     def whereabouts(self, rank):
         """Where rank ``rank`` (an int) is, if it never arrived, else None."""
         return (self.missing or {}).get(str(rank))
 
 
-class Verdict(_Type):
+class Verdict(_Part):
     """Who never arrived, for one job: what ``report DIR --json`` prints, typed (module docstring).  Also
     ``exit_code`` (what ``report`` exits with), ``text`` (what it prints), ``acts`` (a hard verdict to act
     on) and ``to_dict()`` (the JSON document)."""
@@ -336,28 +411,37 @@ class Verdict(_Type):
               F("level", _enum(Level), _dump_enum), F("held_until"), F("held_why"),
               F("ranks_reporting", _list, _dump_list), F("ranks_silent", _list, _dump_list),
               F("ranks_dead", _list, _dump_list), F("exits"), F("frozen_ranks", _list, _dump_list),
-              F("world_size"), F("undecided", _list, _dump_list), F("stack_groups", _list, _dump_list),
-              F("resolved", _list, _dump_list), F("hosts"), F("culprits", _list_of(Culprit), _dump_list, True),
+              F("world_size"), F("undecided", _list, _dump_list), F("stack_groups", _list_of(Stacks), _dump_list),
+              F("resolved", _list_of(Resolved), _dump_list), F("hosts", _ranks_of(Host)),
+              F("culprits", _list_of(Culprit), _dump_list, True),
               F("stragglers", _list_of(Straggler), _dump_list, True), F("straggler_lines", _list, _dump_list, True),
               F("summary", optional=True), F("gather_id", optional=True), F("gather_s", optional=True),
               F("verdict_at", optional=True), F("merged", optional=True), F("recorded", optional=True),
-              F("after", _list, _dump_list, True), F("other_verdicts", _list, _dump_list, True),
+              F("after", _list_of(Event), _dump_list, True), F("other_verdicts", _list_of(Later), _dump_list, True),
               F("exit_code", optional=True))
 
     def __init__(self, **values):
         values.setdefault("hangs", ())
         _Type.__init__(self, **values)
 
+    def to_json(self):
+        out = _Type.to_json(self)
+        if "exit_code" in out:  # derived only: what the rule says of this verdict, whatever a file held
+            out["exit_code"] = self.exit_code
+        return out
+
+    def with_exit_code(self):
+        """This verdict with its ``exit_code`` in its JSON (``report --json`` prints it)."""
+        return self.replace(exit_code=self.exit_code)
+
     @property
     def exit_code(self):
         """What ``report`` exits with (the one rule): 1 a call is stuck (or was, when the job ended), 3 every
         stuck call resolved (or calls were overdue and completed later), 0 no call was ever overdue."""
-        stored = self._values.get("exit_code")
-        if stored is not None:
-            return stored
         if any((h.outcome.state if h.outcome else OutcomeState.STUCK) != OutcomeState.RESOLVED for h in self.hangs):
             return 1
-        if any(isinstance(o, dict) and o.get("outcome") in ("stuck", "ended") for o in self.other_verdicts or ()):
+        if any(isinstance(o, Later) and o.outcome in (OutcomeState.STUCK, OutcomeState.ENDED)
+               for o in self.other_verdicts or ()):
             return 1  # a later verdict (one that named nobody) whose calls are stuck, or were when the job ended
         return 3 if self.hangs or self.resolved else 0
 
@@ -372,7 +456,7 @@ class Verdict(_Type):
     @property
     def text(self):
         """The verdict as ``report`` prints it (without the per-rank section)."""
-        return _RENDER[0](self, self.extra.get("unreadable") or ())
+        return format_text(self, self.extra.get("unreadable") or ())
 
     @property
     def dump_dir(self):
@@ -383,18 +467,7 @@ class Verdict(_Type):
         return json.loads(json.dumps(self.to_json()))
 
     # The earlier release's Verdict was also read as a mapping of report --json's keys (and dump_dir): kept
-    # for on_hang callbacks written against it.  The package reads attributes only (test_verdict_types.py).
+    # for on_hang callbacks written against it (_Part).  The package reads attributes only
+    # (test_verdict_types.py).
     def _mapping(self):
         return self.to_dict()
-
-    def __getitem__(self, key):
-        return self._mapping()[key]
-
-    def __contains__(self, key):
-        return key in self._mapping()
-
-    def get(self, key, default=None):
-        return self._mapping().get(key, default)
-
-    def keys(self):
-        return self._mapping().keys()

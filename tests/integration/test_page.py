@@ -72,7 +72,7 @@ def test_the_page_shows_the_stuck_cells_and_the_culprit_and_needs_nothing_outsid
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (.ci/run installs Debian's)")
 def test_the_page_loads_in_a_browser_without_error_and_a_screenshot_is_kept(stuck_dir, tmp_path):
     docs, _ = verdict.load_docs(stuck_dir)
-    v = verdict.analyze(docs).to_json()
+    v = verdict.analyze(docs)
     path = str(tmp_path / "job.html")
     page.write(path, docs, v, stuck_dir)
     dom = _browser("file://" + path, "--dump-dom")
@@ -96,7 +96,7 @@ def test_at_1024_ranks_the_page_opens_on_the_ranks_that_matter(stuck_dir, tmp_pa
     for r in range(3, 1024):
         docs[r] = docs[0]._replace(rank=r)
     docs = {r: d._replace(world_size=1024) for r, d in docs.items()}
-    v = verdict.analyze(docs).to_json()
+    v = verdict.analyze(docs)
     h = v["hangs"][0]
     matter = set(h["waiting_ranks"]) | set(h["missing_ranks"]) | set(v["culprit_ranks"])
     assert v["culprit_ranks"] == [1]

@@ -67,7 +67,7 @@ def test_the_stuck_calls_of_the_example_form_a_cycle():
 
 def test_the_rank_that_skipped_its_subgroup_call_is_named():
     got = culprit(WORLD4, skipping(2, 3, "1"), 8)
-    assert got == {
+    assert got._asdict() == {
         "rank": 2, "issued": ("0", 5), "skipped": ("1", 4), "witnesses": [3],
         "text": "rank 2 issued all_reduce #5 on group 0 without its all_reduce #4 on group 1, which rank 3 "
                 "issued between all_reduce #4 and #5 on group 0 (as rank 2 did with #3 between #3 and #4)"}
@@ -82,7 +82,7 @@ def test_clocks_hours_apart_and_the_order_of_the_history_do_not_matter():
 
 def test_a_skip_by_the_other_subgroup_rank_names_that_rank():
     got = culprit(WORLD4, skipping(3, 5, "1"), 9)
-    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (3, ("0", 7), ("1", 6), [2])
+    assert (got.rank, got.issued, got.skipped, got.witnesses) == (3, ("0", 7), ("1", 6), [2])
 
 
 def test_a_rank_ahead_on_the_subgroup_is_named_too():
@@ -90,7 +90,7 @@ def test_a_rank_ahead_on_the_subgroup_is_named_too():
     histories, last, stuck = run(WORLD4, skipping(2, 3, "0"), 8)
     assert stuck == [("0", 4, [0, 1, 3], [2]), ("1", 4, [2], [3])]
     got = ordering_culprit(histories, last, WORLD4, stuck)
-    assert got == {
+    assert got._asdict() == {
         "rank": 2, "issued": ("1", 4), "skipped": ("0", 4), "witnesses": [3],
         "text": "rank 2 issued all_reduce #4 on group 1 without its all_reduce #4 on group 0, which rank 3 "
                 "issued between all_reduce #3 and #4 on group 1 (as rank 2 did with #3 between #2 and #3)"}
@@ -101,8 +101,8 @@ def test_a_swap_of_two_calls_in_one_step_names_the_rank_that_swapped():
         calls = [("0", "all_reduce"), ("1", "broadcast")]
         return calls[::-1] if (r, i) == (1, 4) else calls
     got = culprit({"0": [0, 1], "1": [0, 1]}, program, 8)
-    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (1, ("1", 5), ("0", 5), [0])
-    assert got["text"] == ("rank 1 issued broadcast #5 on group 1 without its all_reduce #5 on group 0, which "
+    assert (got.rank, got.issued, got.skipped, got.witnesses) == (1, ("1", 5), ("0", 5), [0])
+    assert got.text == ("rank 1 issued broadcast #5 on group 1 without its all_reduce #5 on group 0, which "
                            "rank 0 issued between broadcast #4 and #5 on group 1 (as rank 1 did with #4 "
                            "between #3 and #4)")
 
@@ -131,7 +131,7 @@ def test_the_pattern_alone_names_a_rank_no_other_rank_can_witness():
     histories, last, stuck = run(members, program, 10)
     assert {c[0] for c in stuck} == {"a", "b", "c"}
     got = ordering_culprit(histories, last, members, stuck, group_name=lambda s: "group %r" % s)
-    assert got == {
+    assert got._asdict() == {
         "rank": 1, "issued": ("a", 7), "skipped": ("b", 6), "witnesses": [],
         "text": "rank 1 issued all_reduce #7 on group 'a' without its all_reduce #6 on group 'b', which the earlier "
                 "steps place between all_reduce #6 and #7 on group 'a' (as rank 1 did with #5 between #5 and #6)"}
@@ -146,8 +146,8 @@ def test_a_third_group_outside_the_cycle_changes_nothing():
     histories, last, stuck = run(members, program, 10)
     assert sorted(c[0] for c in stuck) == ["0", "1"]
     got = ordering_culprit(histories, last, members, stuck)
-    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (3, ("0", 8), ("1", 7), [2])
-    assert got["text"].startswith("rank 3 issued all_reduce #8 on group 0 without its reduce_scatter #7 on "
+    assert (got.rank, got.issued, got.skipped, got.witnesses) == (3, ("0", 8), ("1", 7), [2])
+    assert got.text.startswith("rank 3 issued all_reduce #8 on group 0 without its reduce_scatter #7 on "
                                   "group 1, which rank 2 issued between")
 
 
@@ -156,8 +156,8 @@ def test_two_subgroup_calls_per_step_follow_a_period_of_two():
         calls = [("0", "all_reduce")] + ([("1", "all_gather"), ("1", "reduce_scatter")] if r in (2, 3) else [])
         return calls[:2] if (r, i) == (3, 4) else calls
     got = culprit(WORLD4, program, 8)
-    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (3, ("0", 6), ("1", 10), [2])
-    assert got["text"] == ("rank 3 issued all_reduce #6 on group 0 without its reduce_scatter #10 on group 1, "
+    assert (got.rank, got.issued, got.skipped, got.witnesses) == (3, ("0", 6), ("1", 10), [2])
+    assert got.text == ("rank 3 issued all_reduce #6 on group 0 without its reduce_scatter #10 on group 1, "
                            "which rank 2 issued between all_reduce #5 and #6 on group 0 (as rank 3 did with #9 "
                            "between #5 and #6)")
 
@@ -167,8 +167,8 @@ def test_several_world_calls_per_subgroup_call():
         calls = [("0", "all_reduce"), ("0", "broadcast")] + ([("1", "all_reduce")] if r in (2, 3) else [])
         return calls[:2] if (r, i) == (2, 4) else calls
     got = culprit(WORLD4, program, 8)
-    assert (got["rank"], got["issued"], got["skipped"]) == (2, ("0", 11), ("1", 5))
-    assert "between broadcast #10 and all_reduce #11 on group 0" in got["text"]
+    assert (got.rank, got.issued, got.skipped) == (2, ("0", 11), ("1", 5))
+    assert "between broadcast #10 and all_reduce #11 on group 0" in got.text
 
 
 def test_p2p_and_barrier_streams_are_streams_like_any_other():
@@ -182,10 +182,10 @@ def test_p2p_and_barrier_streams_are_streams_like_any_other():
             calls.append(("0:p2p:1->2", "recv"))
         return calls
     got = culprit(members, program, 8)
-    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (
+    assert (got.rank, got.issued, got.skipped, got.witnesses) == (
         1, ("3:monitored_barrier", 6), ("0:p2p:1->2", 5), [2])
     # rank 2's recv is not rank 1's op on that stream: the text does not guess the send
-    assert got["text"] == ("rank 1 issued monitored_barrier #6 on group 3:monitored_barrier without its call #5 "
+    assert got.text == ("rank 1 issued monitored_barrier #6 on group 3:monitored_barrier without its call #5 "
                            "on group 0:p2p:1->2, which rank 2 issued between monitored_barrier #5 and #6 on group "
                            "3:monitored_barrier (as rank 1 did with #4 between #4 and #5)")
 
@@ -218,8 +218,8 @@ def test_a_rank_without_a_history_or_a_call_without_a_start_time():
     untimed = dict(histories)
     untimed[3] = [c._replace(started_at=None) if (c.stream, c.seq) == ("1", 4) else c for c in histories[3]]
     got = ordering_culprit(untimed, last, WORLD4, stuck)
-    assert (got["rank"], got["witnesses"]) == (2, [])
-    assert "which the earlier steps place between all_reduce #4 and #5 on group 0" in got["text"]
+    assert (got.rank, got.witnesses) == (2, [])
+    assert "which the earlier steps place between all_reduce #4 and #5 on group 0" in got.text
 
 
 def test_a_cycle_on_one_stream_has_no_order_to_break():
@@ -241,12 +241,12 @@ def test_ranks_that_went_on_past_the_skipped_call_are_witnesses_unless_they_disa
     last[0] = {"a": 5, "b": 3}
     cycle = [("a", 5, [0], [1, 2]), ("b", 4, [1, 2], [0])]
     got = ordering_culprit({0: culprit_calls, 1: in_order, 2: in_order}, last, members, cycle)
-    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (0, ("a", 5), ("b", 4), [1, 2])
-    assert "which ranks 1, 2 issued between all_reduce #4 and #5 on group a" in got["text"]
+    assert (got.rank, got.issued, got.skipped, got.witnesses) == (0, ("a", 5), ("b", 4), [1, 2])
+    assert "which ranks 1, 2 issued between all_reduce #4 and #5 on group a" in got.text
     # a call started at the same instant as one on the other stream has no place: rank 2 alone witnesses
     tied = [c._replace(started_at=6.0) if (c.stream, c.seq) == ("b", 4) else c for c in in_order]
     got = ordering_culprit({0: culprit_calls, 1: tied, 2: in_order}, last, members, cycle)
-    assert (got["rank"], got["witnesses"]) == (0, [2])
+    assert (got.rank, got.witnesses) == (0, [2])
     # ranks that went on past b #4 put it at different places: the program has no one order there
     other_order = timeline("a1 b1 a2 b2 a3 b3 b4 a4 a5 b5")
     assert ordering_culprit({0: culprit_calls, 1: in_order, 2: other_order}, last, members, cycle) is None
@@ -261,10 +261,10 @@ def test_a_gap_in_a_history_leaves_that_call_without_a_place():
     histories, last, stuck = run(WORLD4, skipping(2, 5, "1"), 10)
     assert [c[:2] for c in stuck] == [("0", 7), ("1", 6)]
     got = ordering_culprit(histories, last, WORLD4, stuck)
-    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (2, ("0", 7), ("1", 6), [3])
+    assert (got.rank, got.issued, got.skipped, got.witnesses) == (2, ("0", 7), ("1", 6), [3])
     histories[3] = [c for c in histories[3] if (c.stream, c.seq) != ("0", 6)]
     got = ordering_culprit(histories, last, WORLD4, stuck)
-    assert (got["rank"], got["issued"], got["skipped"], got["witnesses"]) == (2, ("0", 7), ("1", 6), [])
+    assert (got.rank, got.issued, got.skipped, got.witnesses) == (2, ("0", 7), ("1", 6), [])
     # with the gap earlier on, too few places are left for a pattern
     histories, last, stuck = run(WORLD4, skipping(2, 3, "1"), 8)
     histories[3] = [c for c in histories[3] if (c.stream, c.seq) != ("0", 4)]
@@ -293,7 +293,7 @@ def test_ranks_that_have_not_issued_the_call_yet_bound_its_place_from_below():
     histories, last, stuck = run(members, program, 8)
     assert ("2", 8, [3], [4, 5, 6]) in stuck
     got = ordering_culprit(histories, last, members, stuck)
-    assert got is not None and got["rank"] == 3 and got["skipped"] == ("0", 12)
+    assert got is not None and got.rank == 3 and got.skipped == ("0", 12)
 
 
 def test_a_subgroup_skip_at_step_1_has_a_twin_with_the_other_rank_at_fault():
@@ -337,7 +337,7 @@ def test_a_3d_jobs_skipped_tensor_parallel_call_is_named_from_32_calls_of_histor
     # (rank_docs.HISTORY was 16 until this run)
     histories, last, done, members, cycle, like = _recorded("ordering-3d-tp-skip.json")
     got = ordering_culprit(histories, last, members, cycle, like=like, last_completed=done)
-    assert got is not None and got["rank"] == 5 and got["skipped"] == ("11", 246)
+    assert got is not None and got.rank == 5 and got.skipped == ("11", 246)
     short = {r: [c for c in calls if c.seq > last[r].get(c.stream, 0) - 16] for r, calls in histories.items()}
     assert ordering_culprit(short, last, members, cycle, like=like, last_completed=done) is None
 
@@ -350,7 +350,7 @@ def test_one_rank_of_many_at_another_place_neither_blocks_nor_names_and_the_skip
     # of order" and the skip was "cannot decide".  All but one of three or more speak for a place and a bound.
     histories, last, done, members, cycle, like = _recorded("ordering-real-9000040.json")
     got = ordering_culprit(histories, last, members, cycle, like=like, last_completed=done)
-    assert got is not None and got["rank"] == 3 and got["skipped"] == ("0", 2), got
+    assert got is not None and got.rank == 3 and got.skipped == ("0", 2), got
 
 
 def test_the_least_bound_of_a_place_outvotes_one_rank_only_among_three():

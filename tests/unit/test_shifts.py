@@ -37,23 +37,23 @@ def test_a_tp_call_skipped_long_before_the_hang_names_the_rank_that_skipped_it()
     histories, last, done, stuck = mesh(skipper=3, at=3)
     assert ordering_culprit(histories, last, MESH, stuck) is None  # each side finds the other out of order
     got = culprit(histories, last, done, stuck)
-    assert got["rank"] == 3 and got["skipped"] == ("3", 24) and got["issued"] == ("0", 1)
-    assert got["witnesses"] == [0, 1, 2]
-    assert "one call on group 5 later than ranks 0, 1, 2" in got["text"]
-    assert "since before the calls its history keeps" in got["text"]
+    assert got.rank == 3 and got.skipped == ("3", 24) and got.issued == ("0", 1)
+    assert got.witnesses == [0, 1, 2]
+    assert "one call on group 5 later than ranks 0, 1, 2" in got.text
+    assert "since before the calls its history keeps" in got.text
 
 
 def test_the_partner_that_skipped_is_named_not_a_rank_of_a_place_in_the_mesh():
     got = culprit(*mesh(skipper=2, at=5))
-    assert got["rank"] == 2 and got["skipped"] == ("3", 24)
+    assert got.rank == 2 and got.skipped == ("3", 24)
     got = culprit(*mesh(skipper=0, at=4))
-    assert got["rank"] == 0 and got["skipped"] == ("2", 24)
+    assert got.rank == 0 and got.skipped == ("2", 24)
 
 
 def test_a_skip_the_history_still_shows_is_dated():
     got = culprit(*mesh(skipper=3, at=16))
-    assert got["rank"] == 3
-    assert "from its #17 on: it left out a call on group 3 before it" in got["text"]
+    assert got.rank == 3
+    assert "from its #17 on: it left out a call on group 3 before it" in got.text
 
 
 def test_without_groups_like_its_own_one_partner_is_too_few_witnesses():
