@@ -28,6 +28,7 @@ import os
 import sys
 
 from . import dumpdir as _dumpdir
+from .records import Record
 from .config import HANG_EXIT_CODE
 
 VERSION = 1
@@ -36,9 +37,9 @@ __all__ = ["StackRequest", "ExitRequest", "ExitStage", "RankExit", "RaiseRequest
            "WatchRequest", "GatherRequest"]
 
 
-class _Request(object):
-    """A request's fields (``FIELDS``: name -> default), immutable; ``extra``: keys this release does not
-    know, kept as they were."""
+class _Request(Record):
+    """A request's fields (``FIELDS``: name -> default), immutable (records.Record); ``extra``: keys this
+    release does not know, kept as they were."""
 
     KIND = None
     FIELDS = {}
@@ -52,9 +53,6 @@ class _Request(object):
             object.__setattr__(self, name, fields.get(name, default))
         object.__setattr__(self, "extra", dict(extra or {}))
 
-    def __setattr__(self, name, value):
-        raise AttributeError("%s is immutable: use replace()" % type(self).__name__)
-
     def written_since(self, since):
         """The rule a rank takes a request of its watchdog by (ExitRequest, RaiseRequest): written
         (``written_at``, a number) at or after ``since``, its process's start; a file another process of the
@@ -62,22 +60,12 @@ class _Request(object):
         t = _number(getattr(self, "written_at", None))
         return t is not None and t >= since
 
-    def __eq__(self, other):
-        return type(other) is type(self) and self.to_json() == other.to_json()
-
-    def __ne__(self, other):
-        return not self == other
-
-    __hash__ = None
-
     def __repr__(self):
         return "%s(%s)" % (type(self).__name__, ", ".join("%s=%r" % (k, getattr(self, k)) for k in self.FIELDS
                                                            if getattr(self, k) is not None))
 
-    def replace(self, **fields):
-        now = {k: getattr(self, k) for k in self.FIELDS}
-        now.update(fields)
-        return type(self)(extra=self.extra, **now)
+    def _given(self):
+        return {k: getattr(self, k) for k in self.FIELDS}
 
     def to_json(self):
         doc = dict(self.extra)

@@ -20,6 +20,7 @@ No torch and no files here.
 import enum
 import json
 
+from ..records import Record
 from ..levels import MISMATCH_WORDS, Category, Level, MismatchKind, OutcomeState, Where
 from .render import format_text
 
@@ -101,8 +102,8 @@ def _ranks_of(cls):
     return load
 
 
-class _Type(object):
-    """Immutable fields, JSON in and out (module docstring)."""
+class _Type(Record):
+    """Immutable fields (records.Record), JSON in and out (module docstring)."""
 
     FIELDS = ()
     __slots__ = ("_values", "extra", "_present")
@@ -128,14 +129,8 @@ class _Type(object):
         raise AttributeError("%s has no field %r (fields: %s)" % (
             type(self).__name__, name, ", ".join(f.name for f in self.FIELDS)))
 
-    def __setattr__(self, name, value):
-        raise AttributeError("%s is immutable: use replace()" % type(self).__name__)
-
-    def replace(self, **changes):
-        """A copy with some fields changed."""
-        values = {f.name: self._values[f.name] for f in self.FIELDS if f.name in self._present}
-        values.update(changes)
-        return type(self)(extra=self.extra, **values)
+    def _given(self):
+        return {f.name: self._values[f.name] for f in self.FIELDS if f.name in self._present}
 
     def has(self, name):
         """Whether field ``name`` was set (by the analysis, or in the file read): a field never set is absent
@@ -144,8 +139,7 @@ class _Type(object):
 
     def with_extra(self, **extra):
         """A copy with keys beside the fields (``extra``) added."""
-        values = {f.name: self._values[f.name] for f in self.FIELDS if f.name in self._present}
-        return type(self)(extra=dict(self.extra, **extra), **values)
+        return type(self)(extra=dict(self.extra, **extra), **self._given())
 
     @classmethod
     def from_json(cls, d):
@@ -179,14 +173,6 @@ class _Type(object):
         for k, v in self.extra.items():
             out.setdefault(k, v)
         return out
-
-    def __eq__(self, other):
-        return type(other) is type(self) and other.to_json() == self.to_json()
-
-    def __ne__(self, other):
-        return not self == other
-
-    __hash__ = None
 
     def __repr__(self):
         shown = ", ".join("%s=%r" % (f.name, self._values[f.name]) for f in self.FIELDS

@@ -132,3 +132,26 @@ def test_a_rank_takes_its_watchdogs_requests_only_when_written_since_its_process
     for cls in (ExitRequest, RaiseRequest):
         assert cls(written_at=10.0).written_since(10.0) and not cls(written_at=9.9).written_since(10.0)
         assert not cls().written_since(0.0) and not cls(written_at=True).written_since(0.0)
+
+
+def test_requests_and_the_verdicts_values_stand_on_one_immutable_record_base():
+    """Issue 43: one immutable record base (records.Record) for the request files and the verdict's values;
+    the rank documents are typing.NamedTuples (immutable by construction).  Each refuses a change in place,
+    copies with replace(), keeps unknown keys, and equals a record of the same JSON."""
+    import inspect
+    from c10d_observer import documents, records, requests
+    from c10d_observer.verdict import types
+    kinds = [c for _, c in inspect.getmembers(requests, inspect.isclass) if issubclass(c, requests._Request)]
+    values = [c for _, c in inspect.getmembers(types, inspect.isclass) if issubclass(c, types._Type)]
+    assert len(kinds) >= 7 and len(values) >= 12
+    assert all(issubclass(c, records.Record) for c in kinds + values)
+    assert all(issubclass(c, tuple) and hasattr(c, "_fields") for c in (documents.RankDoc, documents.Position,
+                                                                          documents.Overdue, documents.Call))
+    for made in (requests.GatherRequest(id="g", extra={"later": 1}), types.Culprit(rank=3, extra={"later": 1})):
+        with pytest.raises(AttributeError, match="immutable"):
+            made.extra = {}
+        with pytest.raises(AttributeError, match="immutable"):
+            del made.extra
+        copy = made.replace()
+        assert copy == made and copy is not made and copy.extra == {"later": 1}
+        assert type(made).from_json(made.to_json()) == made
