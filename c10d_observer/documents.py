@@ -199,6 +199,31 @@ class Overdue(NamedTuple):
                    _num(d.get("held_until")))
 
 
+class Phase(NamedTuple):
+    """The phase a rank declared (``c10d_observer.phase``): its ``name``, ``since`` when and ``until`` when it
+    may last (Unix seconds; None: no limit), and that limit as a length (``up_to_s``)."""
+    name: Optional[str] = None
+    since: Optional[float] = None
+    until: Optional[float] = None
+    up_to_s: Optional[float] = None
+
+    def to_json(self):
+        return {"name": self.name, "since": self.since, "until": self.until, "up_to_s": self.up_to_s}
+
+    @classmethod
+    def from_json(cls, d):
+        """The phase in a document's ``phase`` (a dict with a name), else None."""
+        if not isinstance(d, dict) or not d:
+            return None
+        return cls(d.get("name"), _num(d.get("since")), _num(d.get("until")), _num(d.get("up_to_s")))
+
+
+class FrozenSpan(NamedTuple):
+    """When a rank's Python did not run (its watchdog saw no beat): ``since``, ``until`` (None: still)."""
+    since: float
+    until: Optional[float] = None
+
+
 class RankDoc(NamedTuple):
     """One rank's document: a report (its watchdog found a call overdue), a state (its answer to a
     gather), an end (the rank ended: ``alive`` False when its process died without disable()), or a torch
@@ -228,7 +253,7 @@ class RankDoc(NamedTuple):
     signal_handler: Optional[dict] = None
     ages_at_least: bool = False  # a torch dump's ages are lower bounds (torch_fr.py)
     relayed_from: Optional[str] = None
-    phase: Optional[dict] = None  # the phase the rank declared: {name, since, until (Unix s or None), up_to_s}
+    phase: Optional[Phase] = None  # the phase the rank declared (its JSON: {name, since, until, up_to_s})
     scheduler: Optional[dict] = None  # its node as the scheduler names it, the job's ids (scheduler.py)
     path: Optional[str] = None  # where it was read from (not written)
     extra: Optional[dict] = None
@@ -236,6 +261,16 @@ class RankDoc(NamedTuple):
     @property
     def timeout(self):
         return _num((self.config or {}).get("timeout"), 0) or 0
+
+    @property
+    def frozen_spans(self):
+        """When the rank's Python did not run (FrozenSpans, oldest first), from ``extra``'s ``frozen_spans``."""
+        out = []
+        for span in (self.extra or {}).get("frozen_spans") or ():
+            since = _num(span.get("since")) if isinstance(span, dict) else None
+            if since is not None:
+                out.append(FrozenSpan(since, _num(span.get("until"))))
+        return tuple(out)
 
     @property
     def dead(self):
@@ -308,6 +343,8 @@ class RankDoc(NamedTuple):
         for k, v in self._asdict().items():
             if k in ("groups", "overdue"):
                 d[k] = [x.to_json() for x in v]
+            elif k == "phase" and v is not None:
+                d[k] = v.to_json()
             elif k == "extra":
                 continue
             elif k == "path" or (k in ("stacks_text", "relayed_from", "phase", "scheduler") and v is None):
@@ -344,7 +381,7 @@ class RankDoc(NamedTuple):
                    tuple(Overdue.from_json(e) for e in d.get("overdue") or () if isinstance(e, dict)),
                    fr if isinstance(fr, dict) else None, d.get("config") if isinstance(d.get("config"), dict) else {},
                    d.get("signal_handler"), bool(d.get("ages_at_least")), d.get("relayed_from"),
-                   d.get("phase") if isinstance(d.get("phase"), dict) else None,
+                   Phase.from_json(d.get("phase")),
                    d.get("scheduler") if isinstance(d.get("scheduler"), dict) else None, path, extra)
 
 

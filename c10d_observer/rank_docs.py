@@ -114,9 +114,9 @@ class RankDocs(object):
         ph = self.reader.phase()
         if ph is not None:  # the phase the rank declared (c10d_observer.phase)
             name, since, until = ph
-            phase = {"name": name, "since": wall_now - (now_ns - since) / 1e9,
-                     "until": wall_now + (until - now_ns) / 1e9 if until else None,
-                     "up_to_s": round((until - since) / 1e9, 3) if until else None}
+            phase = _documents.Phase(name, wall_now - (now_ns - since) / 1e9,
+                                     wall_now + (until - now_ns) / 1e9 if until else None,
+                                     round((until - since) / 1e9, 3) if until else None)
         doc = _documents.RankDoc(
             kind, rank, world, c.host or socket.gethostname(), c.rank_pid, c.job_id, wall_now, self.started_at,
             True, None, bool(beat) and age > self.windows.frozen_after, None if age is None else round(age, 3),

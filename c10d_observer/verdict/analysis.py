@@ -140,7 +140,7 @@ def _where(doc, frames, now):
     else:
         out.text = "it is in no collective"
     if doc.phase:  # busy on purpose: the rank said so (c10d_observer.phase)
-        out.phase = dict(doc.phase)
+        out.phase = doc.phase.to_json()
         out.text += "; " + phase_text(doc.phase, doc.written_at or now)
     if doc.frozen:
         out.state = Where.FROZEN
@@ -157,9 +157,9 @@ def _where(doc, frames, now):
 
 def phase_text(ph, now):
     """"it is in phase 'checkpoint', 40 s of up to 600 s" (or "40 s so far", with no limit)."""
-    spent = max(0.0, now - (ph.get("since") or now))
-    return "it is in phase %r, %s" % (ph.get("name"), "%.0f s of up to %.0f s" % (spent, ph["up_to_s"])
-                                       if ph.get("up_to_s") else "%.0f s so far (no limit declared)" % spent)
+    spent = max(0.0, now - (ph.since or now))
+    return "it is in phase %r, %s" % (ph.name, "%.0f s of up to %.0f s" % (spent, ph.up_to_s)
+                                       if ph.up_to_s else "%.0f s so far (no limit declared)" % spent)
 
 
 def _holds(hangs, by_rank, now):
@@ -172,7 +172,7 @@ def _holds(hangs, by_rank, now):
         phases = [(r, by_rank[r].phase) for r in waits_on if by_rank.get(r) is not None and by_rank[r].phase]
         if not waits_on or len(phases) != len(waits_on):
             continue
-        until = max(ph.get("until") or (now + (h.timeout or 0)) for _, ph in phases)
+        until = max(ph.until or (now + (h.timeout or 0)) for _, ph in phases)
         if until <= now:
             continue
         h.level, h.held_until = Level.SOFT, until

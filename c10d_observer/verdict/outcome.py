@@ -86,9 +86,8 @@ def _late_freezes(v, docs_now):
     for r, d in sorted(docs_now.items()):
         if r in known:
             continue
-        for span in (d.extra or {}).get("frozen_spans") or ():
-            since, until = span.get("since"), span.get("until")
-            if not isinstance(since, (int, float)) or until is not None and until < min(starts):
+        for since, until in d.frozen_spans:
+            if until is not None and until < min(starts):
                 continue
             text = ("later: %s was found frozen (its Python did not run: stopped, or a thread holding the GIL) "
                     "from %s %s; the verdict, merged at %s, did not know it" % (

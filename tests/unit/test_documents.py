@@ -109,3 +109,18 @@ def test_a_folder_of_the_previous_release_gets_the_verdict_it_had(tmp_path):
     assert v["culprit_ranks"] == old["culprit_ranks"] == [2] and v["summary"] == old["summary"]
     assert [h["seq"] for h in v["hangs"]] == [h["seq"] for h in old["hangs"]]
     assert "after: " in verdict.format_text(v)
+
+
+def test_a_declared_phase_and_frozen_spans_read_as_values_and_write_back_as_they_were():
+    """Issue 43: the verdict reads a rank's declared phase and its frozen spans as values (documents.Phase,
+    FrozenSpan), not as dicts by key; the document's JSON is what it was."""
+    from c10d_observer import documents
+    d = {"format": documents.FORMAT, "version": documents.VERSION, "kind": "state", "rank": 1,
+         "phase": {"name": "checkpoint", "since": 100.0, "until": 700.0, "up_to_s": 600.0},
+         "frozen_spans": [{"since": 110.0, "until": None}, {"since": "bad"}, {"since": 90.0, "until": 95.5}]}
+    doc = documents.RankDoc.from_json(d)
+    assert doc.phase == documents.Phase("checkpoint", 100.0, 700.0, 600.0) and doc.phase.up_to_s == 600.0
+    assert doc.frozen_spans == (documents.FrozenSpan(110.0, None), documents.FrozenSpan(90.0, 95.5))
+    out = doc.to_json()
+    assert out["phase"] == d["phase"] and out["frozen_spans"] == d["frozen_spans"]
+    assert documents.RankDoc.from_json(dict(d, phase={})).phase is None
