@@ -8,6 +8,7 @@ verdict engine; the tables by fault kind, shape and fault step, and every wrong 
     python benchmarks/fuzz.py --cases 10000 --seed 21 --two   # two faults at once, on two ranks
     python benchmarks/fuzz.py --source recorder --seed 7      # documents as torch's gloo recorder leaves them
     python benchmarks/fuzz.py --shape mesh3d --seed 51 --cases 5000   # pp x dp x tp meshes of 8-64 ranks
+    python benchmarks/fuzz.py --kind swap --seed 13 --cases 20000      # two collectives swapped across groups
     python benchmarks/fuzz.py --real-only --real 40 --seed 5  # 40 programs by real gloo ranks (2-8 each)
 
 Source models (``--source``): ``exact``, the patch wrappers and torch's pre/post hooks: every call a rank
@@ -55,6 +56,9 @@ def main(argv=None):
     ap.add_argument("--two", action="store_true", help="two faults at once, on two ranks")
     ap.add_argument("--shape", choices=("mesh3d",),
                     help="every program of this shape (mesh3d: pp x dp x tp, 8-64 ranks; drawn only where asked)")
+    ap.add_argument("--kind", choices=("swap",),
+                    help="every case's fault of this kind (swap: two collectives of two groups issued the other way "
+                         "round; drawn only where asked)")
     ap.add_argument("--source", default="exact", choices=("exact", "recorder"),
                     help="the source model of the documents: exact (patch, hooks) or recorder (torch's gloo "
                          "recorder, the default source on 2.8+; tests/fuzz/simulate.py)")
@@ -68,11 +72,12 @@ def main(argv=None):
     if a.real_only:
         return _real(a)
     t0 = time.time()
-    got = _run.run(a.cases, a.seed, skew=a.skew, two=a.two, source=a.source, shape=a.shape)
+    got = _run.run(a.cases, a.seed, skew=a.skew, two=a.two, source=a.source, shape=a.shape, kind=a.kind)
     dt = time.time() - t0
-    doc = {"command": "python benchmarks/fuzz.py --cases %d --seed %d%s%s%s%s" % (
+    doc = {"command": "python benchmarks/fuzz.py --cases %d --seed %d%s%s%s%s%s" % (
                a.cases, a.seed, " --skew" if a.skew else "", " --two" if a.two else "",
-               " --source %s" % a.source if a.source != "exact" else "", " --shape %s" % a.shape if a.shape else ""),
+               " --source %s" % a.source if a.source != "exact" else "", " --shape %s" % a.shape if a.shape else "",
+               " --kind %s" % a.kind if a.kind else ""),
            "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "machine": "%s, %d cores, Python %s" % (platform.machine(), os.cpu_count() or 0, platform.python_version()),
            "source_model": "exact (patch, hooks)" if a.source == "exact" else "recorder (torch's gloo recorder)", "cases": a.cases, "seconds": round(dt, 1),
@@ -82,9 +87,9 @@ def main(argv=None):
            "wrong": [{"seed": r.case.seed, "kind": r.case.fault.kind, "named": r.culprits,
                       "expected": sorted(r.case.expected), "summary": r.summary} for r in got["wrong"]],
            "unhealthy": [r.case.seed for r in got["unhealthy"]], "nohang": [r.case.seed for r in got["nohang"]]}
-    out = a.out or os.path.join(HERE, "results", "fuzz_sim_seed%d%s%s%s%s.json" % (
+    out = a.out or os.path.join(HERE, "results", "fuzz_sim_seed%d%s%s%s%s%s.json" % (
         a.seed, "_skew" if a.skew else "", "_two" if a.two else "", "_recorder" if a.source == "recorder" else "",
-        "_" + a.shape if a.shape else ""))
+        "_" + a.shape if a.shape else "", "_" + a.kind if a.kind else ""))
     with open(out, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")

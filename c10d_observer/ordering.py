@@ -20,6 +20,37 @@ Call.__new__.__defaults__ = (None,)
 Found = namedtuple("Found", "rank issued skipped witnesses text")
 
 
+def majority_culprit(members, cycle, group_name=None):
+    """Where the histories do not show who broke the order: the one rank that went the other way round at two
+    stuck calls of the cycle, against every other rank of both groups (at least two), or None.
+
+    For two stuck calls X and Y of the cycle on collective streams, every rank of both groups is in one of
+    them and never arrived at the other: those in X issued X first, those in Y issued Y first.  Where one rank
+    alone issued Y first and two or more issued X first, that rank broke the order they kept (a majority, as
+    a desync's odd one out is named): a barrier issued before its group's last call, say, where the other
+    ranks of both groups issued that call.  Each pair of the cycle that decides must name the same rank.
+    Returns a Found; ``witnesses``: the ranks that issued X first.
+    """
+    name = group_name or (lambda stream: "group %s" % stream)
+    calls = [(c[0], c[1], tuple(c[2]), tuple(c[3])) for c in cycle if ":p2p:" not in str(c[0])]
+    found = set()
+    for x in calls:
+        for y in calls:
+            if x[0] == y[0]:
+                continue
+            both = set(members.get(x[0]) or ()) & set(members.get(y[0]) or ())
+            first_x = both & set(x[2]) & set(y[3])  # in X, never arrived at Y
+            first_y = both & set(y[2]) & set(x[3])
+            if len(first_y) == 1 and len(first_x) >= 2 and first_x | first_y == both:
+                found.add((next(iter(first_y)), x, y, tuple(sorted(first_x))))
+    if len({f[0] for f in found}) != 1:
+        return None
+    r, x, y, witnesses = sorted(found, key=lambda f: (str(f[2][0]), f[2][1]))[0]
+    text = ("rank %d issued #%d on %s before #%d on %s, which every other rank of both groups (%s) issued first"
+            % (r, y[1], name(y[0]), x[1], name(x[0]), ", ".join(map(str, witnesses))))
+    return Found(r, (y[0], y[1]), (x[0], x[1]), list(witnesses), text)
+
+
 def ordering_culprit(histories, last_started, members, cycle, group_name=None, like=None, last_completed=None):
     """The rank that broke the order of calls across the groups of a cycle of stuck calls, or None.
 

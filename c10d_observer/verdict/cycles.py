@@ -62,6 +62,8 @@ def order_cycles(hangs, cycles, by_rank, undecided):
             if not found:  # a skip older than the histories shows as a shift of one rank's places
                 found = _shifts.shift_culprit(histories, last_started, last_completed, members, cyc, like_of,
                                               group_name=lambda s: names.get(s, "group %s" % s))
+            if not found:  # one rank against every other rank of both groups, at the stuck calls themselves
+                found = _ordering.majority_culprit(members, cyc, group_name=lambda s: names.get(s, "group %s" % s))
         except Exception:  # the history is odd: undecided, never a crash of the verdict
             found = None
         if not found:

@@ -42,6 +42,11 @@ COLL_OPS = ("all_reduce", "broadcast", "all_gather", "barrier")
 ROOTED = ("broadcast",)
 FAULT_KINDS = ("skip", "stall", "exit", "mismatch_op", "mismatch_size", "mismatch_root")
 FAULT_WEIGHTS = (4, 3, 2, 2, 2, 1)
+# Fault kinds drawn only where asked for (``make_case(seed, kind=...)``, run.py --kind), as EXTRA_SHAPES: drawn
+# among FAULT_KINDS they would change every seed's case.  "swap": the rank issues two consecutive collectives
+# of two different groups the other way round (issue 42: "swap two calls across groups"): an ordering
+# deadlock where the groups' other members keep the program's order.
+EXTRA_KINDS = ("swap",)
 SHAPES = ("world", "pairs", "halves", "subset", "mesh", "p2p")
 # Shapes drawn only where asked for (``make_case(seed, shape=...)``, run.py --shape): drawing them among SHAPES
 # would change every seed's program, and the seeds the tests keep.  "mesh3d": pp x dp x tp (each 2-4, 8-64
@@ -311,8 +316,19 @@ def _applies(kind, call):
     return True
 
 
+def _swappable(calls, i):
+    """Calls ``i`` and ``i + 1`` are two collectives of two different groups."""
+    if i + 1 >= len(calls):
+        return False
+    a, b = calls[i], calls[i + 1]
+    return a.group != b.group and a.op not in ("send", "recv") and b.op not in ("send", "recv")
+
+
 def _pick_call(rng, calls, kind, early):
-    idx = [i for i, c in enumerate(calls) if _applies(kind, c)]
+    if kind == "swap":
+        idx = [i for i in range(len(calls)) if _swappable(calls, i)]
+    else:
+        idx = [i for i, c in enumerate(calls) if _applies(kind, c)]
     if early:
         first = [i for i in idx if calls[i].step <= 2]
         if first:
@@ -345,6 +361,10 @@ def _apply(rng, program, kind, r, i, calls=None, stop=None):
     detail = ""
     if kind == "skip":
         del calls[r][i]
+    elif kind == "swap":  # each keeps its place in time: the rank issues the later call first
+        nxt = calls[r][i + 1]
+        calls[r][i], calls[r][i + 1] = nxt._replace(at=orig.at), orig._replace(at=nxt.at)
+        detail = "%s, then %s" % (_words(nxt, program), _words(orig, program))
     elif kind in ("stall", "exit"):
         stop[r] = (i, "stall" if kind == "stall" else "dead")
     else:

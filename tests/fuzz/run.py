@@ -66,8 +66,8 @@ def healthy_check(sim):
     return ""
 
 
-def judge(seed, check_healthy=True, skew=False, two=False, source="exact", shape=None):
-    case = programs.make_case2(seed, shape=shape) if two else programs.make_case(seed, shape=shape)
+def judge(seed, check_healthy=True, skew=False, two=False, source="exact", shape=None, kind=None):
+    case = programs.make_case2(seed, shape=shape) if two else programs.make_case(seed, shape=shape, kind=kind)
     mode = simulate.mode_of(seed)
     healthy, faulty, docs = simulate.run_case(case, mode, skew=skew, source=source)
     why = healthy_check(healthy) if check_healthy else ""
@@ -115,13 +115,13 @@ def table(title, rows):
     return "\n".join(out)
 
 
-def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False, source="exact", shape=None):
+def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False, source="exact", shape=None, kind=None):
     t = time.time()
     by_kind, by_shape, by_step = (collections.defaultdict(collections.Counter) for _ in range(3))
     reasons = collections.defaultdict(collections.Counter)  # undecided, not flagged: why, by fault kind
     wrong, unhealthy, shown, nohang, nofault = [], [], [], [], 0
     for i in range(cases):
-        res = judge(case_seed(seed, i), skew=skew, two=two, source=source, shape=shape)
+        res = judge(case_seed(seed, i), skew=skew, two=two, source=source, shape=shape, kind=kind)
         if not res.healthy_ok:
             unhealthy.append(res)
         if res.outcome is None:
@@ -142,15 +142,15 @@ def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False, source="exa
             shown.append(res)
     dt = time.time() - t
     w = out.write
-    w("%d cases (seed %d%s%s%s, source model %s) in %.1f s (%.0f cases/s, healthy runs and both verdicts included)\n\n" % (
+    w("%d cases (seed %d%s%s%s%s, source model %s) in %.1f s (%.0f cases/s, healthy runs and both verdicts included)\n\n" % (
         cases, seed, ", clocks skewed" if skew else "", ", two faults each" if two else "",
-        ", shape %s" % shape if shape else "", source, dt,
+        ", shape %s" % shape if shape else "", ", fault %s" % kind if kind else "", source, dt,
         cases / dt if dt else 0))
     w(table("fault kind", by_kind) + "\n\n")
     w(table("shape", by_shape) + "\n\n")
     w(table("fault step", by_step) + "\n\n")
     if reasons:
-        kinds = [k for k in programs.FAULT_KINDS if any(c[k] for c in reasons.values())]
+        kinds = [k for k in programs.FAULT_KINDS + programs.EXTRA_KINDS if any(c[k] for c in reasons.values())]
         width = max(len(k) for k in reasons)
         w("undecided, not flagged, by what the verdict says (cases per fault kind):\n")
         w("  %-*s %s\n" % (width, "", " ".join("%13s" % k for k in kinds)))
@@ -158,11 +158,13 @@ def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False, source="exa
             w("  %-*s %s\n" % (width, key, " ".join("%13d" % reasons[key][k] for k in kinds)))
         w("\n")
     w("healthy programs: %d run, %d ended with every rank done and no verdict%s\n" % (
-        cases, cases - len(unhealthy), "; %d programs had no call (no fault)" % nofault if nofault else ""))
+        cases, cases - len(unhealthy), "; %d programs had no call%s (no fault)" % (
+            nofault, " the fault %s applies to" % kind if kind else "") if nofault else ""))
     for res in unhealthy:
         w("  UNHEALTHY seed %d: %s\n" % (res.case.seed, res.healthy_why))
-    if two:  # two faults can cancel (a send skipped, its recv skipped): no hang, no error
-        w("  %d cases of two faults made no hang\n" % len(nohang))
+    if two or kind == "swap":  # two faults can cancel (a send skipped, its recv skipped); a swap between groups
+        # whose other ranks do not wait on each other goes through: no hang, no error
+        w("  %d cases of %s made no hang\n" % (len(nohang), "two faults" if two else "a swap"))
         nohang = []
     for res in nohang:
         w("  NO HANG seed %d: the fault made no hang (%s)\n" % (res.case.seed, res.case.fault.kind))
@@ -184,9 +186,9 @@ def _line(res, w):
         res.mode, res.culprits, sorted(res.case.expected), res.summary))
 
 
-def replay(seed, out=sys.stdout, skew=False, two=False, source="exact", shape=None):
+def replay(seed, out=sys.stdout, skew=False, two=False, source="exact", shape=None, kind=None):
     w = out.write
-    case = programs.make_case2(seed, shape=shape) if two else programs.make_case(seed, shape=shape)
+    case = programs.make_case2(seed, shape=shape) if two else programs.make_case(seed, shape=shape, kind=kind)
     mode = simulate.mode_of(seed)
     w(programs.describe(case) + "\n")
     healthy, faulty, docs = simulate.run_case(case, mode, skew=skew, source=source)
@@ -224,14 +226,17 @@ def main(argv=None):
                          "recorder, the default source on 2.8+: simulate.py)")
     ap.add_argument("--shape", choices=programs.SHAPES + programs.EXTRA_SHAPES,
                     help="every program of this shape (mesh3d: pp x dp x tp, 8-64 ranks, drawn only where asked)")
+    ap.add_argument("--kind", choices=programs.FAULT_KINDS + programs.EXTRA_KINDS,
+                    help="every case's fault of this kind (swap: two collectives of two groups issued the other way "
+                         "round, drawn only where asked)")
     ap.add_argument("--show", default="", help="also list the cases of these outcomes (comma separated: "
                                                 "undecided, undecided_ok, partial, exact)")
     a = ap.parse_args(argv)
     if a.replay is not None:
-        replay(a.replay, skew=a.skew, two=a.two, source=a.source, shape=a.shape)
+        replay(a.replay, skew=a.skew, two=a.two, source=a.source, shape=a.shape, kind=a.kind)
         return 0
     got = run(a.cases, a.seed, [s for s in a.show.split(",") if s], skew=a.skew, two=a.two, source=a.source,
-              shape=a.shape)
+              shape=a.shape, kind=a.kind)
     return 1 if got["wrong"] or got["unhealthy"] or got["nohang"] else 0
 
 

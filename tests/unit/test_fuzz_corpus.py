@@ -193,6 +193,20 @@ def test_3d_meshes_of_up_to_64_ranks_never_name_a_rank_outside_their_culprits():
     assert got["exact"] >= 0.7 * sum(n for k, n in got.items() if k not in (None, "nohang")), got
 
 
+def test_two_collectives_swapped_across_groups_never_name_a_rank_outside_their_culprit():
+    """programs.py's swap fault (issue 42: "swap two calls across groups"): drawn only where asked, so a corpus
+    of its own; an ordering deadlock, where the swap hangs (a swap between groups whose other ranks do not wait
+    on each other goes through, as gloo lets it)."""
+    from fuzz import run
+    got = collections.Counter()
+    for i in range(max(200, CORPUS // 10)):
+        res = run.judge(13000000 + i, check_healthy=False, kind="swap")
+        got[res.outcome] += 1
+        assert res.outcome != "wrong", (res.case.seed, res.culprits, sorted(res.case.expected), res.summary)
+    hung = sum(n for k, n in got.items() if k not in (None, "nohang"))
+    assert hung >= 50 and got["exact"] >= 0.6 * hung, got
+
+
 def test_a_broadcast_lets_through_the_ranks_gloo_does_not_route_through_a_rank_that_skipped_it():
     """gloo's broadcast is a binomial tree (gloo/broadcast.cc): the seed 9000040 (6 ranks, rank 3 skips the
     world's broadcast #2 and issues the subset's all_reduce #1) hangs in the simulation as it hung with real
@@ -265,11 +279,11 @@ def test_two_faults_at_once_never_name_a_rank_outside_them_but_where_they_mimic_
 # is unchanged).  7000533: the least place of a call, bounded by the ranks that have not issued it yet
 # (ordering._lower_bound); 7001400: one rank out of order against the ranks of groups like its own
 # (ordering._one_against_many).
-NOW_DECIDED = (7000533, 7001400)
+NOW_DECIDED = ((7000533, None), (7001400, None), (7000084, "swap"))  # 7000084: ordering.majority_culprit
 
 
-@pytest.mark.parametrize("seed", NOW_DECIDED)
-def test_cases_a_rule_was_made_for_are_named_exactly(seed):
-    case = programs.make_case(seed)
+@pytest.mark.parametrize("seed,kind", NOW_DECIDED)
+def test_cases_a_rule_was_made_for_are_named_exactly(seed, kind):
+    case = programs.make_case(seed, kind=kind)
     _, _, v = _judge(case)
     assert set(v.culprit_ranks) == case.expected, v.summary

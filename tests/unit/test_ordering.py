@@ -359,3 +359,23 @@ def test_the_least_bound_of_a_place_outvotes_one_rank_only_among_three():
     assert _lower_bound({}, {}, 3, pending=[2, 5]) == 2
     assert _lower_bound({}, {}, 3, pending=[1, 5, 5]) == 5
     assert _lower_bound({}, {}, 3, pending=[5, 5, 9]) == 5
+
+
+def test_one_rank_against_every_other_rank_of_both_groups_is_named_where_the_histories_say_nothing():
+    """ordering.majority_culprit (the fuzzer's swap, seed 7000084): rank 11 issued the epilogue's barrier before
+    its half's last all_reduce, which ranks 6-10 and 12 issued first; no history holds the barrier."""
+    from c10d_observer import ordering
+    members = {"2": list(range(6, 13)), "0": list(range(13))}
+    cycle = [("0", 1, [0, 1, 2, 3, 4, 5, 11], [6, 7, 8, 9, 10, 12]), ("2", 110, [6, 7, 8, 9, 10, 12], [11])]
+    found = ordering.majority_culprit(members, cycle)
+    assert found.rank == 11 and found.issued == ("0", 1) and found.skipped == ("2", 110)
+    assert found.witnesses == [6, 7, 8, 9, 10, 12] and "every other rank of both groups" in found.text
+    # two ranks in both groups, one each way: no majority
+    assert ordering.majority_culprit({"1": [1, 10], "0": list(range(12))},
+                                     [("0", 8, [0, 1, 2], [10]), ("1", 8, [10], [1])]) is None
+    # two ranks went the other way round: no one rank to name
+    assert ordering.majority_culprit(members, [("0", 1, [0, 1, 2, 3, 4, 5, 11, 12], [6, 7, 8, 9, 10]),
+                                               ("2", 110, [6, 7, 8, 9, 10], [11, 12])]) is None
+    # a rank of both groups in neither call (elsewhere): the two calls do not say its order
+    assert ordering.majority_culprit(members, [("0", 1, [0, 1, 2, 3, 4, 5, 11], [6, 7, 8, 9, 10]),
+                                               ("2", 110, [6, 7, 8, 9, 10], [11, 12])]) is None
