@@ -9,10 +9,19 @@ that call is the program's, and the ranks that issued another left the program.
 
 It decides nothing where fewer than two such groups went past the place, where they disagree there (groups
 with one history that part at this call: a pipeline's last stage, a call made on some groups only), or
-where the stuck group's own ranks disagree before the place.  Pure: no torch, no files, no clock.
+where the stuck group's own ranks disagree before the place.
+
+Where no such groups went past, the stuck group's own earlier steps may speak (``own_pattern``): where its
+calls before the place repeat with one period (each call the one ``period`` seqs before it, over at least
+``MIN_REPEATS`` periods), the period puts one call at the place; where some of its ranks issued that call and
+every other rank issued a call the period puts 1 to ``period - 1`` places later, those others left calls out.
+A call the period does not hold (a new size: a last batch, smaller) decides nothing: either side may be the
+one that changed.  Pure: no torch, no files, no clock.
 """
 MIN_SHARED = 4  # seqs two groups must both show, and agree on, before one speaks for the other
 MIN_GROUPS = 2  # groups that must agree at the place
+MIN_REPEATS = 2  # periods a group's own calls must show, unbroken up to the place, before they speak for it
+MAX_PERIOD = 16  # calls in one period, at most
 
 
 def _streams(by_rank):
@@ -51,14 +60,26 @@ def like(by_rank, stream):
     return sorted(out, key=_natural)
 
 
-def program_call(by_rank, stream, seq):
+def program_call(by_rank, stream, seq, min_groups=MIN_GROUPS):
     """``((op, size), streams, (first, last))``: the call that groups like ``stream`` issued at #seq and went
-    past (``streams``), and the seqs before it on which they agree with ``stream``'s ranks; None where
-    nothing decides (module docstring)."""
+    past (``streams``, at least ``min_groups``), and the seqs before it on which they agree with ``stream``'s
+    ranks; None where nothing decides (module docstring)."""
+    votes, shared = past_calls(by_rank, stream, seq)
+    if len(votes) != 1:
+        return None  # none, or groups like this one issued different calls there
+    (call, who), = votes.items()
+    if len(who) < min_groups:
+        return None
+    return call, sorted(who, key=_natural), (min(shared), max(shared))
+
+
+def past_calls(by_rank, stream, seq):
+    """``({(op, size): [streams]}, seqs)``: the calls that groups like ``stream`` issued at #seq and went past,
+    and the seqs before it on which they agree with ``stream``'s ranks."""
     streams = _streams(by_rank)
     me = streams.get(stream)
     if me is None:
-        return None
+        return {}, []
     mine = {s: k for s, k in me["calls"].items() if s < seq and s not in me["clash"]}
     votes, shared = {}, []
     for other, h in streams.items():
@@ -71,12 +92,49 @@ def program_call(by_rank, stream, seq):
             continue  # another program, or too little to tell
         votes.setdefault(h["calls"][seq], []).append(other)
         shared += common
-    if len(votes) != 1:
-        return None  # none, or groups like this one issued different calls there
-    (call, who), = votes.items()
-    if len(who) < MIN_GROUPS:
+    return votes, shared
+
+
+def period_call(by_rank, stream, seq):
+    """``(expected, cycle, (first, last))``: the call the period of ``stream``'s own calls up to #seq puts at
+    #seq, the period's calls (``cycle[k]``: the one it puts at #seq + k) and the calls #first-#last that show
+    it; None where its calls up to #seq show no period (module docstring)."""
+    me = _streams(by_rank).get(stream)
+    if me is None or any(s < seq for s in me["clash"]):
         return None
-    return call, sorted(who, key=_natural), (min(shared), max(shared))
+    lo = seq
+    while lo - 1 in me["calls"]:
+        lo -= 1
+    history = [me["calls"][s] for s in range(lo, seq)]  # the unbroken run of calls up to the place
+    for period in range(2, min(MAX_PERIOD, len(history) // MIN_REPEATS) + 1):
+        run = 0  # how far back the period holds, from the place
+        while run + period < len(history) and history[-1 - run] == history[-1 - run - period]:
+            run += 1
+        if run + period >= MIN_REPEATS * period:
+            cycle = history[-period:]
+            return cycle[0], cycle, (seq - run - period, seq - 1)
+    return None
+
+
+def own_pattern(by_rank, stream, seq, calls):
+    """``(expected, period, (first, last), skipped)``: the call the period of ``stream``'s own calls puts at
+    #seq (period_call), and ``{rank: calls left out}`` for each rank of ``calls`` (``{rank: (op, size)}``,
+    its call at #seq) that issued a call the period puts later; None where nothing decides (module
+    docstring)."""
+    got = period_call(by_rank, stream, seq)
+    if got is None:
+        return None
+    expected, cycle, shown = got
+    skipped = {}
+    for r, call in calls.items():
+        if call != expected:
+            later = [k for k in range(1, len(cycle)) if cycle[k] == call]
+            if not later:
+                return None  # a call the period does not hold: either side may have changed
+            skipped[r] = later[0]
+    if not skipped or len(skipped) == len(calls):
+        return None
+    return expected, len(cycle), shown, skipped
 
 
 def _natural(stream):

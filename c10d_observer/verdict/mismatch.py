@@ -28,22 +28,56 @@ def mismatch(ops, calls, kind=MismatchKind.OP):
 
 
 def by_program(m, calls, by_rank, stream, seq):
-    """A desync with no majority: the odd ones out are the ranks whose call is not the one that groups like
-    this one, with its history, issued at this seq and went past (analogs.program_call), where some of its
-    ranks issued that call and some another; the evidence is said.  ``m``, changed in place, returned."""
-    if m.odd_ranks or m.unknown:
+    """A desync with no majority: the odd ones out are the ranks whose call is not the one the program puts at
+    this seq, where some of its ranks issued that call: the one that groups like this one, with its history,
+    issued there and went past (analogs.program_call: two groups, or one where the period of this group's own
+    calls puts the same call there: analogs.period_call); where no group like it went past, the ranks that left
+    out calls of that period (analogs.own_pattern).  The evidence is said.  ``m``, changed in place, returned."""
+    if m.odd_ranks or m.unknown or any(c.op in (None, "unknown") for c in calls.values()):
         return m
-    got = _analogs.program_call(by_rank, stream, seq)
-    if got is None or any(c.op in (None, "unknown") for c in calls.values()):
-        return m
+    votes, _ = _analogs.past_calls(by_rank, stream, seq)
+    if not votes:  # no group like this one went past the place: its own period may speak
+        return _by_own_pattern(m, calls, by_rank, stream, seq)
+    got, period = _analogs.program_call(by_rank, stream, seq), None
+    if got is None:  # one group like it went past: where this group's own period puts the same call there
+        got, period = _analogs.program_call(by_rank, stream, seq, min_groups=1), _analogs.period_call(
+            by_rank, stream, seq)
+        if got is None or period is None or period[0] != got[0]:
+            return m
     (op, size), streams, (first, last) = got
-    agree = sorted(r for r, c in calls.items() if (c.op, c.size) == (op, size))
-    odd = sorted(r for r in calls if r not in agree)
-    if not agree or not odd or str(agree[0]) not in m.ops:
+    if not _name(m, calls, {r: 0 for r, c in calls.items() if (c.op, c.size) != (op, size)}):
         return m
-    m.odd_ranks, m.expected_op = odd, m.ops[str(agree[0])]
-    m.evidence = "no majority in the group; group%s %s, whose calls #%d-#%d were this group's, issued %s%s at #%d" % (
+    m.evidence = "no majority in the group; group%s %s, whose calls #%d-#%d were this group's, issued %s at #%d" % (
         "s" if len(streams) > 1 else "", ", ".join(map(str, streams[:4])) + (" and %d more" % (len(streams) - 4)
                                                                               if len(streams) > 4 else ""),
-        first, last, op, " of %s" % size if size else "", seq)
+        first, last, _call(op, size), seq)
+    if period is not None:
+        (_, cycle, (first, last)) = period
+        m.evidence += ", which this group's own calls #%d-#%d, repeating every %d calls, put there too" % (
+            first, last, len(cycle))
     return m
+
+
+def _by_own_pattern(m, calls, by_rank, stream, seq):
+    got = _analogs.own_pattern(by_rank, stream, seq, {r: (c.op, c.size) for r, c in calls.items()})
+    if got is None or not _name(m, calls, got[3]):
+        return m
+    (op, size), period, (first, last), skipped = got
+    m.evidence = "no majority in the group; its calls #%d-#%d repeat every %d calls, which puts %s at #%d; %s" % (
+        first, last, period, _call(op, size), seq, "; ".join(
+            "%s issued the call it puts at #%d (%d left out)" % (rank_list([r]), seq + k, k)
+            for r, k in sorted(skipped.items())))
+    return m
+
+
+def _name(m, calls, odd):
+    """``odd`` ({rank: ...}) are the odd ones out, where some rank of ``calls`` is not: True where named."""
+    agree = sorted(r for r in calls if r not in odd)
+    if not agree or not odd or str(agree[0]) not in m.ops:
+        return False
+    m.odd_ranks, m.expected_op = sorted(odd), m.ops[str(agree[0])]
+    return True
+
+
+def _call(op, size):
+    return "%s%s" % (op, " of %s" % size if size else "")

@@ -59,10 +59,63 @@ def test_like_groups_that_issued_different_calls_at_the_place_decide_nothing():
     assert any("none has a majority" in u for u in v.undecided), v.undecided
 
 
+def _other_history(docs):
+    """Two of the three pairs issued another op before the place (#26): one pair like group 1 is left."""
+    for stream in ("2", "3"):
+        docs = _edit(docs, stream, {26}, "all_gather")
+    return docs
+
+
 def test_groups_whose_history_is_not_the_stuck_groups_do_not_speak_for_it():
     _, docs = _docs()
-    edited = docs
-    for stream in ("2", "3"):  # two of the three pairs issued another op before the place: one pair is left
-        edited = _edit(edited, stream, {26}, "all_gather")
-    v = verdict.analyze(edited)
+    v = verdict.analyze(_other_history(docs))
+    h = _stuck(v)
+    # the one pair left speaks only with the period of group 1's own calls (the next test takes that away)
+    assert v.culprit_ranks == [1], v.summary
+    assert h.mismatch.evidence.startswith("no majority in the group; group 4, whose calls #"), h.mismatch.evidence
+    assert "which this group's own calls #" in h.mismatch.evidence
+
+
+def test_one_like_group_without_the_stuck_groups_own_period_decides_nothing():
+    _, docs = _docs()
+    # group 1 and its like group 4 issued a call at #25 that no period holds: group 1's calls show none
+    v = verdict.analyze(_edit(_edit(_other_history(docs), "1", {25}, "all_gather"), "4", {25}, "all_gather"))
+    assert v.culprit_ranks == [] and not _stuck(v).mismatch.odd_ranks, v.summary
+
+
+# Where no group like the stuck one went past the place (their records of calls no longer reach back to it),
+# the stuck group's own calls speak: a pair of a job of six pairs, rank 5 skipped the second of three calls of
+# each step at step 5 (its all_gather of 4 x float32, the period's third, meets rank 4's second, #17)
+OWN = 7000099
+
+
+def _own():
+    case = programs.make_case(OWN)
+    _, _, docs = simulate.run_case(case, simulate.mode_of(OWN))
+    return case, docs
+
+
+def test_the_rank_that_left_out_a_call_of_its_groups_own_period_is_named_with_the_evidence():
+    case, docs = _own()
+    v = verdict.analyze(docs)
+    h = _stuck(v)
+    assert (h.stream, h.seq, case.expected) == ("3", 17, {5})
+    assert v.culprit_ranks == [5] and h.mismatch.odd_ranks == [5], v.summary
+    assert h.mismatch.evidence == (
+        "no majority in the group; its calls #1-#16 repeat every 3 calls, which puts all_gather of 1024 x bfloat16 "
+        "at #17; rank 5 issued the call it puts at #18 (1 left out)"), h.mismatch.evidence
+
+
+def test_a_call_the_period_does_not_hold_decides_nothing():
+    case, docs = _own()
+    # rank 5's call at #17 is one its group never issued (a last batch, smaller, say): either side may have
+    # changed; the same where the group's calls break the period just before the place
+    new = copy.deepcopy(docs)
+    for g in new[5]["groups"]:
+        if g.get("stream") == "3" and g.get("in_flight_seq") == 17:
+            g["in_flight_size"] = "4 x int64"
+    v = verdict.analyze(new)
+    assert v.culprit_ranks == [] and not _stuck(v).mismatch.odd_ranks, v.summary
+    assert any("none has a majority" in u for u in v.undecided), v.undecided
+    v = verdict.analyze(_edit(docs, "3", {16}, "broadcast"))
     assert v.culprit_ranks == [], v.summary
