@@ -11,8 +11,9 @@ members of a group issue its calls in one order and each send has its recv: the 
 
 A fault changes one rank's list at one call: ``skip`` (the call is left out), ``stall`` (the rank stops in
 Python before it, forever), ``exit`` (the rank dies before it), ``mismatch_op`` / ``mismatch_size`` /
-``mismatch_root`` (the call is issued with another op, element count or dtype, or root).  The culprit is that
-rank; ``undecidable`` flags cases where the evidence the documents can carry cannot tell that rank from
+``mismatch_root`` (the call is issued with another op, element count or dtype, or root); drawn only where
+asked (EXTRA_KINDS): ``swap``, ``freeze`` (the rank's process stops before the call) and ``freeze_in`` (inside
+it).  The culprit is that rank; ``undecidable`` flags cases where the evidence the documents can carry cannot tell that rank from
 another (see ``undecidable``).
 
 Deterministic: a case is a function of its seed (``make_case(seed)``).  Python 3.8.
@@ -45,8 +46,9 @@ FAULT_WEIGHTS = (4, 3, 2, 2, 2, 1)
 # Fault kinds drawn only where asked for (``make_case(seed, kind=...)``, run.py --kind), as EXTRA_SHAPES: drawn
 # among FAULT_KINDS they would change every seed's case.  "swap": the rank issues two consecutive collectives
 # of two different groups the other way round (issue 42: "swap two calls across groups"): an ordering
-# deadlock where the groups' other members keep the program's order.
-EXTRA_KINDS = ("swap",)
+# deadlock where the groups' other members keep the program's order.  "freeze": the rank's process is stopped
+# (SIGSTOP, or a thread holds the GIL) before a call; "freeze_in": inside a collective it entered (simulate.py).
+EXTRA_KINDS = ("swap", "freeze", "freeze_in")
 SHAPES = ("world", "pairs", "halves", "subset", "mesh", "p2p")
 # Shapes drawn only where asked for (``make_case(seed, shape=...)``, run.py --shape): drawing them among SHAPES
 # would change every seed's program, and the seeds the tests keep.  "mesh3d": pp x dp x tp (each 2-4, 8-64
@@ -305,8 +307,10 @@ def _other_size(rng, call):
 
 
 def _applies(kind, call):
-    if kind in ("skip", "stall", "exit"):
+    if kind in ("skip", "stall", "exit", "freeze"):
         return True
+    if kind == "freeze_in":  # a p2p call a rank froze in may have sent its data or not: not modelled
+        return call.op not in ("send", "recv")
     if call.op in ("send", "recv"):
         return False  # desyncs of p2p calls: a later slice
     if kind == "mismatch_size":
@@ -338,7 +342,7 @@ def _pick_call(rng, calls, kind, early):
 
 def inject(rng, program, kind=None):
     """One fault, at a random call of a random rank (steps 0-2, the prologue included, about a third of the
-    time): (Fault, faulty per-rank calls, stop: {rank: (index, "stall" | "dead")})."""
+    time): (Fault, faulty per-rank calls, stop: {rank: (index, "stall" | "dead" | "frozen" | "frozen_in")})."""
     for _ in range(50):
         k = kind or rng.choices(FAULT_KINDS, FAULT_WEIGHTS)[0]
         r = rng.randrange(program.world)
@@ -365,8 +369,8 @@ def _apply(rng, program, kind, r, i, calls=None, stop=None):
         nxt = calls[r][i + 1]
         calls[r][i], calls[r][i + 1] = nxt._replace(at=orig.at), orig._replace(at=nxt.at)
         detail = "%s, then %s" % (_words(nxt, program), _words(orig, program))
-    elif kind in ("stall", "exit"):
-        stop[r] = (i, "stall" if kind == "stall" else "dead")
+    elif kind in ("stall", "exit", "freeze", "freeze_in"):
+        stop[r] = (i, {"stall": "stall", "exit": "dead", "freeze": "frozen", "freeze_in": "frozen_in"}[kind])
     else:
         group = program.groups[orig.group]
         if kind == "mismatch_op":
@@ -415,7 +419,7 @@ def undecidable(program, fault):
     never showed (its last 32 calls per stream); the verdict that names a rank there bets on the program
     repeating what the documents show (the wrong-culprit cases run.py lists so far are of this kind).
     """
-    if fault.kind in ("stall", "exit"):
+    if fault.kind in ("stall", "exit", "freeze", "freeze_in"):
         return None
     c = fault.call
     group = program.groups.get(c.group)

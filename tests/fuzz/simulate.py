@@ -11,7 +11,11 @@ The model (gloo, synchronous calls):
 - sends and recvs between two ranks match by order per direction: the n-th send from A to B and the n-th
   recv on B from A are seq n of stream ``<group>:p2p:A->B``; the pair completes once both have entered it;
 - a rank blocks in a call until it completes; a stalled rank stops in Python before its call, a dead rank's
-  process ends there, a rank at the end of its program is done (it ends normally: the observer is disabled).
+  process ends there, a rank at the end of its program is done (it ends normally: the observer is disabled);
+  a frozen rank (SIGSTOP, or a thread that holds the GIL) stops before its call, or inside it (``frozen_in``:
+  it entered the collective, and gloo's algorithms need every member to run until they end, so the call never
+  completes for any member, a broadcast's tree included); its watchdog, a process of its own, still writes
+  its document: its helper thread's beat is older than ``FROZEN_AFTER_S`` (frozen), and no stacks come.
 Ranks run until none can progress: that is the hang (or, every rank done, no hang).
 
 ``documents(sim)`` renders each rank as its watchdog writes it at the gather (documents.RankDoc's JSON): a
@@ -31,6 +35,7 @@ SEEN_LATE_S = 30.0  # the gather, this long after the last progress ("late")
 POLL_S = 0.25  # a watchdog finds a call overdue within a poll of its deadline
 HISTORY = 32  # calls per stream in a document (rank_docs.HISTORY)
 STEP_S_BEFORE = 1.0  # ranks start this long before the loop's first step (the prologue runs in it)
+FROZEN_AFTER_S = 3 * POLL_S + 1.0  # config.windows: no beat this long, the rank's Python is frozen
 EPS = 1e-4  # a rank's next call starts at least this long after its previous call ended
 END_S = 5e-4  # a call ends this long after its last member entered it
 
@@ -46,8 +51,10 @@ def p2p_stream(gid, src, dst):
 class Sim(object):
     """One run of a program's per-rank calls (``calls``: {rank: [programs.Call]}) to the end or the hang.
 
-    ``stop``: {rank: (index, "stall" | "dead")}: the rank stops before its call ``index``.
-    After ``run()``: ``state[r]`` is "done", "blocked" (in ``blocked[r]``: (stream, seq)), "stall" or "dead";
+    ``stop``: {rank: (index, "stall" | "dead" | "frozen" | "frozen_in")}: the rank stops before its call
+    ``index`` (frozen_in: once it entered it).
+    After ``run()``: ``state[r]`` is "done", "blocked" (in ``blocked[r]``: (stream, seq)), "stall", "dead" or
+    "frozen" (``frozen_at[r]``: since when);
     ``clock[r]`` the rank's time (its end, its stall, its death); ``hist[r][stream]``: [(seq, op, size,
     started_at)]; ``started`` / ``completed``: {rank: {stream: seq}}."""
 
@@ -66,6 +73,8 @@ class Sim(object):
         self.streams = [dict() for _ in range(world)]  # stream -> (gid, kind, peer, src, dst)
         self.entered = {}  # (stream, seq) -> {rank: (signature, started_at)}
         self.through = {}  # (stream, seq) -> ranks a broadcast let through before every member entered it
+        self.held = set()  # (stream, seq) of the calls a rank froze in: they never complete
+        self.frozen_at = {}  # rank -> when it froze
         self.last_progress = T0
         for r in range(world):
             for gid, g in program.groups.items():
@@ -86,9 +95,11 @@ class Sim(object):
         calls = self.calls[r]
         when = self.clock[r]
         stop = self.stop.get(r)
-        if stop is not None and stop[0] == i:
+        if stop is not None and stop[0] == i and stop[1] != "frozen_in":
             t = max(T0 + calls[i].at, when + EPS)
             self.state[r], self.clock[r] = stop[1], t
+            if stop[1] == "frozen":
+                self.frozen_at[r] = t
             self.last_progress = max(self.last_progress, t)
             return []
         if i >= len(calls):
@@ -135,6 +146,11 @@ class Sim(object):
         inst = rec[3]
         inst[r] = (sig, t)
         self.state[r], self.blocked[r] = "blocked", key
+        if stop is not None and stop[0] == i:  # frozen in the call it entered
+            self.state[r], self.frozen_at[r] = "frozen", t
+            self.held.add(key)
+        if key in self.held:
+            return []
         if len(inst) < len(members):
             if op == "broadcast" and rec[1]:
                 return self._tree_done(key, members, c.root, inst)
@@ -246,7 +262,7 @@ def seen_at(sim, mode="late"):
     the last progress."""
     if mode == "late":
         return sim.last_progress + SEEN_LATE_S
-    starts = [sim.hist[r][s][-1][3] for r in range(sim.program.world) if sim.state[r] == "blocked"
+    starts = [sim.hist[r][s][-1][3] for r in range(sim.program.world) if sim.blocked[r] is not None
               for s in (sim.blocked[r][0],)]
     first = min(starts) if starts else sim.last_progress
     return max(sim.last_progress + 0.5, first + TIMEOUT_S + POLL_S + 1.0)
@@ -279,6 +295,8 @@ def _named_until(sim, r, written, period):
     waited in a call (blocked) for LOOKUP_S, or the read at disable() of a rank that ended."""
     if sim.state[r] == "done":
         return written  # disable() reads the whole buffer once more (flight_recorder._last_batch)
+    if sim.state[r] == "frozen":  # its reader thread runs in the rank's process: it stopped with the rank
+        return math.floor(round(sim.frozen_at[r] / period, 9)) * period
     last = math.floor(round(written / period, 9)) * period
     if sim.state[r] == "blocked":
         stream, _ = sim.blocked[r]
@@ -304,6 +322,7 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
         st = sim.state[r]
         written = now
         kind, alive, why = "state", True, None
+        beat_age = now - sim.frozen_at[r] if st == "frozen" else 0.1
         if st == "dead":
             kind, alive, why = "end", False, "process %d ended without disable() (exit code 1)" % (1000 + r)
             written = sim.clock[r] + 0.05
@@ -341,10 +360,10 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
         doc = {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": kind, "rank": r,
                "world_size": p.world, "host": "sim", "pid": 1000 + r, "job_id": "fuzz",
                "written_at": written + off, "watchdog_started_at": T0 - 2.0 + off, "alive": alive,
-               "exit_reason": why, "frozen": False, "heartbeat_age_s": 0.1,
+               "exit_reason": why, "frozen": beat_age > FROZEN_AFTER_S, "heartbeat_age_s": round(beat_age, 3),
                "config": {"timeout": TIMEOUT_S, "source": "patch" if source == "exact" else "flight_recorder"},
                "groups": groups, "overdue": overdue, "gather_id": "fuzz-gather"}
-        if stacks and alive and kind == "state":
+        if stacks and alive and kind == "state" and st != "frozen":  # a frozen rank writes no stacks
             doc["main_thread"] = MAIN_THREAD
             doc["stacks_text"] = _stacks(_frames(sim, r), MAIN_THREAD)
         out[r] = doc

@@ -207,6 +207,22 @@ def test_two_collectives_swapped_across_groups_never_name_a_rank_outside_their_c
     assert hung >= 50 and got["exact"] >= 0.6 * hung, got
 
 
+@pytest.mark.parametrize("kind", ["freeze", "freeze_in"])
+def test_a_rank_frozen_before_or_inside_a_call_is_named_from_its_watchdogs_document(kind):
+    """programs.py's freeze faults (issue 42: "freeze before or inside a call"): the rank's process stopped
+    (SIGSTOP, a thread holding the GIL); its watchdog, a process of its own, writes it frozen and without
+    stacks; inside a collective, every other member entered it and waits (categories.py: the frozen ones of
+    a call every rank entered).  Every hung case names exactly the frozen rank."""
+    from fuzz import run
+    got = collections.Counter()
+    for i in range(max(100, CORPUS // 20)):
+        res = run.judge(17000000 + i, check_healthy=False, kind=kind)
+        got[res.outcome] += 1
+        if res.outcome is not None:
+            assert res.outcome == "exact", (res.case.seed, res.culprits, sorted(res.case.expected), res.summary)
+    assert got["exact"] >= 90, got
+
+
 def test_a_broadcast_lets_through_the_ranks_gloo_does_not_route_through_a_rank_that_skipped_it():
     """gloo's broadcast is a binomial tree (gloo/broadcast.cc): the seed 9000040 (6 ranks, rank 3 skips the
     world's broadcast #2 and issues the subset's all_reduce #1) hangs in the simulation as it hung with real
