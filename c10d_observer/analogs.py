@@ -20,6 +20,7 @@ one that changed.  Pure: no torch, no files, no clock.
 """
 MIN_SHARED = 4  # seqs two groups must both show, and agree on, before one speaks for the other
 MIN_GROUPS = 2  # groups that must agree at the place
+MIN_SHARED_EARLY, MIN_GROUPS_EARLY = 2, 3  # in the first steps, as few shared calls where this many groups agree
 MIN_REPEATS = 2  # periods a group's own calls must show, unbroken up to the place, before they speak for it
 MAX_PERIOD = 16  # calls in one period, at most
 
@@ -42,9 +43,42 @@ def _streams(by_rank):
     return out
 
 
-def like(by_rank, stream):
+def _p2p_streams(by_rank):
+    """{stream: {"ranks": (src, dst), "group", "calls": {seq: size}, "clash"}} of every p2p stream: a send and
+    its recv are one call of it."""
+    out = {}
+    for doc in by_rank.values():
+        for g in doc.groups:
+            if g.kind != "p2p" or g.src is None or g.dst is None:
+                continue
+            s = out.setdefault(g.stream, {"ranks": (g.src, g.dst), "group": g.group, "calls": {}, "clash": set()})
+            for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ()):
+                if s["calls"].setdefault(c.seq, c.size) != c.size:
+                    s["clash"].add(c.seq)
+    return out
+
+
+def like_p2p(by_rank, stream, min_shared=MIN_SHARED):
+    """The p2p streams like ``stream``: of its group, between two other ranks, and of the sizes its ranks
+    sent at every seq both show (at least ``min_shared`` of them): the other pairs of an exchange."""
+    streams = _p2p_streams(by_rank)
+    me = streams.get(stream)
+    if me is None:
+        return []
+    mine = {s: k for s, k in me["calls"].items() if s not in me["clash"]}
+    out = []
+    for other, h in streams.items():
+        if other == stream or h["group"] != me["group"] or set(h["ranks"]) & set(me["ranks"]):
+            continue
+        common = [s for s in mine if s in h["calls"] and s not in h["clash"]]
+        if len(common) >= min_shared and all(h["calls"][s] == mine[s] for s in common):
+            out.append(other)
+    return sorted(out)
+
+
+def like(by_rank, stream, min_shared=MIN_SHARED):
     """The collective streams of groups like ``stream``: of its size, other ranks, and issuing what its ranks
-    issued at every seq both show (at least MIN_SHARED of them)."""
+    issued at every seq both show (at least ``min_shared`` of them)."""
     streams = _streams(by_rank)
     me = streams.get(stream)
     if me is None:
@@ -55,7 +89,7 @@ def like(by_rank, stream):
         if other == stream or len(h["ranks"]) != len(me["ranks"]) or set(h["ranks"]) & set(me["ranks"]):
             continue
         common = [s for s in mine if s in h["calls"] and s not in h["clash"]]
-        if len(common) >= MIN_SHARED and all(h["calls"][s] == mine[s] for s in common):
+        if len(common) >= min_shared and all(h["calls"][s] == mine[s] for s in common):
             out.append(other)
     return sorted(out, key=_natural)
 

@@ -20,19 +20,24 @@ Call.__new__.__defaults__ = (None,)
 Found = namedtuple("Found", "rank issued skipped witnesses text")
 
 
-def majority_culprit(members, cycle, group_name=None):
+def majority_culprit(members, cycle, group_name=None, like=None, last_started=None):
     """Where the histories do not show who broke the order: the one rank that went the other way round at two
     stuck calls of the cycle, against every other rank of both groups (at least two), or None.
 
-    For two stuck calls X and Y of the cycle on collective streams, every rank of both groups is in one of
-    them and never arrived at the other: those in X issued X first, those in Y issued Y first.  Where one rank
+    For two stuck calls X and Y of the cycle (a p2p call's group: its two ranks), every rank of both groups is
+    in one of them and never arrived at the other: those in X issued X first, those in Y issued Y first.  Where one rank
     alone issued Y first and two or more issued X first, that rank broke the order they kept (a majority, as
     a desync's odd one out is named): a barrier issued before its group's last call, say, where the other
     ranks of both groups issued that call.  Each pair of the cycle that decides must name the same rank.
+    The ranks of groups like Y's (``like``: {stream: [streams]}, analogs.like and like_p2p: one program, other
+    ranks; a p2p call's two ranks alone never decide without them) that
+    wait in X and never issued their own group's call at Y's seq (``last_started``: {rank: {stream: seq}})
+    issued X first too, and count with them; one of them that issued it and went on to X says the program
+    may put Y first: that pair of stuck calls names nobody.
     Returns a Found; ``witnesses``: the ranks that issued X first.
     """
     name = group_name or (lambda stream: "group %s" % stream)
-    calls = [(c[0], c[1], tuple(c[2]), tuple(c[3])) for c in cycle if ":p2p:" not in str(c[0])]
+    calls = [(c[0], c[1], tuple(c[2]), tuple(c[3])) for c in cycle]
     found = set()
     for x in calls:
         for y in calls:
@@ -41,14 +46,39 @@ def majority_culprit(members, cycle, group_name=None):
             both = set(members.get(x[0]) or ()) & set(members.get(y[0]) or ())
             first_x = both & set(x[2]) & set(y[3])  # in X, never arrived at Y
             first_y = both & set(y[2]) & set(x[3])
-            if len(first_y) == 1 and len(first_x) >= 2 and first_x | first_y == both:
-                found.add((next(iter(first_y)), x, y, tuple(sorted(first_x))))
+            likes = _like_first(x, y, members, like, last_started)
+            if likes is None:
+                continue  # a rank of a group like Y's went past its Y to X: the program may put Y first
+            if len(first_y) == 1 and len(first_x | likes) >= 2 and first_x | first_y == both:
+                found.add((next(iter(first_y)), x, y, tuple(sorted(first_x)), tuple(sorted(likes))))
     if len({f[0] for f in found}) != 1:
         return None
-    r, x, y, witnesses = sorted(found, key=lambda f: (str(f[2][0]), f[2][1]))[0]
-    text = ("rank %d issued #%d on %s before #%d on %s, which every other rank of both groups (%s) issued first"
-            % (r, y[1], name(y[0]), x[1], name(x[0]), ", ".join(map(str, witnesses))))
-    return Found(r, (y[0], y[1]), (x[0], x[1]), list(witnesses), text)
+    r, x, y, witnesses, likes = sorted(found, key=lambda f: (str(f[2][0]), f[2][1]))[0]
+    text = "rank %d issued #%d on %s before #%d on %s, which %s issued first" % (
+        r, y[1], name(y[0]), x[1], name(x[0]), "every other rank of both groups (%s)" % ", ".join(map(str, witnesses))
+        if len(witnesses) >= 2 or not likes else "the other rank of both groups (%s)" % ", ".join(map(str, witnesses)))
+    if likes:
+        text += "; so did rank%s %s, of groups like %s, before #%d on their own" % (
+            "s" if len(likes) > 1 else "", _ranks(likes), name(y[0]), y[1])
+    return Found(r, (y[0], y[1]), (x[0], x[1]), list(witnesses) + list(likes), text)
+
+
+def _like_first(x, y, members, like, last_started):
+    """The ranks of groups like Y's that wait in X and never issued their own call at Y's seq (a set), or None
+    where one of them issued it and waits in X all the same."""
+    out = set()
+    for other in (like or {}).get(y[0]) or ():
+        for r in set(members.get(other) or ()) & set(x[2]):
+            if ((last_started or {}).get(r) or {}).get(other, 0) >= y[1]:
+                return None
+            out.add(r)
+    return out
+
+
+def _ranks(ranks):
+    ranks = sorted(ranks)
+    return ", ".join(map(str, ranks)) if len(ranks) <= 8 else "%s and %d more" % (
+        ", ".join(map(str, ranks[:8])), len(ranks) - 8)
 
 
 def ordering_culprit(histories, last_started, members, cycle, group_name=None, like=None, last_completed=None):

@@ -21,6 +21,24 @@ def _reaches(hangs, a, b):
     return False
 
 
+def _many_like(by_rank, like, cyc):
+    """``like``, and where a stream has none by it, the groups like it by fewer shared calls (the first steps:
+    MIN_SHARED_EARLY) where they are MIN_GROUPS_EARLY or more: many groups that agree on every call they show;
+    and the p2p streams of ``cyc`` likewise (analogs.like_p2p: the other pairs of an exchange)."""
+    out = dict(like)
+    for s in {c[0] for c in cyc}:
+        p2p = ":p2p:" in str(s)
+        if out.get(s) and not p2p:
+            continue
+        of = _analogs.like_p2p if p2p else _analogs.like
+        found = of(by_rank, s) if p2p else []
+        if len(found) < _analogs.MIN_GROUPS:
+            found = of(by_rank, s, min_shared=_analogs.MIN_SHARED_EARLY)
+            found = found if len(found) >= _analogs.MIN_GROUPS_EARLY else []
+        out[s] = found
+    return out
+
+
 def in_cycle(hangs, start):
     return _reaches(hangs, start, start)
 
@@ -63,7 +81,8 @@ def order_cycles(hangs, cycles, by_rank, undecided):
                 found = _shifts.shift_culprit(histories, last_started, last_completed, members, cyc, like_of,
                                               group_name=lambda s: names.get(s, "group %s" % s))
             if not found:  # one rank against every other rank of both groups, at the stuck calls themselves
-                found = _ordering.majority_culprit(members, cyc, group_name=lambda s: names.get(s, "group %s" % s))
+                found = _ordering.majority_culprit(members, cyc, group_name=lambda s: names.get(s, "group %s" % s),
+                                                   like=_many_like(by_rank, like, cyc), last_started=last_started)
         except Exception:  # the history is odd: undecided, never a crash of the verdict
             found = None
         if not found:

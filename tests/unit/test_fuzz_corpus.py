@@ -296,7 +296,8 @@ def test_two_faults_at_once_never_name_a_rank_outside_them_but_where_they_mimic_
 # (ordering._lower_bound); 7001400: one rank out of order against the ranks of groups like its own
 # (ordering._one_against_many).
 NOW_DECIDED = ((7000533, None), (7001400, None), (7000084, "swap"),  # 7000084: ordering.majority_culprit
-               (7000099, None), (7001302, None))  # a mismatch decided by the group's own period (analogs.period_call)
+               (7000099, None), (7001302, None),  # a mismatch decided by the group's own period (analogs.period_call)
+               (7000122, None), (7000023, None))  # majority_culprit with groups like the stuck one's, a p2p call's
 
 
 @pytest.mark.parametrize("seed,kind", NOW_DECIDED)

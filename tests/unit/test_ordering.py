@@ -379,3 +379,45 @@ def test_one_rank_against_every_other_rank_of_both_groups_is_named_where_the_his
     # a rank of both groups in neither call (elsewhere): the two calls do not say its order
     assert ordering.majority_culprit(members, [("0", 1, [0, 1, 2, 3, 4, 5, 11], [6, 7, 8, 9, 10]),
                                                ("2", 110, [6, 7, 8, 9, 10], [11, 12])]) is None
+
+
+def test_the_ranks_of_groups_like_the_stuck_one_count_against_the_one_rank_of_a_pair():
+    """ordering.majority_culprit with ``like`` (the fuzzer's seed 7000122: rank 6 skipped the world's barrier at
+    step 2 and waits in its pair's all_reduce #3; its pair's other rank, 7, waits in the barrier #5 with every
+    other rank): one rank each way in both groups, but the ranks of the four pairs like rank 6's wait in the
+    barrier without their own pair's #3: they issued the barrier first too."""
+    from c10d_observer import ordering
+    pairs = {str(g): [2 * (g - 1), 2 * (g - 1) + 1] for g in range(1, 6)}
+    members = dict(pairs, **{"0": list(range(10))})
+    cycle = [("0", 5, [0, 1, 2, 3, 4, 5, 7, 8, 9], [6]), ("4", 3, [6], [7])]
+    like = {"4": ["1", "2", "3", "5"], "0": []}
+    last = {r: {"0": 5, str(r // 2 + 1): 2} for r in range(10)}
+    last[6] = {"0": 4, "4": 3}
+    assert ordering.majority_culprit(members, cycle) is None  # rank 6 against rank 7 alone
+    found = ordering.majority_culprit(members, cycle, like=like, last_started=last)
+    assert found.rank == 6 and found.issued == ("4", 3) and found.skipped == ("0", 5), found
+    assert found.witnesses == [7, 0, 1, 2, 3, 4, 5, 8, 9], found.witnesses
+    assert "so did ranks 0, 1, 2, 3, 4, 5, 8, 9, of groups like group 4, before #3 on their own" in found.text
+    # one of those ranks issued its own pair's #3 and went on to the barrier: the program may put #3 first
+    last[0] = {"0": 5, "1": 3}
+    assert ordering.majority_culprit(members, cycle, like=like, last_started=last) is None
+
+
+def test_the_other_pairs_of_an_exchange_count_against_the_one_rank_of_a_p2p_call():
+    """The same for a p2p call of the cycle (the fuzzer's seed 7000023: rank 2 skipped the world's all_reduce at
+    step 1 and waits in its recv #3 from rank 4, which waits in the all_reduce #4 with every other rank): the
+    ranks of the exchange's other pairs (analogs.like_p2p) wait in the all_reduce with two calls each way."""
+    from c10d_observer import ordering
+    pairs = [(3, 1), (5, 6), (4, 2), (0, 7)]
+    members = {"0": list(range(8))}
+    last = {r: {"0": 4} for r in range(8)}
+    for a, b in pairs:
+        for s, d in ((a, b), (b, a)):
+            members["0:p2p:%d->%d" % (s, d)] = sorted((s, d))
+            last[s]["0:p2p:%d->%d" % (s, d)] = last[d]["0:p2p:%d->%d" % (s, d)] = 2
+    last[2].update({"0": 3, "0:p2p:4->2": 3})
+    cycle = [("0", 4, [0, 1, 3, 4, 5, 6, 7], [2]), ("0:p2p:4->2", 3, [2], [4])]
+    like = {"0:p2p:4->2": ["0:p2p:0->7", "0:p2p:3->1", "0:p2p:5->6", "0:p2p:7->0", "0:p2p:1->3", "0:p2p:6->5"]}
+    assert ordering.majority_culprit(members, cycle) is None
+    found = ordering.majority_culprit(members, cycle, like=like, last_started=last)
+    assert found.rank == 2 and found.issued == ("0:p2p:4->2", 3) and found.skipped == ("0", 4), found
