@@ -10,6 +10,7 @@ verdict engine; the tables by fault kind, shape and fault step, and every wrong 
     python benchmarks/fuzz.py --shape mesh3d --seed 51 --cases 5000   # pp x dp x tp meshes of 8-64 ranks
     python benchmarks/fuzz.py --kind swap --seed 13 --cases 20000      # two collectives swapped across groups
     python benchmarks/fuzz.py --real-only --real 40 --seed 5  # 40 programs by real gloo ranks (2-8 each)
+    python benchmarks/fuzz.py --real-only --real 20 --kind freeze_in --seed 17   # a rank stopped (SIGSTOP) in a call
 
 Source models (``--source``): ``exact``, the patch wrappers and torch's pre/post hooks: every call a rank
 issued is in its document, as the watchdog writes it; ``recorder``, torch's gloo recorder (the default source
@@ -56,9 +57,10 @@ def main(argv=None):
     ap.add_argument("--two", action="store_true", help="two faults at once, on two ranks")
     ap.add_argument("--shape", choices=("mesh3d",),
                     help="every program of this shape (mesh3d: pp x dp x tp, 8-64 ranks; drawn only where asked)")
-    ap.add_argument("--kind", choices=("swap",),
-                    help="every case's fault of this kind (swap: two collectives of two groups issued the other way "
-                         "round; drawn only where asked)")
+    ap.add_argument("--kind", choices=("swap", "freeze", "freeze_in"),
+                    help="every case's fault of this kind, simulated and real (swap: two collectives of two groups "
+                         "issued the other way round; freeze, freeze_in: the rank's process stopped before a call, "
+                         "inside a collective; drawn only where asked)")
     ap.add_argument("--source", default="exact", choices=("exact", "recorder"),
                     help="the source model of the documents: exact (patch, hooks) or recorder (torch's gloo "
                          "recorder, the default source on 2.8+; tests/fuzz/simulate.py)")
@@ -108,12 +110,12 @@ def _real(a):
     seeds, i = [], 0
     while len(seeds) < a.real:
         seed = _run.case_seed(a.seed, i)
-        if _real_mode.eligible(seed):
+        if _real_mode.eligible(seed, kind=a.kind):
             seeds.append(seed)
         i += 1
     rows, t0 = [], time.time()
     for seed in seeds:
-        row = _real_mode.run_real(seed, wait_s=a.real_wait)
+        row = _real_mode.run_real(seed, wait_s=a.real_wait, kind=a.kind)
         rows.append(row)
         print("real %d/%d seed %d: %s %s rank(s) %s at step %d, world %d: %s%s" % (
             len(rows), len(seeds), seed, row["shape"], row["kind"], row["expected"], row["step"], row["world"],
@@ -125,9 +127,11 @@ def _real(a):
     print("\nreal programs: %d, torch %s, %.0f s: %s; the fault to the culprit (exact): p90 %s s" % (
         len(rows), torch.__version__, time.time() - t0, ", ".join("%s %d" % kv for kv in sorted(by.items())),
         "%.1f" % p90 if p90 is not None else "-"))
-    out = os.path.join(HERE, "results", "fuzz_real_seed%d_torch%s.json" % (a.seed, torch.__version__.split("+")[0]))
+    out = os.path.join(HERE, "results", "fuzz_real_seed%d%s_torch%s.json" % (
+        a.seed, "_" + a.kind if a.kind else "", torch.__version__.split("+")[0]))
     with open(out, "w") as f:
-        json.dump({"command": "python benchmarks/fuzz.py --real-only --real %d --seed %d" % (a.real, a.seed),
+        json.dump({"command": "python benchmarks/fuzz.py --real-only --real %d --seed %d%s" % (
+                       a.real, a.seed, " --kind %s" % a.kind if a.kind else ""),
                    "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    "torch": torch.__version__, "machine": "%s, %d cores" % (platform.machine(), os.cpu_count() or 0),
                    "outcomes": dict(by), "p90_named_s": p90, "rows": rows}, f, indent=1, sort_keys=True)

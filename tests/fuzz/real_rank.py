@@ -2,7 +2,10 @@
 rebuilt here, its groups made with ``new_group`` in the order of their names (torch names them "1", "2", ...
 as the program does), and this rank's calls of the faulty program issued with torch.distributed, under
 ``C10D_OBSERVER=1`` (the driver, real.py, sets the environment as torchrun would).  A stall stops the rank in
-Python (it sleeps) before its call; an exit ends it there (``os._exit(1)``).  ``fault.json`` (wall time) is
+Python (it sleeps) before its call; an exit ends it there (``os._exit(1)``); a freeze stops its process
+(SIGSTOP) there, and a freeze inside a call half a second after it entered the call (a thread of its own
+sends the SIGSTOP: where the call completes sooner, the rank freezes just after it; ``--kind``: the case's
+fault of that kind, programs.EXTRA_KINDS).  ``fault.json`` (wall time) is
 written into ``--out`` just before the fault; ``rank<R>.json`` when the rank is done with its program (calls
 made, or the error torch raised); a rank done lives on for ``--linger-s`` without collectives.  Python 3.8, torch 1.8.1+.
 """
@@ -10,7 +13,9 @@ import argparse
 import datetime
 import json
 import os
+import signal
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -63,9 +68,10 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--step-s", type=float, default=0.02, help="the compute of one step (a sleep)")
     ap.add_argument("--linger-s", type=float, default=300.0, help="how long a rank done with its program lives on")
+    ap.add_argument("--kind", help="the case's fault of this kind (programs.make_case's ``kind``)")
     a = ap.parse_args()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    case = programs.make_case(a.seed)
+    case = programs.make_case(a.seed, kind=a.kind)
     assert case.program.world == world, (case.program.world, world)
     dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=600))
     groups = {"0": None}
@@ -80,6 +86,11 @@ def main():
                 _write(os.path.join(a.out, "fault.json"), {"at": time.time(), "rank": rank, "kind": stop[1]})
                 if stop[1] == "dead":
                     os._exit(1)
+                if stop[1] == "frozen":
+                    os.kill(os.getpid(), signal.SIGSTOP)
+                elif stop[1] == "frozen_in":  # stopped once inside the call it issues now
+                    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGSTOP)).start()
+                    _issue(c, groups, rank)
                 while True:
                     time.sleep(3600)
             if case.fault is not None and rank == case.fault.rank and i == case.fault.index:

@@ -24,25 +24,36 @@ def _simulated(case):
     return verdict.analyze(docs).culprit_ranks
 
 
-def _seeds():
+def _seeds(kinds=KINDS, kind=None):
     out, i = {}, 0
-    while len(out) < len(KINDS) and i < 20000:
+    while len(out) < len(kinds) and i < 20000:
         seed = run.case_seed(42, i)
         i += 1
-        case = programs.make_case(seed)
+        case = programs.make_case(seed, kind=kind)
         f = case.fault
-        if f is None or f.kind not in KINDS or f.kind in out or not 2 <= case.program.world <= 4:
+        if f is None or f.kind not in kinds or f.kind in out or not 2 <= case.program.world <= 4:
             continue
         if any(c.size and "bfloat16" in c.size for cs in case.program.calls.values() for c in cs):
             continue
         if simulate.classify(case, _simulated(case)) == "exact":
             out[f.kind] = seed
-    return [out[k] for k in KINDS]
+    return [out[k] for k in kinds]
 
 
 @pytest.mark.parametrize("seed", _seeds(), ids=KINDS)
 def test_a_real_program_with_one_fault_is_named_as_its_simulation_is(seed, tmp_path):
     case = programs.make_case(seed)
     row = real.run_real(seed, wait_s=60.0, timeout=3.0, tmp=str(tmp_path), keep=True,
+                        env={"C10D_OBSERVER_TIMING": TEST_TIMING})
+    assert row["outcome"] == "exact", (programs.describe(case), row)
+
+
+@pytest.mark.parametrize("kind", ["freeze_in"])
+def test_a_real_rank_stopped_inside_a_call_is_named_as_its_simulation_is(kind, tmp_path):
+    """programs.py's freeze_in, drawn only where asked: real_rank.py stops its own process (SIGSTOP, from a
+    thread half a second into the call); its watchdog, a process of its own, finds it frozen."""
+    seed, = _seeds(kinds=(kind,), kind=kind)
+    case = programs.make_case(seed, kind=kind)
+    row = real.run_real(seed, wait_s=60.0, timeout=3.0, tmp=str(tmp_path), keep=True, kind=kind,
                         env={"C10D_OBSERVER_TIMING": TEST_TIMING})
     assert row["outcome"] == "exact", (programs.describe(case), row)
