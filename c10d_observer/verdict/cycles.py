@@ -60,6 +60,9 @@ def order_cycles(hangs, cycles, by_rank, undecided):
     done = set()
     likes = {}
 
+    def name(stream):
+        return names.get(stream, "group %s" % stream)
+
     def like_of(stream):
         if stream not in likes:
             likes[stream] = _analogs.like(by_rank, stream) if ":p2p:" not in str(stream) else []
@@ -75,13 +78,13 @@ def order_cycles(hangs, cycles, by_rank, undecided):
         try:
             like = {s: _analogs.like(by_rank, s) for s in {c[0] for c in cyc} if ":p2p:" not in str(s)}
             found = _ordering.ordering_culprit(histories, last_started, members, cyc,
-                                               group_name=lambda s: names.get(s, "group %s" % s), like=like,
+                                               group_name=name, like=like,
                                                last_completed=last_completed)
             if not found:  # a skip older than the histories shows as a shift of one rank's places
                 found = _shifts.shift_culprit(histories, last_started, last_completed, members, cyc, like_of,
-                                              group_name=lambda s: names.get(s, "group %s" % s))
+                                              group_name=name)
             if not found:  # one rank against every other rank of both groups, at the stuck calls themselves
-                found = _ordering.majority_culprit(members, cyc, group_name=lambda s: names.get(s, "group %s" % s),
+                found = _ordering.majority_culprit(members, cyc, group_name=name,
                                                    like=_many_like(by_rank, like, cyc), last_started=last_started)
         except Exception:  # the history is odd: undecided, never a crash of the verdict
             found = None
