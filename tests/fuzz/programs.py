@@ -414,6 +414,12 @@ def undecidable(program, fault):
       the skipped one shifts the rank's calls on the group by one: the hang comes later (the rank ends with one
       call fewer than its partner, which no fault of this model makes of the partner): not flagged.
 
+    - a skip of a rank's first op of a p2p exchange at the first step the exchange runs, where no other slot
+      moves tensors between the two ranks: rank a skips its send to b (a sends, then receives; b the other
+      way round), so each waits to receive from the other; the program with the pair the other way round,
+      b skipping its send, leaves the same documents (each rank's first call with the other a recv, at the
+      same seq of the same streams), and the same for a skipped first recv (each waits to send).
+
     Not flagged, though strictly undecidable too: a program may hold a slot that runs every k steps, so a
     divergence of two ranks at any step could be the other rank skipping such a slot's call that the history
     never showed (its last 32 calls per stream); the verdict that names a rank there bets on the program
@@ -422,6 +428,8 @@ def undecidable(program, fault):
     if fault.kind in ("stall", "exit", "freeze", "freeze_in"):
         return None
     c = fault.call
+    if c.op in ("send", "recv"):
+        return _exchange_twin(program, fault)
     group = program.groups.get(c.group)
     if group is None or len(group.ranks) != 2:
         return None
@@ -438,6 +446,31 @@ def undecidable(program, fault):
         return ("%s at the first call of its slot on group %s, whose two ranks no other group mirrors: either "
                 "may be the odd one" % (fault.kind, c.group))
     return None
+
+
+def _exchange_twin(program, fault):
+    """Why a skipped p2p call has a twin with the other rank at fault (``undecidable``), or None."""
+    c = fault.call
+    slot = program.template[c.slot] if fault.kind == "skip" and 0 <= c.slot < len(program.template) else None
+    if slot is None or slot.kind != "p2p" or slot.pattern != "exchange" or c.step != 0:
+        return None
+    pair = next((p for p in slot.pairs if set(p) == {fault.rank, c.peer}), None)
+    if pair is None or c.op != ("send" if fault.rank == pair[0] else "recv"):
+        return None  # not the rank's first op of the exchange
+    for i, other in enumerate(program.template):
+        if i != c.slot and other.kind == "p2p" and _links(other, pair):
+            return None
+    return ("a skip of rank %d's first op of its exchange with rank %d at the exchange's first step: either "
+            "may have skipped it" % (fault.rank, c.peer))
+
+
+def _links(slot, pair):
+    """Whether a p2p slot moves tensors between the two ranks of ``pair``."""
+    want = set(pair)
+    if slot.pattern == "exchange":
+        return any(set(p) == want for p in slot.pairs)
+    chains = slot.pairs if slot.pattern == "chains" else (slot.pairs,)
+    return any({ch[i], ch[i + 1]} == want for ch in chains for i in range(len(ch) - 1))
 
 
 def _first_step(program, c):
