@@ -305,3 +305,24 @@ def test_cases_a_rule_was_made_for_are_named_exactly(seed, kind):
     case = programs.make_case(seed, kind=kind)
     _, _, v = _judge(case)
     assert set(v.culprit_ranks) == case.expected, v.summary
+
+
+def test_a_skipped_first_op_of_an_exchange_at_its_first_step_is_flagged_and_left_undecided():
+    """programs.undecidable's exchange twin: rank a skipped its first op of its exchange with rank b at the
+    exchange's first step; each then waits in the same op at seq 1 on the other's stream, as in the program
+    with the pair the other way round and b at fault: flagged, and the verdict names nobody."""
+    found = 0
+    for i in range(3000):
+        case = programs.make_case(7000000 + i)
+        if "exchange" not in (case.why_undecidable or ""):
+            continue
+        _, faulty, v = _judge(case)
+        a, b = case.fault.rank, case.fault.call.peer
+        ends = {r: faulty.blocked[r] for r in (a, b)}
+        assert ends[a][1] == ends[b][1] == 1, (case.seed, ends)
+        streams = {ends[r][0].split(":p2p:")[-1] for r in (a, b)}
+        assert streams == {"%d->%d" % (a, b), "%d->%d" % (b, a)}, (case.seed, ends)
+        assert faulty.hist[a][ends[a][0]][-1][1] == faulty.hist[b][ends[b][0]][-1][1], case.seed
+        assert v.culprit_ranks == [], (case.seed, v.summary)
+        found += 1
+    assert found >= 3, found
