@@ -61,32 +61,25 @@ def _p2p_streams(by_rank):
 def like_p2p(by_rank, stream, min_shared=MIN_SHARED):
     """The p2p streams like ``stream``: of its group, between two other ranks, and of the sizes its ranks
     sent at every seq both show (at least ``min_shared`` of them): the other pairs of an exchange."""
-    streams = _p2p_streams(by_rank)
-    me = streams.get(stream)
-    if me is None:
-        return []
-    mine = {s: k for s, k in me["calls"].items() if s not in me["clash"]}
-    out = []
-    for other, h in streams.items():
-        if other == stream or h["group"] != me["group"] or set(h["ranks"]) & set(me["ranks"]):
-            continue
-        common = [s for s in mine if s in h["calls"] and s not in h["clash"]]
-        if len(common) >= min_shared and all(h["calls"][s] == mine[s] for s in common):
-            out.append(other)
-    return sorted(out)
+    return _like(_p2p_streams(by_rank), stream, min_shared, lambda h, me: h["group"] == me["group"])
 
 
 def like(by_rank, stream, min_shared=MIN_SHARED):
     """The collective streams of groups like ``stream``: of its size, other ranks, and issuing what its ranks
     issued at every seq both show (at least ``min_shared`` of them)."""
-    streams = _streams(by_rank)
+    return _like(_streams(by_rank), stream, min_shared, lambda h, me: len(h["ranks"]) == len(me["ranks"]))
+
+
+def _like(streams, stream, min_shared, fits):
+    """The streams of ``streams`` that ``fits(theirs, mine)``, of other ranks, with ``stream``'s calls at every
+    seq both show (at least ``min_shared``)."""
     me = streams.get(stream)
     if me is None:
         return []
     mine = {s: k for s, k in me["calls"].items() if s not in me["clash"]}
     out = []
     for other, h in streams.items():
-        if other == stream or len(h["ranks"]) != len(me["ranks"]) or set(h["ranks"]) & set(me["ranks"]):
+        if other == stream or not fits(h, me) or set(h["ranks"]) & set(me["ranks"]):
             continue
         common = [s for s in mine if s in h["calls"] and s not in h["clash"]]
         if len(common) >= min_shared and all(h["calls"][s] == mine[s] for s in common):
