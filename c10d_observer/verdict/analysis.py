@@ -378,11 +378,16 @@ def _evaluate(by_rank, stream, seq, e, now):
     return h
 
 
+_P2P_OPS = ("send", "recv", "isend", "irecv", "recv_anysource")
+
+
 def _desync(h, calls, by_rank, lists):
     """Different ops, sizes or roots at the stuck call's seq: its ``mismatch``; the odd ones that issued another
     op never entered this call (taken out of ``lists``: waiting, finished, ended after, died)."""
     stream, seq = h.stream, h.seq
-    ops = {r: c.op for r, c in calls.items()}
+    # a p2p stream's send (its source's) and recv (its destination's) at one seq are the two halves of one
+    # call: never ops that differ (their sizes may)
+    ops = {r: "p2p" if c.op in _P2P_OPS and ":p2p:" in str(stream) else c.op for r, c in calls.items()}
     if len(set(ops.values())) > 1:
         h.mismatch = m = by_program(mismatch(ops, calls), calls, by_rank, stream, seq)
         if m.expected_op:
@@ -397,8 +402,9 @@ def _desync(h, calls, by_rank, lists):
         return
     # same op, different dtype or element count: also a desync
     sizes = {r: "%s of %s" % (c.op, c.size) for r, c in calls.items() if c.size}
+    differ = len({(ops[r], calls[r].size) for r in sizes}) > 1  # (a p2p stream's halves compared by size)
     bare = {r: "%s of %s" % (calls[r].op, ROOT_TEXT.sub("", calls[r].size)) for r in sizes}
-    if len(set(sizes.values())) > 1 and len(set(bare.values())) == 1:  # one op and size: roots
+    if differ and len(set(bare.values())) == 1:  # one op and size: roots
         found = {r: ROOT_TEXT.search(calls[r].size) for r in sizes}
         known = {r: f.group(2) for r, f in found.items() if f}
         if len(set(known.values())) > 1:  # two roots seen: a desync (one root and unknown ones: none seen)
@@ -411,7 +417,7 @@ def _desync(h, calls, by_rank, lists):
                 by_program(m, calls, by_rank, stream, seq)
             if m.expected_op:
                 h.size = next(calls[r].size for r in sorted(sizes) if r not in m.odd_ranks)
-    elif len(set(sizes.values())) > 1:
+    elif differ:
         h.mismatch = m = by_program(mismatch(sizes, calls, MismatchKind.SIZE), calls, by_rank, stream, seq)
         if m.expected_op:  # the call named by what the majority issued, not by the odd rank's size
             h.size = m.expected_op.split(" of ", 1)[1]

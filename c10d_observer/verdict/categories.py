@@ -67,12 +67,15 @@ def _all_arrived(h, by_rank, undecided):
         h.frozen_in_it = frozen
     others = sorted(r for r in h.waiting_ranks if r not in frozen)
     if frozen and (others or h.finished_ranks):
-        ages = ", ".join("rank %d %.1f s" % (r, by_rank[r].heartbeat_age_s or 0) for r in frozen)
-        h.category_why = ("every rank entered it; %s %s frozen in it (its Python has not run for %s: a "
-                          "stopped process or a thread holding the GIL) and %s wait%s for %s" % (
-                              rank_list(frozen), "is" if len(frozen) == 1 else "are", ages,
-                              rank_list(others or h.finished_ranks), "s" if len(others) == 1 else "",
-                              "it" if len(frozen) == 1 else "them"))
+        ages = ", ".join(("rank %d " % r if len(frozen) > 1 else "") + "%.1f s" % (by_rank[r].heartbeat_age_s or 0)
+                         for r in frozen)
+        them = "it" if len(frozen) == 1 else "them"
+        rest = ("%s wait%s for %s" % (rank_list(others), "s" if len(others) == 1 else "", them) if others else
+                "%s completed %s part" % (rank_list(h.finished_ranks), "its" if len(h.finished_ranks) == 1 else "their"))
+        h.category_why = ("every rank entered it; %s %s frozen in it (%s Python has not run for %s: a stopped "
+                          "process or a thread holding the GIL) and %s" % (
+                              rank_list(frozen), "is" if len(frozen) == 1 else "are",
+                              "its" if len(frozen) == 1 else "their", ages, rest))
         return frozen
     if frozen:
         undecided.append("%s: every rank of it is in it and all are frozen (%s): a whole job stopped, not one "

@@ -799,3 +799,37 @@ def test_the_watchdog_notes_each_span_its_ranks_python_did_not_run():
     poll(7.0, 6.8)  # it beat again at 6.8
     poll(8.0, 7.9)
     assert docs.frozen_spans == [{"since": 2.0, "until": 6.8}]
+
+
+def _frozen_p2p():
+    """A real gloo job's documents at its first merge (tests/data/frozen-p2p-real-17000008.json: torch 2.13,
+    the fuzzer's real mode, seed 17000008 --kind freeze): rank 3 stopped at step 5 of a p2p program, its
+    document showing every p2p call since its source last recorded a completion still in flight (#1)."""
+    import json
+    import os
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                           "frozen-p2p-real-17000008.json")) as f:
+        raw = json.load(f)["documents"]
+    return raw, documents.RankDoc.from_json
+
+
+def test_a_send_and_its_recv_at_one_seq_are_one_p2p_call_never_a_desync_of_ops():
+    """Found by the fuzzer's real mode: the merge read rank 6's send #1 and frozen rank 3's recv #1 on stream
+    6->3 as "different ops at the same seq" and named nobody; a p2p stream's two halves are one call: rank 3,
+    frozen in it while rank 6 completed its part, is named."""
+    raw, doc = _frozen_p2p()
+    v = verdict.analyze({int(r): doc(j) for r, j in raw.items()})
+    assert v.culprit_ranks == [3], v.summary
+    assert "rank 3 is frozen in it" in v.summary and "rank 6 completed its part" in v.summary, v.summary
+    assert not any(h.mismatch for h in v.hangs if ":p2p:" in str(h.stream)), v.summary
+
+
+def test_the_halves_of_a_p2p_call_of_different_sizes_are_a_desync():
+    raw, doc = _frozen_p2p()
+    for c in raw["6"]["groups"]:
+        if c["stream"] == "0:p2p:6->3":
+            c["recent_ops"] = [[s, op, "4096 x bfloat16" if s == 1 else size, t] for s, op, size, t in c["recent_ops"]]
+    v = verdict.analyze({int(r): doc(j) for r, j in raw.items()})
+    [h] = [h for h in v.hangs if h.stream == "0:p2p:6->3" and h.seq == 1]
+    assert h.mismatch and h.mismatch.kind.value == "size", h.mismatch
+    assert "rank 6 send of 4096 x bfloat16" in h.mismatch.text and "rank 3 recv of 1024 x bfloat16" in h.mismatch.text
