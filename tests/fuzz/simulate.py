@@ -24,6 +24,7 @@ that finished (``alive`` true), with per stream last_started / last_completed, t
 last 32 calls (``recent_ops``), and ``overdue`` entries (level hard) for calls in flight past the timeout.
 Pure Python, no torch.  Python 3.8.
 """
+import bisect
 import math
 import random
 
@@ -276,10 +277,12 @@ def seen_at(sim, mode="late"):
 #   at each multiple of the rank's batch period (the ladder's: cost / 0.2 % budget, the same for the ranks
 #   of a job), or, for a rank waiting in a call, once it has been still for a lookup period (then every call
 #   it issued is named, the call in flight too), and once more at disable().  A rank stalled in Python or
-#   dead keeps its calls since the last periodic read unnamed.  Not modelled: the buffer's bound (2,000 entries; no program here
+#   dead keeps its calls since the last periodic read unnamed; a frozen rank too, and its p2p calls completed since
+#   its completion poller's last tick read in flight (``_p2p_done_seen``).  Not modelled: the buffer's bound (2,000 entries; no program here
 #   issues as many), gloo's completion counter going back (the source keeps its own).
 SOURCES = ("exact", "recorder")
 READ_PERIODS = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0)  # recorder_books.LADDER
+COMPLETION_POLL_S = POLL_S / 2.0  # the rank's completion poller while works are pending (tracker.py)
 SOURCE_POLL_S = 0.05  # the recorder source's poll: a call started from the counters is dated at the next one
 LOOKUP_S = TIMEOUT_S / 4.0  # flight_recorder: a call in flight this long is named; a still rank waiting, read
 
@@ -304,6 +307,25 @@ def _named_until(sim, r, written, period):
         if written >= since + LOOKUP_S:
             last = max(last, since + LOOKUP_S)
     return last
+
+
+def _p2p_done_seen(sim, r, stream, completed):
+    """The last p2p call on ``stream`` a frozen rank's document shows completed (recorder model): its
+    completions are the completion poller's (tracker.py: a thread in the rank, every half poll while works
+    are pending), which stopped with the rank, so those after its last tick before the freeze read in flight
+    (found on 2.13: tests/data/frozen-p2p-real-17000008.json).  A call completed once the rank's next call
+    started (or at the freeze)."""
+    tick = math.floor(round(sim.frozen_at[r] / COMPLETION_POLL_S, 9)) * COMPLETION_POLL_S
+    starts = sorted(h[3] for hs in sim.hist[r].values() for h in hs)
+    seen = 0
+    for q, _, _, t in sim.hist[r][stream]:
+        if q > completed:
+            break
+        i = bisect.bisect_right(starts, t)
+        if (starts[i] if i < len(starts) else sim.frozen_at[r]) > tick:
+            break
+        seen = q
+    return seen
 
 
 def _polled(t):
@@ -336,6 +358,8 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
             g = p.groups[gid]
             started = sim.started[r].get(stream, 0)
             completed = sim.completed[r].get(stream, 0)
+            if source == "recorder" and st == "frozen" and skind == "p2p":
+                completed = _p2p_done_seen(sim, r, stream, completed)
             hist = sim.hist[r].get(stream, [])[-HISTORY:]
             if named is not None and skind == "collective":
                 hist = [h if h[3] <= named else (h[0], "unknown", None, _polled(h[3])) for h in hist]
@@ -345,7 +369,8 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
                  "last_completed": completed, "ring_overflow": 0,
                  "recent_ops": [[s, op, size, t] for s, op, size, t in hist], "in_flight_seq": None}
             if started > completed:
-                seq, op, size, t = hist[-1]
+                seq, op, size, t = next(h for h in hist if h[0] == completed + 1) if hist[0][0] <= completed + 1 \
+                    else hist[0]
                 d.update(in_flight_seq=seq, in_flight_op=op, in_flight_api="", in_flight_size=size,
                          in_flight_since=t)
                 detected = t + TIMEOUT_S + POLL_S
