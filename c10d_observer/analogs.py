@@ -100,9 +100,31 @@ def program_call(by_rank, stream, seq, min_groups=MIN_GROUPS):
     return call, sorted(who, key=_natural), (min(shared), max(shared))
 
 
-def past_calls(by_rank, stream, seq):
+def early_call(by_rank, stream, seq):
+    """``((op, size), streams, (first, last) or None)``: in the first calls of ``stream`` (fewer than
+    ``MIN_SHARED`` before #seq), the call that ``MIN_GROUPS_EARLY`` groups like it or more issued at #seq and
+    went past, all the same, each agreeing with every call before the place that both show and that
+    ``stream`` shows (``MIN_SHARED_EARLY`` of them where it shows that many; none at its first call); None
+    where nothing decides.  Many groups of its size that went past its first call, all the same way: the
+    pairs, the tensor-parallel groups of a job made by one loop over ``new_group``."""
+    me = _streams(by_rank).get(stream)
+    if me is None:
+        return None
+    before = [s for s in me["calls"] if s < seq and s not in me["clash"]]
+    if len(before) >= MIN_SHARED or len(before) != seq - 1:
+        return None  # not its first calls, or some of them not shown
+    votes, shared = past_calls(by_rank, stream, seq, min_shared=min(MIN_SHARED_EARLY, len(before)))
+    if len(votes) != 1:
+        return None
+    (call, who), = votes.items()
+    if len(who) < MIN_GROUPS_EARLY:
+        return None
+    return call, sorted(who, key=_natural), (min(shared), max(shared)) if shared else None
+
+
+def past_calls(by_rank, stream, seq, min_shared=MIN_SHARED):
     """``({(op, size): [streams]}, seqs)``: the calls that groups like ``stream`` issued at #seq and went past,
-    and the seqs before it on which they agree with ``stream``'s ranks."""
+    and the seqs before it on which they agree with ``stream``'s ranks (at least ``min_shared``)."""
     streams = _streams(by_rank)
     me = streams.get(stream)
     if me is None:
@@ -115,7 +137,7 @@ def past_calls(by_rank, stream, seq):
         if h["done"] < seq or seq not in h["calls"] or seq in h["clash"]:
             continue  # it has not gone past the place (or its ranks disagree there)
         common = [s for s in mine if s in h["calls"] and s not in h["clash"]]
-        if len(common) < MIN_SHARED or any(h["calls"][s] != mine[s] for s in common):
+        if len(common) < min_shared or any(h["calls"][s] != mine[s] for s in common):
             continue  # another program, or too little to tell
         votes.setdefault(h["calls"][seq], []).append(other)
         shared += common

@@ -33,7 +33,9 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
     ranks; a p2p call's two ranks alone never decide without them) that
     wait in X and never issued their own group's call at Y's seq (``last_started``: {rank: {stream: seq}})
     issued X first too, and count with them; one of them that issued it and went on to X says the program
-    may put Y first: that pair of stuck calls names nobody.
+    may put Y first: that pair of stuck calls names nobody.  A rank of both groups that waits in Y and issued
+    X (its ``last_started`` there is X's seq or later: a broadcast's tree let it through X, which ranks above
+    it completed) issued X first too.
     Returns a Found; ``witnesses``: the ranks that issued X first.
     """
     name = group_name or (lambda stream: "group %s" % stream)
@@ -44,7 +46,7 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
             if x[0] == y[0]:
                 continue
             both = set(members.get(x[0]) or ()) & set(members.get(y[0]) or ())
-            first_x = both & set(x[2]) & set(y[3])  # in X, never arrived at Y
+            first_x = (both & set(x[2]) & set(y[3])) | _went_past(both & set(y[2]), x, last_started)
             first_y = both & set(y[2]) & set(x[3])
             likes = _like_first(x, y, members, like, last_started)
             if likes is None:
@@ -61,6 +63,11 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
         text += "; so did rank%s %s, of groups like %s, before #%d on their own" % (
             "s" if len(likes) > 1 else "", _ranks(likes), name(y[0]), y[1])
     return Found(r, (y[0], y[1]), (x[0], x[1]), list(witnesses) + list(likes), text)
+
+
+def _went_past(ranks, x, last_started):
+    """The ``ranks`` that issued stuck call X (its stream's seq or later in ``last_started``)."""
+    return {r for r in ranks if ((last_started or {}).get(r) or {}).get(x[0], 0) >= x[1]}
 
 
 def _like_first(x, y, members, like, last_started):

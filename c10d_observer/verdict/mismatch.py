@@ -31,13 +31,17 @@ def by_program(m, calls, by_rank, stream, seq):
     """A desync with no majority: the odd ones out are the ranks whose call is not the one the program puts at
     this seq, where some of its ranks issued that call: the one that groups like this one, with its history,
     issued there and went past (analogs.program_call: two groups, or one where the period of this group's own
-    calls puts the same call there: analogs.period_call); where no group like it went past, the ranks that left
-    out calls of that period (analogs.own_pattern).  The evidence is said.  ``m``, changed in place, returned."""
+    calls puts the same call there: analogs.period_call); in the group's first calls, the one that many groups
+    of its size issued there and went past (analogs.early_call); where no group like it went past, the ranks
+    that left out calls of that period (analogs.own_pattern).  The evidence is said.  ``m``, changed in place, returned."""
     if m.odd_ranks or m.unknown or any(c.op in (None, "unknown") for c in calls.values()):
         return m
     votes, _ = _analogs.past_calls(by_rank, stream, seq)
-    if not votes:  # no group like this one went past the place: its own period may speak
-        return _by_own_pattern(m, calls, by_rank, stream, seq)
+    if not votes:  # no group like this one went past the place: many groups at its first calls, or its period
+        got = _analogs.early_call(by_rank, stream, seq)
+        if got is None:
+            return _by_own_pattern(m, calls, by_rank, stream, seq)
+        return _by_early(m, calls, seq, got)
     got, period = _analogs.program_call(by_rank, stream, seq), None
     if got is None:  # one group like it went past: where this group's own period puts the same call there
         got, period = _analogs.program_call(by_rank, stream, seq, min_groups=1), _analogs.period_call(
@@ -55,6 +59,18 @@ def by_program(m, calls, by_rank, stream, seq):
         (_, cycle, (first, last)) = period
         m.evidence += ", which this group's own calls #%d-#%d, repeating every %d calls, put there too" % (
             first, last, len(cycle))
+    return m
+
+
+def _by_early(m, calls, seq, got):
+    (op, size), streams, shared = got
+    if not _name(m, calls, {r: 0 for r, c in calls.items() if (c.op, c.size) != (op, size)}):
+        return m
+    m.evidence = "no majority in the group; %d groups of its size (%s), %s, issued %s at #%d and went past it" % (
+        len(streams), ", ".join(map(str, streams[:4])) + (" and %d more" % (len(streams) - 4)
+                                                          if len(streams) > 4 else ""),
+        "whose calls #%d-#%d were this group's" % shared if shared else "at this group's first call",
+        _call(op, size), seq)
     return m
 
 

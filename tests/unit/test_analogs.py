@@ -119,3 +119,36 @@ def test_a_call_the_period_does_not_hold_decides_nothing():
     assert any("none has a majority" in u for u in v.undecided), v.undecided
     v = verdict.analyze(_edit(docs, "3", {16}, "broadcast"))
     assert v.culprit_ranks == [], v.summary
+
+
+# a job of four pairs (groups 1-4); rank 2 issued its pair's first all_reduce with int64 where rank 3 and the
+# other three pairs used float32: one each in group 2, nothing before the place, but three groups of its size
+# went past #1 with rank 3's call (analogs.early_call)
+EARLY = 7000022
+
+
+def _early():
+    case = programs.make_case(EARLY)
+    _, _, docs = simulate.run_case(case, simulate.mode_of(EARLY))
+    return case, docs
+
+
+def test_at_a_groups_first_call_the_rank_against_many_groups_of_its_size_is_named_with_the_evidence():
+    case, docs = _early()
+    v = verdict.analyze(docs)
+    h = _stuck(v)
+    assert (h.stream, h.seq, case.expected, case.undecidable) == ("2", 1, {2}, False)
+    assert v.culprit_ranks == [2] and h.mismatch.odd_ranks == [2], v.summary
+    assert h.mismatch.evidence == ("no majority in the group; 3 groups of its size (1, 3, 4), at this group's "
+                                   "first call, issued all_reduce of 65536 x float32 at #1 and went past it")
+
+
+def test_at_a_groups_first_call_two_groups_or_groups_that_disagree_decide_nothing():
+    _, docs = _early()
+    v = verdict.analyze(_edit(docs, "4", {1}, "broadcast"))  # one of the three went past #1 another way
+    assert v.culprit_ranks == [] and not _stuck(v).mismatch.odd_ranks, v.summary
+    two = copy.deepcopy(docs)
+    for d in two.values():  # group 4's ranks say nothing of it: two groups of its size are left
+        d["groups"] = [g for g in d.get("groups") or () if g.get("stream") != "4"]
+    v = verdict.analyze(two)
+    assert v.culprit_ranks == [] and not _stuck(v).mismatch.odd_ranks, v.summary

@@ -299,7 +299,9 @@ def test_two_faults_at_once_never_name_a_rank_outside_them_but_where_they_mimic_
 # (ordering._one_against_many).
 NOW_DECIDED = ((7000533, None), (7001400, None), (7000084, "swap"),  # 7000084: ordering.majority_culprit
                (7000099, None), (7001302, None),  # a mismatch decided by the group's own period (analogs.period_call)
-               (7000122, None), (7000023, None))  # majority_culprit with groups like the stuck one's, a p2p call's
+               (7000122, None), (7000023, None),  # majority_culprit with groups like the stuck one's, a p2p call's
+               (7002244, None),  # majority_culprit: ranks a broadcast let through issued it first
+               (7000022, None), (7000000, None))  # analogs.early_call: many groups of its size at a group's first call
 
 
 @pytest.mark.parametrize("seed,kind", NOW_DECIDED)

@@ -421,3 +421,21 @@ def test_the_other_pairs_of_an_exchange_count_against_the_one_rank_of_a_p2p_call
     assert ordering.majority_culprit(members, cycle) is None
     found = ordering.majority_culprit(members, cycle, like=like, last_started=last)
     assert found.rank == 2 and found.issued == ("0:p2p:4->2", 3) and found.skipped == ("0", 4), found
+
+
+def test_ranks_a_broadcast_let_through_before_the_other_call_issued_it_first():
+    """majority_culprit (the fuzzer's seed 7002244): rank 6 skipped its half's broadcast #12; the ranks of its
+    half went on, and at the end the root, rank 4, waits in broadcast #23 for rank 6, which waits with every
+    other rank in the epilogue's barrier; gloo's tree let ranks 5, 7 and 8 through #23 (they issued it, then
+    the barrier): with rank 4 they issued the broadcast first, rank 6 alone the barrier."""
+    from c10d_observer import ordering
+    members = {"2": [4, 5, 6, 7, 8], "0": list(range(9))}
+    cycle = [("2", 23, [4], [6]), ("0", 1, [0, 1, 2, 3, 5, 6, 7, 8], [4])]
+    last = {r: {"0": 1, "2": 23} for r in (5, 7, 8)}
+    last.update({4: {"2": 23}, 6: {"0": 1, "2": 22}})
+    assert ordering.majority_culprit(members, cycle) is None  # without the counts: ranks 5, 7, 8 unplaced
+    found = ordering.majority_culprit(members, cycle, last_started=last)
+    assert found.rank == 6 and found.issued == ("0", 1) and found.skipped == ("2", 23), found
+    assert found.witnesses == [4, 5, 7, 8]
+    last[5] = {"0": 1, "2": 22}  # rank 5 too went to the barrier without #23: two ranks, no one to name
+    assert ordering.majority_culprit(members, cycle, last_started=last) is None
