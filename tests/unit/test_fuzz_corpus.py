@@ -301,7 +301,8 @@ NOW_DECIDED = ((7000533, None), (7001400, None), (7000084, "swap"),  # 7000084: 
                (7000099, None), (7001302, None),  # a mismatch decided by the group's own period (analogs.period_call)
                (7000122, None), (7000023, None),  # majority_culprit with groups like the stuck one's, a p2p call's
                (7002244, None),  # majority_culprit: ranks a broadcast let through issued it first
-               (7000022, None), (7000000, None))  # analogs.early_call: many groups of its size at a group's first call
+               (7000022, None), (7000000, None),  # analogs.early_call: many groups of its size at a group's first call
+               (7002206, None), (7001350, None))  # ordering._extrapolate: the loop's pattern after a prologue
 
 
 @pytest.mark.parametrize("seed,kind", NOW_DECIDED)

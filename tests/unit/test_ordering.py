@@ -184,8 +184,8 @@ def test_p2p_and_barrier_streams_are_streams_like_any_other():
     got = culprit(members, program, 8)
     assert (got.rank, got.issued, got.skipped, got.witnesses) == (
         1, ("3:monitored_barrier", 6), ("0:p2p:1->2", 5), [2])
-    # rank 2's recv is not rank 1's op on that stream: the text does not guess the send
-    assert got.text == ("rank 1 issued monitored_barrier #6 on group 3:monitored_barrier without its call #5 "
+    # rank 2's recv is not rank 1's op on that stream: the stream's name (1->2) says rank 1's is the send
+    assert got.text == ("rank 1 issued monitored_barrier #6 on group 3:monitored_barrier without its send #5 "
                            "on group 0:p2p:1->2, which rank 2 issued between monitored_barrier #5 and #6 on group "
                            "3:monitored_barrier (as rank 1 did with #4 between #4 and #5)")
 
@@ -439,3 +439,26 @@ def test_ranks_a_broadcast_let_through_before_the_other_call_issued_it_first():
     assert found.witnesses == [4, 5, 7, 8]
     last[5] = {"0": 1, "2": 22}  # rank 5 too went to the barrier without #23: two ranks, no one to name
     assert ordering.majority_culprit(members, cycle, last_started=last) is None
+
+
+def test_a_prologue_before_the_loop_leaves_the_loops_pattern_to_speak_and_a_short_end_does_not():
+    """ordering._extrapolate: the places of B calls among A calls (B #k after A #known[k]).  A prologue's
+    broadcast and the loop's first all_gather both come before the first send (places 0, 0), then one each
+    step: the whole run has no period, its end (8 of 9 places) has one (the fuzzer's seed 7002206).  Three
+    B calls every two A calls whose last three places happen to rise by one each: the whole run's period
+    (3) speaks, not the end's (1) (seed 7001375).  A run whose end is under three quarters of it: nothing."""
+    from c10d_observer.ordering import _extrapolate
+    prologue = {1: 0, 2: 0, 3: 1, 4: 2, 5: 3, 6: 4, 7: 5, 8: 6, 9: 7}
+    assert _extrapolate(prologue, 10) == (8, 1, 1, True)
+    assert _extrapolate(prologue, 10, end=False) == (None, None, None, False)
+    three_in_two = {1: 0, 2: 0, 3: 1, 4: 2, 5: 2, 6: 3, 7: 4, 8: 4, 9: 5, 10: 6}
+    assert _extrapolate(three_in_two, 11) == (6, 2, 3, False)
+    broken = {1: 0, 2: 3, 3: 1, 4: 0, 5: 2, 6: 3, 7: 4, 8: 5}
+    assert _extrapolate(broken, 9) == (None, None, None, False)
+
+
+def test_a_p2p_call_a_rank_never_issued_is_named_by_its_part_on_the_stream():
+    from c10d_observer.ordering import Call, _op
+    histories = {5: [Call("0:p2p:5->6", 7, "send", 1.0)], 6: [Call("0", 9, "all_gather", 2.0)]}
+    assert _op(histories, 6, "0:p2p:5->6", 8) == "recv" and _op(histories, 5, "0:p2p:5->6", 8) == "send"
+    assert _op(histories, 6, "0", 9) == "all_gather"
