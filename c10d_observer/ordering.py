@@ -35,7 +35,10 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
     issued X first too, and count with them; one of them that issued it and went on to X says the program
     may put Y first: that pair of stuck calls names nobody.  A rank of both groups that waits in Y and issued
     X (its ``last_started`` there is X's seq or later: a broadcast's tree let it through X, which ranks above
-    it completed) issued X first too.
+    it completed) issued X first too; so did the ranks of groups like X's that issued their own group's call
+    at X's seq and never arrived at Y; one that waits in Y without it, or a rank of a group like
+    Y's that issued its own call at Y's seq and never arrived at X, went Y's way: that pair names nobody
+    (``_like_order``).
     Returns a Found; ``witnesses``: the ranks that issued X first.
     """
     name = group_name or (lambda stream: "group %s" % stream)
@@ -48,21 +51,27 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
             both = set(members.get(x[0]) or ()) & set(members.get(y[0]) or ())
             first_x = (both & set(x[2]) & set(y[3])) | _went_past(both & set(y[2]), x, last_started)
             first_y = both & set(y[2]) & set(x[3])
-            likes = _like_first(x, y, members, like, last_started)
-            if likes is None:
-                continue  # a rank of a group like Y's went past its Y to X: the program may put Y first
-            if len(first_y) == 1 and len(first_x | likes) >= 2 and first_x | first_y == both:
-                found.add((next(iter(first_y)), x, y, tuple(sorted(first_x)), tuple(sorted(likes))))
+            in_like_x, y_by_x = _like_order(x, y, members, like, last_started, x_side=True)  # groups like X's
+            y_by_y, likes = _like_order(y, x, members, like, last_started)  # ranks of groups like Y's
+            if y_by_x or y_by_y:
+                continue  # a rank of a group like X's or Y's went Y's way: the program may put Y first
+            if len(first_y) == 1 and len(first_x | likes | in_like_x) >= 2 and first_x | first_y == both:
+                found.add((next(iter(first_y)), x, y, tuple(sorted(first_x)), tuple(sorted(likes)),
+                           tuple(sorted(in_like_x - likes))))
     if len({f[0] for f in found}) != 1:
         return None
-    r, x, y, witnesses, likes = sorted(found, key=lambda f: (str(f[2][0]), f[2][1]))[0]
+    r, x, y, witnesses, likes, likes_x = sorted(found, key=lambda f: (str(f[2][0]), f[2][1]))[0]
     text = "rank %d issued #%d on %s before #%d on %s, which %s issued first" % (
         r, y[1], name(y[0]), x[1], name(x[0]), "every other rank of both groups (%s)" % ", ".join(map(str, witnesses))
-        if len(witnesses) >= 2 or not likes else "the other rank of both groups (%s)" % ", ".join(map(str, witnesses)))
+        if len(witnesses) >= 2 or not (likes or likes_x) else "the other rank of both groups (%s)" % ", ".join(
+            map(str, witnesses)))
     if likes:
         text += "; so did rank%s %s, of groups like %s, before #%d on their own" % (
             "s" if len(likes) > 1 else "", _ranks(likes), name(y[0]), y[1])
-    return Found(r, (y[0], y[1]), (x[0], x[1]), list(witnesses) + list(likes), text)
+    if likes_x:
+        text += "; so did rank%s %s, of groups like %s, with #%d on their own" % (
+            "s" if len(likes_x) > 1 else "", _ranks(likes_x), name(x[0]), x[1])
+    return Found(r, (y[0], y[1]), (x[0], x[1]), list(witnesses) + list(likes) + list(likes_x), text)
 
 
 def _went_past(ranks, x, last_started):
@@ -70,16 +79,27 @@ def _went_past(ranks, x, last_started):
     return {r for r in ranks if ((last_started or {}).get(r) or {}).get(x[0], 0) >= x[1]}
 
 
-def _like_first(x, y, members, like, last_started):
-    """The ranks of groups like Y's that wait in X and never issued their own call at Y's seq (a set), or None
-    where one of them issued it and waits in X all the same."""
-    out = set()
-    for other in (like or {}).get(y[0]) or ():
-        for r in set(members.get(other) or ()) & set(x[2]):
-            if ((last_started or {}).get(r) or {}).get(other, 0) >= y[1]:
-                return None
-            out.add(r)
-    return out
+def _like_order(s_call, t_call, members, like, last_started, x_side=False):
+    """``(s_first, t_first)``: the ranks of groups like stuck call S's (not of S's group) whose own group's call
+    at S's seq came before T (they issued it and wait in T, or issued it and never arrived at T), and those
+    for which T came first (they wait in T without their own call at S's seq).  The other pairs of a job of
+    pairs that wait in the world's barrier without their pair's #3 (the fuzzer's seed 7000122); the other
+    links of a chain whose receivers wait in their own recv at the seq the head never sent (seed 7003238).
+    ``x_side``: S is the call the one rank did not issue first; a rank of a group like it that waits in T
+    having issued its own call at S's seq counts for neither (in the first steps, the p2p streams like S's by
+    their sizes may be another slot's, issued before T each step: the fuzzer's mesh3d seed 5000640)."""
+    s_first, t_first = set(), set()
+    for other in (like or {}).get(s_call[0]) or ():
+        for r in set(members.get(other) or ()) - set(members.get(s_call[0]) or ()):
+            issued = ((last_started or {}).get(r) or {}).get(other, 0) >= s_call[1]
+            if r in t_call[2]:
+                if not issued:
+                    t_first.add(r)
+                elif not x_side:
+                    s_first.add(r)
+            elif r in t_call[3] and issued:
+                s_first.add(r)
+    return s_first, t_first
 
 
 def _ranks(ranks):

@@ -180,6 +180,17 @@ def test_the_other_end_of_a_p2p_stream_never_speaks_for_a_rank_as_a_like_groups_
     assert v.culprit_ranks == [3], v.summary
 
 
+def test_p2p_streams_like_a_stuck_one_by_their_sizes_alone_never_witness_for_it_from_another_slot():
+    """The fuzzer's mesh3d seed 5000640 (a rule tried while ordering._like_order was written, never landed):
+    rank 6 skipped the world's all_reduce at step 1 and waits in its recv #2 from rank 12; the forward chains'
+    links, of the size of rank 12's reverse chain and so "like" it after two calls, had each issued their #2
+    (an earlier slot) and waited in the all_reduce: counted as having issued the stuck recv's call first,
+    they named rank 12.  They count for neither side: nobody is named but rank 6."""
+    case = programs.make_case(5000640, shape="mesh3d")
+    _, _, v = _judge(case)
+    assert not set(v.culprit_ranks) - case.expected, v.summary
+
+
 def test_3d_meshes_of_up_to_64_ranks_never_name_a_rank_outside_their_culprits():
     """programs.py's mesh3d shape (pp x dp x tp, 8-64 ranks, pipeline sends and recvs beside tp and dp
     collectives): drawn only where asked, so a corpus of its own."""
@@ -302,7 +313,8 @@ NOW_DECIDED = ((7000533, None), (7001400, None), (7000084, "swap"),  # 7000084: 
                (7000122, None), (7000023, None),  # majority_culprit with groups like the stuck one's, a p2p call's
                (7002244, None),  # majority_culprit: ranks a broadcast let through issued it first
                (7000022, None), (7000000, None),  # analogs.early_call: many groups of its size at a group's first call
-               (7002206, None), (7001350, None))  # ordering._extrapolate: the loop's pattern after a prologue
+               (7002206, None), (7001350, None),  # ordering._extrapolate: the loop's pattern after a prologue
+               (7003238, None), (7004529, None))  # ordering._like_order: the other links of a chain
 
 
 @pytest.mark.parametrize("seed,kind", NOW_DECIDED)

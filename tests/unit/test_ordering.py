@@ -462,3 +462,30 @@ def test_a_p2p_call_a_rank_never_issued_is_named_by_its_part_on_the_stream():
     histories = {5: [Call("0:p2p:5->6", 7, "send", 1.0)], 6: [Call("0", 9, "all_gather", 2.0)]}
     assert _op(histories, 6, "0:p2p:5->6", 8) == "recv" and _op(histories, 5, "0:p2p:5->6", 8) == "send"
     assert _op(histories, 6, "0", 9) == "all_gather"
+
+
+def test_the_other_links_of_a_chain_waiting_in_their_own_call_count_against_the_head():
+    """majority_culprit with ``like`` for the stuck call X (the fuzzer's seed 7003238): a chain 2 -> 3 -> 4 ->
+    5 -> 6; rank 2, its head, skipped a send and, one send short, waits in the epilogue's barrier; each
+    receiver waits in its recv #57: rank 3 alone of both groups against rank 2, but the receivers of the
+    links like 2->3 (ranks 5, 6) wait in their own #57 and never arrived at the barrier: X first, with 3."""
+    from c10d_observer import ordering
+    links = ["0:p2p:%d->%d" % (a, a + 1) for a in range(2, 6)]
+    members = dict({s: [int(s[-4]), int(s[-1])] for s in links}, **{"0": list(range(16))})
+    cycle = [("0", 2, [0, 1, 2] + list(range(7, 16)), [3, 4, 5, 6])] + [
+        (s, 57, [int(s[-1])], [int(s[-4])]) for s in links]
+    last = {r: {"0": 2} for r in range(16)}
+    last[2] = {"0": 2, links[0]: 56}
+    for a in range(3, 7):
+        last[a] = {"0": 1, links[a - 3]: 57}
+        if a < 6:
+            last[a][links[a - 2]] = 56
+    like = {links[0]: [links[2], links[3]]}
+    assert ordering.majority_culprit(members, cycle, last_started=last) is None  # rank 3 against rank 2 alone
+    found = ordering.majority_culprit(members, cycle, like=like, last_started=last)
+    assert found.rank == 2 and found.issued == ("0", 2) and found.skipped == (links[0], 57), found
+    assert found.witnesses == [3, 5, 6] and "so did ranks 5, 6, of groups like group 0:p2p:2->3, with #57" in found.text
+    last[6] = {"0": 2, links[3]: 56}  # rank 6 waits in the barrier without its own #57: Y may come first
+    cycle[0] = ("0", 2, [0, 1, 2, 6] + list(range(7, 16)), [3, 4, 5])
+    cycle[-1] = (links[3], 57, [], [5])
+    assert ordering.majority_culprit(members, cycle, like=like, last_started=last) is None
