@@ -26,14 +26,16 @@ def _many_like(by_rank, like, cyc):
     MIN_SHARED_EARLY) where they are MIN_GROUPS_EARLY or more: many groups that agree on every call they show;
     and the p2p streams of ``cyc`` likewise (analogs.like_p2p: the other pairs of an exchange)."""
     out = dict(like)
-    for s in {c[0] for c in cyc}:
+    for s, seq in {c[0]: c[1] for c in cyc}.items():
         p2p = ":p2p:" in str(s)
         if out.get(s) and not p2p:
             continue
         of = _analogs.like_p2p if p2p else _analogs.like
         found = of(by_rank, s) if p2p else []
         if len(found) < _analogs.MIN_GROUPS:
-            found = of(by_rank, s, min_shared=_analogs.MIN_SHARED_EARLY)
+            # at its first calls (fewer than MIN_SHARED_EARLY before the stuck one), as many as it shows
+            shared = _analogs.MIN_SHARED_EARLY if p2p or seq > _analogs.MIN_SHARED_EARLY else seq - 1
+            found = of(by_rank, s, min_shared=shared)
             found = found if len(found) >= _analogs.MIN_GROUPS_EARLY else []
         out[s] = found
     return out
