@@ -207,8 +207,7 @@ def _prepared(program, calls, r):
     calls) but the fault's rank's."""
     got = _PREPARED.get(id(program))
     if got is None or got[0] is not program:
-        if len(_PREPARED) > 8:
-            _PREPARED.clear()
+        _PREPARED.clear()  # the last program's only: a case's two runs
         got = _PREPARED[id(program)] = (program, {}, {})
     snap, preps = got[1], got[2]
     own = snap.get(r)
