@@ -381,6 +381,7 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
     of SOURCES; ``period``: the recorder's batch period (s)."""
     p = sim.program
     now = seen_at(sim, mode)
+    hung = sim.hung
     out = {}
     for r in range(p.world):
         off = (skew or {}).get(r, 0.0)
@@ -391,7 +392,7 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
         if st == "dead":
             kind, alive, why = "end", False, "process %d ended without disable() (exit code 1)" % (1000 + r)
             written = sim.clock[r] + 0.05
-        elif st == "done" and sim.hung:
+        elif st == "done" and hung:
             kind, why = "end", "the observer was disabled"
             written = sim.clock[r] + 0.05
         named = _named_until(sim, r, written, period) if source == "recorder" else None
@@ -406,11 +407,12 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
             hist = sim.hist[r].get(stream, [])[-HISTORY:]
             if named is not None and skind == "collective":
                 hist = [h if h[3] <= named else (h[0], "unknown", None, _polled(h[3])) for h in hist]
-            hist = [(q, op, size, t + off) for q, op, size, t in hist]
+            if off:  # (t + 0.0 is t: no copy without a skew)
+                hist = [(q, op, size, t + off) for q, op, size, t in hist]
             d = {"stream": stream, "group": gid, "kind": skind, "ranks": list(g.ranks), "backend": "gloo",
                  "peer": peer, "src": src, "dst": dst, "torch_timeout_s": 1800.0, "last_started": started,
                  "last_completed": completed, "ring_overflow": 0,
-                 "recent_ops": [[s, op, size, t] for s, op, size, t in hist], "in_flight_seq": None}
+                 "recent_ops": list(map(list, hist)), "in_flight_seq": None}
             if started > completed:
                 seq, op, size, t = next(h for h in hist if h[0] == completed + 1) if hist[0][0] <= completed + 1 \
                     else hist[0]
