@@ -221,27 +221,32 @@ def _prepared(program, calls, r):
 
 def _prepare(groups, calls, r, program):
     """([(key: (stream, seq), op, size text, signature, members, nominal start, root)] per call, [(stream, seq)]
-    per call, [(index, stream, its Sim.streams entry)] per p2p stream at the first call on it)."""
-    out, pairs, firsts, seqs = [], [], [], {}
-    add = out.append
+    per call, [(index, stream, its Sim.streams entry)] per p2p stream at the first call on it).  A rank issues
+    the calls of its slots again at every step: what a call's group, op, size, root and peer give is made
+    once per list (``made``)."""
+    out, pairs, firsts, seqs, made = [], [], [], {}, {}
+    add, pair = out.append, pairs.append
     for c in calls:
-        gid, op, size, root, peer, _, _, at = c
-        if op == "send" or op == "recv":
-            src, dst = (r, peer) if op == "send" else (peer, r)
-            stream = "%s:p2p:%d->%d" % (gid, src, dst)  # p2p_stream
-            seq = seqs.get(stream, 0) + 1
-            if seq == 1:
-                firsts.append((len(out), stream, (gid, "p2p", peer, src, dst)))
-            text, sig, members = size, ("p2p", size), (src, dst)
-        else:
-            stream = gid  # coll_stream
-            seq = seqs.get(stream, 0) + 1
-            text = size if root is None else size_text(c, program)
-            sig, members = (op, text), groups[gid].ranks
+        what = c[:5]  # group, op, size, root, peer
+        got = made.get(what)
+        if got is None:
+            gid, op, size, root, peer = what
+            if op == "send" or op == "recv":
+                src, dst = (r, peer) if op == "send" else (peer, r)
+                got = ("%s:p2p:%d->%d" % (gid, src, dst), op, size, ("p2p", size), (src, dst),  # p2p_stream
+                       (gid, "p2p", peer, src, dst))
+            else:  # coll_stream: the group
+                text = size if root is None else size_text(c, program)
+                got = (gid, op, text, (op, text), groups[gid].ranks, None)
+            made[what] = got
+        stream, op, text, sig, members, info = got
+        seq = seqs.get(stream, 0) + 1
+        if seq == 1 and info is not None:
+            firsts.append((len(out), stream, info))
         seqs[stream] = seq
         key = (stream, seq)
-        pairs.append(key)
-        add((key, op, text, sig, members, T0 + at, root))
+        pair(key)
+        add((key, op, text, sig, members, T0 + c[7], c[3]))
     return out, pairs, firsts
 
 
