@@ -117,7 +117,7 @@ class Sim(object):
                 state[r] = "done"
                 lp = max(lp, when)
                 continue
-            key, op, text, sig, members, t, root = prep[i]
+            key, op, text, sig, members, t, root, tree = prep[i]
             ptr[r] = i + 1
             if t < when + EPS:
                 t = when + EPS
@@ -154,7 +154,7 @@ class Sim(object):
                     # only those whose chain or children r is in (or r itself) can have become so now: the
                     # others were let through at an earlier entry, or still wait
                     gone = through.setdefault(key, set())
-                    for m, need in _tree(members, root)[r]:
+                    for m, need in (tree or _tree(members, root))[r]:
                         if m in gone or not inst.keys() >= need:
                             continue
                         end = max([inst[y] for y in need]) + END_S
@@ -220,7 +220,8 @@ def _prepared(program, calls, r):
 
 
 def _prepare(groups, calls, r, program):
-    """([(key: (stream, seq), op, size text, signature, members, nominal start, root)] per call, [(stream, seq)]
+    """([(key: (stream, seq), op, size text, signature, members, nominal start, root, a broadcast's _tree)] per
+    call, [(stream, seq)]
     per call, [(index, stream, its Sim.streams entry)] per p2p stream at the first call on it).  A rank issues
     the calls of its slots again at every step: what a call's group, op, size, root and peer give is made
     once per list (``made``)."""
@@ -234,19 +235,21 @@ def _prepare(groups, calls, r, program):
             if op == "send" or op == "recv":
                 src, dst = (r, peer) if op == "send" else (peer, r)
                 got = ("%s:p2p:%d->%d" % (gid, src, dst), op, size, ("p2p", size), (src, dst),  # p2p_stream
-                       (gid, "p2p", peer, src, dst))
+                       (gid, "p2p", peer, src, dst), None)
             else:  # coll_stream: the group
                 text = size if root is None else size_text(c, program)
-                got = (gid, op, text, (op, text), groups[gid].ranks, None)
+                members = groups[gid].ranks
+                tree = _tree(members, root) if op == "broadcast" and root in members else None
+                got = (gid, op, text, (op, text), members, None, tree)
             made[what] = got
-        stream, op, text, sig, members, info = got
+        stream, op, text, sig, members, info, tree = got
         seq = seqs.get(stream, 0) + 1
         if seq == 1 and info is not None:
             firsts.append((len(out), stream, info))
         seqs[stream] = seq
         key = (stream, seq)
         pair(key)
-        add((key, op, text, sig, members, T0 + c[7], c[3]))
+        add((key, op, text, sig, members, T0 + c[7], c[3], tree))
     return out, pairs, firsts
 
 
