@@ -49,9 +49,13 @@ def _ranks_in(d, key):
 
 
 _TIMES = (float, int)  # a started_at the fast path of Position.from_json takes as it is
+_LISTS = {list}
 
 
 def _num(value, default=None):
+    t = type(value)
+    if t is float or t is int:  # the JSON's numbers: the test below, without its two calls
+        return value
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else default
 
 
@@ -122,10 +126,17 @@ class Position(NamedTuple):
     @classmethod
     def from_json(cls, d):
         new = tuple.__new__  # a Call per item, built directly (the merge reads thousands: issue 42's fuzzer)
-        ops = d.get("recent_ops") or ()
-        # what a watchdog writes: [seq, op, size, started_at] with a number for each time, every item
-        recent = [new(Call, (i[0], i[1], i[2], i[3], "")) for i in ops
-                  if type(i) is list and len(i) == 4 and type(i[0]) is int and i[1] and type(i[3]) in _TIMES]
+        get = d.get
+        ops = get("recent_ops") or ()
+        # what a watchdog writes: [seq, op, size, started_at] with a number for each time, every item (lists
+        # only: a list of another length stops the unpacking, and takes the way below)
+        recent = ()
+        if type(ops) is list and ops and set(map(type, ops)) == _LISTS:
+            try:
+                recent = [new(Call, (s, o, z, t, "")) for s, o, z, t in ops
+                          if type(s) is int and o and type(t) in _TIMES]
+            except ValueError:
+                recent = ()
         if len(recent) != len(ops):  # anything else, item by item
             recent = []
             for item in ops:
@@ -136,15 +147,20 @@ class Position(NamedTuple):
                     recent.append(Call(item[0], item[1] if len(item) > 1 and item[1] else "unknown",
                                        item[2] if len(item) > 2 else None,
                                        _num(item[3]) if len(item) > 3 else None))
-        fly = d.get("in_flight_seq")
-        in_flight = Call(fly, d.get("in_flight_op") or "unknown", d.get("in_flight_size"),
-                         _num(d.get("in_flight_since")), d.get("in_flight_api") or "") if isinstance(fly, int) else None
-        return cls(str(d.get("stream")), str(d.get("group")), d.get("kind") or "collective", _ranks_in(d, "ranks"),
-                   d.get("backend"), d.get("peer"), d.get("src"), d.get("dst"), _num(d.get("torch_timeout_s")),
-                   _num(d.get("last_started"), 0), _num(d.get("last_completed"), 0), in_flight, tuple(recent),
-                   _num(d.get("ring_overflow"), 0),
-                   d.get("in_flight_gpu_state") if d.get("in_flight_gpu_state") in GPU_STATES else None,
-                   bool(d["gpu_timing"]) if d.get("gpu_timing") is not None else None)
+        fly = get("in_flight_seq")
+        in_flight = Call(fly, get("in_flight_op") or "unknown", get("in_flight_size"),
+                         _num(get("in_flight_since")), get("in_flight_api") or "") if isinstance(fly, int) else None
+        runs = get("ranks_runs")
+        ranks = get("ranks")
+        # _ranks_in(d, "ranks"), its common case inline
+        ranks = tuple(ranks) if runs is None and type(ranks) is list else _ranks_in(d, "ranks")
+        gpu = get("in_flight_gpu_state")
+        args = (str(get("stream")), str(get("group")), get("kind") or "collective", ranks,
+                get("backend"), get("peer"), get("src"), get("dst"), _num(get("torch_timeout_s")),
+                _num(get("last_started"), 0), _num(get("last_completed"), 0), in_flight, tuple(recent),
+                _num(get("ring_overflow"), 0), gpu if gpu in GPU_STATES else None,
+                bool(d["gpu_timing"]) if get("gpu_timing") is not None else None)
+        return new(cls, args) if cls is Position else cls(*args)  # the namedtuple's __new__, without its call
 
 
 class Overdue(NamedTuple):
@@ -369,7 +385,9 @@ class RankDoc(NamedTuple):
         alive = d.get("alive") is not False
         if d.get("version") == 1 and kind == "state" and (d.get("exit_reason") or not alive):
             kind = "end"  # version 1 wrote a rank's end as its state
-        known = set(cls._fields) | {"format", "version"}
+        known = _KNOWN.get(cls)
+        if known is None:
+            known = _KNOWN[cls] = frozenset(cls._fields) | {"format", "version"}
         extra = {k: v for k, v in d.items() if k not in known and not k.startswith("_")}
         fr = d.get("flight_recorder")
         return cls(kind, rank, _num(d.get("world_size")), d.get("host"), _num(d.get("pid")), d.get("job_id") or "",
@@ -385,6 +403,7 @@ class RankDoc(NamedTuple):
                    d.get("scheduler") if isinstance(d.get("scheduler"), dict) else None, path, extra)
 
 
+_KNOWN = {}  # RankDoc (a class) -> the keys of a document that are not ``extra``: made once, not per document
 NODE_KIND = "node_states"
 
 

@@ -26,7 +26,8 @@ VERSION = 1  # of the verdict's JSON (report --json)
 def _as_docs(by_rank):
     """Dicts (tests, older callers) to RankDocs, once, at the boundary."""
     return {r: d if isinstance(d, _documents.RankDoc) else _documents.RankDoc.from_json(
-        dict(d, format=d.get("format", _documents.FORMAT), version=d.get("version", _documents.VERSION)))
+        d if type(d) is dict and "format" in d and "version" in d  # read as it is: from_json copies nothing of it
+        else dict(d, format=d.get("format", _documents.FORMAT), version=d.get("version", _documents.VERSION)))
         for r, d in by_rank.items()}
 
 

@@ -265,27 +265,38 @@ def make_program(rng, shape=None, world=None, steps=None):
 
 def _steps(calls, template, made, steps, world):
     """The loop's calls, appended to each rank's list: what ``add(s, per_rank)`` of the slots' calls at each
-    step gives, without making each call twice (a case's program is about 500 calls)."""
+    step gives, without making each call twice (a case's program is about 500 calls).  A step's calls depend
+    on which slots run at it (``every``): each rank's calls of such a set, with their offsets in the step, are
+    made once (the same floats: ``s * STEP_S + (i + 1) * STEP_S / n``)."""
     new = tuple.__new__
+    plans = {}  # which slots run -> [(a rank's list, [(group, op, size, root, peer, slot, offset)])]
+    everys = [slot.every for slot in template]
     for s in range(steps):
-        per_rank = {}
-        for slot, by_rank in zip(template, made):
-            if s % slot.every != slot.every - 1:
-                continue
-            for r, cs in by_rank.items():
-                got = per_rank.get(r)
-                if got is None:
-                    per_rank[r] = list(cs)
-                else:
-                    got.extend(cs)
+        runs = tuple([s % e == e - 1 for e in everys])
+        plan = plans.get(runs)
+        if plan is None:
+            per_rank = {}
+            for on, by_rank in zip(runs, made):
+                if not on:
+                    continue
+                for r, cs in by_rank.items():
+                    got = per_rank.get(r)
+                    if got is None:
+                        per_rank[r] = list(cs)
+                    else:
+                        got.extend(cs)
+            plan = plans[runs] = []
+            for r in range(world):
+                cs = per_rank.get(r)
+                if not cs:
+                    continue
+                n = len(cs) + 1
+                plan.append((calls[r], [(c[0], c[1], c[2], c[3], c[4], c[6], (i + 1) * STEP_S / n)
+                                        for i, c in enumerate(cs)]))
         base = s * STEP_S
-        for r in range(world):
-            cs = per_rank.get(r)
-            if not cs:
-                continue
-            n = len(cs) + 1
-            calls[r].extend([new(Call, (c[0], c[1], c[2], c[3], c[4], s, c[6], base + (i + 1) * STEP_S / n))
-                             for i, c in enumerate(cs)])
+        for out, items in plan:
+            out.extend([new(Call, (g, op, size, root, peer, s, slot, base + off))
+                        for g, op, size, root, peer, slot, off in items])
 
 
 # -- the fault ----------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ Pure Python, no torch.  Python 3.8.
 """
 import bisect
 import math
+import operator
 import random
 
 from c10d_observer import documents as _documents
@@ -84,134 +85,183 @@ class Sim(object):
 
     # -- the run ----------------------------------------------------------------------------------------------
     def run(self):
-        ready = list(range(self.program.world))
+        """The ranks run in one order, always (a stack of the ranks ready: the last set free goes first), one
+        call at a time: rank r issues its next call (or stops); a call that completes sets its members free.
+        The order matters (a broadcast lets ranks through before a rank froze in it): what was ``_advance``,
+        inlined, its per-call work (stream, signature, members) done once per call list (``_prepared``)."""
+        world = self.program.world
+        ready = list(range(world))
+        pop, push = ready.pop, ready.append
+        ptr, clock, state, blocked = self.ptr, self.clock, self.state, self.blocked
+        started_of, completed_of, hist_of, streams_of = self.started, self.completed, self.hist, self.streams
+        entered, through, held, frozen_at = self.entered, self.through, self.held, self.frozen_at
+        preps = [_prepared(self.program, self.calls[r], r) for r in range(world)]
+        calls_of = [p[0] for p in preps]
+        stops = self.stop
+        stop_at = [stops[r][0] if r in stops else -1 for r in range(world)]
+        lp = self.last_progress
         while ready:
-            r = ready.pop()
-            ready.extend(self._advance(r))
+            r = pop()
+            i = ptr[r]
+            prep = calls_of[r]
+            when = clock[r]
+            if i == stop_at[r] and stops[r][1] != "frozen_in":
+                kind = stops[r][1]
+                t = max(T0 + self.calls[r][i].at, when + EPS)
+                state[r], clock[r] = kind, t
+                if kind == "frozen":
+                    frozen_at[r] = t
+                lp = max(lp, t)
+                continue
+            if i >= len(prep):
+                state[r] = "done"
+                lp = max(lp, when)
+                continue
+            key, op, text, sig, members, t, root, tree = prep[i]
+            ptr[r] = i + 1
+            if t < when + EPS:
+                t = when + EPS
+            clock[r] = t
+            if t > lp:
+                lp = t
+            hist = hist_of[r].get(key[0])
+            if hist is None:
+                hist_of[r][key[0]] = [(key[1], op, text, t)]
+            else:
+                hist.append((key[1], op, text, t))
+            # the call's instance: [the first member's signature, whether every member's is the same, the
+            # latest entry, {rank: started_at}]; a rank enters a (stream, seq) once, and only its
+            # members do
+            rec = entered.get(key)
+            if rec is None:
+                rec = entered[key] = [sig, True, t, {}]
+            else:
+                if sig != rec[0]:
+                    rec[1] = False
+                if t > rec[2]:
+                    rec[2] = t
+            inst = rec[3]
+            inst[r] = t
+            state[r], blocked[r] = "blocked", key
+            if i == stop_at[r]:  # frozen in the call it entered
+                state[r], frozen_at[r] = "frozen", t
+                held.add(key)
+            if held and key in held:
+                continue
+            if len(inst) < len(members):
+                if op == "broadcast" and rec[1]:
+                    # gloo's broadcast: the members whose parent chain and children all entered go through;
+                    # only those whose chain or children r is in (or r itself) can have become so now: the
+                    # others were let through at an earlier entry, or still wait
+                    gone = through.setdefault(key, set())
+                    for m, need in (tree or _tree(members, root))[r]:
+                        if m in gone or not inst.keys() >= need:
+                            continue
+                        end = max([inst[y] for y in need]) + END_S
+                        if end > lp:
+                            lp = end
+                        completed_of[m][key[0]] = key[1]
+                        clock[m] = end
+                        state[m], blocked[m] = "ready", None
+                        gone.add(m)
+                        push(m)
+                continue
+            if not rec[1]:
+                continue  # a desync: never completes
+            end = rec[2] + END_S
+            if end > lp:
+                lp = end
+            gone = through.pop(key, ()) if through else ()
+            stream, seq = key
+            for m in members:
+                if m in gone:
+                    continue
+                completed_of[m][stream] = seq
+                clock[m] = end
+                state[m] = "ready"
+                blocked[m] = None
+                push(m)
+            del entered[key]
+        self.last_progress = lp
+        # what each rank issued: its counts per stream, its p2p streams (in the order it first used them)
+        for r in range(world):
+            n = ptr[r]
+            started_of[r] = dict(preps[r][1][:n])
+            for i, stream, info in preps[r][2]:
+                if i < n:
+                    streams_of[r][stream] = info
         return self
-
-    def _advance(self, r):
-        """Rank r issues its next call (or stops); returns the ranks a completed call set free."""
-        i = self.ptr[r]
-        calls = self.calls[r]
-        when = self.clock[r]
-        stop = self.stop.get(r)
-        if stop is not None and stop[0] == i and stop[1] != "frozen_in":
-            t = max(T0 + calls[i].at, when + EPS)
-            self.state[r], self.clock[r] = stop[1], t
-            if stop[1] == "frozen":
-                self.frozen_at[r] = t
-            self.last_progress = max(self.last_progress, t)
-            return []
-        if i >= len(calls):
-            self.state[r] = "done"
-            self.last_progress = max(self.last_progress, when)
-            return []
-        c = calls[i]
-        self.ptr[r] = i + 1
-        op = c.op
-        if op == "send" or op == "recv":
-            src, dst = (r, c.peer) if op == "send" else (c.peer, r)
-            stream = p2p_stream(c.group, src, dst)
-            if stream not in self.streams[r]:
-                self.streams[r][stream] = (c.group, "p2p", c.peer, src, dst)
-            text = c.size
-            sig = ("p2p", text)
-            members = (src, dst)
-        else:
-            stream = c.group  # coll_stream
-            text = c.size if c.root is None else size_text(c, self.program)
-            sig = (op, text)
-            members = self.program.groups[stream].ranks
-        started = self.started[r]
-        seq = started.get(stream, 0) + 1
-        started[stream] = seq
-        t = T0 + c.at
-        if t < when + EPS:
-            t = when + EPS
-        self.clock[r] = t
-        if t > self.last_progress:
-            self.last_progress = t
-        self.hist[r].setdefault(stream, []).append((seq, op, text, t))
-        key = (stream, seq)
-        # the call's instance: [the first member's signature, whether every member's is the same, the latest
-        # entry, {rank: (signature, started_at)}]; a rank enters a (stream, seq) once, and only its members do
-        rec = self.entered.get(key)
-        if rec is None:
-            rec = self.entered[key] = [sig, True, t, {}]
-        else:
-            if sig != rec[0]:
-                rec[1] = False
-            if t > rec[2]:
-                rec[2] = t
-        inst = rec[3]
-        inst[r] = (sig, t)
-        self.state[r], self.blocked[r] = "blocked", key
-        if stop is not None and stop[0] == i:  # frozen in the call it entered
-            self.state[r], self.frozen_at[r] = "frozen", t
-            self.held.add(key)
-        if key in self.held:
-            return []
-        if len(inst) < len(members):
-            if op == "broadcast" and rec[1]:
-                return self._tree_done(key, members, c.root, inst)
-            return []
-        if not rec[1]:
-            return []  # a desync: never completes
-        end = rec[2] + END_S
-        if end > self.last_progress:
-            self.last_progress = end
-        gone = self.through.pop(key, ())
-        completed, clock, state, blocked = self.completed, self.clock, self.state, self.blocked
-        free = []
-        for m in members:
-            if m in gone:
-                continue
-            completed[m][stream] = seq
-            clock[m] = end
-            state[m] = "ready"
-            blocked[m] = None
-            free.append(m)
-        del self.entered[key]
-        return free
-
-    def _tree_done(self, key, members, root, inst):
-        """gloo's broadcast (gloo/broadcast.cc): a binomial tree from the root; a rank receives from its parent
-        once both entered the call and the parent received, then sends to its children, and returns once each
-        child entered it (a send completes when its recv is posted).  So a rank that never enters holds its
-        parent and its subtree; the others go through (the fuzzer's real programs, seed 9000040: ranks 0, 2, 4,
-        5 past a world broadcast rank 3 skipped, rank 1 in it).  The members it lets through now: completed,
-        set free, remembered in ``through`` until the call completes for all."""
-        tree = _tree(members, root)
-        gone = self.through.setdefault(key, set())
-        free = []
-        for m in members:
-            if m in gone or m not in inst:
-                continue
-            up, down = tree[m]
-            if any(y not in inst for y in up) or any(y not in inst for y in down):
-                continue  # not yet received (a rank above it has not entered), or a child has not entered
-            end = max(inst[y][1] for y in (m,) + down + up) + END_S
-            self.last_progress = max(self.last_progress, end)
-            self.completed[m][key[0]] = key[1]
-            self.clock[m] = end
-            self.state[m], self.blocked[m] = "ready", None
-            gone.add(m)
-            free.append(m)
-        return free
 
     @property
     def hung(self):
         return any(s != "done" for s in self.state)
 
 
-_TREES = {}  # (members, root) -> {rank: (the ranks above it to the root, its children)}: gloo's broadcast tree
+_PREPARED = {}  # id(program) -> (program, its calls per rank as they were, what _prepared made of each)
+
+
+def _prepared(program, calls, r):
+    """What the run needs of rank ``r``'s list of calls (``_prepare``): each call's stream, seq (the calls of a
+    stream are numbered in the order the rank issues them), signature, members; made once per
+    program's list: a case runs its program twice, and the faulty run's lists are the healthy ones (the same
+    calls) but the fault's rank's."""
+    got = _PREPARED.get(id(program))
+    if got is None or got[0] is not program:
+        _PREPARED.clear()  # the last program's only: a case's two runs
+        got = _PREPARED[id(program)] = (program, {}, {})
+    snap, preps = got[1], got[2]
+    own = snap.get(r)
+    if own is not None and len(own) == len(calls) and all(map(operator.is_, own, calls)):
+        return preps[r]
+    out = _prepare(program.groups, calls, r, program)
+    if calls is program.calls.get(r):
+        snap[r], preps[r] = tuple(calls), out
+    return out
+
+
+def _prepare(groups, calls, r, program):
+    """([(key: (stream, seq), op, size text, signature, members, nominal start, root, a broadcast's _tree)] per
+    call, [(stream, seq)]
+    per call, [(index, stream, its Sim.streams entry)] per p2p stream at the first call on it).  A rank issues
+    the calls of its slots again at every step: what a call's group, op, size, root and peer give is made
+    once per list (``made``)."""
+    out, pairs, firsts, seqs, made = [], [], [], {}, {}
+    add, pair = out.append, pairs.append
+    for c in calls:
+        what = c[:5]  # group, op, size, root, peer
+        got = made.get(what)
+        if got is None:
+            gid, op, size, root, peer = what
+            if op == "send" or op == "recv":
+                src, dst = (r, peer) if op == "send" else (peer, r)
+                got = ("%s:p2p:%d->%d" % (gid, src, dst), op, size, ("p2p", size), (src, dst),  # p2p_stream
+                       (gid, "p2p", peer, src, dst), None)
+            else:  # coll_stream: the group
+                text = size if root is None else size_text(c, program)
+                members = groups[gid].ranks
+                tree = _tree(members, root) if op == "broadcast" and root in members else None
+                got = (gid, op, text, (op, text), members, None, tree)
+            made[what] = got
+        stream, op, text, sig, members, info, tree = got
+        seq = seqs.get(stream, 0) + 1
+        if seq == 1 and info is not None:
+            firsts.append((len(out), stream, info))
+        seqs[stream] = seq
+        key = (stream, seq)
+        pair(key)
+        add((key, op, text, sig, members, T0 + c[7], c[3], tree))
+    return out, pairs, firsts
+
+
+_TREES = {}  # (members, root) -> {rank: [(m, the ranks m needs entered to go through)]}: gloo's broadcast tree
 
 
 def _tree(members, root):
-    """gloo's binomial tree of a broadcast over ``members`` from ``root``: {rank: (up, down)}, ``up`` the ranks
-    it receives through (its parent, its parent's parent, ... the root), ``down`` the ranks it sends to."""
-    key = (tuple(members), root)
+    """gloo's binomial tree of a broadcast over ``members`` from ``root``: {r: [(m, need)]}, for each member r
+    the members m whose ``need`` holds r, in the order of ``members``; ``need``: the frozenset of m, the ranks
+    it receives through (its parent, its parent's parent, ... the root) and the ranks it sends to (its
+    children)."""
+    key = (members, root)
     tree = _TREES.get(key)
     if tree is not None:
         return tree
@@ -223,7 +273,7 @@ def _tree(members, root):
     def parent(x):  # it receives at the iteration of its highest bit, from the rank without that bit
         return None if x == 0 else x & ~(1 << (x.bit_length() - 1))
 
-    tree = {}
+    need = {}
     for x in range(n):
         up, p = [], parent(x)
         while p is not None:
@@ -231,7 +281,8 @@ def _tree(members, root):
             p = parent(p)
         # it sends at each later iteration, to the rank with that bit set too
         down = [real[x | (1 << i)] for i in range(x.bit_length(), dim) if (x | (1 << i)) < n]
-        tree[real[x]] = (tuple(up), tuple(down))
+        need[real[x]] = frozenset([real[x]] + up + down)
+    tree = {r: [(m, need[m]) for m in members if r in need[m]] for r in members}
     if len(_TREES) > 4096:
         _TREES.clear()
     _TREES[key] = tree
@@ -338,6 +389,7 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
     of SOURCES; ``period``: the recorder's batch period (s)."""
     p = sim.program
     now = seen_at(sim, mode)
+    hung = sim.hung
     out = {}
     for r in range(p.world):
         off = (skew or {}).get(r, 0.0)
@@ -348,7 +400,7 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
         if st == "dead":
             kind, alive, why = "end", False, "process %d ended without disable() (exit code 1)" % (1000 + r)
             written = sim.clock[r] + 0.05
-        elif st == "done" and sim.hung:
+        elif st == "done" and hung:
             kind, why = "end", "the observer was disabled"
             written = sim.clock[r] + 0.05
         named = _named_until(sim, r, written, period) if source == "recorder" else None
@@ -363,11 +415,12 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
             hist = sim.hist[r].get(stream, [])[-HISTORY:]
             if named is not None and skind == "collective":
                 hist = [h if h[3] <= named else (h[0], "unknown", None, _polled(h[3])) for h in hist]
-            hist = [(q, op, size, t + off) for q, op, size, t in hist]
+            if off:  # (t + 0.0 is t: no copy without a skew)
+                hist = [(q, op, size, t + off) for q, op, size, t in hist]
             d = {"stream": stream, "group": gid, "kind": skind, "ranks": list(g.ranks), "backend": "gloo",
                  "peer": peer, "src": src, "dst": dst, "torch_timeout_s": 1800.0, "last_started": started,
                  "last_completed": completed, "ring_overflow": 0,
-                 "recent_ops": [[s, op, size, t] for s, op, size, t in hist], "in_flight_seq": None}
+                 "recent_ops": list(map(list, hist)), "in_flight_seq": None}
             if started > completed:
                 seq, op, size, t = next(h for h in hist if h[0] == completed + 1) if hist[0][0] <= completed + 1 \
                     else hist[0]
