@@ -88,7 +88,9 @@ def raised_on_a_death(r, by_rank, culprits):
     collective cannot complete without a member, so it ended by raising (gloo raises in the peers of a rank
     whose process ends), and the rank went to its error path, where it may stay a while (tearing down).  The
     fuzzer's real programs found it (tests/fuzz/real.py, seed 5000001 on torch 2.15: a mesh rank named "in no
-    collective" beside the rank that exited).  Only in that direction: a rank that stalls outside collectives
+    collective" beside the rank that exited); a group the dead rank's document does not hold, where it holds
+    others, is one it issued no call on (seed 19000025 on torch 1.8.1, the patch source: rank 0 exited before
+    its pair's first barrier, which raised in rank 1).  Only in that direction: a rank that stalls outside collectives
     while a peer dies waiting for it never entered a call that the dead rank did not."""
     doc = by_rank.get(r)
     if doc is None or doc.dead or doc.frozen or doc.phase or any(g.in_flight is not None for g in doc.groups):
@@ -101,7 +103,11 @@ def raised_on_a_death(r, by_rank, culprits):
             if g.kind != "collective" or d not in (g.ranks or ()):
                 continue
             theirs = dead.position(g.stream)
-            if theirs is not None and g.last_started > theirs.last_started:
+            if theirs is None and dead.groups:
+                theirs_started = 0  # its record of its groups has none of this one: it issued no call there
+            else:
+                theirs_started = theirs.last_started if theirs is not None else None
+            if theirs_started is not None and g.last_started > theirs_started:
                 c = g.call(g.last_started)
                 call = call_words(c.op if c else None, g.last_started, g.group, list(g.ranks or ()), "collective")
                 return ("its %s, which rank %d never entered, is over: gloo raised it when rank %d died, and this "

@@ -754,6 +754,20 @@ def test_a_rank_whose_call_a_dead_culprit_never_entered_is_over_is_a_symptom_of_
     assert m["state"] == "raised" and "rank 3 never entered" in m["text"] and "not named" in m["text"], m
 
 
+def test_a_group_the_dead_ranks_document_does_not_hold_is_one_it_never_entered():
+    """The fuzzer's real seed 19000025 on 1.8.1 (the patch source: a stream is in a document from its first
+    call): rank 3 exited before its subgroup's first call, which raised in rank 0; rank 3's document holds
+    the world only.  A dead rank's document with no group at all says nothing of the subgroup."""
+    docs = _death_docs()
+    docs[3]["groups"] = [g for g in docs[3]["groups"] if g["stream"] != "1"]
+    v = verdict.analyze(docs).to_json()
+    assert v["culprit_ranks"] == [3], v["summary"]
+    assert v["hangs"][0]["missing"]["0"]["state"] == "raised"
+    docs[3]["groups"] = []
+    v = verdict.analyze(docs).to_json()
+    assert v["culprit_ranks"] == [0, 3], v["summary"]
+
+
 def test_a_rank_that_stopped_before_the_call_the_dead_rank_missed_is_still_named():
     v = verdict.analyze(_death_docs(raised=False)).to_json()
     assert v["culprit_ranks"] == [0, 3], v["summary"]
