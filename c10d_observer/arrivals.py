@@ -19,6 +19,7 @@ torch recorded (``time_created_ns``) on the group's arrivals stream when it read
 import collections
 import math
 
+from . import channel as _ch
 from . import dumpdir as _dumpdir
 
 PERIOD_S = 2.0  # how often a watchdog writes its rank's starts, and the node's leader joins them
@@ -57,12 +58,40 @@ class ArrivalLog(object):
 
     def document(self, rank, pid, job_id, wall_now, members, host=None, period_s=PERIOD_S):
         """The starts seen in the last RECENT_PERIODS periods (the leader joins each call once every member's
-        start is in: it keeps what it joined).  ``period_s``: PERIOD_S, else config.Timing's (tests)."""
+        start is in: it keeps what it joined).  ``period_s``: PERIOD_S, else config.Timing's (tests).  A
+        group's members over RUNS_OVER ranks go as runs (members_json)."""
         since = wall_now - RECENT_PERIODS * period_s
-        return {"format": "c10d_observer.arrivals", "version": 1, "rank": rank, "pid": pid, "job_id": job_id,
-                "written_at": wall_now, "members": members, "host": host,
+        return {"format": "c10d_observer.arrivals", "version": 2, "rank": rank, "pid": pid, "job_id": job_id,
+                "written_at": wall_now, "members": members_json(members), "host": host,
                 "streams": {s: [[q, round(t, 6)] for q, (t, seen) in d.items() if seen >= since]
                             for s, d in self.starts.items()}}
+
+
+RUNS_OVER = 16  # a group of more ranks than this goes into an arrivals document as runs
+_RANKS = {}  # runs (as a tuple) -> the ranks they stand for: one list per group, however many documents
+
+
+def members_json(members):
+    """{stream: ranks} as an arrivals document carries it: a group over RUNS_OVER ranks as {"runs": [[first,
+    count, step], ...]} (channel.rank_runs).  Every rank writes its groups every PERIOD_S and a node's
+    leader and relay read them all, other nodes' too: the world of 16,384 ranks as a list is 104 kB a
+    document, as runs a few bytes."""
+    return {s: {"runs": _ch.rank_runs(list(r))} if r is not None and len(r) > RUNS_OVER else r
+            for s, r in members.items()}
+
+
+def ranks_of(members):
+    """A stream's members as an arrivals document holds them (a list, or runs: members_json) -> a list."""
+    if not isinstance(members, dict):
+        return members
+    runs = members.get("runs") or ()
+    key = tuple(tuple(r) for r in runs)
+    got = _RANKS.get(key)
+    if got is None:
+        if len(_RANKS) > 256:
+            _RANKS.clear()
+        got = _RANKS[key] = _ch.expand_runs(runs)
+    return got
 
 
 def join(docs):

@@ -8,7 +8,9 @@ that joins arrivals), so a node whose leader died or froze gets another within s
 store connection and do nothing but beat; a relay beats two periods before it may lead (a node's ranks
 start together).  The leader, every ``period``:
 
-- idle: one store operation (``add(<P>requests, 0)``): no per-rank store traffic while nothing is overdue;
+- idle: one store operation (``add(<P>requests, 0)``) every ``idle_read_every`` (a period, or longer past
+  IDLE_READS_PER_S x period nodes: the store's load stays bounded): no per-rank store traffic while nothing
+  is overdue;
 - a gather request made on this node is published under a number of its own (``n = <P>requests += 1``,
   ``<P>request/<n>``, then ``<P>request_ready/<n>`` = 1).  Requests numbered before the node's relay
   started are history;
@@ -33,7 +35,7 @@ start together).  The leader, every ``period``:
   numbered 1 brings the others' into its ``dump_dir``, where its watchdog joins them in its own clock
   (who arrives last, arrivals.py: the hosts' clock offsets come from the calls themselves); its join goes
   back out (``<P>stragglers``, where it changed) and the other nodes write it into theirs
-  (``stragglers-relayed.json``), so every node names a straggler of a group across nodes.
+  (``stragglers-relayed.json``), so every node names a straggler of a group across nodes (relay_arrivals.py).
 
 No clock is compared across nodes for the gather.  Only ``set``, ``get`` and ``add`` are used (``get`` only of keys known
 to exist): they exist on every store of every torch in the matrix and never block on a missing key.  It
@@ -54,6 +56,7 @@ from . import compat
 from . import documents as _documents
 from . import wire as _wire
 from . import dumpdir as _dumpdir
+from . import relay_arrivals as _relay_arrivals
 from . import relay_window as _relay_window
 from . import requests as _requests
 from . import verdict as _verdict
@@ -65,9 +68,9 @@ STACKS_TAIL = 256 * 1024  # bytes of a stacks file sent: its last dump is at the
 SUMMARY_BYTES = 16 * 1024  # at most this much of a rank's stacks goes to another node
 STACKS_WAIT_S = 1.0  # how long a state's asked-for stack dump is waited for before it is sent without
 REQUEST_LOOK_S = 0.1  # an idle leader looks (one stat) for its node's gather request 4 times a period, at most this often
-ARRIVALS_EVERY_S = 3.0  # how often a node's starts on groups that span nodes go out (and the collector's come
-# in); at least 20 ms a node (the collector reads one key per node: 50 a second at most)
-ARRIVALS_SENT = 400  # at most this many starts a stream and rank go out each time
+IDLE_READS_PER_S = 256  # the idle reads of the request counter all nodes make together, at most, a second
+# (the store's server spends about 1 % of a core per 200 operations a second: benchmarks/store_load.py)
+ARRIVALS_EVERY_S = _relay_arrivals.ARRIVALS_EVERY_S
 
 
 def multi_node(env=None):
@@ -85,6 +88,15 @@ def nodes(env=None):
         return max(1, -(-int(env["WORLD_SIZE"]) // int(env["LOCAL_WORLD_SIZE"])))
     except (KeyError, ValueError, ZeroDivisionError):
         return 1
+
+
+def idle_read_every(period, env=None):
+    """How often an idle node reads the store's request counter: every period, or, where the job has more
+    than IDLE_READS_PER_S x period nodes, every nodes / IDLE_READS_PER_S seconds, so that all the nodes'
+    idle reads together stay at IDLE_READS_PER_S a second (at 2,048 nodes every 8 s).  A node whose own
+    ranks are overdue publishes its request at once and reads every period while the gather is on; only a
+    node that detects nothing learns of another's gather up to this much later (docs/scale.md)."""
+    return max(period, nodes(env) / float(IDLE_READS_PER_S))
 
 
 def open_store(timeout_s=10.0):
@@ -120,7 +132,7 @@ def node_relays(dump_dir, ranks, job_id, period, window_s, store_factory=open_st
     return [StoreRelay(dump_dir, r, job_id, period, window_s, store_factory, clock) for r, _ in ranks]
 
 
-class StoreRelay(object):
+class StoreRelay(_relay_arrivals.ArrivalsShare):
     def __init__(self, dump_dir, rank, job_id, period, window_s, store_factory=open_store, clock=time.time,
                  arrivals_every=ARRIVALS_EVERY_S):
         self.dump_dir = dump_dir
@@ -145,13 +157,10 @@ class StoreRelay(object):
         self.window = _relay_window.RelayWindow(window_s)  # the gather window's requests, and its phase
         self._verdict_sent = None  # gather id whose verdict this node sent
         self._verdict_taken = None  # request number whose verdict this node took
-        self._next_read = 0.0  # during a gather, a node that does not merge reads the store once a period
+        self._next_read = 0.0  # when this relay next reads the request counter: idle_read_every, or a period
+        # while a gather is on (a node that does not merge reads the store once a period)
         self._ahead = None  # a lower rank of this node whose relay beat: this one does not act while it does
-        self._arrivals_at = 0.0  # when this node's arrivals last went out (and, at the collector, came in)
-        self._arrivals_index = None  # this node's number among those that share arrivals (1: the collector)
-        self._arrivals_nodes = {}  # number -> the key another node shares its arrivals under
-        self._stragglers_sent = None  # the collector: written_at of the join it last sent
-        self._stragglers_taken = 0  # the others: the store's count of joins sent, last taken
+        self._arrivals_init()
         self.leader = False
         self._stop = threading.Event()
         self._thread = None
@@ -235,13 +244,17 @@ class StoreRelay(object):
                 self._requests_seen = min(n, int(seen.get("n"))) if isinstance(seen, dict) and seen.get(
                     "job_id") == self.job_id and isinstance(seen.get("n"), int) else n
         self.leader = True
-        self._publish_local_request(now)
-        # idle: one store operation a period; during a gather the relay steps faster (files only) and a
-        # node that does not merge still reads the store once a period; the merging node fetches each step
-        read = not self.window.open or now >= self._next_read
+        if self._publish_local_request(now):
+            self._next_read = now  # the requests numbered before its own: which one merges, at once
+        # idle: one store operation every idle_read_every (a period up to IDLE_READS_PER_S nodes); during a
+        # gather the relay steps faster (files only) and a node that does not merge still reads the store
+        # once a period; the merging node fetches each step
+        every = idle_read_every(self.period)
+        read = now >= self._next_read or (not self.window.open and every <= self.period)
         if read:
             self._take_remote_requests(now)
-            self._next_read = now + self.period
+            # idle, the loop steps once a period: the read after ``every`` is the step half a period short of it
+            self._next_read = now + (self.period if self.window.open else every - self.period / 2.0)
         if self.window.open:
             if not self._collecting():  # the merging node's own states are in its dump_dir already
                 self._publish_states(now)
@@ -250,75 +263,18 @@ class StoreRelay(object):
                 self._send_verdict()
             elif read:
                 self._take_verdict()
-        if not self.window.open and now - self._arrivals_at >= max(self.arrivals_every, 0.02 * nodes()):
-            self._arrivals_at = now
+        share_every = max(self.arrivals_every, 0.02 * nodes())
+        if not self.window.open and now - self._arrivals_at >= share_every:
+            # after the first round, a phase of this node's own: the nodes' shares spread over the round, where
+            # the job's start would have them all in the same second every round (2,048 sets at once)
+            first = not self._arrivals_at
+            self._arrivals_at = now - (share_every * _relay_arrivals.phase(self.rank) if first else 0.0)
             self._share_arrivals(now)
+        elif not self.window.open:
+            self.collect_arrivals(now)
         if self.window.expire(now):  # the window ended (or none was on): the next gather starts from nothing
             self._bundled_for = None
             self._node_docs, self._seen_files = {}, {}
-
-    # -- who arrives last, across nodes ---------------------------------------------------------------------
-    def _share_arrivals(self, now):
-        """The starts of this node's ranks on groups that span nodes go out (one ``set``), and the node that
-        shares first (the collector) brings the other nodes' into its dump_dir (``arrivals-node-<key>.json``),
-        where its watchdog joins them in its own clock (arrivals.clock_offsets).  Every ARRIVALS_EVERY_S, off
-        the gather: a node's collector reads one key per node."""
-        docs = []
-        for path in self.dd.glob(_dumpdir.ARRIVALS_GLOB):
-            doc = _dumpdir.read_json(path)
-            if (isinstance(doc, dict) and doc.get("job_id") == self.job_id and isinstance(doc.get("rank"), int)
-                    and now - (doc.get("written_at") or 0) < self.arrivals_every + 10):
-                docs.append(doc)
-        here = {d["rank"] for d in docs}
-        out = []
-        for d in docs:
-            members = d.get("members") or {}
-            spanning = {st: pairs[-ARRIVALS_SENT:] for st, pairs in (d.get("streams") or {}).items()
-                        if members.get(st) and not set(members[st]) <= here}
-            if spanning:
-                out.append(dict(d, streams=spanning, members={st: members[st] for st in spanning}))
-        if out:
-            self.store.set(self._key("arrivals", self.rank), _wire.pack({"written_at": now, "docs": out}))
-            if self._arrivals_index is None:
-                self._arrivals_index = int(self.store.add(self._key("arrival_nodes"), 1))
-                self.store.set(self._key("arrival_node", self._arrivals_index), str(self.rank))
-        if self._arrivals_index is not None and self._arrivals_index != 1:
-            self._take_stragglers(now)
-        if self._arrivals_index != 1:
-            return
-        self._send_stragglers(docs)
-        n = int(self.store.add(self._key("arrival_nodes"), 0))
-        for i in range(2, n + 1):
-            key = self._arrivals_nodes.get(i)
-            if key is None:
-                key = self._arrivals_nodes[i] = _wire.text(self.store.get(self._key("arrival_node", i)))
-            got = _wire.unpack(self.store.get(self._key("arrivals", key)))
-            self.dd.write_json(_dumpdir.ARRIVALS_NODE % key,
-                               {"format": "c10d_observer.arrivals_node", "job_id": self.job_id, "written_at": now,
-                                 "from_rank": key, "docs": got.get("docs") or []})
-
-    def _send_stragglers(self, docs):
-        """The collector: its node's join (stragglers.json, written by its watchdog from every node's arrivals)
-        goes out where it changed (one ``set``), so that every node's report, watch and verdict name a
-        straggler of a group across nodes, not only this one's."""
-        doc = self.dd.read_json(_dumpdir.STRAGGLERS)
-        if not isinstance(doc, dict) or doc.get("written_at") == self._stragglers_sent:
-            return
-        host = next((d.get("host") for d in docs if d.get("host")), None)
-        self.store.set(self._key("stragglers"), _wire.pack(dict(doc, host=host, job_id=self.job_id)))
-        self.store.add(self._key("stragglers_ready"), 1)
-        self._stragglers_sent = doc.get("written_at")
-
-    def _take_stragglers(self, now):
-        """Another node: the collector's join, where a new one was sent, into this node's dump_dir
-        (``stragglers-relayed.json``; arrivals.read puts its groups beside this node's own join)."""
-        n = int(self.store.add(self._key("stragglers_ready"), 0))
-        if n <= self._stragglers_taken:
-            return
-        self._stragglers_taken = n
-        got = _wire.unpack(self.store.get(self._key("stragglers")))
-        if isinstance(got, dict) and got.get("job_id") == self.job_id:
-            self.dd.write_json(_dumpdir.STRAGGLERS_RELAYED, dict(got, relayed_at=now))
 
     def _host(self):
         for doc in self._node_docs.values():
@@ -332,18 +288,20 @@ class StoreRelay(object):
         return self.window.merging
 
     def _publish_local_request(self, now):
+        """This node's gather request, where its watchdog wrote a new one, out under a number: True."""
         key = _requests.GatherRequest.stamp(self.dd)
         if key is None or key == self._local_key:
-            return
+            return False
         self._local_key = key
         req = _requests.GatherRequest.read(self.dd)
         if not self._fresh(req, now) or req.id in self.window or req.relayed:
-            return
+            return False
         n = int(self.store.add(self._key("requests"), 1))  # numbered: no node's request overwrites another's
         self.store.set(self._key("request", n), json.dumps(req.to_json()))
         self.store.add(self._key("request_ready", n), 1)
         if self.window.published(n, req, now):
             self._relay_winner()  # another node's request came first (written here before this one): it stays
+        return True
 
     def _take_remote_requests(self, now):
         n = int(self.store.add(self._key("requests"), 0))

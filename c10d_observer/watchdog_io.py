@@ -385,6 +385,8 @@ class Arrivals(object):
         local = {d["rank"]: d.get("written_at") for d in docs if not d.get("relayed")}  # this node's ranks
         if local and _election.node_leader(local, wall_now, 3 * period) == rank:
             known = {}
-            for d in docs:
-                known.update((k, v) for k, v in (d.get("members") or {}).items() if v)
+            for d in docs:  # each group's members once (every document of its ranks holds them)
+                for k, v in (d.get("members") or {}).items():
+                    if v and k not in known:
+                        known[k] = _arrivals.ranks_of(v)
             self.files.write_stragglers(self.stragglers.update(docs, known, wall_now, host))

@@ -154,3 +154,17 @@ def test_another_hosts_starts_wait_until_its_clock_is_known_and_its_calls_come()
     assert doc["groups"][0]["calls"] == 0  # the other host's starts are not in yet
     doc = s.update(docs, {"0": [0, 1, 2, 3]}, 5006.0, host="a")
     assert doc["groups"][0]["calls"] >= 150 and doc["groups"][0]["straggler"]["rank"] == 2, doc["groups"][0]
+
+
+def test_a_large_group_goes_into_a_document_as_runs_and_reads_back_as_its_ranks():
+    """Each rank writes its groups' members every period and a node's leader and relay read every document:
+    the world of 16,384 ranks goes as runs (a few bytes, not 104 kB), a small group as its list, and both read
+    back as the ranks (documents written as lists by earlier releases too)."""
+    import json
+    world, dp, pair = list(range(16384)), list(range(3, 16384, 8)), [4, 12]
+    log = arrivals.ArrivalLog()
+    doc = log.document(3, 100, "job", 1000.0, {"0": world, "dp3": dp, "p": pair})
+    assert len(json.dumps(doc["members"])) < 200
+    assert doc["members"]["p"] == pair
+    assert [arrivals.ranks_of(doc["members"][s]) for s in ("0", "dp3", "p")] == [world, dp, pair]
+    assert arrivals.ranks_of([0, 1, 2, 3]) == [0, 1, 2, 3]

@@ -371,3 +371,107 @@ def test_a_straggler_joined_on_the_collecting_node_reaches_the_other_node(nodes)
     r0.clock.advance(r0.arrivals_every)
     r0.step()  # the join did not change: nothing sent again
     assert store.add(_relay.PREFIX + "stragglers_ready", 0) == sent
+
+
+class _Counting(object):
+    """The store, counting the reads of the request counter (an idle relay's one operation)."""
+
+    def __init__(self, store):
+        self.store, self.reads = store, 0
+
+    def add(self, key, n):
+        self.reads += key == _relay.PREFIX + "requests" and n == 0
+        return self.store.add(key, n)
+
+    def set(self, key, value):
+        return self.store.set(key, value)
+
+    def get(self, key):
+        return self.store.get(key)
+
+
+def test_a_large_job_s_idle_nodes_read_the_store_less_often_yet_learn_of_a_gather(tmp_path, monkeypatch):
+    """2,048 nodes at a period of 1 s: each idle node reads the request counter every 8 s, not every second
+    (all of them together: IDLE_READS_PER_S a second), and still learns of another node's gather at its next
+    read; a node with a request of its own reads at once, and defers to the request numbered first."""
+    from torch import distributed as dist
+    monkeypatch.setenv("WORLD_SIZE", "16384")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    assert _relay.idle_read_every(1.0) == 8.0 and _relay.idle_read_every(1.0, {}) == 1.0
+    store = _Counting(dist.HashStore())
+    dirs = [str(tmp_path / "node0"), str(tmp_path / "node1"), str(tmp_path / "node2")]
+    clock = Clock()
+    relays = []
+    for d, rank in zip(dirs, (0, 8, 16)):
+        os.makedirs(d)
+        relays.append(started(_relay.StoreRelay(d, rank, JOB, 1.0, 30.0, store_factory=lambda: store, clock=clock)))
+        relays[-1].started_at -= 2.0
+    r0, r1, r2 = relays
+    for r in relays:
+        r.step()
+    before = store.reads
+    for _ in range(24):  # 24 idle periods: 3 reads each, not 24
+        clock.advance(1.0)
+        r1.step()
+        r2.step()
+    assert store.reads - before == 6
+    due = r2._next_read
+    while r2._next_read == due:  # node2 reads the counter (nothing new); its next read is 8 s off
+        clock.advance(1.0)
+        r2.step()
+    request(dirs[0], "gA", 0, at=clock())
+    r0.step()  # node0 detects: its request goes out at once
+    clock.advance(0.5)
+    assert r2._next_read > clock()  # node2 is not due to read the counter
+    request(dirs[2], "gC", 16, at=clock())  # node2 detects after gA went out: it reads at once
+    r2.step()
+    relayed = _dumpdir.read_json(os.path.join(dirs[2], _dumpdir.GATHER))
+    assert relayed["id"] == "gA" and relayed["supersedes"] == "gC"  # one merge: node0's
+    learnt = None
+    for i in range(1, 10):  # node1 detects nothing: it learns of gA at its next read
+        clock.advance(1.0)
+        r1.step()
+        if _dumpdir.read_json(os.path.join(dirs[1], _dumpdir.GATHER)):
+            learnt = i
+            break
+    assert learnt is not None and learnt <= 8
+
+
+def test_the_collector_reads_other_nodes_arrivals_a_few_a_period_not_all_at_once(tmp_path, monkeypatch):
+    """At 2,048 nodes the collector would read 2,047 keys in one step: it reads ARRIVALS_READS_PER_S x period
+    of them a step over its round (here 2 a step, 5 other nodes: 3 steps), and starts the next round only when
+    the next share is due."""
+    from torch import distributed as dist
+    from c10d_observer import relay_arrivals
+    monkeypatch.setattr(relay_arrivals, "ARRIVALS_READS_PER_S", 2)
+    store = dist.HashStore()
+    clock = Clock()
+    now = clock()
+    relays, dirs = [], []
+    for node in range(6):
+        d = str(tmp_path / ("node%d" % node))
+        os.makedirs(d)
+        dirs.append(d)
+        r = 2 * node
+        _dumpdir.write_json(os.path.join(d, _dumpdir.ARRIVALS % (r, 100 + r)), {
+            "format": "c10d_observer.arrivals", "version": 2, "rank": r, "pid": 100 + r, "job_id": JOB,
+            "written_at": now, "members": {"0": {"runs": [[0, 12, 1]]}}, "host": "node%d" % node,
+            "streams": {"0": [[1, now]]}})
+        relays.append(started(_relay.StoreRelay(d, r, JOB, 1.0, 5.0, store_factory=lambda: store, clock=clock)))
+        relays[-1].started_at -= 2.0  # it beat two periods of 1 s: it may act
+    for r in relays:  # every node shares; node0 first: the collector, whose round finds only itself
+        r.step()
+    collector = relays[0]
+
+    def brought():
+        return len([n for n in os.listdir(dirs[0]) if n.startswith("arrivals-node-")])
+
+    assert collector._arrivals_index == 1 and brought() == 0
+    clock.advance(collector.arrivals_every)  # the next share: a round over the 5 others
+    collector.step()
+    got = [brought()]
+    for _ in range(4):
+        clock.advance(1.0)
+        collector.step()
+        got.append(brought())
+    assert got == [2, 4, 5, 5, 5]
