@@ -4,7 +4,7 @@ reads the store and dump_dir and asks it.
 
 One merge per job: of the requests seen within the window, the lowest-numbered (the store numbers them) wins.
 
-- IDLE: no request in the window; the relay's one store operation a period.
+- IDLE: no request in the window; the relay's one store operation a period (or fewer: relay.idle_read_every).
 - MERGING: this node's request is the window's first: its watchdog merges; the relay fetches the other nodes'
   states and sends the verdict out.
 - ANSWERING: another node's request is first: this node's states go out, labelled with that request's number,
