@@ -67,16 +67,12 @@ class ArrivalLog(object):
                             for s, d in self.starts.items()}}
 
 
-RUNS_OVER = 16  # a group of more ranks than this goes into an arrivals document as runs
-_RANKS = {}  # runs (as a tuple) -> the ranks they stand for: one list per group, however many documents
-
-
 def members_json(members):
-    """{stream: ranks} as an arrivals document carries it: a group over RUNS_OVER ranks as {"runs": [[first,
-    count, step], ...]} (channel.rank_runs).  Every rank writes its groups every PERIOD_S and a node's
-    leader and relay read them all, other nodes' too: the world of 16,384 ranks as a list is 104 kB a
-    document, as runs a few bytes."""
-    return {s: {"runs": _ch.rank_runs(list(r))} if r is not None and len(r) > RUNS_OVER else r
+    """{stream: ranks} as an arrivals document carries it: a group over channel.RUNS_OVER ranks as {"runs":
+    [[first, count, step], ...]} (channel.rank_runs), as the rank documents carry theirs.  Every rank writes
+    its groups every PERIOD_S and a node's leader and relay read them all, other nodes' too: the world of
+    16,384 ranks as a list is 104 kB a document, as runs a few bytes."""
+    return {s: {"runs": _ch.rank_runs(list(r))} if r is not None and len(r) > _ch.RUNS_OVER else r
             for s, r in members.items()}
 
 
@@ -84,14 +80,7 @@ def ranks_of(members):
     """A stream's members as an arrivals document holds them (a list, or runs: members_json) -> a list."""
     if not isinstance(members, dict):
         return members
-    runs = members.get("runs") or ()
-    key = tuple(tuple(r) for r in runs)
-    got = _RANKS.get(key)
-    if got is None:
-        if len(_RANKS) > 256:
-            _RANKS.clear()
-        got = _RANKS[key] = _ch.expand_runs(runs)
-    return got
+    return list(_ch.ranks_from_runs(members.get("runs") or []))
 
 
 def join(docs):

@@ -137,6 +137,21 @@ def expand_runs(runs):
     return [first + k * step for first, count, step in runs for k in range(count)]
 
 
+RUNS_OVER = 16  # a ranks list longer than this goes into a document as runs (documents, arrivals)
+_EXPANDED = {}  # runs (JSON) -> the ranks they stand for: one tuple per group, however many documents
+
+
+def ranks_from_runs(runs):
+    """The ranks ``runs`` stand for, as a tuple made once per group, however many documents hold them."""
+    k = json.dumps(runs)
+    got = _EXPANDED.get(k)
+    if got is None:
+        if len(_EXPANDED) > 1024:
+            _EXPANDED.clear()
+        got = _EXPANDED[k] = tuple(expand_runs(runs))
+    return got
+
+
 def _encode_desc(desc):
     """JSON of at most DESC_BYTES - 1 bytes: the ranks as runs (rank_runs), dropped if still too long,
     then every string shortened."""

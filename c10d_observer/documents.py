@@ -20,8 +20,7 @@ __all__ = ["Call", "Position", "Overdue", "RankDoc", "load"]
 FORMAT = "c10d_observer.report"
 VERSION = 2  # 2: calls carry their start time, documents of kind "end", node files label their answers
 READS = (1, 2)  # the versions this release reads (1: written before 2026-11-25)
-RUNS_OVER = 16  # a ranks list longer than this is written as runs [first, count, step] (channel.rank_runs)
-_EXPANDED = {}  # runs (JSON) -> the list they stand for: one list per group, however many documents
+RUNS_OVER = _ch.RUNS_OVER  # a ranks list longer than this is written as runs [first, count, step] (channel.rank_runs)
 
 
 class DocumentError(ValueError):
@@ -38,12 +37,7 @@ def _ranks_out(d, key, ranks):
 def _ranks_in(d, key):
     runs = d.get(key + "_runs")
     if runs is not None and d.get(key) is None:
-        k = json.dumps(runs)
-        if k not in _EXPANDED:
-            if len(_EXPANDED) > 1024:
-                _EXPANDED.clear()
-            _EXPANDED[k] = tuple(_ch.expand_runs(runs))
-        return _EXPANDED[k]
+        return _ch.ranks_from_runs(runs)
     value = d.get(key)
     return tuple(value) if isinstance(value, list) else None
 

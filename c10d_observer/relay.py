@@ -69,7 +69,7 @@ SUMMARY_BYTES = 16 * 1024  # at most this much of a rank's stacks goes to anothe
 STACKS_WAIT_S = 1.0  # how long a state's asked-for stack dump is waited for before it is sent without
 REQUEST_LOOK_S = 0.1  # an idle leader looks (one stat) for its node's gather request 4 times a period, at most this often
 IDLE_READS_PER_S = 256  # the idle reads of the request counter all nodes make together, at most, a second
-# (the store's server spends about 1 % of a core per 200 operations a second: benchmarks/store_load.py)
+# (the store's server spends about 1 % of a core per 300 operations a second: benchmarks/store_load.py)
 ARRIVALS_EVERY_S = _relay_arrivals.ARRIVALS_EVERY_S
 
 
