@@ -7,6 +7,7 @@ verdict engine; the tables by fault kind, shape and fault step, and every wrong 
 
     python benchmarks/fuzz.py --cases 10000 --seed 21 --two   # two faults at once, on two ranks
     python benchmarks/fuzz.py --source recorder --seed 7      # documents as torch's gloo recorder leaves them
+    python benchmarks/fuzz.py --source nccl --seed 7          # as torch's NCCL recorder, Python ahead of the GPU
     python benchmarks/fuzz.py --shape mesh3d --seed 51 --cases 5000   # pp x dp x tp meshes of 8-64 ranks
     python benchmarks/fuzz.py --kind swap --seed 13 --cases 20000      # two collectives swapped across groups
     python benchmarks/fuzz.py --real-only --real 40 --seed 5  # 40 programs by real gloo ranks (2-8 each)
@@ -16,7 +17,9 @@ Source models (``--source``): ``exact``, the patch wrappers and torch's pre/post
 issued is in its document, as the watchdog writes it; ``recorder``, torch's gloo recorder (the default source
 on 2.8+): collectives counted at the source's polls and named only by its reads of the buffer (each batch
 period, and once for a rank waiting in a call), so a rank stalled, dead or ended keeps its newest calls
-unnamed (tests/fuzz/simulate.py says what is modelled and what is not).  ``--real N``: the same programs run
+unnamed; ``nccl``, torch's NCCL recorders, named as the recorder model names them, where a rank's Python runs
+ahead of its GPU: a rank whose GPU waits in a call has issued the calls after it up to its next
+synchronisation, in flight in its document (tests/fuzz/simulate.py says what is modelled and what is not).  ``--real N``: the same programs run
 by real gloo ranks under C10D_OBSERVER=1 (tests/fuzz/real.py), judged the same way.  Exit status 1 where a
 culprit was wrong, a healthy program hung or gave a verdict, or a fault made no hang.
 """
@@ -35,6 +38,10 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, ROOT)
 
 import run as _run  # noqa: E402  (tests/fuzz/run.py)
+
+
+SOURCE_WORDS = {"exact": "exact (patch, hooks)", "recorder": "recorder (torch's gloo recorder)",
+                "nccl": "nccl (torch's NCCL recorder; Python ahead of the GPU to its next synchronisation)"}
 
 
 def _commit():
@@ -61,9 +68,10 @@ def main(argv=None):
                     help="every case's fault of this kind, simulated and real (swap: two collectives of two groups "
                          "issued the other way round; freeze, freeze_in: the rank's process stopped before a call, "
                          "inside a collective; drawn only where asked)")
-    ap.add_argument("--source", default="exact", choices=("exact", "recorder"),
-                    help="the source model of the documents: exact (patch, hooks) or recorder (torch's gloo "
-                         "recorder, the default source on 2.8+; tests/fuzz/simulate.py)")
+    ap.add_argument("--source", default="exact", choices=("exact", "recorder", "nccl"),
+                    help="the source model of the documents: exact (patch, hooks), recorder (torch's gloo "
+                         "recorder, the default source on 2.8+) or nccl (torch's NCCL recorder, each rank's "
+                         "Python ahead of its GPU; tests/fuzz/simulate.py)")
     ap.add_argument("--out", help="the results file (default benchmarks/results/fuzz_sim_seed<SEED>.json)")
     ap.add_argument("--real", type=int, default=0, metavar="N",
                     help="also run N of the programs (2-8 ranks, seeds from --seed's series) with real gloo ranks "
@@ -82,7 +90,7 @@ def main(argv=None):
                " --kind %s" % a.kind if a.kind else ""),
            "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "machine": "%s, %d cores, Python %s" % (platform.machine(), os.cpu_count() or 0, platform.python_version()),
-           "source_model": "exact (patch, hooks)" if a.source == "exact" else "recorder (torch's gloo recorder)", "cases": a.cases, "seconds": round(dt, 1),
+           "source_model": SOURCE_WORDS[a.source], "cases": a.cases, "seconds": round(dt, 1),
            "cases_per_s": round(a.cases / dt, 1) if dt else None,
            "by_kind": _counts(got["by_kind"]), "by_shape": _counts(got["by_shape"]), "by_step": _counts(got["by_step"]),
            "undecided_why": _counts(got["reasons"]),
@@ -90,7 +98,7 @@ def main(argv=None):
                       "expected": sorted(r.case.expected), "summary": r.summary} for r in got["wrong"]],
            "unhealthy": [r.case.seed for r in got["unhealthy"]], "nohang": [r.case.seed for r in got["nohang"]]}
     out = a.out or os.path.join(HERE, "results", "fuzz_sim_seed%d%s%s%s%s%s.json" % (
-        a.seed, "_skew" if a.skew else "", "_two" if a.two else "", "_recorder" if a.source == "recorder" else "",
+        a.seed, "_skew" if a.skew else "", "_two" if a.two else "", "_%s" % a.source if a.source != "exact" else "",
         "_" + a.shape if a.shape else "", "_" + a.kind if a.kind else ""))
     with open(out, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)

@@ -16,7 +16,9 @@ calls before the place repeat with one period (each call the one ``period`` seqs
 ``MIN_REPEATS`` periods), the period puts one call at the place; where some of its ranks issued that call and
 every other rank issued a call the period puts 1 to ``period - 1`` places later, those others left calls out.
 A call the period does not hold (a new size: a last batch, smaller) decides nothing: either side may be the
-one that changed.  Pure: no torch, no files, no clock.
+one that changed; nor does a period that a group of the same size, of other ranks, breaks with the same calls
+in its own record (the program's period is longer than the few calls shown).  Pure: no torch, no files, no
+clock.
 """
 MIN_SHARED = 4  # seqs two groups must both show, and agree on, before one speaks for the other
 MIN_GROUPS = 2  # groups that must agree at the place
@@ -174,6 +176,8 @@ def own_pattern(by_rank, stream, seq, calls):
     if got is None:
         return None
     expected, cycle, shown = got
+    if _period_refuted(_streams(by_rank), stream, cycle):
+        return None
     skipped = {}
     for r, call in calls.items():
         if call != expected:
@@ -184,6 +188,30 @@ def own_pattern(by_rank, stream, seq, calls):
     if not skipped or len(skipped) == len(calls):
         return None
     return expected, len(cycle), shown, skipped
+
+
+def _period_refuted(streams, stream, cycle):
+    """Whether a group of ``stream``'s size, of other ranks, whose calls in a run of its record are all calls of
+    ``cycle`` (over ``MIN_REPEATS`` periods and one more call, or longer), issued them in an order that period
+    does not hold: the program's period is another, which the stuck group's own few calls did not show (the
+    fuzzer's seed 17002512: pairs issuing a, b each step and b once more every other step; a pair whose record
+    held a, b, a, b alone read period 2, and named the rank that issued the second b rather than the one that
+    skipped it; the other pairs' records, past the place, held a, b, a, b, b)."""
+    me, kinds, p = streams[stream], set(cycle), len(cycle)
+    for other, h in streams.items():
+        if other == stream or len(h["ranks"]) != len(me["ranks"]) or set(h["ranks"]) & set(me["ranks"]):
+            continue
+        run = []
+        for s in sorted(h["calls"]) + [None]:
+            if s is not None and s not in h["clash"] and (not run or s == run[-1] + 1):
+                run.append(s)
+                continue
+            calls = [h["calls"][q] for q in run]
+            if (len(calls) > MIN_REPEATS * p and set(calls) <= kinds
+                    and any(calls[i] != calls[i - p] for i in range(p, len(calls)))):
+                return True
+            run = [s] if s is not None and s not in h["clash"] else []
+    return False
 
 
 def _natural(stream):

@@ -66,6 +66,14 @@ class Call(NamedTuple):
 GPU_STATES = ("scheduled", "started")
 
 
+def device_ordered(backend):
+    """Whether a group's calls run on the rank's GPU in the order the rank issued them, with its calls on other
+    such groups (NCCL: a synchronous call runs on the current stream; a wait() holds it), though its Python has
+    gone on: a CPU backend's calls (gloo's) run on threads of their own.  A backend of both ("cpu:gloo,
+    cuda:nccl") is not: the device of a call is not in the documents."""
+    return bool(backend) and "nccl" in backend and "gloo" not in backend
+
+
 class Position(NamedTuple):
     """Where a rank is on one stream (a group's collectives, or one direction of its p2p calls)."""
     stream: str
@@ -327,6 +335,41 @@ class RankDoc(NamedTuple):
                 t = _num(e.get("time_created_ns"))
                 return Call(seq, e["op"], e.get("size"), t / 1e9 if t else None)
         return c
+
+    def at_device(self):
+        """(this document as its rank's device stands, {stream: the seqs left out}): where its calls run on its
+        GPU in the order it issued them (``device_ordered``), a call issued after the oldest call it has in
+        flight there has not been entered by the device, whatever its Python did (NCCL: a synchronous call
+        returns at once, and the Python thread goes on to its next synchronisation).  Those calls are taken
+        out of the positions (``last_started`` back to the call before them, ``in_flight`` the oldest one
+        left) and of ``overdue``: the document reads as a CPU backend's rank blocked in that oldest call
+        would write it.  A stream whose calls after it are not all in its recent calls is left as it is;
+        the document itself where nothing is left out."""
+        firsts = [g.in_flight.started_at for g in self.groups if device_ordered(g.backend)
+                  and g.in_flight is not None and g.in_flight.started_at is not None]
+        if not firsts:
+            return self, {}
+        t0 = min(firsts)
+        groups, out = [], {}
+        for g in self.groups:
+            calls = {c.seq: c for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ())}
+            later = sorted(q for q, c in calls.items() if c.started_at is not None and c.started_at > t0)
+            if (not device_ordered(g.backend) or not later or later[-1] != g.last_started
+                    or later != list(range(later[0], later[-1] + 1))):
+                groups.append(g)
+                continue
+            last = later[0] - 1
+            if last < g.last_completed:
+                groups.append(g)  # a call it completed was issued after one still in flight: not one queue
+                continue
+            out[g.stream] = set(later)
+            flying = calls.get(g.last_completed + 1) if last > g.last_completed else None
+            groups.append(g._replace(last_started=last, in_flight=flying,
+                                     recent=tuple(c for c in g.recent if c.seq <= last)))
+        if not out:
+            return self, {}
+        overdue = tuple(e for e in self.overdue if e.seq not in out.get(e.stream, ()))
+        return self._replace(groups=tuple(groups), overdue=overdue), out
 
     def history(self):
         """Every call this rank knows of across its streams, as (started_at, stream, Call), in the order it

@@ -89,8 +89,14 @@ def _like_order(s_call, t_call, members, like, last_started, x_side=False):
     having issued its own call at S's seq counts for neither (in the first steps, the p2p streams like S's by
     their sizes may be another slot's, issued before T each step: the fuzzer's mesh3d seed 5000640)."""
     s_first, t_first = set(), set()
+    # on p2p streams, only the ranks that play the part the ranks of both calls play on S (a chain's links are
+    # alike, but its ranks receive then send: the sender of a link like S is not a receiver of S; the fuzzer's
+    # seed 17018885)
+    parts = {_part(s_call[0], r) for r in set(members.get(s_call[0]) or ()) & set(members.get(t_call[0]) or ())}
     for other in (like or {}).get(s_call[0]) or ():
         for r in set(members.get(other) or ()) - set(members.get(s_call[0]) or ()):
+            if _part(other, r) not in parts:
+                continue
             issued = ((last_started or {}).get(r) or {}).get(other, 0) >= s_call[1]
             if r in t_call[2]:
                 if not issued:
@@ -100,6 +106,16 @@ def _like_order(s_call, t_call, members, like, last_started, x_side=False):
             elif r in t_call[3] and issued:
                 s_first.add(r)
     return s_first, t_first
+
+
+def _part(stream, rank):
+    """"src" or "dst": the part ``rank`` plays on p2p ``stream`` ("<group>:p2p:<src>-><dst>"); None on a collective
+    stream."""
+    head, sep, pair = str(stream).rpartition(":p2p:")
+    if not sep:
+        return None
+    src, _, dst = pair.partition("->")
+    return "src" if src == str(rank) else "dst" if dst == str(rank) else None
 
 
 def _ranks(ranks):

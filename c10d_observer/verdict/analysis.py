@@ -187,12 +187,18 @@ def analyze(by_rank, world_size=None, now=None, stragglers=None):
     stragglers document (arrivals.py), named in the verdict."""
     by_rank = _as_docs(by_rank)
     frames = {r: main_thread_frames(doc) for r, doc in by_rank.items()}
+    # each rank as its device stands: an NCCL rank's calls issued behind the one its GPU waits in left out
+    queued = {}
+    for r, doc in list(by_rank.items()):
+        by_rank[r], left_out = doc.at_device()
+        if left_out:
+            queued[r] = left_out
     if world_size is None:
         world_size = max([d.world_size or 0 for d in by_rank.values()] or [0])
     now = now if now is not None else max([d.written_at or 0 for d in by_rank.values()] or [0])
     cands = _candidates(by_rank)
     hangs = _stuck_calls(by_rank, cands, now)
-    culprits, undecided = _place_missing(hangs, by_rank, frames, now)
+    culprits, undecided = _place_missing(hangs, by_rank, frames, now, queued)
     cycles = [i for i, h in enumerate(hangs) if h.caused_by and in_cycle(hangs, i)]
     for i in cycles:
         hangs[i].cycle = True
@@ -275,9 +281,11 @@ def _stuck_calls(by_rank, cands, now):
     return hangs
 
 
-def _place_missing(hangs, by_rank, frames, now):
+def _place_missing(hangs, by_rank, frames, now, queued=None):
     """Where each missing rank of each stuck call is, what each call waits on (``caused_by``), the ranks
-    that rule names, the mismatches, and what cannot be decided: (culprits, undecided)."""
+    that rule names, the mismatches, and what cannot be decided: (culprits, undecided).  ``queued``: {rank:
+    {stream: seqs}}, the calls a rank issued behind the one its device waits in (RankDoc.at_device)."""
+    queued = queued or {}
     waiting_in = {}  # rank -> index of the stuck call it waits in
     for i, h in enumerate(hangs):
         for r in h.waiting_ranks:
@@ -289,8 +297,10 @@ def _place_missing(hangs, by_rank, frames, now):
             j = waiting_in.get(r)
             if j is not None and j != i:
                 caused_by.append(j)
-                h.missing[str(r)] = Draft(Whereabouts, state=Where.STUCK, text="it waits in %s" % describe(hangs[j]),
-                                          in_hang=j)
+                behind = h.seq in queued.get(r, {}).get(h.stream, ())
+                h.missing[str(r)] = Draft(Whereabouts, state=Where.STUCK, text="%s %s" % (
+                    "it issued this call, queued on its GPU behind" if behind else "it waits in",
+                    describe(hangs[j])), in_hang=j)
             else:
                 h.missing[str(r)] = _where(by_rank.get(r), frames.get(r), now)
                 if by_rank.get(r) is not None:
@@ -380,6 +390,7 @@ def _evaluate(by_rank, stream, seq, e, now):
 
 
 _P2P_OPS = ("send", "recv", "isend", "irecv", "recv_anysource")
+
 
 
 def _desync(h, calls, by_rank, lists):

@@ -37,7 +37,35 @@ def _many_like(by_rank, like, cyc):
             shared = _analogs.MIN_SHARED_EARLY if p2p or seq > _analogs.MIN_SHARED_EARLY else seq - 1
             found = of(by_rank, s, min_shared=shared)
             found = found if len(found) >= _analogs.MIN_GROUPS_EARLY else []
+        if p2p:
+            found = [o for o in found if _same_places(by_rank, s, o, [c[0] for c in cyc if ":p2p:" not in str(c[0])])]
         out[s] = found
+    return out
+
+
+def _same_places(by_rank, stream, other, against):
+    """Whether p2p stream ``other`` is issued where ``stream`` is among the calls of each collective stream of
+    ``against``, at every seq both senders' histories show: two links of one slot, not of two slots that move
+    tensors of one size (the fuzzer's seed 13008571: an exchange after the world's all_reduce each step was
+    "like" a chain's link before it, and its ranks, waiting in the all_reduce without their next exchange,
+    spoke for the chain's order)."""
+    for a in against:
+        mine, theirs = _places_on(by_rank, stream, a), _places_on(by_rank, other, a)
+        if any(theirs[q] != n for q, n in mine.items() if q in theirs):
+            return False
+    return True
+
+
+def _places_on(by_rank, stream, against):
+    """{seq: the last call of ``against`` that the sender of p2p ``stream`` issued before its call #seq there}."""
+    src = int(str(stream).rpartition(":p2p:")[2].partition("->")[0])
+    doc = by_rank.get(src)
+    out, last = {}, None
+    for _, s, c in (doc.history() if doc is not None else ()):
+        if s == against:
+            last = c.seq
+        elif s == stream and last is not None:
+            out[c.seq] = last
     return out
 
 

@@ -235,8 +235,9 @@ def main(argv=None):
                                                          "nodes): the verdict never compares two ranks' clocks")
     ap.add_argument("--two", action="store_true", help="two faults at once, on two ranks (programs.make_case2)")
     ap.add_argument("--source", default="exact", choices=simulate.SOURCES,
-                    help="what the documents say of the calls: exact (patch, hooks) or recorder (torch's gloo "
-                         "recorder, the default source on 2.8+: simulate.py)")
+                    help="what the documents say of the calls: exact (patch, hooks), recorder (torch's gloo "
+                         "recorder, the default source on 2.8+) or nccl (torch's NCCL recorder, each rank's "
+                         "Python ahead of its GPU: simulate.py)")
     ap.add_argument("--shape", choices=programs.SHAPES + programs.EXTRA_SHAPES,
                     help="every program of this shape (mesh3d: pp x dp x tp, 8-64 ranks, drawn only where asked)")
     ap.add_argument("--kind", choices=programs.FAULT_KINDS + programs.EXTRA_KINDS,

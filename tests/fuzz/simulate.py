@@ -21,8 +21,9 @@ Ranks run until none can progress: that is the hang (or, every rank done, no han
 ``documents(sim)`` renders each rank as its watchdog writes it at the gather (documents.RankDoc's JSON): a
 state (kind "state") per rank alive, the end (kind "end", ``alive`` false) of a dead rank, the end of a rank
 that finished (``alive`` true), with per stream last_started / last_completed, the call in flight and the
-last 32 calls (``recent_ops``), and ``overdue`` entries (level hard) for calls in flight past the timeout.
-Pure Python, no torch.  Python 3.8.
+last 32 calls (``recent_ops``), and ``overdue`` entries (level hard) for calls in flight past the timeout, as
+one of three source models (``SOURCES``: the exact sources, torch's gloo recorder, torch's NCCL recorder with
+each rank's Python ahead of its GPU).  Pure Python, no torch.  Python 3.8.
 """
 import bisect
 import math
@@ -96,6 +97,7 @@ class Sim(object):
         started_of, completed_of, hist_of, streams_of = self.started, self.completed, self.hist, self.streams
         entered, through, held, frozen_at = self.entered, self.through, self.held, self.frozen_at
         preps = [_prepared(self.program, self.calls[r], r) for r in range(world)]
+        self.preps = preps
         calls_of = [p[0] for p in preps]
         stops = self.stop
         stop_at = [stops[r][0] if r in stops else -1 for r in range(world)]
@@ -331,7 +333,21 @@ def seen_at(sim, mode="late"):
 #   dead keeps its calls since the last periodic read unnamed; a frozen rank too, and its p2p calls completed since
 #   its completion poller's last tick read in flight (``_p2p_done_seen``).  Not modelled: the buffer's bound (2,000 entries; no program here
 #   issues as many), gloo's completion counter going back (the source keeps its own).
-SOURCES = ("exact", "recorder")
+# - "nccl": torch's NCCL recorders (ProcessGroupNCCL's, 2.5+, and NCCL2's, 2.14+: what most users run), named as
+#   "recorder" names them (the NCCL reader names a call in flight by the recorder's active entries), where a
+#   collective runs on the GPU and the rank's Python goes on: a synchronous call returns no Work on 2.8+, a
+#   send or recv's wait() holds the stream, not the thread.  The run above is the GPUs' (a rank's calls run
+#   in its order, matched by order per group, as gloo's); a rank whose GPU waits in a call has issued the calls
+#   after it up to its next synchronisation (``ahead``): the end of its step (``loss.item()``), a barrier
+#   (2.8+: enqueued, then a stream synchronize on the CPU) or the end of its program.  Those calls are in
+#   pg_status's last_enqueued and in flight in its document from their enqueue (the observer dates an NCCL
+#   call by its entry's time_created: the enqueue), overdue like the call the GPU waits in, and the main
+#   thread's stack is at the synchronisation.  Not modelled: NCCL's own matching (a size mismatch that lets
+#   the smaller ranks finish; the ring of a broadcast: gloo's tree stands for it), a process stopped with its
+#   kernels running (freeze kinds read as gloo's), a second fault's rank reached by its Python ahead of its
+#   GPU (its run-ahead stops there), the 0-100 ms lag of last_completed (seconds after the hang it is
+#   gone), coalesced blocks and p2p entries that stay "scheduled" (sources/nccl_reader.py checks them).
+SOURCES = ("exact", "recorder", "nccl")
 READ_PERIODS = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0)  # recorder_books.LADDER
 COMPLETION_POLL_S = POLL_S / 2.0  # the rank's completion poller while works are pending (tracker.py)
 SOURCE_POLL_S = 0.05  # the recorder source's poll: a call started from the counters is dated at the next one
@@ -379,6 +395,31 @@ def _p2p_done_seen(sim, r, stream, completed):
     return seen
 
 
+def ahead(sim, r):
+    """NCCL model: ([(stream, seq, op, size text, enqueued at)] of the calls rank ``r``'s Python issued after
+    the call its GPU waits in, where its main thread waits: "barrier" (the last of them, or the call the GPU
+    waits in, is a barrier: enqueued, then a stream synchronize), "step" (the end of its step: a
+    ``loss.item()``), "end" (its program issued every call: it waits for its GPU before it ends), or None (its
+    GPU waits in no call)."""
+    if sim.state[r] != "blocked":
+        return [], None
+    calls, prep = sim.calls[r], sim.preps[r][0]
+    i = sim.ptr[r] - 1
+    if calls[i].op == "barrier":
+        return [], "barrier"
+    step, stop = calls[i].step, sim.stop[r][0] if r in sim.stop else -1
+    out, t = [], sim.hist[r][sim.blocked[r][0]][-1][3]  # the start of the call its GPU waits in
+    for j in range(i + 1, len(calls)):
+        if j == stop or calls[j].step != step:
+            return out, "step"
+        key, op, text = prep[j][0], prep[j][1], prep[j][2]
+        t = max(prep[j][5], t + EPS)
+        out.append((key[0], key[1], op, text, t))
+        if op == "barrier":
+            return out, "barrier"
+    return out, "end"
+
+
 def _polled(t):
     return math.ceil(round(t / SOURCE_POLL_S, 9)) * SOURCE_POLL_S
 
@@ -388,6 +429,7 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
     its clock is ahead} (ranks on other nodes: the verdict never compares two ranks' clocks).  ``source``: one
     of SOURCES; ``period``: the recorder's batch period (s)."""
     p = sim.program
+    backend = "nccl" if source == "nccl" else "gloo"
     now = seen_at(sim, mode)
     hung = sim.hung
     out = {}
@@ -403,21 +445,31 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
         elif st == "done" and hung:
             kind, why = "end", "the observer was disabled"
             written = sim.clock[r] + 0.05
-        named = _named_until(sim, r, written, period) if source == "recorder" else None
+        named = _named_until(sim, r, written, period) if source != "exact" else None
+        streams, started_of, hist_of, waits = sim.streams[r], sim.started[r], sim.hist[r], None
+        if source == "nccl":
+            more, waits = ahead(sim, r)
+            if more:
+                streams, started_of, hist_of = dict(streams), dict(started_of), dict(hist_of)
+                firsts = {stream: info for _, stream, info in sim.preps[r][2]}
+                for stream, seq, op, text, t in more:
+                    streams.setdefault(stream, firsts.get(stream))
+                    started_of[stream] = seq
+                    hist_of[stream] = hist_of.get(stream, []) + [(seq, op, text, t)]
         groups, overdue = [], []
-        for stream in sorted(sim.streams[r], key=_stream_key):
-            gid, skind, peer, src, dst = sim.streams[r][stream]
+        for stream in sorted(streams, key=_stream_key):
+            gid, skind, peer, src, dst = streams[stream]
             g = p.groups[gid]
-            started = sim.started[r].get(stream, 0)
+            started = started_of.get(stream, 0)
             completed = sim.completed[r].get(stream, 0)
             if source == "recorder" and st == "frozen" and skind == "p2p":
                 completed = _p2p_done_seen(sim, r, stream, completed)
-            hist = sim.hist[r].get(stream, [])[-HISTORY:]
+            hist = hist_of.get(stream, [])[-HISTORY:]
             if named is not None and skind == "collective":
                 hist = [h if h[3] <= named else (h[0], "unknown", None, _polled(h[3])) for h in hist]
             if off:  # (t + 0.0 is t: no copy without a skew)
                 hist = [(q, op, size, t + off) for q, op, size, t in hist]
-            d = {"stream": stream, "group": gid, "kind": skind, "ranks": list(g.ranks), "backend": "gloo",
+            d = {"stream": stream, "group": gid, "kind": skind, "ranks": list(g.ranks), "backend": backend,
                  "peer": peer, "src": src, "dst": dst, "torch_timeout_s": 1800.0, "last_started": started,
                  "last_completed": completed, "ring_overflow": 0,
                  "recent_ops": list(map(list, hist)), "in_flight_seq": None}
@@ -429,7 +481,7 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
                 detected = t + TIMEOUT_S + POLL_S
                 if alive and detected <= written + off:
                     overdue.append({"stream": stream, "group": gid, "seq": seq, "op": op, "api": "", "size": size,
-                                    "group_ranks": list(g.ranks), "kind": skind, "peer": peer, "backend": "gloo",
+                                    "group_ranks": list(g.ranks), "kind": skind, "peer": peer, "backend": backend,
                                     "started_at": t, "detected_at": detected, "age_s": round(detected - t, 3),
                                     "in_flight": True, "ended": None, "completed_at": None,
                                     "resolved_after_s": None, "level": "hard", "deadline_s": TIMEOUT_S,
@@ -443,14 +495,21 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
                "groups": groups, "overdue": overdue, "gather_id": "fuzz-gather"}
         if stacks and alive and kind == "state" and st != "frozen":  # a frozen rank writes no stacks
             doc["main_thread"] = MAIN_THREAD
-            doc["stacks_text"] = _stacks(_frames(sim, r), MAIN_THREAD)
+            doc["stacks_text"] = _stacks(_frames(sim, r, waits), MAIN_THREAD)
         out[r] = doc
     return out
 
 
-def _frames(sim, r):
-    """The main thread's frames, innermost first: in the call it waits in, or in the user's code."""
+def _frames(sim, r, waits=None):
+    """The main thread's frames, innermost first: in the call it waits in, or in the user's code (``waits``:
+    where an NCCL rank's Python waits for its GPU, ``ahead``)."""
     st = sim.state[r]
+    if waits == "barrier":
+        return [(TORCH_C10D, 2500, "barrier"), ("/job/train.py", 40, "step"), ("/job/train.py", 90, "<module>")]
+    if waits == "step":
+        return [("/job/train.py", 44, "step"), ("/job/train.py", 90, "<module>")]
+    if waits == "end":
+        return [("/job/train.py", 95, "<module>")]
     if st == "blocked":
         stream, seq = sim.blocked[r]
         op = sim.hist[r][stream][-1][1]

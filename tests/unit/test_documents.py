@@ -124,3 +124,39 @@ def test_a_declared_phase_and_frozen_spans_read_as_values_and_write_back_as_they
     out = doc.to_json()
     assert out["phase"] == d["phase"] and out["frozen_spans"] == d["frozen_spans"]
     assert documents.RankDoc.from_json(dict(d, phase={})).phase is None
+
+
+def _nccl_rank(backend="nccl", later_at=10.02):
+    """Rank 7 of the fuzzer's seed 7000038 (NCCL model), cut down: its GPU waits in broadcast #8 on group 2
+    (issued at 10.0); its Python went on and issued the world's all_reduce #8 (at ``later_at``)."""
+    bcast = Call(8, "broadcast", "1024 x bfloat16, root 1", 10.0)
+    ar = Call(8, "all_reduce", "4 x float32", later_at)
+    return RankDoc("state", 7, groups=(
+        _position(stream="0", group="0", ranks=tuple(range(11)), backend=backend, last_started=8, last_completed=7,
+                  in_flight=ar, recent=(Call(7, "all_reduce", "4 x float32", 9.9), ar)),
+        _position(stream="2", group="2", ranks=(5, 6, 7, 8, 9, 10), backend=backend, last_started=8,
+                  last_completed=7, in_flight=bcast, recent=(Call(7, "broadcast", "1024 x bfloat16, root 1", 9.8),
+                                                             bcast))),
+        overdue=(_overdue(stream="0", seq=8, started_at=later_at), _overdue(stream="2", group="2", seq=8,
+                                                                             started_at=10.0)))
+
+
+def test_an_nccl_rank_reads_where_its_gpu_stands_without_the_calls_its_python_issued_behind():
+    """RankDoc.at_device: NCCL runs a rank's calls on its GPU in the order it issued them, while its Python
+    goes on; the call issued after the one its GPU waits in is taken out, as a gloo rank blocked there would
+    have written it (in flight, last started, recent calls, overdue)."""
+    doc, left_out = _nccl_rank().at_device()
+    assert left_out == {"0": {8}}
+    world = doc.position("0")
+    assert (world.last_started, world.last_completed, world.in_flight) == (7, 7, None)
+    assert [c.seq for c in world.recent] == [7]
+    assert doc.position("2") == _nccl_rank().position("2")
+    assert [(e.stream, e.seq) for e in doc.overdue] == [("2", 8)]
+
+
+@pytest.mark.parametrize("backend,later_at", [("gloo", 10.02), ("cpu:gloo,cuda:nccl", 10.02), ("nccl", 10.0)])
+def test_a_cpu_backend_a_mixed_one_or_calls_of_one_instant_are_read_as_they_are(backend, later_at):
+    """gloo runs a group's works on threads of its own; a backend of both does not say the call's device; two
+    calls dated alike have no order: the document is read as it is."""
+    doc = _nccl_rank(backend, later_at)
+    assert doc.at_device() == (doc, {})
