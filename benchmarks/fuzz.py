@@ -9,6 +9,7 @@ verdict engine; the tables by fault kind, shape and fault step, and every wrong 
     python benchmarks/fuzz.py --source recorder --seed 7      # documents as torch's gloo recorder leaves them
     python benchmarks/fuzz.py --source nccl --seed 7          # as torch's NCCL recorder, Python ahead of the GPU
     python benchmarks/fuzz.py --shape mesh3d --seed 51 --cases 5000   # pp x dp x tp meshes of 8-64 ranks
+    python benchmarks/fuzz.py --shape ring --seed 61 --cases 10000    # batch_isend_irecv rings, one op left out
     python benchmarks/fuzz.py --kind swap --seed 13 --cases 20000      # two collectives swapped across groups
     python benchmarks/fuzz.py --real-only --real 40 --seed 5  # 40 programs by real gloo ranks (2-8 each)
     python benchmarks/fuzz.py --real-only --real 20 --kind freeze_in --seed 17   # a rank stopped (SIGSTOP) in a call
@@ -62,8 +63,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--skew", action="store_true", help="each rank's clock off by up to 2 h")
     ap.add_argument("--two", action="store_true", help="two faults at once, on two ranks")
-    ap.add_argument("--shape", choices=("mesh3d",),
-                    help="every program of this shape (mesh3d: pp x dp x tp, 8-64 ranks; drawn only where asked)")
+    ap.add_argument("--shape", choices=("mesh3d", "ring"),
+                    help="every program of this shape, simulated and real (mesh3d: pp x dp x tp, 8-64 ranks; ring: "
+                         "batch_isend_irecv rings beside world collectives; drawn only where asked)")
     ap.add_argument("--kind", choices=("swap", "freeze", "freeze_in"),
                     help="every case's fault of this kind, simulated and real (swap: two collectives of two groups "
                          "issued the other way round; freeze, freeze_in: the rank's process stopped before a call, "
@@ -118,12 +120,12 @@ def _real(a):
     seeds, i = [], 0
     while len(seeds) < a.real:
         seed = _run.case_seed(a.seed, i)
-        if _real_mode.eligible(seed, kind=a.kind):
+        if _real_mode.eligible(seed, kind=a.kind, shape=a.shape):
             seeds.append(seed)
         i += 1
     rows, t0 = [], time.time()
     for seed in seeds:
-        row = _real_mode.run_real(seed, wait_s=a.real_wait, kind=a.kind)
+        row = _real_mode.run_real(seed, wait_s=a.real_wait, kind=a.kind, shape=a.shape)
         rows.append(row)
         print("real %d/%d seed %d: %s %s rank(s) %s at step %d, world %d: %s%s" % (
             len(rows), len(seeds), seed, row["shape"], row["kind"], row["expected"], row["step"], row["world"],
@@ -135,11 +137,11 @@ def _real(a):
     print("\nreal programs: %d, torch %s, %.0f s: %s; the fault to the culprit (exact): p90 %s s" % (
         len(rows), torch.__version__, time.time() - t0, ", ".join("%s %d" % kv for kv in sorted(by.items())),
         "%.1f" % p90 if p90 is not None else "-"))
-    out = os.path.join(HERE, "results", "fuzz_real_seed%d%s_torch%s.json" % (
-        a.seed, "_" + a.kind if a.kind else "", torch.__version__.split("+")[0]))
+    out = os.path.join(HERE, "results", "fuzz_real_seed%d%s%s_torch%s.json" % (
+        a.seed, "_" + a.shape if a.shape else "", "_" + a.kind if a.kind else "", torch.__version__.split("+")[0]))
     with open(out, "w") as f:
-        json.dump({"command": "python benchmarks/fuzz.py --real-only --real %d --seed %d%s" % (
-                       a.real, a.seed, " --kind %s" % a.kind if a.kind else ""),
+        json.dump({"command": "python benchmarks/fuzz.py --real-only --real %d --seed %d%s%s" % (
+                       a.real, a.seed, " --shape %s" % a.shape if a.shape else "", " --kind %s" % a.kind if a.kind else ""),
                    "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    "torch": torch.__version__, "machine": "%s, %d cores" % (platform.machine(), os.cpu_count() or 0),
                    "outcomes": dict(by), "p90_named_s": p90, "rows": rows}, f, indent=1, sort_keys=True)

@@ -343,17 +343,22 @@ class RankDoc(NamedTuple):
         returns at once, and the Python thread goes on to its next synchronisation).  Those calls are taken
         out of the positions (``last_started`` back to the call before them, ``in_flight`` the oldest one
         left) and of ``overdue``: the document reads as a CPU backend's rank blocked in that oldest call
-        would write it.  A stream whose calls after it are not all in its recent calls is left as it is;
-        the document itself where nothing is left out."""
-        firsts = [g.in_flight.started_at for g in self.groups if device_ordered(g.backend)
+        would write it.  A stream whose calls after it are not all in its recent calls is left as it is.  A p2p
+        call holds the calls issued after it (a wait(), a batch's included, holds the current stream), but is
+        held only by a collective: the ops of a ``batch_isend_irecv`` run together (one NCCL group call), and
+        an isend nobody waited on holds nothing.  The document itself where nothing is left out."""
+        firsts = [(g.in_flight.started_at, g.kind) for g in self.groups if device_ordered(g.backend)
                   and g.in_flight is not None and g.in_flight.started_at is not None]
         if not firsts:
             return self, {}
-        t0 = min(firsts)
+        t0 = min(t for t, _ in firsts)
+        t0_p2p = min([t for t, kind in firsts if kind == "collective"] or [None]) if len(firsts) > 1 else None
         groups, out = [], {}
         for g in self.groups:
+            held = t0 if g.kind == "collective" else t0_p2p
             calls = {c.seq: c for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ())}
-            later = sorted(q for q, c in calls.items() if c.started_at is not None and c.started_at > t0)
+            later = sorted(q for q, c in calls.items() if held is not None and c.started_at is not None
+                           and c.started_at > held)
             if (not device_ordered(g.backend) or not later or later[-1] != g.last_started
                     or later != list(range(later[0], later[-1] + 1))):
                 groups.append(g)

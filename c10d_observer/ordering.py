@@ -93,6 +93,8 @@ def _like_order(s_call, t_call, members, like, last_started, x_side=False):
     # alike, but its ranks receive then send: the sender of a link like S is not a receiver of S; the fuzzer's
     # seed 17018885)
     parts = {_part(s_call[0], r) for r in set(members.get(s_call[0]) or ()) & set(members.get(t_call[0]) or ())}
+    # p2p streams like S come issued where S is among the collectives (cycles._same_places): one slot's links
+    p2p = ":p2p:" in str(s_call[0])
     for other in (like or {}).get(s_call[0]) or ():
         for r in set(members.get(other) or ()) - set(members.get(s_call[0]) or ()):
             if _part(other, r) not in parts:
@@ -101,7 +103,7 @@ def _like_order(s_call, t_call, members, like, last_started, x_side=False):
             if r in t_call[2]:
                 if not issued:
                     t_first.add(r)
-                elif not x_side:
+                elif not x_side or p2p:
                     s_first.add(r)
             elif r in t_call[3] and issued:
                 s_first.add(r)

@@ -57,11 +57,14 @@ def _same_places(by_rank, stream, other, against):
 
 
 def _places_on(by_rank, stream, against):
-    """{seq: the last call of ``against`` that the sender of p2p ``stream`` issued before its call #seq there}."""
+    """{seq: the last call of ``against`` that the sender of p2p ``stream`` issued before its call #seq there (0:
+    none, where its history shows the first), where its history shows it}."""
     src = int(str(stream).rpartition(":p2p:")[2].partition("->")[0])
     doc = by_rank.get(src)
-    out, last = {}, None
-    for _, s, c in (doc.history() if doc is not None else ()):
+    calls = doc.history() if doc is not None else ()
+    # before its first call of ``against``: place 0 where the history holds that stream's #1 (none before it)
+    out, last = {}, 0 if any(s == against and c.seq == 1 for _, s, c in calls) else None
+    for _, s, c in calls:
         if s == against:
             last = c.seq
         elif s == stream and last is not None:

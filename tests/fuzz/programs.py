@@ -3,7 +3,8 @@
 
 A program is a world size, the groups the job makes (the world, ``new_group`` subgroups: pairs, halves, a
 subset of the ranks; a 2D mesh: tp x dp; where asked, a 3D mesh of up to 64 ranks: pp x dp x tp, whose
-pipeline stages send and receive along each pp group), and a per-step template of *slots*: a collective on a family of
+pipeline stages send and receive along each pp group; where asked, a p2p job whose traffic is
+``batch_isend_irecv`` rings), and a per-step template of *slots*: a collective on a family of
 groups (every rank calls it on its own group of the family: "each step a tp all_reduce"), or point-to-point
 traffic (a pipeline-style chain of send/recv, or pairs that exchange tensors).  Every rank's list of calls is
 made from that one template (an optional prologue, the loop of 0-60 steps, an optional epilogue), so the
@@ -54,7 +55,12 @@ SHAPES = ("world", "pairs", "halves", "subset", "mesh", "p2p")
 # would change every seed's program, and the seeds the tests keep.  "mesh3d": pp x dp x tp (each 2-4, 8-64
 # ranks), a tensor-parallel and a data-parallel collective each step and the pipeline's sends and recvs
 # along each pp group (forward, sometimes backward too), as torch.distributed.pipelining over a DeviceMesh.
-EXTRA_SHAPES = ("mesh3d",)
+# "ring": a p2p job whose traffic is batch_isend_irecv rings (each rank of a ring of 2-8 posts an isend to the
+# next and an irecv from the one before in one batch, and waits for both), beside world collectives; a skip of
+# one op of a batch leaves it out of the batch (issue 42: "one op left out of a batch_isend_irecv ring").
+EXTRA_SHAPES = ("mesh3d", "ring")
+BATCH_OPS = ("isend", "irecv")  # a batch's ops (simulate.py: a rank posts every op of its batch, then waits)
+P2P_OPS = ("send", "recv") + BATCH_OPS
 MESH3D_WORLDS = (8, 12, 16, 18, 24, 27, 32, 36, 48, 64)
 MESH3D_MAX_STEPS = 30  # a 64-rank program of 60 steps is 15,000 calls a run
 NUMELS = (1, 4, 1024, 4096, 65536, 1048576)
@@ -90,6 +96,15 @@ def _p2p_slot(rng, world):
     npairs = rng.randint(1, world // 2)
     pairs = tuple((ranks[2 * i], ranks[2 * i + 1]) for i in range(npairs))
     return Slot("p2p", None, None, _size(rng), None, 1, "exchange", pairs, "0")
+
+
+def _ring_slot(rng, world):
+    n = rng.randint(2, min(world, 8))
+    start = rng.randrange(world - n + 1)
+    ring = list(range(start, start + n))
+    if rng.random() < 0.3:
+        ring.reverse()  # the other way round
+    return Slot("p2p", None, None, _size(rng), None, 1, "ring", tuple(ring), "0")
 
 
 def _groups(rng, world, shape):
@@ -159,8 +174,9 @@ def _template(rng, shape, groups, families, world):
     slots = []
     n = rng.randint(1, 4)
     for _ in range(n):
-        if shape == "p2p":
-            slots.append(_p2p_slot(rng, world) if rng.random() < 0.5 else _coll_slot(
+        if shape in ("p2p", "ring"):
+            p2p = _ring_slot if shape == "ring" else _p2p_slot
+            slots.append(p2p(rng, world) if rng.random() < 0.5 else _coll_slot(
                 rng, "world", {"0": groups["0"]}))
             continue
         fam = rng.choice(fams + ["world"] if fams else ["world"])
@@ -170,8 +186,8 @@ def _template(rng, shape, groups, families, world):
         if not any(s.kind == "coll" and s.family == fam and s.every == 1 for s in slots):
             slots.insert(rng.randrange(len(slots) + 1), _coll_slot(
                 rng, fam, {g: groups[g] for g in families[fam]})._replace(every=1))
-    if shape == "p2p" and not any(s.kind == "p2p" for s in slots):
-        slots.insert(rng.randrange(len(slots) + 1), _p2p_slot(rng, world))
+    if shape in ("p2p", "ring") and not any(s.kind == "p2p" for s in slots):
+        slots.insert(rng.randrange(len(slots) + 1), (_ring_slot if shape == "ring" else _p2p_slot)(rng, world))
     return slots
 
 
@@ -212,6 +228,13 @@ def _slot_calls(slot, index, step, groups, families):
         return out
     if slot.pattern == "chain":
         _chain_calls(out, slot.pairs, slot, index, step)
+        return out
+    if slot.pattern == "ring":  # batch_isend_irecv: an isend to the next rank, an irecv from the one before
+        ring, n = slot.pairs, len(slot.pairs)
+        for i, r in enumerate(ring):
+            out.setdefault(r, []).extend([Call(slot.group, "isend", slot.size, None, ring[(i + 1) % n], step, index,
+                                               None),
+                                          Call(slot.group, "irecv", slot.size, None, ring[i - 1], step, index, None)])
         return out
     if slot.pattern == "chains":  # one chain per pp group (mesh3d)
         for chain in slot.pairs:
@@ -321,8 +344,8 @@ def _applies(kind, call):
     if kind in ("skip", "stall", "exit", "freeze"):
         return True
     if kind == "freeze_in":  # a p2p call a rank froze in may have sent its data or not: not modelled
-        return call.op not in ("send", "recv")
-    if call.op in ("send", "recv"):
+        return call.op not in P2P_OPS
+    if call.op in P2P_OPS:
         return False  # desyncs of p2p calls: a later slice
     if kind == "mismatch_size":
         return call.size is not None
@@ -336,7 +359,7 @@ def _swappable(calls, i):
     if i + 1 >= len(calls):
         return False
     a, b = calls[i], calls[i + 1]
-    return a.group != b.group and a.op not in ("send", "recv") and b.op not in ("send", "recv")
+    return a.group != b.group and a.op not in P2P_OPS and b.op not in P2P_OPS
 
 
 def _pick_call(rng, calls, kind, early):
@@ -397,8 +420,8 @@ def _apply(rng, program, kind, r, i, calls=None, stop=None):
 
 def _words(c, program):
     text = "%s on group %s" % (c.op, c.group)
-    if c.op in ("send", "recv"):
-        text = "%s %s %d on group %s" % (c.op, "to" if c.op == "send" else "from", c.peer, c.group)
+    if c.op in P2P_OPS:
+        text = "%s %s %d on group %s" % (c.op, "to" if c.op in ("send", "isend") else "from", c.peer, c.group)
     if c.size:
         text += " (%s)" % c.size
     if c.root is not None:
@@ -439,7 +462,7 @@ def undecidable(program, fault):
     if fault.kind in ("stall", "exit", "freeze", "freeze_in"):
         return None
     c = fault.call
-    if c.op in ("send", "recv"):
+    if c.op in P2P_OPS:
         return _exchange_twin(program, fault)
     group = program.groups.get(c.group)
     if group is None or len(group.ranks) != 2:
@@ -480,6 +503,9 @@ def _links(slot, pair):
     want = set(pair)
     if slot.pattern == "exchange":
         return any(set(p) == want for p in slot.pairs)
+    if slot.pattern == "ring":
+        ring = slot.pairs
+        return any({ring[i], ring[i - 1]} == want for i in range(len(ring)))
     chains = slot.pairs if slot.pattern == "chains" else (slot.pairs,)
     return any({ch[i], ch[i + 1]} == want for ch in chains for i in range(len(ch) - 1))
 

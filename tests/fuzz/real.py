@@ -31,17 +31,18 @@ from c10d_observer.dumpdir import read_json as _read  # noqa: E402
 from fuzz import programs, simulate  # noqa: E402
 
 
-def eligible(seed, max_world=8, kind=None):
+def eligible(seed, max_world=8, kind=None, shape=None):
     """Whether a case runs here: a fault, 2 to ``max_world`` ranks."""
-    case = programs.make_case(seed, kind=kind)
+    case = programs.make_case(seed, kind=kind, shape=shape)
     return case.fault is not None and 2 <= case.program.world <= max_world
 
 
-def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, keep=False, env=None, kind=None):
+def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, keep=False, env=None, kind=None,
+             shape=None):
     """One case by real ranks: a dict (seed, kind, shape, world, step, expected, named, outcome, named_s,
     summary, rcs).  ``env``: more variables for the ranks (C10D_OBSERVER_TIMING, say); ``kind``: the case's
-    fault of that kind (programs.make_case)."""
-    case = programs.make_case(seed, kind=kind)
+    fault of that kind, ``shape``: its program of that shape (programs.make_case)."""
+    case = programs.make_case(seed, kind=kind, shape=shape)
     out = tempfile.mkdtemp(prefix="fuzz-real-%d-" % seed, dir=tmp)
     dumps = os.path.join(out, "dumps")
     env_extra = env
@@ -60,7 +61,7 @@ def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, k
     for r in range(case.program.world):
         log = open(os.path.join(out, "rank%d.log" % r), "w")
         procs.append(subprocess.Popen([python, RANK, "--seed", str(seed), "--out", out]
-                                      + (["--kind", kind] if kind else []),
+                                      + (["--kind", kind] if kind else []) + (["--shape", shape] if shape else []),
                                       env=dict(env, RANK=str(r), LOCAL_RANK=str(r)), stdout=log,
                                       stderr=subprocess.STDOUT, start_new_session=True))
         logs.append(log)

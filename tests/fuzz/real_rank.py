@@ -1,6 +1,7 @@
 """One rank of a fuzzer program run by real gloo ranks (issue 42, item 4): ``programs.make_case(SEED)``
 rebuilt here, its groups made with ``new_group`` in the order of their names (torch names them "1", "2", ...
-as the program does), and this rank's calls of the faulty program issued with torch.distributed, under
+as the program does), and this rank's calls of the faulty program issued with torch.distributed (a ring's
+isends and irecvs of one step in one ``batch_isend_irecv``), under
 ``C10D_OBSERVER=1`` (the driver, real.py, sets the environment as torchrun would).  A stall stops the rank in
 Python (it sleeps) before its call; an exit ends it there (``os._exit(1)``); a freeze stops its process
 (SIGSTOP) there, and a freeze inside a call half a second after it entered the call (a thread of its own
@@ -43,6 +44,14 @@ def _tensor(size):
     return torch.ones(int(numel), dtype=DTYPES[dtype])
 
 
+def _batch(ops, groups):
+    """One batch_isend_irecv of a ring (programs.BATCH_OPS), its works waited for together."""
+    p2p = [dist.P2POp(dist.isend if c.op == "isend" else dist.irecv, _tensor(c.size), c.peer, group=groups[c.group])
+           for c in ops]
+    for w in dist.batch_isend_irecv(p2p):
+        w.wait()
+
+
 def _issue(c, groups, rank):
     if c.op == "send":
         dist.send(_tensor(c.size), dst=c.peer, group=groups[c.group])
@@ -69,9 +78,10 @@ def main():
     ap.add_argument("--step-s", type=float, default=0.02, help="the compute of one step (a sleep)")
     ap.add_argument("--linger-s", type=float, default=300.0, help="how long a rank done with its program lives on")
     ap.add_argument("--kind", help="the case's fault of this kind (programs.make_case's ``kind``)")
+    ap.add_argument("--shape", help="the case's program of this shape (programs.make_case's ``shape``)")
     a = ap.parse_args()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    case = programs.make_case(a.seed, kind=a.kind)
+    case = programs.make_case(a.seed, kind=a.kind, shape=a.shape)
     assert case.program.world == world, (case.program.world, world)
     dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=600))
     groups = {"0": None}
@@ -79,7 +89,7 @@ def main():
         groups[gid] = dist.new_group(list(case.program.groups[gid].ranks))  # every rank, in one order
     calls = case.calls[rank]
     stop = case.stop.get(rank)
-    step, made, error = None, 0, None
+    step, made, error, batch = None, 0, None, []
     try:
         for i, c in enumerate(calls):
             if stop is not None and stop[0] == i:
@@ -98,6 +108,15 @@ def main():
             if c.step != step:
                 step = c.step
                 time.sleep(a.step_s)
+            if c.op in programs.BATCH_OPS:  # the ops of one step's slot: one batch, posted at its last op
+                batch.append(c)
+                nxt = calls[i + 1] if i + 1 < len(calls) else None
+                if nxt is None or nxt.op not in programs.BATCH_OPS or (nxt.step, nxt.slot) != (c.step, c.slot) or (
+                        stop is not None and stop[0] == i + 1):
+                    _batch(batch, groups)
+                    made += len(batch)
+                    batch = []
+                continue
             _issue(c, groups, rank)
             made += 1
         if case.fault is not None and rank == case.fault.rank and case.fault.index >= len(calls):

@@ -10,6 +10,8 @@ The model (gloo, synchronous calls):
   some of them, a size mismatch among others: README, the fault matrix; a later slice may model that);
 - sends and recvs between two ranks match by order per direction: the n-th send from A to B and the n-th
   recv on B from A are seq n of stream ``<group>:p2p:A->B``; the pair completes once both have entered it;
+- a batch (``batch_isend_irecv``: the isends and irecvs of one step's ring slot) is posted op by op, each
+  matched as a send or recv of its stream, and the rank then waits until every op of it completed;
 - a rank blocks in a call until it completes; a stalled rank stops in Python before its call, a dead rank's
   process ends there, a rank at the end of its program is done (it ends normally: the observer is disabled);
   a frozen rank (SIGSTOP, or a thread that holds the GIL) stops before its call, or inside it (``frozen_in``:
@@ -31,6 +33,8 @@ import operator
 import random
 
 from c10d_observer import documents as _documents
+
+from .programs import BATCH_OPS, P2P_OPS
 
 T0 = 1800000000.0  # the job's first step, Unix seconds
 TIMEOUT_S = 5.0  # the observer's timeout in the documents' config
@@ -99,6 +103,9 @@ class Sim(object):
         preps = [_prepared(self.program, self.calls[r], r) for r in range(world)]
         self.preps = preps
         calls_of = [p[0] for p in preps]
+        batch_of = [p[3] for p in preps]
+        pend = [set() for _ in range(world)]  # a rank's ops of its batch still in flight
+        waits = [False] * world  # it posted every op of its batch and waits for them
         stops = self.stop
         stop_at = [stops[r][0] if r in stops else -1 for r in range(world)]
         lp = self.last_progress
@@ -144,6 +151,38 @@ class Sim(object):
                     rec[2] = t
             inst = rec[3]
             inst[r] = t
+            b = batch_of[r][i]
+            if b:
+                # an op of a batch: posted, and the rank goes on to its next op; at its batch's last op it waits
+                # for every op of the batch (the works' wait()), its own and its peers' halves matched by order
+                mine = pend[r]
+                mine.add(key)
+                if len(inst) == len(members):  # its peer posted its half: both ops complete
+                    end = rec[2] + END_S
+                    if end > lp:
+                        lp = end
+                    stream, seq = key
+                    for m in members:
+                        completed_of[m][stream] = seq
+                        if m != r and clock[m] < end:
+                            clock[m] = end
+                        if key in pend[m]:
+                            pend[m].discard(key)
+                            if waits[m] and not pend[m]:
+                                waits[m], state[m], blocked[m] = False, "ready", None
+                                push(m)
+                            elif waits[m]:
+                                blocked[m] = min(pend[m], key=_first_key(hist_of[m]))
+                        elif m != r and state[m] == "blocked" and blocked[m] == key:
+                            state[m], blocked[m] = "ready", None  # a plain send or recv as the other half
+                            push(m)
+                    del entered[key]
+                if b == 1 or not mine:
+                    state[r], blocked[r] = "ready", None
+                    push(r)
+                else:
+                    waits[r], state[r], blocked[r] = True, "blocked", min(mine, key=_first_key(hist_of[r]))
+                continue
             state[r], blocked[r] = "blocked", key
             if i == stop_at[r]:  # frozen in the call it entered
                 state[r], frozen_at[r] = "frozen", t
@@ -179,6 +218,16 @@ class Sim(object):
                 if m in gone:
                     continue
                 completed_of[m][stream] = seq
+                if key in pend[m]:  # the other half was an op of a batch of m's
+                    pend[m].discard(key)
+                    if clock[m] < end:
+                        clock[m] = end
+                    if waits[m] and not pend[m]:
+                        waits[m], state[m], blocked[m] = False, "ready", None
+                        push(m)
+                    elif waits[m]:
+                        blocked[m] = min(pend[m], key=_first_key(hist_of[m]))
+                    continue
                 clock[m] = end
                 state[m] = "ready"
                 blocked[m] = None
@@ -197,6 +246,17 @@ class Sim(object):
     @property
     def hung(self):
         return any(s != "done" for s in self.state)
+
+
+def _first_key(hist):
+    """A key function: the (stream, seq) of a batch's ops, by when the rank posted them (the first one it waits
+    for is the one its stack and ``blocked`` name)."""
+    def started(key):
+        for q, _, _, t in reversed(hist[key[0]]):
+            if q == key[1]:
+                return t
+        return 0.0
+    return started
 
 
 _PREPARED = {}  # id(program) -> (program, its calls per rank as they were, what _prepared made of each)
@@ -234,10 +294,11 @@ def _prepare(groups, calls, r, program):
         got = made.get(what)
         if got is None:
             gid, op, size, root, peer = what
-            if op == "send" or op == "recv":
-                src, dst = (r, peer) if op == "send" else (peer, r)
-                got = ("%s:p2p:%d->%d" % (gid, src, dst), op, size, ("p2p", size), (src, dst),  # p2p_stream
-                       (gid, "p2p", peer, src, dst), None)
+            if op in P2P_OPS:  # a batch's isend and irecv are the send and recv of their streams
+                sends = op == "send" or op == "isend"
+                src, dst = (r, peer) if sends else (peer, r)
+                got = ("%s:p2p:%d->%d" % (gid, src, dst), "send" if sends else "recv", size, ("p2p", size),
+                       (src, dst), (gid, "p2p", peer, src, dst), None)  # p2p_stream
             else:  # coll_stream: the group
                 text = size if root is None else size_text(c, program)
                 members = groups[gid].ranks
@@ -252,7 +313,14 @@ def _prepare(groups, calls, r, program):
         key = (stream, seq)
         pair(key)
         add((key, op, text, sig, members, T0 + c[7], c[3], tree))
-    return out, pairs, firsts
+    # a batch (batch_isend_irecv): the consecutive isends and irecvs of one step's slot; 1 for each op of it
+    # but its last, 2 for its last (the rank waits there for every op of it), 0 for a call of no batch
+    batch = [0] * len(calls)
+    for i, c in enumerate(calls):
+        if c[1] in BATCH_OPS:
+            nxt = calls[i + 1] if i + 1 < len(calls) else None
+            batch[i] = 1 if nxt is not None and nxt[1] in BATCH_OPS and (nxt[5], nxt[6]) == (c[5], c[6]) else 2
+    return out, pairs, firsts, batch
 
 
 _TREES = {}  # (members, root) -> {rank: [(m, the ranks m needs entered to go through)]}: gloo's broadcast tree

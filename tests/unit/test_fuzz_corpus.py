@@ -189,6 +189,37 @@ def test_a_period_longer_than_a_pair_shows_and_a_chains_sender_never_name_the_ra
     assert res.outcome in ("exact", "undecided"), (res.culprits, sorted(res.case.expected), res.summary)
 
 
+def test_batch_isend_irecv_rings_end_healthy_hang_on_one_op_left_out_and_never_name_another_rank():
+    """programs.py's shape "ring": each rank of a ring posts an isend to the next and an irecv from the one
+    before in one batch and waits for both (simulate.py), so a healthy ring of two, where each sends to the
+    one it receives from, never deadlocks; one op left out of a batch hangs the ring; the verdict names that
+    rank or nobody, and the rank that waits in a batch has its other ops of it posted too."""
+    from fuzz import run
+    got, left_out, both_posted = collections.Counter(), 0, 0
+    for i in range(300):
+        res = run.judge(61000000 + i, shape="ring")
+        assert res.healthy_ok, (res.case.seed, res.healthy_why)
+        if res.case.fault is None:
+            continue
+        got[res.outcome] += 1
+        assert res.outcome not in ("wrong", "nohang"), (res.case.seed, res.culprits, res.summary)
+        left_out += res.case.fault.kind == "skip" and res.case.fault.call.op in programs.BATCH_OPS
+        _, faulty, _ = simulate.run_case(res.case)
+        for r, st in enumerate(faulty.state):
+            streams = [s for s, q in faulty.started[r].items() if ":p2p:" in s and q > faulty.completed[r].get(s, 0)]
+            both_posted += st == "blocked" and len(streams) >= 2
+    assert left_out >= 30 and both_posted and got["exact"] >= 0.8 * sum(got.values()), (left_out, both_posted, got)
+
+
+def test_a_left_out_isend_is_named_by_the_rings_other_links():
+    """Seed 61000019: rank 4 of a ring of eight left its isend to rank 5 out at step 4 and went on to the world's
+    all_reduce; rank 5 waits in its irecv.  The ring's other links (one slot: issued where link 4->5 is among
+    the all_reduces, cycles._same_places) each issued their #5 before the all_reduce: rank 4 broke the order."""
+    from fuzz import run
+    res = run.judge(61000019, check_healthy=False, shape="ring")
+    assert res.outcome == "exact", (res.culprits, res.summary)
+
+
 def test_the_other_end_of_a_p2p_stream_never_speaks_for_a_rank_as_a_like_groups_rank():
     """The fuzzer's first 3D mesh (seed 50000055: pp 2 x dp 3 x tp 2): rank 3 skipped its send to rank 9;
     its dp call, one send early, spoke for where rank 9's dp call goes among its recvs (a rank of a group
