@@ -66,6 +66,14 @@ class Call(NamedTuple):
 GPU_STATES = ("scheduled", "started")
 
 
+ASYNC_P2P_APIS = ("batch_isend_irecv", "isend", "irecv")  # p2p ops not waited one by one (RankDoc.at_device)
+
+
+def _async_p2p(pos):
+    """Whether the call ``pos`` has in flight is an op of a batch, or an isend or irecv."""
+    return pos.kind == "p2p" and pos.in_flight is not None and pos.in_flight.api in ASYNC_P2P_APIS
+
+
 def device_ordered(backend):
     """Whether a group's calls run on the rank's GPU in the order the rank issued them, with its calls on other
     such groups (NCCL: a synchronous call runs on the current stream; a wait() holds it), though its Python has
@@ -343,19 +351,19 @@ class RankDoc(NamedTuple):
         returns at once, and the Python thread goes on to its next synchronisation).  Those calls are taken
         out of the positions (``last_started`` back to the call before them, ``in_flight`` the oldest one
         left) and of ``overdue``: the document reads as a CPU backend's rank blocked in that oldest call
-        would write it.  A stream whose calls after it are not all in its recent calls is left as it is.  A p2p
-        call holds the calls issued after it (a wait(), a batch's included, holds the current stream), but is
-        held only by a collective: the ops of a ``batch_isend_irecv`` run together (one NCCL group call), and
-        an isend nobody waited on holds nothing.  The document itself where nothing is left out."""
-        firsts = [(g.in_flight.started_at, g.kind) for g in self.groups if device_ordered(g.backend)
+        would write it.  A stream whose calls after it are not all in its recent calls is left as it is.  An
+        op of a ``batch_isend_irecv`` or an isend/irecv (its call's api, ``ASYNC_P2P_APIS``) holds the calls
+        issued after it (a wait() holds the current stream) but is held only by the other calls: the ops of
+        one batch run together (one NCCL group call).  The document itself where nothing is left out."""
+        firsts = [(g.in_flight.started_at, _async_p2p(g)) for g in self.groups if device_ordered(g.backend)
                   and g.in_flight is not None and g.in_flight.started_at is not None]
         if not firsts:
             return self, {}
         t0 = min(t for t, _ in firsts)
-        t0_p2p = min([t for t, kind in firsts if kind == "collective"] or [None]) if len(firsts) > 1 else None
+        t0_async = min([t for t, a in firsts if not a] or [None])
         groups, out = [], {}
         for g in self.groups:
-            held = t0 if g.kind == "collective" else t0_p2p
+            held = t0_async if _async_p2p(g) else t0
             calls = {c.seq: c for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ())}
             later = sorted(q for q, c in calls.items() if held is not None and c.started_at is not None
                            and c.started_at > held)

@@ -544,7 +544,8 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
             if started > completed:
                 seq, op, size, t = next(h for h in hist if h[0] == completed + 1) if hist[0][0] <= completed + 1 \
                     else hist[0]
-                d.update(in_flight_seq=seq, in_flight_op=op, in_flight_api="", in_flight_size=size,
+                api = "batch_isend_irecv" if skind == "p2p" and _in_batch(sim, r, stream, seq) else ""
+                d.update(in_flight_seq=seq, in_flight_op=op, in_flight_api=api, in_flight_size=size,
                          in_flight_since=t)
                 detected = t + TIMEOUT_S + POLL_S
                 if alive and detected <= written + off:
@@ -566,6 +567,15 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
             doc["stacks_text"] = _stacks(_frames(sim, r, waits), MAIN_THREAD)
         out[r] = doc
     return out
+
+
+def _in_batch(sim, r, stream, seq):
+    """Whether rank ``r``'s call ``seq`` on ``stream`` is an op of a batch (the api its document gives it)."""
+    keys, batch = sim.preps[r][1], sim.preps[r][3]
+    try:
+        return bool(batch[keys.index((stream, seq))])
+    except ValueError:
+        return False
 
 
 def _frames(sim, r, waits=None):

@@ -160,3 +160,18 @@ def test_a_cpu_backend_a_mixed_one_or_calls_of_one_instant_are_read_as_they_are(
     calls dated alike have no order: the document is read as it is."""
     doc = _nccl_rank(backend, later_at)
     assert doc.at_device() == (doc, {})
+
+
+def _p2p(stream, src, dst, seq, t, api):
+    c = Call(seq, "send" if src == 0 else "recv", "4 x float32", t, api)
+    return _position(stream=stream, group="0", kind="p2p", ranks=(0, 1, 2), backend="nccl", src=src, dst=dst,
+                     peer=dst if src == 0 else src, last_started=seq, last_completed=seq - 1, in_flight=c,
+                     recent=(c,))
+
+
+@pytest.mark.parametrize("api,left_out", [("batch_isend_irecv", {}), ("", {"0:p2p:0->2": {3}})])
+def test_the_ops_of_a_batch_run_together_but_a_p2p_call_waited_on_holds_the_next(api, left_out):
+    """RankDoc.at_device on p2p: the ops of one batch_isend_irecv run together (one NCCL group call), so the
+    later op is not held by the earlier one; a plain recv, waited on, holds the send issued after it."""
+    doc = RankDoc("state", 0, groups=(_p2p("0:p2p:1->0", 1, 0, 3, 10.0, api), _p2p("0:p2p:0->2", 0, 2, 3, 10.001, api)))
+    assert doc.at_device()[1] == left_out
