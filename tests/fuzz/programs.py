@@ -58,9 +58,13 @@ SHAPES = ("world", "pairs", "halves", "subset", "mesh", "p2p")
 # "ring": a p2p job whose traffic is batch_isend_irecv rings (each rank of a ring of 2-8 posts an isend to the
 # next and an irecv from the one before in one batch, and waits for both), beside world collectives; a skip of
 # one op of a batch leaves it out of the batch (issue 42: "one op left out of a batch_isend_irecv ring").
-EXTRA_SHAPES = ("mesh3d", "ring")
+# "async": collectives as DDP's buckets issue them: bursts of 2-4 all_reduces with async_op=True on one group,
+# waited together at the burst's end, beside synchronous collectives (issue 42: "async calls waited later").
+EXTRA_SHAPES = ("mesh3d", "ring", "async")
 BATCH_OPS = ("isend", "irecv")  # a batch's ops (simulate.py: a rank posts every op of its batch, then waits)
 P2P_OPS = ("send", "recv") + BATCH_OPS
+ASYNC_OPS = ("iall_reduce",)  # an all_reduce with async_op=True (the documents' op: all_reduce)
+POSTED_OPS = BATCH_OPS + ASYNC_OPS  # posted, then waited for with the others of their step's slot
 MESH3D_WORLDS = (8, 12, 16, 18, 24, 27, 32, 36, 48, 64)
 MESH3D_MAX_STEPS = 30  # a 64-rank program of 60 steps is 15,000 calls a run
 NUMELS = (1, 4, 1024, 4096, 65536, 1048576)
@@ -98,6 +102,11 @@ def _p2p_slot(rng, world):
     return Slot("p2p", None, None, _size(rng), None, 1, "exchange", pairs, "0")
 
 
+def _async_slot(rng, family, groups_of_family):
+    """A burst of 2-4 async all_reduces on each group of ``family`` (DDP's gradient buckets), waited together."""
+    return Slot("coll", family, "iall_reduce", _size(rng), None, 1, "async", rng.randint(2, 4), None)
+
+
 def _ring_slot(rng, world):
     n = rng.randint(2, min(world, 8))
     start = rng.randrange(world - n + 1)
@@ -120,6 +129,8 @@ def _groups(rng, world, shape):
         families.setdefault(family, []).append(gid)
         made.append(gid)
 
+    if shape == "async" and world >= 4 and rng.random() < 0.5:
+        shape = "halves"  # bursts on the world or on each half
     if shape == "pairs":
         for i in range(0, world, 2):
             new("pairs", range(i, i + 2))
@@ -174,6 +185,11 @@ def _template(rng, shape, groups, families, world):
     slots = []
     n = rng.randint(1, 4)
     for _ in range(n):
+        if shape == "async":
+            fam = rng.choice(fams + ["world"] if fams else ["world"])
+            of = {g: groups[g] for g in families[fam]}
+            slots.append(_async_slot(rng, fam, of) if rng.random() < 0.6 else _coll_slot(rng, fam, of))
+            continue
         if shape in ("p2p", "ring"):
             p2p = _ring_slot if shape == "ring" else _p2p_slot
             slots.append(p2p(rng, world) if rng.random() < 0.5 else _coll_slot(
@@ -186,6 +202,8 @@ def _template(rng, shape, groups, families, world):
         if not any(s.kind == "coll" and s.family == fam and s.every == 1 for s in slots):
             slots.insert(rng.randrange(len(slots) + 1), _coll_slot(
                 rng, fam, {g: groups[g] for g in families[fam]})._replace(every=1))
+    if shape == "async" and not any(s.pattern == "async" for s in slots):
+        slots.insert(rng.randrange(len(slots) + 1), _async_slot(rng, "world", {"0": groups["0"]}))
     if shape in ("p2p", "ring") and not any(s.kind == "p2p" for s in slots):
         slots.insert(rng.randrange(len(slots) + 1), (_ring_slot if shape == "ring" else _p2p_slot)(rng, world))
     return slots
@@ -224,7 +242,8 @@ def _slot_calls(slot, index, step, groups, families):
             g = groups[gid]
             root = g.ranks[slot.root_index] if slot.root_index is not None else None
             for r in g.ranks:
-                out.setdefault(r, []).append(Call(gid, slot.op, slot.size, root, None, step, index, None))
+                out.setdefault(r, []).extend([Call(gid, slot.op, slot.size, root, None, step, index, None)]
+                                             * (slot.pairs if slot.pattern == "async" else 1))
         return out
     if slot.pattern == "chain":
         _chain_calls(out, slot.pairs, slot, index, step)
@@ -344,9 +363,11 @@ def _applies(kind, call):
     if kind in ("skip", "stall", "exit", "freeze"):
         return True
     if kind == "freeze_in":  # a p2p call a rank froze in may have sent its data or not: not modelled
-        return call.op not in P2P_OPS
+        return call.op not in P2P_OPS + ASYNC_OPS
     if call.op in P2P_OPS:
         return False  # desyncs of p2p calls: a later slice
+    if kind == "mismatch_op" and call.op in ASYNC_OPS:
+        return False  # another op in a burst: its all_reduce issued synchronously is the same call to gloo
     if kind == "mismatch_size":
         return call.size is not None
     if kind == "mismatch_root":
@@ -359,7 +380,7 @@ def _swappable(calls, i):
     if i + 1 >= len(calls):
         return False
     a, b = calls[i], calls[i + 1]
-    return a.group != b.group and a.op not in P2P_OPS and b.op not in P2P_OPS
+    return a.group != b.group and a.op not in POSTED_OPS + P2P_OPS and b.op not in POSTED_OPS + P2P_OPS
 
 
 def _pick_call(rng, calls, kind, early):

@@ -45,10 +45,14 @@ def _tensor(size):
 
 
 def _batch(ops, groups):
-    """One batch_isend_irecv of a ring (programs.BATCH_OPS), its works waited for together."""
+    """One step's posted calls (programs.POSTED_OPS), their works waited for together: a ring's isends and
+    irecvs as one batch_isend_irecv, a burst of all_reduces each with async_op=True."""
     p2p = [dist.P2POp(dist.isend if c.op == "isend" else dist.irecv, _tensor(c.size), c.peer, group=groups[c.group])
-           for c in ops]
-    for w in dist.batch_isend_irecv(p2p):
+           for c in ops if c.op in programs.BATCH_OPS]
+    works = list(dist.batch_isend_irecv(p2p)) if p2p else []
+    works += [dist.all_reduce(_tensor(c.size), group=groups[c.group], async_op=True)
+              for c in ops if c.op in programs.ASYNC_OPS]
+    for w in works:
         w.wait()
 
 
@@ -108,10 +112,10 @@ def main():
             if c.step != step:
                 step = c.step
                 time.sleep(a.step_s)
-            if c.op in programs.BATCH_OPS:  # the ops of one step's slot: one batch, posted at its last op
+            if c.op in programs.POSTED_OPS:  # the ops of one step's slot: one batch, posted at its last op
                 batch.append(c)
                 nxt = calls[i + 1] if i + 1 < len(calls) else None
-                if nxt is None or nxt.op not in programs.BATCH_OPS or (nxt.step, nxt.slot) != (c.step, c.slot) or (
+                if nxt is None or nxt.op not in programs.POSTED_OPS or (nxt.step, nxt.slot) != (c.step, c.slot) or (
                         stop is not None and stop[0] == i + 1):
                     _batch(batch, groups)
                     made += len(batch)

@@ -10,8 +10,9 @@ The model (gloo, synchronous calls):
   some of them, a size mismatch among others: README, the fault matrix; a later slice may model that);
 - sends and recvs between two ranks match by order per direction: the n-th send from A to B and the n-th
   recv on B from A are seq n of stream ``<group>:p2p:A->B``; the pair completes once both have entered it;
-- a batch (``batch_isend_irecv``: the isends and irecvs of one step's ring slot) is posted op by op, each
-  matched as a send or recv of its stream, and the rank then waits until every op of it completed;
+- a batch (``batch_isend_irecv``: the isends and irecvs of one step's ring slot; or a burst of async
+  all_reduces) is posted op by op, each matched as a send or recv of its stream or as a collective of its
+  group, and the rank then waits until every op of it completed;
 - a rank blocks in a call until it completes; a stalled rank stops in Python before its call, a dead rank's
   process ends there, a rank at the end of its program is done (it ends normally: the observer is disabled);
   a frozen rank (SIGSTOP, or a thread that holds the GIL) stops before its call, or inside it (``frozen_in``:
@@ -34,7 +35,7 @@ import random
 
 from c10d_observer import documents as _documents
 
-from .programs import BATCH_OPS, P2P_OPS
+from .programs import ASYNC_OPS, P2P_OPS, POSTED_OPS
 
 T0 = 1800000000.0  # the job's first step, Unix seconds
 TIMEOUT_S = 5.0  # the observer's timeout in the documents' config
@@ -106,6 +107,42 @@ class Sim(object):
         batch_of = [p[3] for p in preps]
         pend = [set() for _ in range(world)]  # a rank's ops of its batch still in flight
         waits = [False] * world  # it posted every op of its batch and waits for them
+        pend_any = [any(any(b) for b in batch_of)]  # whether any rank posts calls (else settle never runs)
+
+        def settle(key, poster, after):
+            """Complete call ``key`` where every member entered it, alike, and, on a group's stream, completed the
+            call before it (a group's works run in order: gloo), then the calls after it that it held;
+            the latest end, or None.  ``poster``: the rank posting it now (its clock is its own); ``after``:
+            the end of the call before it, where that just completed."""
+            stream, seq = key
+            ordered = ":p2p:" not in stream  # a p2p op completes once its other half is posted (the rings, as
+            latest = None                    # real gloo ranks ran them); a group's collectives, in order
+            while True:
+                rec = entered.get(key)
+                if rec is None or not rec[1] or len(rec[3]) < len(rec[4]) or key in held or (ordered and any(
+                        completed_of[m].get(stream, 0) != seq - 1 for m in rec[4])):
+                    return latest
+                end = rec[2] + END_S
+                if after is not None and end < after + END_S:
+                    end = after + END_S
+                for m in rec[4]:
+                    completed_of[m][stream] = seq
+                    if m != poster and clock[m] < end:
+                        clock[m] = end
+                    if key in pend[m]:
+                        pend[m].discard(key)
+                        if waits[m] and not pend[m]:
+                            waits[m], state[m], blocked[m] = False, "ready", None
+                            push(m)
+                        elif waits[m]:
+                            blocked[m] = min(pend[m], key=_first_key(hist_of[m]))
+                    elif m != poster and state[m] == "blocked" and blocked[m] == key:
+                        state[m], blocked[m] = "ready", None  # a plain call as the other half
+                        push(m)
+                del entered[key]
+                latest = after = end
+                seq += 1
+                key = (stream, seq)
         stops = self.stop
         stop_at = [stops[r][0] if r in stops else -1 for r in range(world)]
         lp = self.last_progress
@@ -143,7 +180,7 @@ class Sim(object):
             # members do
             rec = entered.get(key)
             if rec is None:
-                rec = entered[key] = [sig, True, t, {}]
+                rec = entered[key] = [sig, True, t, {}, members]
             else:
                 if sig != rec[0]:
                     rec[1] = False
@@ -157,26 +194,10 @@ class Sim(object):
                 # for every op of the batch (the works' wait()), its own and its peers' halves matched by order
                 mine = pend[r]
                 mine.add(key)
-                if len(inst) == len(members):  # its peer posted its half: both ops complete
-                    end = rec[2] + END_S
-                    if end > lp:
+                if len(inst) == len(members) and rec[1]:  # every member posted it, alike: it may complete
+                    end = settle(key, r, None)
+                    if end is not None and end > lp:
                         lp = end
-                    stream, seq = key
-                    for m in members:
-                        completed_of[m][stream] = seq
-                        if m != r and clock[m] < end:
-                            clock[m] = end
-                        if key in pend[m]:
-                            pend[m].discard(key)
-                            if waits[m] and not pend[m]:
-                                waits[m], state[m], blocked[m] = False, "ready", None
-                                push(m)
-                            elif waits[m]:
-                                blocked[m] = min(pend[m], key=_first_key(hist_of[m]))
-                        elif m != r and state[m] == "blocked" and blocked[m] == key:
-                            state[m], blocked[m] = "ready", None  # a plain send or recv as the other half
-                            push(m)
-                    del entered[key]
                 if b == 1 or not mine:
                     state[r], blocked[r] = "ready", None
                     push(r)
@@ -233,6 +254,11 @@ class Sim(object):
                 blocked[m] = None
                 push(m)
             del entered[key]
+            nxt = (stream, seq + 1)
+            if pend_any[0] and nxt in entered and any(nxt in pend[m] for m in members):  # posted after it, held
+                end = settle(nxt, None, end)
+                if end is not None and end > lp:
+                    lp = end
         self.last_progress = lp
         # what each rank issued: its counts per stream, its p2p streams (in the order it first used them)
         for r in range(world):
@@ -300,6 +326,8 @@ def _prepare(groups, calls, r, program):
                 got = ("%s:p2p:%d->%d" % (gid, src, dst), "send" if sends else "recv", size, ("p2p", size),
                        (src, dst), (gid, "p2p", peer, src, dst), None)  # p2p_stream
             else:  # coll_stream: the group
+                if op in ASYNC_OPS:
+                    op = op[1:]  # iall_reduce: an all_reduce with async_op=True
                 text = size if root is None else size_text(c, program)
                 members = groups[gid].ranks
                 tree = _tree(members, root) if op == "broadcast" and root in members else None
@@ -317,9 +345,9 @@ def _prepare(groups, calls, r, program):
     # but its last, 2 for its last (the rank waits there for every op of it), 0 for a call of no batch
     batch = [0] * len(calls)
     for i, c in enumerate(calls):
-        if c[1] in BATCH_OPS:
+        if c[1] in POSTED_OPS:
             nxt = calls[i + 1] if i + 1 < len(calls) else None
-            batch[i] = 1 if nxt is not None and nxt[1] in BATCH_OPS and (nxt[5], nxt[6]) == (c[5], c[6]) else 2
+            batch[i] = 1 if nxt is not None and nxt[1] in POSTED_OPS and (nxt[5], nxt[6]) == (c[5], c[6]) else 2
     return out, pairs, firsts, batch
 
 

@@ -59,12 +59,12 @@ def test_a_real_rank_stopped_inside_a_call_is_named_as_its_simulation_is(kind, t
     assert row["outcome"] == "exact", (programs.describe(case), row)
 
 
-def _ring_seed(op):
-    """The first seed of the series whose ring program (programs.py's shape "ring", drawn only where asked) of
-    2-4 ranks, without bfloat16, leaves one ``op`` out of a batch, and whose simulation names the rank."""
+def _ring_seed(op, shape="ring"):
+    """The first seed of the series whose program of ``shape`` (programs.py's "ring" or "async", drawn only where
+    asked) of 2-4 ranks, without bfloat16, skips one ``op``, and whose simulation names the rank."""
     for i in range(20000):
         seed = run.case_seed(42, i)
-        case = programs.make_case(seed, shape="ring")
+        case = programs.make_case(seed, shape=shape)
         f = case.fault
         if f is None or f.kind != "skip" or f.call.op != op or not 2 <= case.program.world <= 4:
             continue
@@ -72,7 +72,7 @@ def _ring_seed(op):
             continue
         if simulate.classify(case, _simulated(case)) == "exact":
             return seed
-    raise AssertionError("no ring case leaves an %s out in 20,000 seeds" % op)
+    raise AssertionError("no %s case skips an %s in 20,000 seeds" % (shape, op))
 
 
 @pytest.mark.parametrize("op", ["isend", "irecv"])
@@ -83,5 +83,15 @@ def test_a_real_ring_with_one_op_left_out_of_its_batch_is_named_as_its_simulatio
     seed = _ring_seed(op)
     case = programs.make_case(seed, shape="ring")
     row = real.run_real(seed, wait_s=60.0, timeout=3.0, tmp=str(tmp_path), keep=True, shape="ring",
+                        env={"C10D_OBSERVER_TIMING": TEST_TIMING})
+    assert row["outcome"] == "exact", (programs.describe(case), row)
+
+
+def test_a_real_burst_of_async_all_reduces_with_one_skipped_is_named_as_its_simulation_is(tmp_path):
+    """A burst of all_reduces with async_op=True, waited together (DDP's buckets), one skipped by one rank:
+    real gloo ranks hang as the simulation's do (a group's works run in order), and the verdict names it."""
+    seed = _ring_seed("iall_reduce", shape="async")
+    case = programs.make_case(seed, shape="async")
+    row = real.run_real(seed, wait_s=60.0, timeout=3.0, tmp=str(tmp_path), keep=True, shape="async",
                         env={"C10D_OBSERVER_TIMING": TEST_TIMING})
     assert row["outcome"] == "exact", (programs.describe(case), row)

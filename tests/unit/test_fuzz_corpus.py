@@ -222,6 +222,29 @@ def test_a_rings_links_that_carry_fewer_calls_never_speak_for_the_one_rank_again
     assert res.outcome in ("exact", "undecided"), (res.culprits, sorted(res.case.expected), res.summary)
 
 
+def test_bursts_of_async_all_reduces_end_healthy_complete_in_order_and_never_name_another_rank():
+    """programs.py's shape "async": bursts of 2-4 all_reduces with async_op=True on a group, waited together
+    (DDP's buckets).  A healthy program ends; a group's calls complete in order (a call posted after one that
+    never completes stays in flight: gloo runs a group's works in order), so a rank waits with several of them
+    in flight; a fault never names a rank outside its culprit."""
+    from fuzz import run
+    got, several = collections.Counter(), 0
+    for i in range(300):
+        res = run.judge(71000000 + i, shape="async")
+        assert res.healthy_ok, (res.case.seed, res.healthy_why)
+        if res.case.fault is None:
+            continue
+        got[res.outcome] += 1
+        assert res.outcome not in ("wrong", "nohang"), (res.case.seed, res.culprits, res.summary)
+        _, faulty, _ = simulate.run_case(res.case)
+        for r in range(res.case.program.world):
+            for stream, done in faulty.completed[r].items():
+                started = faulty.started[r].get(stream, 0)
+                assert done <= started, (res.case.seed, r, stream)
+                several += ":p2p:" not in stream and started - done >= 2
+    assert several and got["exact"] >= 0.85 * sum(got.values()), (several, got)
+
+
 def test_a_left_out_isend_is_named_by_the_rings_other_links():
     """Seed 61000019: rank 4 of a ring of eight left its isend to rank 5 out at step 4 and went on to the world's
     all_reduce; rank 5 waits in its irecv.  The ring's other links (one slot: issued where link 4->5 is among
