@@ -13,7 +13,7 @@ where the stuck group's own ranks disagree before the place.
 
 Where no such groups went past, the stuck group's own earlier steps may speak (``own_pattern``): where its
 calls before the place repeat with one period (each call the one ``period`` seqs before it, over at least
-``MIN_REPEATS`` periods), the period puts one call at the place; where some of its ranks issued that call and
+``OWN_REPEATS`` periods), the period puts one call at the place; where some of its ranks issued that call and
 every other rank issued a call the period puts 1 to ``period - 1`` places later, those others left calls out.
 A call the period does not hold (a new size: a last batch, smaller) decides nothing: either side may be the
 one that changed; nor does a period that a group of the same size, of other ranks, breaks with the same calls
