@@ -189,22 +189,29 @@ def test_a_period_longer_than_a_pair_shows_and_a_chains_sender_never_name_the_ra
     assert res.outcome in ("exact", "undecided"), (res.culprits, sorted(res.case.expected), res.summary)
 
 
-def test_batch_isend_irecv_rings_end_healthy_hang_on_one_op_left_out_and_never_name_another_rank():
-    """programs.py's shape "ring": each rank of a ring posts an isend to the next and an irecv from the one
-    before in one batch and waits for both (simulate.py), so a healthy ring of two, where each sends to the
-    one it receives from, never deadlocks; one op left out of a batch hangs the ring; the verdict names that
-    rank or nobody, and the rank that waits in a batch has its other ops of it posted too."""
+def _shape_corpus(base, shape, got, n=300):
+    """(judged case, its faulty run) of the first ``n`` cases of a shape drawn only where asked, each healthy
+    program ended without a verdict and each fault hung it without naming a rank outside its culprit;
+    ``got`` counts the outcomes."""
     from fuzz import run
-    got, left_out, both_posted = collections.Counter(), 0, 0
-    for i in range(300):
-        res = run.judge(61000000 + i, shape="ring")
+    for i in range(n):
+        res = run.judge(base + i, shape=shape)
         assert res.healthy_ok, (res.case.seed, res.healthy_why)
         if res.case.fault is None:
             continue
         got[res.outcome] += 1
         assert res.outcome not in ("wrong", "nohang"), (res.case.seed, res.culprits, res.summary)
+        yield res, simulate.run_case(res.case)[1]
+
+
+def test_batch_isend_irecv_rings_end_healthy_hang_on_one_op_left_out_and_never_name_another_rank():
+    """programs.py's shape "ring": each rank of a ring posts an isend to the next and an irecv from the one
+    before in one batch and waits for both (simulate.py), so a healthy ring of two, where each sends to the
+    one it receives from, never deadlocks; one op left out of a batch hangs the ring; the verdict names that
+    rank or nobody, and the rank that waits in a batch has its other ops of it posted too."""
+    got, left_out, both_posted = collections.Counter(), 0, 0
+    for res, faulty in _shape_corpus(61000000, "ring", got):
         left_out += res.case.fault.kind == "skip" and res.case.fault.call.op in programs.BATCH_OPS
-        _, faulty, _ = simulate.run_case(res.case)
         for r, st in enumerate(faulty.state):
             streams = [s for s, q in faulty.started[r].items() if ":p2p:" in s and q > faulty.completed[r].get(s, 0)]
             both_posted += st == "blocked" and len(streams) >= 2
@@ -227,16 +234,8 @@ def test_bursts_of_async_all_reduces_end_healthy_complete_in_order_and_never_nam
     (DDP's buckets).  A healthy program ends; a group's calls complete in order (a call posted after one that
     never completes stays in flight: gloo runs a group's works in order), so a rank waits with several of them
     in flight; a fault never names a rank outside its culprit."""
-    from fuzz import run
     got, several = collections.Counter(), 0
-    for i in range(300):
-        res = run.judge(71000000 + i, shape="async")
-        assert res.healthy_ok, (res.case.seed, res.healthy_why)
-        if res.case.fault is None:
-            continue
-        got[res.outcome] += 1
-        assert res.outcome not in ("wrong", "nohang"), (res.case.seed, res.culprits, res.summary)
-        _, faulty, _ = simulate.run_case(res.case)
+    for res, faulty in _shape_corpus(71000000, "async", got):
         for r in range(res.case.program.world):
             for stream, done in faulty.completed[r].items():
                 started = faulty.started[r].get(stream, 0)
