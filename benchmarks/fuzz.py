@@ -63,9 +63,10 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--skew", action="store_true", help="each rank's clock off by up to 2 h")
     ap.add_argument("--two", action="store_true", help="two faults at once, on two ranks")
-    ap.add_argument("--shape", choices=("mesh3d", "ring", "async"),
+    ap.add_argument("--shape", choices=("mesh3d", "ring", "async", "ops"),
                     help="every program of this shape, simulated and real (mesh3d: pp x dp x tp, 8-64 ranks; ring: "
-                         "batch_isend_irecv rings beside world collectives; drawn only where asked)")
+                         "batch_isend_irecv rings beside world collectives; async: bursts of async all_reduces; "
+                         "ops: every collective kind, rooted, coalesced and object ones; drawn only where asked)")
     ap.add_argument("--kind", choices=("swap", "freeze", "freeze_in"),
                     help="every case's fault of this kind, simulated and real (swap: two collectives of two groups "
                          "issued the other way round; freeze, freeze_in: the rank's process stopped before a call, "

@@ -41,7 +41,15 @@ Fault = namedtuple("Fault", "kind rank index call step detail")
 Case = namedtuple("Case", "seed program fault calls stop expected undecidable why_undecidable")
 
 COLL_OPS = ("all_reduce", "broadcast", "all_gather", "barrier")
-ROOTED = ("broadcast",)
+# "ops" (EXTRA_SHAPES): every other collective a job issues on gloo, beside COLL_OPS (issue 42: "every
+# collective including rooted, coalesced and object ones"): rooted reduce, gather and scatter, all_to_all (as
+# all_to_all_single), all_reduce_coalesced (one call), and the object collectives, each two calls of its
+# inner op (the sizes, 1 x int64, then the pickled bytes, N x uint8, as torch issues them), named by their api
+MORE_OPS = ("reduce", "gather", "scatter", "all_to_all", "all_reduce_coalesced", "all_gather_object",
+            "broadcast_object_list")
+OBJECT_OPS = ("all_gather_object", "broadcast_object_list")
+DATA = ".data"  # the op of an object collective's second call: "all_gather_object.data"
+ROOTED = ("broadcast", "reduce", "gather", "scatter", "broadcast_object_list")
 FAULT_KINDS = ("skip", "stall", "exit", "mismatch_op", "mismatch_size", "mismatch_root")
 FAULT_WEIGHTS = (4, 3, 2, 2, 2, 1)
 # Fault kinds drawn only where asked for (``make_case(seed, kind=...)``, run.py --kind), as EXTRA_SHAPES: drawn
@@ -60,7 +68,8 @@ SHAPES = ("world", "pairs", "halves", "subset", "mesh", "p2p")
 # one op of a batch leaves it out of the batch (issue 42: "one op left out of a batch_isend_irecv ring").
 # "async": collectives as DDP's buckets issue them: bursts of 2-4 all_reduces with async_op=True on one group,
 # waited together at the burst's end, beside synchronous collectives (issue 42: "async calls waited later").
-EXTRA_SHAPES = ("mesh3d", "ring", "async")
+# "ops": the groups of one of SHAPES' collective shapes, and slots drawn from COLL_OPS and MORE_OPS.
+EXTRA_SHAPES = ("mesh3d", "ring", "async", "ops")
 BATCH_OPS = ("isend", "irecv")  # a batch's ops (simulate.py: a rank posts every op of its batch, then waits)
 P2P_OPS = ("send", "recv") + BATCH_OPS
 ASYNC_OPS = ("iall_reduce",)  # an all_reduce with async_op=True (the documents' op: all_reduce)
@@ -107,6 +116,19 @@ def _async_slot(rng, family, groups_of_family):
     return Slot("coll", family, "iall_reduce", _size(rng), None, 1, "async", rng.randint(2, 4), None)
 
 
+def _ops_slot(rng, family, groups_of_family):
+    """A collective of any kind (COLL_OPS and MORE_OPS) on each group of ``family``: an object collective's size is
+    its pickled bytes (its second call's)."""
+    op = rng.choice(COLL_OPS + MORE_OPS + OBJECT_OPS)  # an object collective twice as likely as another op
+    size = None if op == "barrier" else "%d x uint8" % rng.randint(40, 4000) if op in OBJECT_OPS else _size(rng)
+    root_index = None
+    if op in ROOTED:
+        smallest = min(len(groups_of_family[g].ranks) for g in groups_of_family)
+        root_index = 0 if rng.random() < 0.6 else rng.randrange(smallest)
+    every = rng.randint(2, 10) if rng.random() < 0.12 else 1
+    return Slot("coll", family, op, size, root_index, every, None, None, None)
+
+
 def _ring_slot(rng, world):
     n = rng.randint(2, min(world, 8))
     start = rng.randrange(world - n + 1)
@@ -131,6 +153,12 @@ def _groups(rng, world, shape):
 
     if shape == "async" and world >= 4 and rng.random() < 0.5:
         shape = "halves"  # bursts on the world or on each half
+    if shape == "ops":
+        shape = rng.choice(("world", "pairs", "halves", "subset", "mesh"))
+        if shape == "pairs" and world % 2 or shape in ("halves", "mesh") and world < 4 or shape == "subset" and world < 3:
+            shape = "world"
+        if shape == "mesh" and not [d for d in range(2, world) if world % d == 0 and world // d >= 2]:
+            shape = "world"
     if shape == "pairs":
         for i in range(0, world, 2):
             new("pairs", range(i, i + 2))
@@ -185,6 +213,10 @@ def _template(rng, shape, groups, families, world):
     slots = []
     n = rng.randint(1, 4)
     for _ in range(n):
+        if shape == "ops":
+            fam = rng.choice(fams + ["world"] if fams else ["world"])
+            slots.append(_ops_slot(rng, fam, {g: groups[g] for g in families[fam]}))
+            continue
         if shape == "async":
             fam = rng.choice(fams + ["world"] if fams else ["world"])
             of = {g: groups[g] for g in families[fam]}
@@ -242,6 +274,10 @@ def _slot_calls(slot, index, step, groups, families):
             g = groups[gid]
             root = g.ranks[slot.root_index] if slot.root_index is not None else None
             for r in g.ranks:
+                if slot.op in OBJECT_OPS:  # the sizes, then the bytes
+                    out.setdefault(r, []).extend([Call(gid, slot.op, "1 x int64", root, None, step, index, None),
+                                                  Call(gid, slot.op + DATA, slot.size, root, None, step, index, None)])
+                    continue
                 out.setdefault(r, []).extend([Call(gid, slot.op, slot.size, root, None, step, index, None)]
                                              * (slot.pairs if slot.pattern == "async" else 1))
         return out
@@ -360,6 +396,10 @@ def _other_size(rng, call):
 
 
 def _applies(kind, call):
+    if call.op.endswith(DATA):
+        return False  # an object collective's faults are its first call's (the second goes with it)
+    if kind == "mismatch_size" and call.op in OBJECT_OPS:
+        return False  # another object's size is no fault: torch pads every rank's bytes to the largest
     if kind in ("skip", "stall", "exit", "freeze"):
         return True
     if kind == "freeze_in":  # a p2p call a rank froze in may have sent its data or not: not modelled
@@ -380,7 +420,8 @@ def _swappable(calls, i):
     if i + 1 >= len(calls):
         return False
     a, b = calls[i], calls[i + 1]
-    return a.group != b.group and a.op not in POSTED_OPS + P2P_OPS and b.op not in POSTED_OPS + P2P_OPS
+    return (a.group != b.group and a.op not in POSTED_OPS + P2P_OPS + OBJECT_OPS and b.op not in POSTED_OPS + P2P_OPS
+            and not a.op.endswith(DATA) and not b.op.endswith(DATA) and b.op not in OBJECT_OPS)
 
 
 def _pick_call(rng, calls, kind, early):
@@ -418,8 +459,9 @@ def _apply(rng, program, kind, r, i, calls=None, stop=None):
     orig = calls[r][i]
     stop = dict(stop or {})
     detail = ""
+    two = orig.op in OBJECT_OPS  # an object collective: its second call goes with its first
     if kind == "skip":
-        del calls[r][i]
+        del calls[r][i:i + 2 if two else i + 1]
     elif kind == "swap":  # each keeps its place in time: the rank issues the later call first
         nxt = calls[r][i + 1]
         calls[r][i], calls[r][i + 1] = nxt._replace(at=orig.at), orig._replace(at=nxt.at)
@@ -430,10 +472,14 @@ def _apply(rng, program, kind, r, i, calls=None, stop=None):
         group = program.groups[orig.group]
         if kind == "mismatch_op":
             new = _other_op(rng, orig, group)
+            if two:
+                del calls[r][i + 1]
         elif kind == "mismatch_size":
             new = _other_size(rng, orig)
         else:
             new = orig._replace(root=rng.choice([q for q in group.ranks if q != orig.root]))
+            if two:
+                calls[r][i + 1] = calls[r][i + 1]._replace(root=new.root)
         calls[r][i] = new
         detail = "%s -> %s" % (_words(orig, program), _words(new, program))
     return Fault(kind, r, i, orig, orig.step, detail), calls, stop
@@ -490,7 +536,8 @@ def undecidable(program, fault):
         return None
     if fault.kind == "skip":
         calls = program.calls[fault.rank]
-        after = calls[fault.index + 1] if fault.index + 1 < len(calls) else None
+        nxt = fault.index + (2 if c.op in OBJECT_OPS else 1)
+        after = calls[nxt] if nxt < len(calls) else None
         if after is None or (after.group, after.op, after.size, after.root) == (c.group, c.op, c.size, c.root):
             return None  # the rank's calls shift by one (or it ends): it ends one call short, never a desync here
     siblings = [g for g in program.families.get(group.family, ()) if g != group.gid]

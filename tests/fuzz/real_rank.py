@@ -29,7 +29,8 @@ from fuzz import programs  # noqa: E402
 
 # gloo has no bfloat16 reductions before torch 1.10 ("Unsupported data type"): float16 there, the same size
 _OLD = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) < (1, 10)
-DTYPES = {"float32": torch.float32, "bfloat16": torch.float16 if _OLD else torch.bfloat16, "int64": torch.int64}
+DTYPES = {"float32": torch.float32, "bfloat16": torch.float16 if _OLD else torch.bfloat16, "int64": torch.int64,
+          "uint8": torch.uint8}
 
 
 def _write(path, doc):
@@ -71,8 +72,40 @@ def _issue(c, groups, rank):
         t = _tensor(c.size)
         n = dist.get_world_size(groups[c.group])
         dist.all_gather([torch.empty_like(t) for _ in range(n)], t, group=groups[c.group])
+    elif c.op in ("reduce", "gather", "scatter", "all_to_all", "all_reduce_coalesced"):
+        _issue_more(c, groups[c.group], rank)
+    elif c.op in programs.OBJECT_OPS:  # its two calls (the sizes, the bytes) are torch's: one call here
+        _issue_object(c, groups[c.group], rank)
+    elif c.op.endswith(programs.DATA):
+        pass  # the object collective's second call: issued by its first
     else:
         raise ValueError("no such op in a fuzzer program: %r" % c.op)
+
+
+def _issue_more(c, group, rank):
+    """programs.MORE_OPS but the object collectives (gloo: every one on the three lines, 1.8.1 included)."""
+    t = _tensor(c.size)
+    n = dist.get_world_size(group)
+    if c.op == "reduce":
+        dist.reduce(t, dst=c.root, group=group)
+    elif c.op == "gather":
+        dist.gather(t, [torch.empty_like(t) for _ in range(n)] if rank == c.root else None, dst=c.root, group=group)
+    elif c.op == "scatter":
+        dist.scatter(t, [torch.empty_like(t) for _ in range(n)] if rank == c.root else None, src=c.root, group=group)
+    elif c.op == "all_to_all":  # all_to_all_single: numel a multiple of the group's size
+        t = t.repeat(n)
+        dist.all_to_all_single(torch.empty_like(t), t, group=group)
+    else:
+        dist.all_reduce_coalesced([t, t.clone()], group=group)
+
+
+def _issue_object(c, group, rank):
+    """all_gather_object or broadcast_object_list of an object of about the program's number of bytes."""
+    obj = {"rank": rank, "blob": "x" * int(c.size.split(" x ")[0])}
+    if c.op == "all_gather_object":
+        dist.all_gather_object([None] * dist.get_world_size(group), obj, group=group)
+    else:
+        dist.broadcast_object_list([obj], src=c.root, group=group)
 
 
 def main():

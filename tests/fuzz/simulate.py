@@ -35,7 +35,7 @@ import random
 
 from c10d_observer import documents as _documents
 
-from .programs import ASYNC_OPS, P2P_OPS, POSTED_OPS
+from .programs import ASYNC_OPS, DATA, OBJECT_OPS, P2P_OPS, POSTED_OPS
 
 T0 = 1800000000.0  # the job's first step, Unix seconds
 TIMEOUT_S = 5.0  # the observer's timeout in the documents' config
@@ -211,12 +211,12 @@ class Sim(object):
             if held and key in held:
                 continue
             if len(inst) < len(members):
-                if op == "broadcast" and rec[1]:
+                if tree is not None and rec[1]:
                     # gloo's broadcast: the members whose parent chain and children all entered go through;
                     # only those whose chain or children r is in (or r itself) can have become so now: the
-                    # others were let through at an earlier entry, or still wait
+                    # others were let through at an earlier entry, or still wait (a gather, a scatter: flat)
                     gone = through.setdefault(key, set())
-                    for m, need in (tree or _tree(members, root))[r]:
+                    for m, need in tree[r]:
                         if m in gone or not inst.keys() >= need:
                             continue
                         end = max([inst[y] for y in need]) + END_S
@@ -328,9 +328,12 @@ def _prepare(groups, calls, r, program):
             else:  # coll_stream: the group
                 if op in ASYNC_OPS:
                     op = op[1:]  # iall_reduce: an all_reduce with async_op=True
+                op = INNER.get(op, op)  # an object collective's two calls: its inner op's
                 text = size if root is None else size_text(c, program)
                 members = groups[gid].ranks
-                tree = _tree(members, root) if op == "broadcast" and root in members else None
+                tree = None
+                if root in members and op in TREES:
+                    tree = TREES[op](members, root)
                 got = (gid, op, text, (op, text), members, None, tree)
             made[what] = got
         stream, op, text, sig, members, info, tree = got
@@ -385,6 +388,23 @@ def _tree(members, root):
         _TREES.clear()
     _TREES[key] = tree
     return tree
+
+
+def _flat(members, root):
+    """gloo's gather and scatter (gloo/gather.cc, scatter.cc): the root receives from (sends to) every other
+    member, and a send waits until its receiver posted the recv (tcp/pair.cc): a member other than the root goes
+    through once it and the root entered, the root once every member did.  As ``_tree``'s {r: [(m, need)]}."""
+    key = ("flat", members, root)
+    tree = _TREES.get(key)
+    if tree is None:
+        need = {m: frozenset(members) if m == root else frozenset((m, root)) for m in members}
+        tree = _TREES[key] = {r: [(m, need[m]) for m in members if r in need[m]] for r in members}
+    return tree
+
+
+TREES = {"broadcast": _tree, "gather": _flat, "scatter": _flat}  # the rooted ops whose members finish apart
+INNER = dict([(op, op.split("_object")[0]) for op in OBJECT_OPS] + [(op + DATA, op.split("_object")[0])
+                                                                   for op in OBJECT_OPS])
 
 
 def size_text(call, program):
@@ -572,7 +592,8 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
             if started > completed:
                 seq, op, size, t = next(h for h in hist if h[0] == completed + 1) if hist[0][0] <= completed + 1 \
                     else hist[0]
-                api = "batch_isend_irecv" if skind == "p2p" and _in_batch(sim, r, stream, seq) else ""
+                api = "batch_isend_irecv" if skind == "p2p" and _in_batch(sim, r, stream, seq) else \
+                    _api_of(sim, r, stream, seq) if skind == "collective" else ""
                 d.update(in_flight_seq=seq, in_flight_op=op, in_flight_api=api, in_flight_size=size,
                          in_flight_since=t)
                 detected = t + TIMEOUT_S + POLL_S
@@ -604,6 +625,15 @@ def _in_batch(sim, r, stream, seq):
         return bool(batch[keys.index((stream, seq))])
     except ValueError:
         return False
+
+
+def _api_of(sim, r, stream, seq):
+    """The api of rank ``r``'s call ``seq`` on a group's ``stream``: an object collective's, else ''."""
+    try:
+        op = sim.calls[r][sim.preps[r][1].index((stream, seq))].op
+    except (ValueError, IndexError):
+        return ""
+    return op.split(".")[0] if op.split(".")[0] in OBJECT_OPS else ""
 
 
 def _frames(sim, r, waits=None):

@@ -95,3 +95,15 @@ def test_a_real_burst_of_async_all_reduces_with_one_skipped_is_named_as_its_simu
     row = real.run_real(seed, wait_s=60.0, timeout=3.0, tmp=str(tmp_path), keep=True, shape="async",
                         env={"C10D_OBSERVER_TIMING": TEST_TIMING})
     assert row["outcome"] == "exact", (programs.describe(case), row)
+
+
+@pytest.mark.parametrize("op", ["all_gather_object", "gather"])
+def test_a_real_object_collective_or_gather_skipped_is_named_as_its_simulation_is(op, tmp_path):
+    """programs.py's shape "ops" (every collective kind): one rank skips an all_gather_object (torch issues two
+    all_gathers for it: both are left out) or a gather (gloo lets the members but the root through once the
+    root entered: simulate._flat); real gloo ranks hang as the simulation's do, and the verdict names it."""
+    seed = _ring_seed(op, shape="ops")
+    case = programs.make_case(seed, shape="ops")
+    row = real.run_real(seed, wait_s=60.0, timeout=3.0, tmp=str(tmp_path), keep=True, shape="ops",
+                        env={"C10D_OBSERVER_TIMING": TEST_TIMING})
+    assert row["outcome"] == "exact", (programs.describe(case), row)
