@@ -71,10 +71,11 @@ def main(argv=None):
                     help="every case's fault of this kind, simulated and real (swap: two collectives of two groups "
                          "issued the other way round; freeze, freeze_in: the rank's process stopped before a call, "
                          "inside a collective; drawn only where asked)")
-    ap.add_argument("--source", default="exact", choices=("exact", "recorder", "nccl"),
+    ap.add_argument("--source", default="exact", choices=("exact", "recorder", "nccl", "nccl-sizes"),
                     help="the source model of the documents: exact (patch, hooks), recorder (torch's gloo "
                          "recorder, the default source on 2.8+) or nccl (torch's NCCL recorder, each rank's "
-                         "Python ahead of its GPU; tests/fuzz/simulate.py)")
+                         "Python ahead of its GPU; nccl-sizes: and the members of the fewer bytes finish a size "
+                         "mismatch; tests/fuzz/simulate.py)")
     ap.add_argument("--out", help="the results file (default benchmarks/results/fuzz_sim_seed<SEED>.json)")
     ap.add_argument("--real", type=int, default=0, metavar="N",
                     help="also run N of the programs (2-8 ranks, seeds from --seed's series) with real gloo ranks "

@@ -17,7 +17,8 @@ calls before the place repeat with one period (each call the one ``period`` seqs
 every other rank issued a call the period puts 1 to ``period - 1`` places later, those others left calls out.
 A call the period does not hold (a new size: a last batch, smaller) decides nothing: either side may be the
 one that changed; nor does a period that a group of the same size, of other ranks, breaks with the same calls
-in its own record (the program's period is longer than the few calls shown).  Pure: no torch, no files, no
+in its own record (the program's period is longer than the few calls shown), nor one that the group's own record
+shows broken after calls of it (``_broken_before``: a slot that runs every few steps).  Pure: no torch, no files, no
 clock.
 """
 MIN_SHARED = 4  # seqs two groups must both show, and agree on, before one speaks for the other
@@ -180,7 +181,8 @@ def own_pattern(by_rank, stream, seq, calls):
     if got is None:
         return None
     expected, cycle, shown = got
-    if _period_refuted(_streams(by_rank), stream, cycle):
+    streams = _streams(by_rank)
+    if _period_refuted(streams, stream, cycle) or _broken_before(streams[stream]["calls"], cycle, shown[0]):
         return None
     skipped = {}
     for r, call in calls.items():
@@ -192,6 +194,22 @@ def own_pattern(by_rank, stream, seq, calls):
     if not skipped or len(skipped) == len(calls):
         return None
     return expected, len(cycle), shown, skipped
+
+
+def _broken_before(calls, cycle, first):
+    """Whether the group's own calls shown before #first (where the period's run begins) held calls of the
+    period before the call that breaks it at #first - 1: the program ran its period, then issued a call the period
+    does not put there (a slot that runs every few steps), then the period again; that slot's next run may fall
+    at the place (the fuzzer's seed 82006376, NCCL model: a pair's all_gather_object every five steps, the
+    period of the four calls of the steps between read as the program's, and the rank that kept it named).
+    Calls before the period's first (a prologue) break nothing."""
+    kinds = set(cycle)
+    s = first - 2
+    while s in calls:
+        if calls[s] in kinds:
+            return True
+        s -= 1
+    return False
 
 
 def _period_refuted(streams, stream, cycle):

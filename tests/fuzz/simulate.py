@@ -66,8 +66,9 @@ class Sim(object):
     ``clock[r]`` the rank's time (its end, its stall, its death); ``hist[r][stream]``: [(seq, op, size,
     started_at)]; ``started`` / ``completed``: {rank: {stream: seq}}."""
 
-    def __init__(self, program, calls, stop=None):
+    def __init__(self, program, calls, stop=None, nccl_sizes=False):
         self.program = program
+        self.nccl_sizes = nccl_sizes  # a collective of one op issued with different sizes: see _smaller
         self.calls = calls
         self.stop = stop or {}
         world = program.world
@@ -143,6 +144,8 @@ class Sim(object):
                 latest = after = end
                 seq += 1
                 key = (stream, seq)
+        odd = {}  # (stream, seq) -> {rank: its signature}, the members whose signature is not the first one's
+        nccl_sizes = self.nccl_sizes
         stops = self.stop
         stop_at = [stops[r][0] if r in stops else -1 for r in range(world)]
         lp = self.last_progress
@@ -184,6 +187,7 @@ class Sim(object):
             else:
                 if sig != rec[0]:
                     rec[1] = False
+                    odd.setdefault(key, {})[r] = sig
                 if t > rec[2]:
                     rec[2] = t
             inst = rec[3]
@@ -229,7 +233,13 @@ class Sim(object):
                         push(m)
                 continue
             if not rec[1]:
-                continue  # a desync: never completes
+                if nccl_sizes:  # NCCL: the members that sent and received fewer bytes finish
+                    for m in _smaller(members, rec[0], odd.get(key, {})):
+                        completed_of[m][key[0]] = key[1]
+                        clock[m] = rec[2] + END_S
+                        state[m], blocked[m] = "ready", None
+                        push(m)
+                continue  # a desync: never completes (for the others)
             end = rec[2] + END_S
             if end > lp:
                 lp = end
@@ -272,6 +282,30 @@ class Sim(object):
     @property
     def hung(self):
         return any(s != "done" for s in self.state)
+
+
+BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int64": 8, "uint8": 1}
+
+
+def _smaller(members, first, odd):
+    """The members of a collective issued with one op but different sizes that finish it, as NCCL's kernels
+    would (``Sim.nccl_sizes``, not measured: NCCL checks no size, and a rank whose count is smaller runs fewer
+    steps of the ring and returns; those with more wait for bytes that never come): the members of the fewest
+    bytes, where the ops agree and no two sizes are of one byte count; none otherwise."""
+    sigs = {m: odd.get(m, first) for m in members}
+    if len(set(sig[0] for sig in sigs.values())) != 1 or first[0] == "barrier":
+        return []
+    nbytes = {}
+    for m, (_, text) in sigs.items():
+        try:
+            numel, dtype = (text or "").split(",")[0].split(" x ")
+            nbytes[m] = int(numel) * BYTES[dtype]
+        except (ValueError, KeyError):
+            return []
+    least = min(nbytes.values())
+    if len(set(sigs[m] for m in members if nbytes[m] == least)) != 1:
+        return []
+    return [m for m in members if nbytes[m] == least]
 
 
 def _first_key(hist):
@@ -463,7 +497,10 @@ def seen_at(sim, mode="late"):
 #   kernels running (freeze kinds read as gloo's), a second fault's rank reached by its Python ahead of its
 #   GPU (its run-ahead stops there), the 0-100 ms lag of last_completed (seconds after the hang it is
 #   gone), coalesced blocks and p2p entries that stay "scheduled" (sources/nccl_reader.py checks them).
-SOURCES = ("exact", "recorder", "nccl")
+# - "nccl-sizes": "nccl", and a collective of one op issued with different sizes lets the members of the fewest
+#   bytes finish it (``_smaller``: a hypothesis of how NCCL's kernels go, not measured; the verdict must not
+#   depend on which way they go).
+SOURCES = ("exact", "recorder", "nccl", "nccl-sizes")
 READ_PERIODS = (1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0)  # recorder_books.LADDER
 COMPLETION_POLL_S = POLL_S / 2.0  # the rank's completion poller while works are pending (tracker.py)
 SOURCE_POLL_S = 0.05  # the recorder source's poll: a call started from the counters is dated at the next one
@@ -678,8 +715,10 @@ def run_case(case, mode=None, skew=False, source="exact"):
     """(healthy Sim, faulty Sim, the faulty run's documents) of a case; ``mode`` defaults to mode_of(seed);
     ``source``: the source model of the documents (SOURCES)."""
     mode = mode or mode_of(case.seed)
+    nccl_sizes = source == "nccl-sizes"
+    source = "nccl" if nccl_sizes else source
     healthy = Sim(case.program, case.program.calls).run()
-    faulty = Sim(case.program, case.calls, case.stop).run() if case.fault is not None else None
+    faulty = Sim(case.program, case.calls, case.stop, nccl_sizes=nccl_sizes).run() if case.fault is not None else None
     docs = None
     if faulty is not None and faulty.hung:
         docs = documents(faulty, mode, skew=skew_of(case.seed, case.program.world) if skew else None,

@@ -292,6 +292,19 @@ def test_every_collective_kind_ends_healthy_hangs_as_gloo_and_never_names_anothe
     assert got["exact"] >= 0.85 * sum(got.values()), got
 
 
+@pytest.mark.parametrize("source", simulate.SOURCES)
+def test_a_period_the_groups_own_record_shows_broken_by_a_slot_of_every_few_steps_names_nobody(source):
+    """Found by the first 20,000 cases of shape "ops" under the NCCL model (seed 82), wrong under every source
+    model: a world of two ranks issues two all_gathers (an all_gather_object), a barrier and an all_to_all each
+    step, and another all_gather_object every five steps; rank 0 left that one out at step 29.  The four calls of
+    the steps since the last one repeated over five periods, and the period put rank 0's barrier at the place:
+    rank 1, which kept the program, was named.  The group's own record showed the period broken after calls of
+    it (the every-five slot at step 24): analogs._broken_before, and nobody is named."""
+    from fuzz import run
+    res = run.judge(82006376, check_healthy=False, source=source, shape="ops")
+    assert res.outcome == "undecided", (res.culprits, sorted(res.case.expected), res.summary)
+
+
 def test_a_left_out_isend_is_named_by_the_rings_other_links():
     """Seed 61000019: rank 4 of a ring of eight left its isend to rank 5 out at step 4 and went on to the world's
     all_reduce; rank 5 waits in its irecv.  The ring's other links (one slot: issued where link 4->5 is among
