@@ -70,8 +70,8 @@ def healthy_check(sim):
 def judge(seed, check_healthy=True, skew=False, two=False, source="exact", shape=None, kind=None):
     case = programs.make_case2(seed, shape=shape) if two else programs.make_case(seed, shape=shape, kind=kind)
     mode = simulate.mode_of(seed)
-    healthy, faulty, docs = simulate.run_case(case, mode, skew=skew, source=source)
-    why = healthy_check(healthy) if check_healthy else ""
+    healthy, faulty, docs = simulate.run_case(case, mode, skew=skew, source=source, healthy=check_healthy)
+    why = healthy_check(healthy) if healthy is not None else ""
     if case.fault is None:
         return Result(case, mode, None, [], "", not why, why, False, None)
     if docs is None:
@@ -116,25 +116,27 @@ def table(title, rows):
     return "\n".join(out)
 
 
-def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False, source="exact", shape=None, kind=None):
+def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False, source="exact", shape=None, kind=None,
+        healthy_every=1):
     # a case makes some 100,000 objects and frees them (no cycles to speak of): the collector's default
     # thresholds have it scan the young ones every 700 allocations (3,000 cases of seed 7: 250 -> 285 cases/s);
     # benchmarks/fuzz.py runs this too
     before = gc.get_threshold()
     gc.set_threshold(100000, 10, 10)
     try:
-        return _run(cases, seed, show, out, skew, two, source, shape, kind)
+        return _run(cases, seed, show, out, skew, two, source, shape, kind, healthy_every)
     finally:
         gc.set_threshold(*before)
 
 
-def _run(cases, seed, show, out, skew, two, source, shape, kind):
+def _run(cases, seed, show, out, skew, two, source, shape, kind, healthy_every):
     t = time.time()
     by_kind, by_shape, by_step = (collections.defaultdict(collections.Counter) for _ in range(3))
     reasons = collections.defaultdict(collections.Counter)  # undecided, not flagged: why, by fault kind
     wrong, unhealthy, shown, nohang, nofault = [], [], [], [], 0
     for i in range(cases):
-        res = judge(case_seed(seed, i), skew=skew, two=two, source=source, shape=shape, kind=kind)
+        res = judge(case_seed(seed, i), check_healthy=i % healthy_every == 0, skew=skew, two=two, source=source,
+                    shape=shape, kind=kind)
         if not res.healthy_ok:
             unhealthy.append(res)
         if res.outcome is None:
@@ -155,10 +157,11 @@ def _run(cases, seed, show, out, skew, two, source, shape, kind):
             _line(res, shown.append)  # its text, not the case (thousands of programs kept make the GC slow)
     dt = time.time() - t
     w = out.write
-    w("%d cases (seed %d%s%s%s%s, source model %s) in %.1f s (%.0f cases/s, healthy runs and both verdicts included)\n\n" % (
+    w("%d cases (seed %d%s%s%s%s, source model %s) in %.1f s (%.0f cases/s, %s)\n\n" % (
         cases, seed, ", clocks skewed" if skew else "", ", two faults each" if two else "",
         ", shape %s" % shape if shape else "", ", fault %s" % kind if kind else "", source, dt,
-        cases / dt if dt else 0))
+        cases / dt if dt else 0, "each program's healthy run and its verdict included" if healthy_every == 1 else
+        "a healthy run and its verdict every %d cases" % healthy_every))
     w(table("fault kind", by_kind) + "\n\n")
     w(table("shape", by_shape) + "\n\n")
     w(table("fault step", by_step) + "\n\n")
@@ -170,8 +173,9 @@ def _run(cases, seed, show, out, skew, two, source, shape, kind):
         for key in sorted(reasons, key=lambda k: -sum(reasons[k].values())):
             w("  %-*s %s\n" % (width, key, " ".join("%13d" % reasons[key][k] for k in kinds)))
         w("\n")
+    checked = len(range(0, cases, healthy_every))
     w("healthy programs: %d run, %d ended with every rank done and no verdict%s\n" % (
-        cases, cases - len(unhealthy), "; %d programs had no call%s (no fault)" % (
+        checked, checked - len(unhealthy), "; %d programs had no call%s (no fault)" % (
             nofault, " the fault %s applies to" % kind if kind else "") if nofault else ""))
     for res in unhealthy:
         w("  UNHEALTHY seed %d: %s\n" % (res.case.seed, res.healthy_why))
@@ -243,6 +247,9 @@ def main(argv=None):
     ap.add_argument("--kind", choices=programs.FAULT_KINDS + programs.EXTRA_KINDS,
                     help="every case's fault of this kind (swap: two collectives of two groups issued the other way "
                          "round, drawn only where asked)")
+    ap.add_argument("--healthy-every", type=int, default=1, metavar="N",
+                    help="run and judge the healthy program of every N-th case only (1: each; it checks the "
+                         "generator, and costs more than the faulty run)")
     ap.add_argument("--show", default="", help="also list the cases of these outcomes (comma separated: "
                                                 "undecided, undecided_ok, partial, exact)")
     a = ap.parse_args(argv)
@@ -250,7 +257,7 @@ def main(argv=None):
         replay(a.replay, skew=a.skew, two=a.two, source=a.source, shape=a.shape, kind=a.kind)
         return 0
     got = run(a.cases, a.seed, [s for s in a.show.split(",") if s], skew=a.skew, two=a.two, source=a.source,
-              shape=a.shape, kind=a.kind)
+              shape=a.shape, kind=a.kind, healthy_every=max(1, a.healthy_every))
     return 1 if got["wrong"] or got["unhealthy"] or got["nohang"] else 0
 
 
