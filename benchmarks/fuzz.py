@@ -42,7 +42,9 @@ import run as _run  # noqa: E402  (tests/fuzz/run.py)
 
 
 SOURCE_WORDS = {"exact": "exact (patch, hooks)", "recorder": "recorder (torch's gloo recorder)",
-                "nccl": "nccl (torch's NCCL recorder; Python ahead of the GPU to its next synchronisation)"}
+                "nccl": "nccl (torch's NCCL recorder; Python ahead of the GPU to its next synchronisation)",
+                "nccl-sizes": "nccl-sizes (nccl, and the members of the fewest bytes finish a size mismatch: a "
+                              "hypothesis, not measured)"}
 
 
 def _commit():
