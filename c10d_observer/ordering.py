@@ -9,6 +9,7 @@ Pure: no torch, no files, no clock.
 from collections import namedtuple
 
 from .analogs import MIN_GROUPS
+from .patterns import as_the_pattern, b_as_the_pattern, extrapolate
 
 # one call of one rank; started_at: wall seconds or None; size: its size signature where known (or None)
 Call = namedtuple("Call", "stream seq op started_at size")
@@ -222,27 +223,18 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
         return found
     if any(r not in histories or r not in last_started for r in ranks):
         return None  # a rank in both streams sent nothing: its order is unknown
-    last = {r: last_started[r].get(b, 0) for r in ranks}
-    places = {r: _places(histories[r], b, a, last_started[r].get(a, 0)) for r in ranks}
-    all_places, all_last = dict(places), dict(last)
-    all_places.update(_like_places(histories, last_started, members, like, a, b, ranks))
-    all_last.update(_like_last(last_started, last_completed, members, like, a, b, ranks))
-    known = _consensus(all_places, all_last)
-    if known is None:  # the like groups' ranks disagree: the pair's own ranks speak alone
-        all_places, all_last = dict(places), dict(last)
-        known = _consensus(places, last)
-    for seq in _suspect_facts(known, all_places, all_last, suspects.get(a, ()), min(last.values())):
-        del known[seq]
+    last, places, all_places, all_last, known = _pair_places(a, b, histories, last_started, members, like,
+                                                             last_completed, suspects, ranks)
     for r in ranks:
         got, target = last_started[r].get(a, 0), last[r] + 1
         like_only = {k: p for k, p in all_places.items() if k not in places}
         expected = _expected(places, known, target, r, like_only)
-        if expected is not None and expected[3] is not None and not _b_as_the_pattern(
+        if expected is not None and expected[3] is not None and not b_as_the_pattern(
                 histories, b, target, expected[3]):
             if not expected[4]:
                 return None  # B #target is not the pattern's call there: the pattern says nothing of it
             expected = _expected(places, known, target, r, like_only, end=False)  # nor its end's pattern
-            if expected is not None and expected[3] is not None and not _b_as_the_pattern(
+            if expected is not None and expected[3] is not None and not b_as_the_pattern(
                     histories, b, target, expected[3]):
                 return None
         if expected is None:
@@ -255,7 +247,7 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
             if got > _lower_bound(all_places, known, target, pending):
                 return None  # it may be out of order; nothing says where B #target goes
         elif got > expected[0]:
-            if expected[2] is not None and not _as_the_pattern(histories[r], a, expected[0] + 1,
+            if expected[2] is not None and not as_the_pattern(histories[r], a, expected[0] + 1,
                                                                 expected[2]):
                 return None  # the call it issued there is not the pattern's: the pattern may be wrong
             agree = [k for k, p in all_places.items() if k not in places and p.get(target) == expected[0]]
@@ -264,6 +256,24 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
                           (target in known, likes, len({k[2:] for k in agree}),
                            a if any(k[2] != a for k in agree) else b)))
     return found
+
+
+def _pair_places(a, b, histories, last_started, members, like, last_completed, suspects, ranks):
+    """(each rank's last B call, the places of B calls among A calls on the pair's ranks, the same with the like
+    groups' ranks, their last B calls, the places known by rule 1 (``_pair_findings``)): where the like groups'
+    ranks disagree, the pair's own ranks speak alone; a place only suspects went past is no fact."""
+    last = {r: last_started[r].get(b, 0) for r in ranks}
+    places = {r: _places(histories[r], b, a, last_started[r].get(a, 0)) for r in ranks}
+    all_places, all_last = dict(places), dict(last)
+    all_places.update(_like_places(histories, last_started, members, like, a, b, ranks))
+    all_last.update(_like_last(last_started, last_completed, members, like, a, b, ranks))
+    known = _consensus(all_places, all_last)
+    if known is None:
+        all_places, all_last = dict(places), dict(last)
+        known = _consensus(places, last)
+    for seq in _suspect_facts(known, all_places, all_last, suspects.get(a, ()), min(last.values())):
+        del known[seq]
+    return last, places, all_places, all_last, known
 
 
 def _one_against_many(found):
@@ -394,7 +404,7 @@ def _consensus(places, last):
 def _expected(places, known, target, rank, like_places=None, end=True):
     """(place of call #target, other ranks that issued it there, the A calls a period of the pattern spans
     where the place comes from the pattern alone (else None), the pattern's period in B calls where the
-    pattern gave the place (else None), whether the pattern is its run's end only (``_extrapolate``; never
+    pattern gave the place (else None), whether the pattern is its run's end only (``patterns.extrapolate``; never
     where ``end`` is False)), or None where nothing decides it.  Rule 3 reads the like groups'
     ranks too (``like_places``): where they agree (two or more), they speak for the place unless the pair's
     other ranks, two or more, agree on another (one rank alone may be the culprit)."""
@@ -402,7 +412,7 @@ def _expected(places, known, target, rank, like_places=None, end=True):
         return None
     guess, stride, period, at_end = known.get(target), None, None, False
     if guess is None:
-        guess, stride, period, at_end = _extrapolate(known, target, end=end)
+        guess, stride, period, at_end = extrapolate(known, target, end=end)
     others = {r: got[target] for r, got in places.items() if r != rank and target in got}
     if guess is None:
         own = set(others.values())
@@ -415,62 +425,6 @@ def _expected(places, known, target, rank, like_places=None, end=True):
             return None
     witnesses = sorted(r for r, n in others.items() if n == guess)
     return guess, witnesses, stride if not witnesses else None, period, at_end
-
-
-def _b_as_the_pattern(histories, stream, seq, period):
-    """Whether call #seq on `stream`, as a rank that issued it has it, is the call the pattern puts there: the
-    same op and size as call #(seq - period); False only where a rank's history shows both and they differ
-    (a call that runs every k steps), True where none shows both."""
-    for calls in histories.values():
-        mine = dict((c.seq, (c.op, c.size)) for c in calls if c.stream == stream)
-        if seq in mine and seq - period in mine and not _alike(mine[seq], mine[seq - period]):
-            return False
-    return True
-
-
-def _alike(x, y):
-    """Two calls' (op, size) are the same call of a program: the same op, and the same size where both
-    sizes are known (an in-flight call's may not be)."""
-    return x[0] == y[0] and (x[1] is None or y[1] is None or x[1] == y[1])
-
-
-def _as_the_pattern(calls, stream, seq, stride):
-    """Whether a rank's call #seq on `stream` is the call its pattern puts there: the same op and size as its
-    call #(seq - stride), one period before; False where either is not in its history."""
-    mine = dict((c.seq, (c.op, c.size)) for c in calls if c.stream == stream)
-    now, before = mine.get(seq), mine.get(seq - stride) if stride > 0 else None
-    return now is not None and before is not None and _alike(now, before)
-
-
-def _extrapolate(known, target, end=True):
-    """(the place of call #target by the period of the run of known places just before it, the A calls one
-    period spans, the period in B calls, whether it holds over the run's end only), or (None, None, None,
-    False).  The period holds over the whole run (2p + 1 places at least), else (where ``end``) over its end
-    where that is three quarters of it or more: a prologue's calls before
-    the loop's (a broadcast, then the loop's first all_gather, both before the first send) have places of
-    their own, and the loop's pattern speaks for the next call (the fuzzer's seed 7002206); a period that
-    holds only over a short end is a coincidence of a longer one (seed 7001375: three world calls every two
-    sends, whose last three places rise by one each).  Where B #target is not the call the end's period puts
-    there (a call that runs every k steps), the caller asks again without it (``end`` False)."""
-    last = max([s for s in known if s < target] or [0])
-    start = last
-    while start - 1 in known:
-        start -= 1
-    length = last - start + 1 if last else 0
-    for whole in (True, False) if end else (True,):
-        for p in range(1, (length - 1) // 2 + 1):
-            step = known[last] - known[last - p]
-            first = last  # the first B call of the run's end whose place is the one p calls before it + step
-            while first - p - 1 >= start and known[first - 1] - known[first - 1 - p] == step:
-                first -= 1
-            span = last - (first - p) + 1
-            if step < 0 or span < 2 * p + 1 or span < (length if whole else 0.75 * length):
-                continue
-            value = dict((s, known[s]) for s in range(first - p, last + 1))
-            for s in range(last + 1, target + 1):
-                value[s] = value[s - p] + step
-            return value[target], step, p, not whole
-    return None, None, None, False
 
 
 def _op(histories, r, stream, seq):

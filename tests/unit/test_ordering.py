@@ -442,12 +442,12 @@ def test_ranks_a_broadcast_let_through_before_the_other_call_issued_it_first():
 
 
 def test_a_prologue_before_the_loop_leaves_the_loops_pattern_to_speak_and_a_short_end_does_not():
-    """ordering._extrapolate: the places of B calls among A calls (B #k after A #known[k]).  A prologue's
+    """patterns.extrapolate: the places of B calls among A calls (B #k after A #known[k]).  A prologue's
     broadcast and the loop's first all_gather both come before the first send (places 0, 0), then one each
     step: the whole run has no period, its end (8 of 9 places) has one (the fuzzer's seed 7002206).  Three
     B calls every two A calls whose last three places happen to rise by one each: the whole run's period
     (3) speaks, not the end's (1) (seed 7001375).  A run whose end is under three quarters of it: nothing."""
-    from c10d_observer.ordering import _extrapolate
+    from c10d_observer.patterns import extrapolate as _extrapolate
     prologue = {1: 0, 2: 0, 3: 1, 4: 2, 5: 3, 6: 4, 7: 5, 8: 6, 9: 7}
     assert _extrapolate(prologue, 10) == (8, 1, 1, True)
     assert _extrapolate(prologue, 10, end=False) == (None, None, None, False)

@@ -1,0 +1,60 @@
+"""The pattern of a program's calls across steps, as ordering's rule 2 reads it: the period of the places of one
+group's calls among another's (``extrapolate``), and whether a call is the one the period puts at a seq (the same
+op and size as the call one period before it).  Pure: no package imports, no torch, no clock.
+"""
+
+
+def b_as_the_pattern(histories, stream, seq, period):
+    """Whether call #seq on `stream`, as a rank that issued it has it, is the call the pattern puts there: the
+    same op and size as call #(seq - period); False only where a rank's history shows both and they differ
+    (a call that runs every k steps), True where none shows both."""
+    for calls in histories.values():
+        mine = dict((c.seq, (c.op, c.size)) for c in calls if c.stream == stream)
+        if seq in mine and seq - period in mine and not alike(mine[seq], mine[seq - period]):
+            return False
+    return True
+
+
+def alike(x, y):
+    """Two calls' (op, size) are the same call of a program: the same op, and the same size where both
+    sizes are known (an in-flight call's may not be)."""
+    return x[0] == y[0] and (x[1] is None or y[1] is None or x[1] == y[1])
+
+
+def as_the_pattern(calls, stream, seq, stride):
+    """Whether a rank's call #seq on `stream` is the call its pattern puts there: the same op and size as its
+    call #(seq - stride), one period before; False where either is not in its history."""
+    mine = dict((c.seq, (c.op, c.size)) for c in calls if c.stream == stream)
+    now, before = mine.get(seq), mine.get(seq - stride) if stride > 0 else None
+    return now is not None and before is not None and alike(now, before)
+
+
+def extrapolate(known, target, end=True):
+    """(the place of call #target by the period of the run of known places just before it, the A calls one
+    period spans, the period in B calls, whether it holds over the run's end only), or (None, None, None,
+    False).  The period holds over the whole run (2p + 1 places at least), else (where ``end``) over its end
+    where that is three quarters of it or more: a prologue's calls before
+    the loop's (a broadcast, then the loop's first all_gather, both before the first send) have places of
+    their own, and the loop's pattern speaks for the next call (the fuzzer's seed 7002206); a period that
+    holds only over a short end is a coincidence of a longer one (seed 7001375: three world calls every two
+    sends, whose last three places rise by one each).  Where B #target is not the call the end's period puts
+    there (a call that runs every k steps), the caller asks again without it (``end`` False)."""
+    last = max([s for s in known if s < target] or [0])
+    start = last
+    while start - 1 in known:
+        start -= 1
+    length = last - start + 1 if last else 0
+    for whole in (True, False) if end else (True,):
+        for p in range(1, (length - 1) // 2 + 1):
+            step = known[last] - known[last - p]
+            first = last  # the first B call of the run's end whose place is the one p calls before it + step
+            while first - p - 1 >= start and known[first - 1] - known[first - 1 - p] == step:
+                first -= 1
+            span = last - (first - p) + 1
+            if step < 0 or span < 2 * p + 1 or span < (length if whole else 0.75 * length):
+                continue
+            value = dict((s, known[s]) for s in range(first - p, last + 1))
+            for s in range(last + 1, target + 1):
+                value[s] = value[s - p] + step
+            return value[target], step, p, not whole
+    return None, None, None, False
