@@ -496,7 +496,7 @@ def _words(c, program):
     return text
 
 
-def undecidable(program, fault):
+def undecidable(program, fault, faulty=None):
     """Why no verdict can name the culprit from the documents (a reason), or None.
 
     The documents carry, per rank and stream, its counts, the call in flight and its last 32 calls with their
@@ -514,6 +514,12 @@ def undecidable(program, fault):
       leaves the same documents: rank 0 issued X where rank 1 issued Y).  A skip followed by a call just like
       the skipped one shifts the rank's calls on the group by one: the hang comes later (the rank ends with one
       call fewer than its partner, which no fault of this model makes of the partner): not flagged.
+
+    - the same desync or skip past the first call of its slot, where one of the two calls at the place (the
+      one the program puts there, or the one the rank issued instead) is not among the group's calls shown
+      before it (its last SHOWN): the program may hold a slot that runs there for the first time, or once in
+      more steps than the record spans, which the other rank skipped (or issued something else for), and
+      that program leaves the same documents (``_unseen_at_place``).
 
     - a skip of a rank's first op of a p2p exchange at the first step the exchange runs, where no other slot
       moves tensors between the two ranks: rank a skips its send to b (a sends, then receives; b the other
@@ -547,6 +553,34 @@ def undecidable(program, fault):
     if first:
         return ("%s at the first call of its slot on group %s, whose two ranks no other group mirrors: either "
                 "may be the odd one" % (fault.kind, c.group))
+    unseen = _unseen_at_place(program, fault, faulty) if faulty is not None else None
+    if unseen is not None:
+        return ("%s on group %s, whose two ranks no other group mirrors, where %s at the place is a call the "
+                "group's last %d calls never showed: a program with a slot run there for the first time or once "
+                "in more steps than they span, the other rank at fault, leaves the same documents"
+                % (fault.kind, c.group, unseen, SHOWN))
+    return None
+
+
+SHOWN = 32  # calls per stream a document shows (rank_docs.HISTORY, simulate.HISTORY)
+
+
+def _unseen_at_place(program, fault, faulty):
+    """The call (in words) that one of the two ranks issued at the place of a desync or skip on a group of two,
+    where the group's calls shown before it (the last SHOWN) never held it, or None (``undecidable``)."""
+    c, calls = fault.call, program.calls[fault.rank]
+    before = [x for x in calls[:fault.index] if x.group == c.group][-SHOWN:]
+    seen = {(x.op.split(".")[0], x.size, x.root) for x in before}
+    if fault.kind == "skip":
+        after = [x for x in calls[fault.index + 1:] if x.group == c.group]
+        if c.op in OBJECT_OPS:
+            after = after[1:]
+        mine = after[0] if after else None
+    else:
+        mine = faulty[fault.rank][fault.index]  # the call it issued instead
+    for x in (c, mine):
+        if x is not None and (x.op.split(".")[0], x.size, x.root) not in seen:
+            return _words(x, program)
     return None
 
 
@@ -594,7 +628,7 @@ def make_case(seed, shape=None, kind=None):
     if got is None:
         return Case(seed, program, None, program.calls, {}, set(), False, None)
     fault, calls, stop = got
-    why = undecidable(program, fault)
+    why = undecidable(program, fault, calls)
     return Case(seed, program, fault, calls, stop, {fault.rank}, why is not None, why)
 
 

@@ -27,7 +27,7 @@ def _judge(case):
 
 # One case, as the tests read it (small, so that worker processes can hand it back: its fault and culprits, not
 # its program, whose pickling took half the time of 10,000 cases in two processes)
-Record = collections.namedtuple("Record", "seed fault expected healthy_state healthy_hung healthy_verdict faulty_hung "
+Record = collections.namedtuple("Record", "seed fault expected undecidable healthy_state healthy_hung healthy_verdict faulty_hung "
                                           "fault_rank_state culprits summary")
 
 
@@ -38,7 +38,7 @@ def _record(i):
     if i % HEALTHY_EVERY == 0:
         hv = verdict.analyze(simulate.healthy_docs(healthy))
         healthy_verdict = hv.summary if hv.hangs or hv.culprit_ranks else ""
-    return Record(case.seed, case.fault, case.expected, tuple(healthy.state), healthy.hung, healthy_verdict,
+    return Record(case.seed, case.fault, case.expected, case.undecidable, tuple(healthy.state), healthy.hung, healthy_verdict,
                   faulty.hung if faulty is not None else None,
                   faulty.state[case.fault.rank] if faulty is not None else None,
                   list(v.culprit_ranks) if v is not None else None, v.summary if v is not None else None)
@@ -96,6 +96,15 @@ def test_no_case_names_a_rank_outside_its_culprits(corpus):
     wrong = [(rec.seed, rec.culprits, sorted(rec.expected), rec.summary) for rec in corpus
              if rec.culprits is not None and set(rec.culprits) - rec.expected]
     assert not wrong, wrong
+
+
+def test_a_case_another_programs_fault_would_leave_the_same_documents_of_is_never_named(corpus):
+    """programs.undecidable flags the cases whose documents a program with another rank at fault leaves too (a
+    desync on an unmirrored pair at its slot's first call, or where a call at the place is one the pair's shown
+    calls never held): naming anyone there is a bet, and the verdict makes none."""
+    flagged = [rec for rec in corpus if rec.fault is not None and rec.undecidable]
+    named = [(rec.seed, rec.culprits) for rec in flagged if rec.culprits]
+    assert flagged and not named, (len(flagged), named[:5])
 
 
 def test_a_stalled_or_dead_rank_is_always_named_exactly(corpus):
@@ -516,6 +525,18 @@ def test_cases_a_rule_was_made_for_are_named_exactly(seed, kind):
     case = programs.make_case(seed, kind=kind)
     _, _, v = _judge(case)
     assert set(v.culprit_ranks) == case.expected, v.summary
+
+
+@pytest.mark.parametrize("seed", [7000911, 7000144])
+def test_a_pair_desync_whose_call_the_pairs_record_never_showed_is_flagged_and_left_undecided(seed):
+    """7000911: a world of two alternates an all_reduce and an all_gather each step; at step 6 rank 0 issued a
+    broadcast for its all_reduce.  A program with a broadcast slot first run at step 6 (every seven steps),
+    which rank 1 skipped, leaves the same documents: flagged (programs._unseen_at_place), and nobody named.
+    7000144: the same with another size."""
+    from fuzz import run
+    res = run.judge(seed, check_healthy=False)
+    assert res.case.undecidable and "never showed" in res.case.why_undecidable, res.case.why_undecidable
+    assert res.outcome == "undecided_ok", (res.culprits, res.summary)
 
 
 def test_a_skipped_first_op_of_an_exchange_at_its_first_step_is_flagged_and_left_undecided():
