@@ -69,10 +69,11 @@ def main(argv=None):
                     help="every program of this shape, simulated and real (mesh3d: pp x dp x tp, 8-64 ranks; ring: "
                          "batch_isend_irecv rings beside world collectives; async: bursts of async all_reduces; "
                          "ops: every collective kind, rooted, coalesced and object ones; drawn only where asked)")
-    ap.add_argument("--kind", choices=("swap", "freeze", "freeze_in"),
+    ap.add_argument("--kind", choices=("swap", "freeze", "freeze_in", "mismatch_p2p"),
                     help="every case's fault of this kind, simulated and real (swap: two collectives of two groups "
                          "issued the other way round; freeze, freeze_in: the rank's process stopped before a call, "
-                         "inside a collective; drawn only where asked)")
+                         "inside a collective; mismatch_p2p: a send or recv of another size than its other half; drawn only "
+                         "where asked)")
     ap.add_argument("--source", default="exact", choices=("exact", "recorder", "nccl", "nccl-sizes"),
                     help="the source model of the documents: exact (patch, hooks), recorder (torch's gloo "
                          "recorder, the default source on 2.8+) or nccl (torch's NCCL recorder, each rank's "

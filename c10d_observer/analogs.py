@@ -51,14 +51,16 @@ def _streams(by_rank):
 
 
 def _p2p_streams(by_rank):
-    """{stream: {"ranks": (src, dst), "group", "calls": {seq: size}, "clash"}} of every p2p stream: a send and
-    its recv are one call of it."""
+    """{stream: {"ranks": (src, dst), "group", "calls": {seq: size}, "clash", "done"}} of every p2p stream: a
+    send and its recv are one call of it; ``done``, the last call both halves completed."""
     out = {}
     for doc in by_rank.values():
         for g in doc.groups:
             if g.kind != "p2p" or g.src is None or g.dst is None:
                 continue
-            s = out.setdefault(g.stream, {"ranks": (g.src, g.dst), "group": g.group, "calls": {}, "clash": set()})
+            s = out.setdefault(g.stream, {"ranks": (g.src, g.dst), "group": g.group, "calls": {}, "clash": set(),
+                                          "done": g.last_completed or 0})
+            s["done"] = min(s["done"], g.last_completed or 0)  # both halves completed it: gone past
             for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ()):
                 if s["calls"].setdefault(c.seq, c.size) != c.size:
                     s["clash"].add(c.seq)
@@ -105,6 +107,39 @@ def program_call(by_rank, stream, seq, min_groups=MIN_GROUPS):
     if len(who) < min_groups:
         return None
     return call, sorted(who, key=_natural), (min(shared), max(shared))
+
+
+def p2p_program_call(by_rank, stream, seq):
+    """``(size, streams, (first, last))``: the size that p2p streams like ``stream`` carried at #seq and went
+    past, all one, at least ``min_groups`` of them: of its group, between two other ranks, with its sizes at every
+    seq both show before #seq (at least ``MIN_SHARED``; the other links of a pipeline's replicas, the other
+    pairs of an exchange), and the seqs they share; None where nothing decides.  A send and its recv of two
+    sizes at #seq: the half that is not the program's size left the program.  Nothing in a stream's first
+    calls: links of a p2p job carry the sizes of their own slots, and with no calls to compare any link would
+    speak for any other (the fuzzer's ring seed 93000762, a rule tried as ``early_call``'s: a ring of one slot
+    named by the links of two others)."""
+    streams = _p2p_streams(by_rank)
+    me = streams.get(stream)
+    if me is None:
+        return None
+    mine = {s: z for s, z in me["calls"].items() if s < seq and s not in me["clash"]}
+    votes, shared = {}, []
+    for other, h in streams.items():
+        if other == stream or h["group"] != me["group"] or set(h["ranks"]) & set(me["ranks"]):
+            continue
+        if h["done"] < seq or seq not in h["calls"] or seq in h["clash"]:
+            continue
+        common = [s for s in mine if s in h["calls"] and s not in h["clash"]]
+        if len(common) < MIN_SHARED or any(h["calls"][s] != mine[s] for s in common):
+            continue
+        votes.setdefault(h["calls"][seq], []).append(other)
+        shared += common
+    if len(votes) != 1:
+        return None
+    (size, who), = votes.items()
+    if len(who) < MIN_GROUPS:
+        return None
+    return size, sorted(who, key=_natural), (min(shared), max(shared))
 
 
 def early_call(by_rank, stream, seq):

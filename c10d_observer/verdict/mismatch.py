@@ -36,6 +36,8 @@ def by_program(m, calls, by_rank, stream, seq):
     that left out calls of that period (analogs.own_pattern).  The evidence is said.  ``m``, changed in place, returned."""
     if m.odd_ranks or m.unknown or any(c.op in (None, "unknown") for c in calls.values()):
         return m
+    if ":p2p:" in str(stream):
+        return _by_like_links(m, calls, by_rank, stream, seq)
     votes, _ = _analogs.past_calls(by_rank, stream, seq)
     if not votes:  # no group like this one went past the place: many groups at its first calls, or its period
         got = _analogs.early_call(by_rank, stream, seq)
@@ -59,6 +61,19 @@ def by_program(m, calls, by_rank, stream, seq):
         (_, cycle, (first, last)) = period
         m.evidence += ", which this group's own calls #%d-#%d, repeating every %d calls, put there too" % (
             first, last, len(cycle))
+    return m
+
+
+def _by_like_links(m, calls, by_rank, stream, seq):
+    """A send and its recv of two sizes: the half whose size is not the one that p2p streams like this one
+    carried at this seq and went past (analogs.p2p_program_call) left the program."""
+    got = _analogs.p2p_program_call(by_rank, stream, seq)
+    if got is None or not _name(m, calls, {r: 0 for r, c in calls.items() if c.size != got[0]}):
+        return m
+    size, streams, (first, last) = got
+    m.evidence = "no majority in the pair; p2p streams %s, whose calls #%d-#%d were this stream's, carried %s at #%d" \
+        " and went past it" % (", ".join(map(str, streams[:4])) + (" and %d more" % (len(streams) - 4)
+                                                                   if len(streams) > 4 else ""), first, last, size, seq)
     return m
 
 

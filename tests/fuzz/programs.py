@@ -57,7 +57,10 @@ FAULT_WEIGHTS = (4, 3, 2, 2, 2, 1)
 # of two different groups the other way round (issue 42: "swap two calls across groups"): an ordering
 # deadlock where the groups' other members keep the program's order.  "freeze": the rank's process is stopped
 # (SIGSTOP, or a thread holds the GIL) before a call; "freeze_in": inside a collective it entered (simulate.py).
-EXTRA_KINDS = ("swap", "freeze", "freeze_in")
+# "mismatch_p2p": a send or recv (an isend or irecv of a batch too) issued with another element count or dtype
+# than its other half (issue 42's "change the size of one call", for p2p: gloo raises on some, a recv too
+# small for what comes; NCCL checks nothing).
+EXTRA_KINDS = ("swap", "freeze", "freeze_in", "mismatch_p2p")
 SHAPES = ("world", "pairs", "halves", "subset", "mesh", "p2p")
 # Shapes drawn only where asked for (``make_case(seed, shape=...)``, run.py --shape): drawing them among SHAPES
 # would change every seed's program, and the seeds the tests keep.  "mesh3d": pp x dp x tp (each 2-4, 8-64
@@ -404,8 +407,10 @@ def _applies(kind, call):
         return True
     if kind == "freeze_in":  # a p2p call a rank froze in may have sent its data or not: not modelled
         return call.op not in P2P_OPS + ASYNC_OPS
+    if kind == "mismatch_p2p":
+        return call.op in P2P_OPS
     if call.op in P2P_OPS:
-        return False  # desyncs of p2p calls: a later slice
+        return False  # desyncs of p2p calls: mismatch_p2p, drawn only where asked
     if kind == "mismatch_op" and call.op in ASYNC_OPS:
         return False  # another op in a burst: its all_reduce issued synchronously is the same call to gloo
     if kind == "mismatch_size":
@@ -474,7 +479,7 @@ def _apply(rng, program, kind, r, i, calls=None, stop=None):
             new = _other_op(rng, orig, group)
             if two:
                 del calls[r][i + 1]
-        elif kind == "mismatch_size":
+        elif kind in ("mismatch_size", "mismatch_p2p"):
             new = _other_size(rng, orig)
         else:
             new = orig._replace(root=rng.choice([q for q in group.ranks if q != orig.root]))

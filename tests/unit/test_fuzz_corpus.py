@@ -314,6 +314,29 @@ def test_a_period_the_groups_own_record_shows_broken_by_a_slot_of_every_few_step
     assert res.outcome == "undecided", (res.culprits, sorted(res.case.expected), res.summary)
 
 
+def test_a_send_and_its_recv_of_two_sizes_are_named_by_like_links_and_never_by_another_rank():
+    """programs.py's fault mismatch_p2p (drawn only where asked): a send or recv issued with another size than its
+    other half.  The pair has no majority; where two p2p streams like it (its group, other ranks, its sizes at
+    four calls or more before) carried one size there and went past it, the half of another size is named
+    (analogs.p2p_program_call): the other replicas' links of a 3D mesh's pipeline, the other links of a ring."""
+    got = collections.Counter()
+    for res in _judged(range(93000000, 93000000 + max(300, CORPUS // 20)), check_healthy=False, shape="ring",
+                       kind="mismatch_p2p") + _judged(range(94000000, 94000060), check_healthy=False,
+                                                       shape="mesh3d", kind="mismatch_p2p"):
+        got[res.outcome] += 1
+        assert res.outcome != "wrong", (res.seed, res.culprits, sorted(res.expected), res.summary)
+    assert got["exact"] >= 0.15 * sum(got.values()), got
+
+
+def test_a_rings_link_at_its_first_calls_is_never_named_by_the_links_of_other_slots():
+    """Ring seed 93000762: rank 3's isend of a three-rank ring of int64 issued as float32 at its first call; the
+    links of two other rings carried float32 at their first calls.  A rule tried with early_call's terms (three
+    links, nothing to compare) named rank 5, the receiver; a stream's first calls decide nothing now."""
+    from fuzz import run
+    res = run.judge(93000762, check_healthy=False, shape="ring", kind="mismatch_p2p")
+    assert res.outcome == "undecided", (res.culprits, res.summary)
+
+
 def test_a_left_out_isend_is_named_by_the_rings_other_links():
     """Seed 61000019: rank 4 of a ring of eight left its isend to rank 5 out at step 4 and went on to the world's
     all_reduce; rank 5 waits in its irecv.  The ring's other links (one slot: issued where link 4->5 is among
