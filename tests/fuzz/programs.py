@@ -524,7 +524,9 @@ def undecidable(program, fault, faulty=None):
       one the program puts there, or the one the rank issued instead) is not among the group's calls shown
       before it (its last SHOWN): the program may hold a slot that runs there for the first time, or once in
       more steps than the record spans, which the other rank skipped (or issued something else for), and
-      that program leaves the same documents (``_unseen_at_place``).
+      that program leaves the same documents (``_unseen_at_place``).  That twin is a program a user may write,
+      not always one this generator makes (its slots run every 10 steps at most): the verdict must not bet
+      on the generator's limits.
 
     - a skip of a rank's first op of a p2p exchange at the first step the exchange runs, where no other slot
       moves tensors between the two ranks: rank a skips its send to b (a sends, then receives; b the other

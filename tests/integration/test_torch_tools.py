@@ -32,29 +32,42 @@ pytestmark = pytest.mark.skipif(not _has_recorder(), reason="this torch has no g
                                                            "analyser (torch 2.8+)")
 
 
-def _run(tmp_path, name, mode, buffer_size):
-    out = tmp_path / name
-    out.mkdir()
+def _run_both(tmp_path, buffer_size):
+    """The plain job and the observed one, side by side (two processes at once, then torch's analyser on each
+    dump at once): {mode: (the dumps' pg_config and entries, the analyser's exit and last line, the job's
+    output)}."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("C10D_OBSERVER", "TORCH_FR_", "TORCH_NCCL_TRACE"))}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
     if buffer_size is not None:
         env["TORCH_FR_BUFFER_SIZE"] = str(buffer_size)
-    job = subprocess.run([sys.executable, os.path.join(HERE, "fr_dump_job.py"), str(out), mode], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
-    assert job.returncode == 0, job.stdout
-    dumps = [pickle.load(open(str(out / "dumps" / ("rank_%d" % r)), "rb")) for r in (0, 1)]
-    seen = [(d["pg_config"], [(tuple(e["process_group"]), e["profiling_name"]) for e in d["entries"]]) for d in dumps]
-    analysed = subprocess.run([sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace",
-                               str(out / "dumps")], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              universal_newlines=True, timeout=300)
-    lines = [x for x in analysed.stdout.splitlines() if x.strip()]
-    return seen, (analysed.returncode, lines[-1] if lines else ""), job.stdout
+    outs, jobs = {}, {}
+    for mode in ("plain", "observed"):
+        outs[mode] = tmp_path / mode
+        outs[mode].mkdir()
+        jobs[mode] = subprocess.Popen([sys.executable, os.path.join(HERE, "fr_dump_job.py"), str(outs[mode]), mode],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      universal_newlines=True)
+    logs = {mode: job.communicate(timeout=300)[0] for mode, job in jobs.items()}
+    for mode, job in jobs.items():
+        assert job.returncode == 0, logs[mode]
+    analysers = {mode: subprocess.Popen([sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace",
+                                         str(outs[mode] / "dumps")], env=env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, universal_newlines=True) for mode in outs}
+    got = {}
+    for mode, analysed in analysers.items():
+        text = analysed.communicate(timeout=300)[0]
+        lines = [x for x in text.splitlines() if x.strip()]
+        dumps = [pickle.load(open(str(outs[mode] / "dumps" / ("rank_%d" % r)), "rb")) for r in (0, 1)]
+        seen = [(d["pg_config"], [(tuple(e["process_group"]), e["profiling_name"]) for e in d["entries"]])
+                for d in dumps]
+        got[mode] = (seen, (analysed.returncode, lines[-1] if lines else ""), logs[mode])
+    return got
 
 
 @pytest.mark.parametrize("buffer_size", [2000, None], ids=["TORCH_FR_BUFFER_SIZE=2000", "torch's-default"])
 def test_an_observed_jobs_flight_recorder_dump_is_the_unobserved_ones(tmp_path, buffer_size):
-    plain, plain_read, _ = _run(tmp_path, "plain", "plain", buffer_size)
-    observed, observed_read, log = _run(tmp_path, "observed", "observed", buffer_size)
+    got = _run_both(tmp_path, buffer_size)
+    (plain, plain_read, _), (observed, observed_read, log) = got["plain"], got["observed"]
     assert "c10d_observer: watching collectives" in log, log  # it was observed
     assert observed == plain, (observed, plain)  # the same entries, the same pg_config: nothing of the observer's
     assert not any(pg == ("", "") for _, entries in observed for pg, _ in entries)

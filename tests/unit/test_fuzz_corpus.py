@@ -219,7 +219,10 @@ def test_a_period_longer_than_a_pair_shows_and_a_chains_sender_never_name_the_ra
     assert res.outcome in ("exact", "undecided"), (res.culprits, sorted(res.case.expected), res.summary)
 
 
-def _shape_corpus(base, shape, got, n=300):
+SHAPE_CASES = 300 if CORPUS > 1000 else 150  # each shape drawn only where asked: more on the corpus's line
+
+
+def _shape_corpus(base, shape, got, n=SHAPE_CASES):
     """(judged case, its faulty run) of the first ``n`` cases of a shape drawn only where asked, each healthy
     program ended without a verdict and each fault hung it without naming a rank outside its culprit;
     ``got`` counts the outcomes."""
@@ -245,7 +248,8 @@ def test_batch_isend_irecv_rings_end_healthy_hang_on_one_op_left_out_and_never_n
         for r, st in enumerate(faulty.state):
             streams = [s for s, q in faulty.started[r].items() if ":p2p:" in s and q > faulty.completed[r].get(s, 0)]
             both_posted += st == "blocked" and len(streams) >= 2
-    assert left_out >= 30 and both_posted and got["exact"] >= 0.8 * sum(got.values()), (left_out, both_posted, got)
+    assert left_out >= SHAPE_CASES // 10 and both_posted and got["exact"] >= 0.8 * sum(got.values()), (
+        left_out, both_posted, got)
 
 
 @pytest.mark.parametrize("seed", [61010852, 61011177, 61013297])
@@ -297,7 +301,8 @@ def test_every_collective_kind_ends_healthy_hangs_as_gloo_and_never_names_anothe
                 if rec is not None and rec[1]:  # its members issued it alike (a desync never completes)
                     flat += 1
                     assert root not in rec[3], (res.case.seed, r, key)
-    assert new_ops >= 60 and skipped_objects >= 5 and flat, (new_ops, skipped_objects, flat)
+    assert new_ops >= SHAPE_CASES // 5 and skipped_objects >= SHAPE_CASES // 60 and flat, (new_ops, skipped_objects,
+                                                                                            flat)
     assert got["exact"] >= 0.85 * sum(got.values()), got
 
 
