@@ -100,46 +100,33 @@ def program_call(by_rank, stream, seq, min_groups=MIN_GROUPS):
     """``((op, size), streams, (first, last))``: the call that groups like ``stream`` issued at #seq and went
     past (``streams``, at least ``min_groups``), and the seqs before it on which they agree with ``stream``'s
     ranks; None where nothing decides (module docstring)."""
-    votes, shared = past_calls(by_rank, stream, seq)
-    if len(votes) != 1:
-        return None  # none, or groups like this one issued different calls there
-    (call, who), = votes.items()
-    if len(who) < min_groups:
-        return None
-    return call, sorted(who, key=_natural), (min(shared), max(shared))
+    return _one_call(past_calls(by_rank, stream, seq), min_groups)
 
 
 def p2p_program_call(by_rank, stream, seq):
     """``(size, streams, (first, last))``: the size that p2p streams like ``stream`` carried at #seq and went
-    past, all one, at least ``min_groups`` of them: of its group, between two other ranks, with its sizes at every
+    past, all one, at least ``MIN_GROUPS`` of them: of its group, between two other ranks, with its sizes at every
     seq both show before #seq (at least ``MIN_SHARED``; the other links of a pipeline's replicas, the other
     pairs of an exchange), and the seqs they share; None where nothing decides.  A send and its recv of two
     sizes at #seq: the half that is not the program's size left the program.  Nothing in a stream's first
     calls: links of a p2p job carry the sizes of their own slots, and with no calls to compare any link would
     speak for any other (the fuzzer's ring seed 93000762, a rule tried as ``early_call``'s: a ring of one slot
     named by the links of two others)."""
-    streams = _p2p_streams(by_rank)
-    me = streams.get(stream)
-    if me is None:
-        return None
-    mine = {s: z for s, z in me["calls"].items() if s < seq and s not in me["clash"]}
-    votes, shared = {}, []
-    for other, h in streams.items():
-        if other == stream or h["group"] != me["group"] or set(h["ranks"]) & set(me["ranks"]):
-            continue
-        if h["done"] < seq or seq not in h["calls"] or seq in h["clash"]:
-            continue
-        common = [s for s in mine if s in h["calls"] and s not in h["clash"]]
-        if len(common) < MIN_SHARED or any(h["calls"][s] != mine[s] for s in common):
-            continue
-        votes.setdefault(h["calls"][seq], []).append(other)
-        shared += common
+    return _one_call(_past(_p2p_streams(by_rank), stream, seq, MIN_SHARED,
+                           lambda h, me: h["group"] == me["group"] and not set(h["ranks"]) & set(me["ranks"])),
+                     MIN_GROUPS)
+
+
+def _one_call(past, min_groups):
+    """(the one call ``past``'s streams voted for, the streams, the seqs they shared), or None where they voted
+    for two, or fewer than ``min_groups`` did."""
+    votes, shared = past
     if len(votes) != 1:
+        return None  # none, or groups like this one issued different calls there
+    (call, who), = votes.items()
+    if len(who) < min_groups:
         return None
-    (size, who), = votes.items()
-    if len(who) < MIN_GROUPS:
-        return None
-    return size, sorted(who, key=_natural), (min(shared), max(shared))
+    return call, sorted(who, key=_natural), (min(shared), max(shared))
 
 
 def early_call(by_rank, stream, seq):
@@ -167,14 +154,18 @@ def early_call(by_rank, stream, seq):
 def past_calls(by_rank, stream, seq, min_shared=MIN_SHARED):
     """``({(op, size): [streams]}, seqs)``: the calls that groups like ``stream`` issued at #seq and went past,
     and the seqs before it on which they agree with ``stream``'s ranks (at least ``min_shared``)."""
-    streams = _streams(by_rank)
+    return _past(_streams(by_rank), stream, seq, min_shared, lambda h, me: len(h["ranks"]) == len(me["ranks"]))
+
+
+def _past(streams, stream, seq, min_shared, fits):
+    """``past_calls`` over ``streams``, of the streams that ``fits(theirs, mine)``."""
     me = streams.get(stream)
     if me is None:
         return {}, []
     mine = {s: k for s, k in me["calls"].items() if s < seq and s not in me["clash"]}
     votes, shared = {}, []
     for other, h in streams.items():
-        if other == stream or len(h["ranks"]) != len(me["ranks"]):
+        if other == stream or not fits(h, me):
             continue
         if h["done"] < seq or seq not in h["calls"] or seq in h["clash"]:
             continue  # it has not gone past the place (or its ranks disagree there)

@@ -54,9 +54,7 @@ def by_program(m, calls, by_rank, stream, seq):
     if not _name(m, calls, {r: 0 for r, c in calls.items() if (c.op, c.size) != (op, size)}):
         return m
     m.evidence = "no majority in the group; group%s %s, whose calls #%d-#%d were this group's, issued %s at #%d" % (
-        "s" if len(streams) > 1 else "", ", ".join(map(str, streams[:4])) + (" and %d more" % (len(streams) - 4)
-                                                                              if len(streams) > 4 else ""),
-        first, last, _call(op, size), seq)
+        "s" if len(streams) > 1 else "", _few(streams), first, last, _call(op, size), seq)
     if period is not None:
         (_, cycle, (first, last)) = period
         m.evidence += ", which this group's own calls #%d-#%d, repeating every %d calls, put there too" % (
@@ -71,10 +69,14 @@ def _by_like_links(m, calls, by_rank, stream, seq):
     if got is None or not _name(m, calls, {r: 0 for r, c in calls.items() if c.size != got[0]}):
         return m
     size, streams, (first, last) = got
-    m.evidence = "no majority in the pair; p2p streams %s, whose calls #%d-#%d were this stream's, carried %s at #%d" \
-        " and went past it" % (", ".join(map(str, streams[:4])) + (" and %d more" % (len(streams) - 4)
-                                                                   if len(streams) > 4 else ""), first, last, size, seq)
+    m.evidence = "no majority in the pair; p2p streams %s, whose calls #%d-#%d were this stream's, carried %s at " \
+        "#%d and went past it" % (_few(streams), first, last, size, seq)
     return m
+
+
+def _few(streams):
+    """The first four streams, and how many more."""
+    return ", ".join(map(str, streams[:4])) + (" and %d more" % (len(streams) - 4) if len(streams) > 4 else "")
 
 
 def _by_early(m, calls, seq, got):
@@ -82,8 +84,7 @@ def _by_early(m, calls, seq, got):
     if not _name(m, calls, {r: 0 for r, c in calls.items() if (c.op, c.size) != (op, size)}):
         return m
     m.evidence = "no majority in the group; %d groups of its size (%s), %s, issued %s at #%d and went past it" % (
-        len(streams), ", ".join(map(str, streams[:4])) + (" and %d more" % (len(streams) - 4)
-                                                          if len(streams) > 4 else ""),
+        len(streams), _few(streams),
         "whose calls #%d-#%d were this group's" % shared if shared else "at this group's first call",
         _call(op, size), seq)
     return m

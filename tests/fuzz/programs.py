@@ -50,6 +50,7 @@ MORE_OPS = ("reduce", "gather", "scatter", "all_to_all", "all_reduce_coalesced",
 OBJECT_OPS = ("all_gather_object", "broadcast_object_list")
 DATA = ".data"  # the op of an object collective's second call: "all_gather_object.data"
 ROOTED = ("broadcast", "reduce", "gather", "scatter", "broadcast_object_list")
+ALL_OPS = COLL_OPS + MORE_OPS + OBJECT_OPS  # shape "ops": an object collective twice as likely as another op
 FAULT_KINDS = ("skip", "stall", "exit", "mismatch_op", "mismatch_size", "mismatch_root")
 FAULT_WEIGHTS = (4, 3, 2, 2, 2, 1)
 # Fault kinds drawn only where asked for (``make_case(seed, kind=...)``, run.py --kind), as EXTRA_SHAPES: drawn
@@ -87,9 +88,11 @@ def _size(rng):
     return "%d x %s" % (rng.choice(NUMELS), rng.choice(DTYPES))
 
 
-def _coll_slot(rng, family, groups_of_family, every=1):
-    op = rng.choice(("all_reduce",) * 4 + ("broadcast",) * 2 + ("all_gather",) * 2 + ("barrier",))
-    size = None if op == "barrier" else _size(rng)
+def _coll_slot(rng, family, groups_of_family, every=1, ops=None):
+    """A collective on each group of ``family``, its op drawn from ``ops`` (by default COLL_OPS, all_reduce the most
+    often); an object collective's size is its pickled bytes (its second call's)."""
+    op = rng.choice(ops or ("all_reduce",) * 4 + ("broadcast",) * 2 + ("all_gather",) * 2 + ("barrier",))
+    size = None if op == "barrier" else "%d x uint8" % rng.randint(40, 4000) if op in OBJECT_OPS else _size(rng)
     root_index = None
     if op in ROOTED:
         smallest = min(len(groups_of_family[g].ranks) for g in groups_of_family)
@@ -117,19 +120,6 @@ def _p2p_slot(rng, world):
 def _async_slot(rng, family, groups_of_family):
     """A burst of 2-4 async all_reduces on each group of ``family`` (DDP's gradient buckets), waited together."""
     return Slot("coll", family, "iall_reduce", _size(rng), None, 1, "async", rng.randint(2, 4), None)
-
-
-def _ops_slot(rng, family, groups_of_family):
-    """A collective of any kind (COLL_OPS and MORE_OPS) on each group of ``family``: an object collective's size is
-    its pickled bytes (its second call's)."""
-    op = rng.choice(COLL_OPS + MORE_OPS + OBJECT_OPS)  # an object collective twice as likely as another op
-    size = None if op == "barrier" else "%d x uint8" % rng.randint(40, 4000) if op in OBJECT_OPS else _size(rng)
-    root_index = None
-    if op in ROOTED:
-        smallest = min(len(groups_of_family[g].ranks) for g in groups_of_family)
-        root_index = 0 if rng.random() < 0.6 else rng.randrange(smallest)
-    every = rng.randint(2, 10) if rng.random() < 0.12 else 1
-    return Slot("coll", family, op, size, root_index, every, None, None, None)
 
 
 def _ring_slot(rng, world):
@@ -218,7 +208,7 @@ def _template(rng, shape, groups, families, world):
     for _ in range(n):
         if shape == "ops":
             fam = rng.choice(fams + ["world"] if fams else ["world"])
-            slots.append(_ops_slot(rng, fam, {g: groups[g] for g in families[fam]}))
+            slots.append(_coll_slot(rng, fam, {g: groups[g] for g in families[fam]}, ops=ALL_OPS))
             continue
         if shape == "async":
             fam = rng.choice(fams + ["world"] if fams else ["world"])
