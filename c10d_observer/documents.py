@@ -422,6 +422,16 @@ class RankDoc(NamedTuple):
         return d
 
     @classmethod
+    def of(cls, d):
+        """A RankDoc as it is; a document's dict (tests, older callers of the verdict) read as one, its format
+        and version this release's where it names none."""
+        if isinstance(d, cls):
+            return d
+        if type(d) is dict and "format" in d and "version" in d:  # read as it is: from_json copies nothing of it
+            return cls.from_json(d)
+        return cls.from_json(dict(d, format=d.get("format", FORMAT), version=d.get("version", VERSION)))
+
+    @classmethod
     def from_json(cls, d, path=None):
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise DocumentError("%s is not a c10d-observer document" % (path or "the document"))

@@ -28,9 +28,10 @@ values), ``files`` (documents and records in, verdict files out), ``analysis``, 
 thread is), ``outcome`` (what became of a record) and ``render`` (words).
 This module is the verdict's front: what the rest of the package and users call.
 """
-from .analysis import VERSION, analyze, culprit_entry, phase_text
+from . import analysis as _analysis
+from .analysis import VERSION, culprit_entry, phase_text
 from .files import (RECORD_DOCS_UP_TO, RECORD_FORMAT, SAME_JOB_S, load, load_docs, load_records, main_record,
-                    per_rank, read, read_docs, record, record_documents, write)
+                    per_rank, read, read_docs, record, record_documents, verdict_of, write)
 from .outcome import with_outcome
 from . import render as _render
 from .stacks import frame_text, is_library, main_thread_frames, whereabouts
@@ -38,10 +39,17 @@ from .types import (Category, Culprit, Hang, Level, Mismatch, MismatchKind, Orde
                     Verdict, Where, Whereabouts, public)
 
 __all__ = ["VERSION", "analyze", "culprit_entry", "phase_text", "RECORD_DOCS_UP_TO", "RECORD_FORMAT", "SAME_JOB_S",
-           "load", "load_docs", "load_records", "main_record", "per_rank", "read", "read_docs", "record", "record_documents", "write",
+           "load", "load_docs", "load_records", "main_record", "per_rank", "read", "read_docs", "record", "record_documents", "verdict_of", "write",
            "acts", "culprit_nodes", "exit_code", "with_outcome", "format_text", "summary_line", "frame_text",
            "is_library", "main_thread_frames", "whereabouts", "Category", "Culprit", "Hang", "Level", "Mismatch", "MismatchKind",
            "Ordering", "Outcome", "OutcomeState", "Straggler", "Verdict", "Where", "Whereabouts", "public"]
+
+
+def analyze(by_rank, world_size=None, now=None, stragglers=None):
+    """The verdict (a Verdict) from one document per rank (RankDoc, or its JSON), with its summary:
+    analysis.analyze (the values), then render.worded (the words); ``stragglers``: the node's stragglers
+    document (arrivals.py), named in the verdict."""
+    return _render.worded(_analysis.analyze(by_rank, world_size=world_size, now=now, stragglers=stragglers))
 
 
 # The front's functions take a Verdict or its JSON (users' scripts and tests hold either): the JSON is read here.

@@ -3,8 +3,8 @@ finished it, entered it and waits, or never entered it (missing: where is it ins
 waits in another stuck call makes this one a symptom of that (a cascade); different ops or sizes at one seq
 are a desync; a cycle of stuck calls is an ordering deadlock (ordering.py names who broke the order).  Each
 stuck call is a draft (types.Draft) that the rules fill in, part by part (its Whereabouts, its Mismatch, its
-Ordering), and the verdict's values are built from the drafts once, at the end (types.py); the summary is
-written from them (render.py)."""
+Ordering), and the verdict's values are built from the drafts once, at the end (types.py); words are not
+written here: the front (verdict/__init__.analyze) and files add the summary from the values (render.py)."""
 import collections
 import os
 import re
@@ -13,7 +13,6 @@ from .. import arrivals as _arrivals
 from .. import documents as _documents
 from ..levels import CallEnd, Level, MismatchKind, Where
 from ..text import describe, describe_call, rank_list
-from .render import summary_line
 from .stacks import _stack_groups, main_thread_frames, place
 from .categories import categorize
 from .cycles import in_cycle, order_cycles
@@ -22,14 +21,6 @@ from .mismatch import ROOT_TEXT, by_program, mismatch
 from .types import MISMATCH_WORDS, Culprit, Draft, Hang, Host, Resolved, Straggler, Verdict, Whereabouts
 
 VERSION = 1  # of the verdict's JSON (report --json)
-
-def _as_docs(by_rank):
-    """Dicts (tests, older callers) to RankDocs, once, at the boundary."""
-    return {r: d if isinstance(d, _documents.RankDoc) else _documents.RankDoc.from_json(
-        d if type(d) is dict and "format" in d and "version" in d  # read as it is: from_json copies nothing of it
-        else dict(d, format=d.get("format", _documents.FORMAT), version=d.get("version", _documents.VERSION)))
-        for r, d in by_rank.items()}
-
 
 class _Candidate(object):
     """A (stream, seq) that may be stuck, as first found: the call, its ``level`` and ``deadline_s``, its age
@@ -185,7 +176,7 @@ def _holds(hangs, by_rank, now):
 def analyze(by_rank, world_size=None, now=None, stragglers=None):
     """The verdict (a Verdict) from one document per rank (RankDoc, or its JSON); ``stragglers``: the node's
     stragglers document (arrivals.py), named in the verdict."""
-    by_rank = _as_docs(by_rank)
+    by_rank = {r: _documents.RankDoc.of(d) for r, d in by_rank.items()}
     frames = {r: main_thread_frames(doc) for r, doc in by_rank.items()}
     # each rank as its device stands: an NCCL rank's calls issued behind the one its GPU waits in left out
     queued = {}
@@ -222,8 +213,7 @@ def analyze(by_rank, world_size=None, now=None, stragglers=None):
     hangs = _renumbered(hangs)
     held = _holds(hangs, by_rank, now)
     hangs = [h.build() for h in hangs]
-    v = Verdict(**_facts(hangs, culprits, held, undecided, by_rank, world_size, frames, cands, stragglers, now))
-    return v.replace(summary=summary_line(v))
+    return Verdict(**_facts(hangs, culprits, held, undecided, by_rank, world_size, frames, cands, stragglers, now))
 
 
 def _facts(hangs, culprits, held, undecided, by_rank, world_size, frames, cands, stragglers, now):

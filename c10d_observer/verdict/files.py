@@ -8,7 +8,7 @@ from .. import dumpdir as _dumpdir
 from ..report import ReportError
 from .analysis import analyze
 from .outcome import _main_record, with_outcome
-from .render import format_text
+from .render import format_text, worded
 from .types import Culprit, Verdict, public
 
 RECORD_FORMAT = "c10d_observer.verdict_record"
@@ -86,15 +86,10 @@ def load_records(directory):
     out, seen = [], {}
     for path in dd.glob(_dumpdir.RECORD_GLOB):
         rec = _dumpdir.read_json(path)
-        if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT or not isinstance(rec.get("verdict"), dict):
+        v = verdict_of(rec) if isinstance(rec, dict) and rec.get("format") == RECORD_FORMAT else None
+        if v is None:
             continue
-        v = Verdict.from_json(rec["verdict"])
-        docs = None
-        if isinstance(rec.get("documents"), list):
-            try:
-                docs = [_documents.RankDoc.from_json(d, path) for d in rec["documents"]]
-            except _documents.DocumentError:
-                docs = None
+        docs = _record_documents(rec, path)
         gid = v.gather_id
         if gid in seen:  # several nodes' folders copied together: one record per gather, with its documents
             if docs is not None and out[seen[gid]][1] is None:
@@ -103,9 +98,9 @@ def load_records(directory):
         seen[gid] = len(out)
         out.append((v, docs))
     if not out:
-        v = dd.read_json(_dumpdir.VERDICT_JSON)
-        if isinstance(v, dict) and isinstance(v.get("hangs"), list) and v.get("gather_id"):
-            out.append((Verdict.from_json(v), None))
+        v = verdict_of(dd.read_json(_dumpdir.VERDICT_JSON))
+        if v is not None and v.gather_id:
+            out.append((v, None))
     out.sort(key=lambda x: x[0].verdict_at or 0)
     return out
 
@@ -133,7 +128,7 @@ def load(directory, default_dir=None):
     if not records:
         records = _gathered(directory)
     if not records:
-        v = analyze(docs, stragglers=_arrivals.read(directory)).replace(recorded=False)
+        v = worded(analyze(docs, stragglers=_arrivals.read(directory))).replace(recorded=False)
         return v.with_exit_code(), problems, directory
     v = with_outcome(records, docs)
     if not v.has("culprits"):  # a record written before culprits carried their node: the host stands for it
@@ -161,7 +156,7 @@ def _gathered(directory):
     v = analyze(docs)
     if not v.hangs:
         return []
-    v = v.replace(gather_id=gid, verdict_at=max(d.written_at or 0 for d in docs.values() if d.gather_id == gid),
+    v = worded(v).replace(gather_id=gid, verdict_at=max(d.written_at or 0 for d in docs.values() if d.gather_id == gid),
                   gather_s=None, merged=False)
     return [(v, list(docs.values()))]
 
@@ -186,12 +181,30 @@ def record_documents(directory):
 def read(path):
     """The Verdict in a verdict file (``verdict.json``, or a record's), or None where there is none or it is
     not a verdict."""
-    doc = _dumpdir.read_json(path)
+    return verdict_of(_dumpdir.read_json(path))
+
+
+def verdict_of(doc):
+    """The Verdict in a verdict's JSON as a file or the store holds it (bare, or a record's), or None where
+    ``doc`` holds none; a Verdict as it is.  Every verdict read back from a file or the store is read here."""
+    if isinstance(doc, Verdict):
+        return doc
     if isinstance(doc, dict) and doc.get("format") == RECORD_FORMAT:
         doc = doc.get("verdict")
     if not isinstance(doc, dict) or not isinstance(doc.get("hangs"), list):
         return None
     return Verdict.from_json(doc)
+
+
+def _record_documents(rec, path):
+    """The rank documents a record holds ([RankDoc]), or None where it holds none or one is unreadable."""
+    docs = rec.get("documents")
+    if not isinstance(docs, list):
+        return None
+    try:
+        return [_documents.RankDoc.from_json(d, path) for d in docs]
+    except _documents.DocumentError:
+        return None
 
 
 def record(v, docs=None):
@@ -209,9 +222,11 @@ def write(dd, v, docs=None, text=None):
     rewritten.  ``v``: a Verdict (or its JSON: tests, earlier callers); ``dd``: a dumpdir.DumpDir or a path."""
     if not isinstance(dd, _dumpdir.DumpDir):
         dd = _dumpdir.DumpDir(dd)
-    pv = public(v)
-    dd.write_text(_dumpdir.VERDICT_TEXT, text if text is not None else format_text(Verdict.from_json(v)) + "\n")
-    dd.write_json(_dumpdir.VERDICT_JSON, pv)
-    if pv.get("gather_id"):
-        dd.write_json(_dumpdir.record_name(pv["gather_id"]), record(pv, docs))
+    v = verdict_of(v)
+    if v is None:
+        raise ValueError("verdict.write: v must be a Verdict or a verdict's JSON (a dict with 'hangs')")
+    dd.write_text(_dumpdir.VERDICT_TEXT, text if text is not None else format_text(v) + "\n")
+    dd.write_json(_dumpdir.VERDICT_JSON, public(v))
+    if v.gather_id:
+        dd.write_json(_dumpdir.record_name(v.gather_id), record(v, docs))
 

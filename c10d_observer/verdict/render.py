@@ -1,7 +1,8 @@
 """The verdict in words: its one-line summary (the console's) and the text ``report`` prints, formatted from the
 values the analysis built (types.Verdict, read as attributes), as torch's flight-recorder analyser formats its
-records apart from building them.  It stands on the enums and the words for ranks and calls only: ``types``
-uses it (``Verdict.text``), the analysis writes the summary with it."""
+records apart from building them.  It stands on the enums and the words for ranks and calls only; the
+analysis builds values without words, and the verdict's front and files add the summary here (``worded``);
+``types`` asks it for ``Verdict.text``."""
 from ..levels import MISMATCH_WORDS, Level, Where
 from ..text import clock, describe, format_ranks, rank_list, short_clock
 
@@ -19,6 +20,12 @@ def _level_words(h):
                              "past its learned deadline of %g s" % h.deadline_s if h.deadline_s
                              else "past its learned deadline")
     return "hard: past the timeout of %g s" % (h.deadline_s or h.timeout or 0)
+
+
+def worded(v):
+    """The verdict ``v`` (a Verdict, as the analysis built it) with its one-line summary (report --json's
+    ``summary``, the console's line)."""
+    return v.replace(summary=summary_line(v))
 
 
 def summary_line(v):
