@@ -16,9 +16,11 @@ record each call's start on the call path; a recorder source (torch's flight rec
 torch recorded (``time_created_ns``) on the group's arrivals stream when it reads its buffer in batches
 (sources/flight_recorder.py): every call, or, above 2,000 calls per batch period, a sample of them.
 """
+import bisect
 import collections
 import math
 
+from . import callword as _cw
 from . import channel as _ch
 from . import dumpdir as _dumpdir
 
@@ -33,11 +35,17 @@ END_SKEW_S = 0.001  # how far apart the members of a collective may see its end 
 MIN_OFFSET_CALLS = 20  # calls whose bounds agree on a host's clock offset before its starts are joined
 
 
+# The ops whose members do not leave together (a broadcast's tree, a gather's or scatter's root): the end of
+# such a call is not its last member's start for every member (Timelines)
+ROOTED_CODES = frozenset(_cw.OP_CODES[op] for op in _cw.ROOTED)
+
+
 class ArrivalLog(object):
-    """One rank's starts (seq -> (wall time, when seen)) per stream, from the calls its reader passed over."""
+    """One rank's starts (seq -> (wall time, when seen, rooted)) per stream, from the calls its reader passed
+    over (rooted: the call's op is one whose members do not leave together, ROOTED_CODES)."""
 
     def __init__(self):
-        self.starts = {}  # stream name -> OrderedDict(seq -> (wall start, wall time it was seen))
+        self.starts = {}  # stream name -> OrderedDict(seq -> (wall start, wall time it was seen, rooted))
 
     def observe(self, snapshot, now_ns, wall_now, exact=()):
         """``snapshot``: the streams' calls passed since the last poll, with their starts; ``exact``: the
@@ -51,20 +59,23 @@ class ArrivalLog(object):
             d = self.starts.get(name)
             if d is None:
                 d = self.starts[name] = collections.OrderedDict()
-            for seq, _, t in st.passed:
-                d[seq] = (wall_now - (now_ns - t) / 1e9, wall_now)
+            for seq, op, t in st.passed:
+                d[seq] = (wall_now - (now_ns - t) / 1e9, wall_now, (op & _cw.OP_MASK) in ROOTED_CODES)
             while len(d) > KEEP:
                 d.popitem(last=False)
 
     def document(self, rank, pid, job_id, wall_now, members, host=None, period_s=PERIOD_S):
         """The starts seen in the last RECENT_PERIODS periods (the leader joins each call once every member's
         start is in: it keeps what it joined).  ``period_s``: PERIOD_S, else config.Timing's (tests).  A
-        group's members over RUNS_OVER ranks go as runs (members_json)."""
+        group's members over RUNS_OVER ranks go as runs (members_json); ``rooted``: the seqs of each stream's
+        calls whose members do not leave together (ROOTED_CODES), where it has any."""
         since = wall_now - RECENT_PERIODS * period_s
+        rooted = {s: [q for q, (t, seen, ro) in d.items() if ro and seen >= since] for s, d in self.starts.items()}
         return {"format": "c10d_observer.arrivals", "version": 2, "rank": rank, "pid": pid, "job_id": job_id,
                 "written_at": wall_now, "members": members_json(members), "host": host,
-                "streams": {s: [[q, round(t, 6)] for q, (t, seen) in d.items() if seen >= since]
-                            for s, d in self.starts.items()}}
+                "streams": {s: [[q, round(t, 6)] for q, (t, seen, _) in d.items() if seen >= since]
+                            for s, d in self.starts.items()},
+                "rooted": {s: q for s, q in rooted.items() if q}}
 
 
 def members_json(members):
@@ -92,6 +103,15 @@ def join(docs):
             calls = out.setdefault(stream, {})
             for seq, t in pairs:
                 calls.setdefault(seq, {})[r] = t
+    return out
+
+
+def rooted(docs):
+    """{stream: {seq}}: the calls whose members do not leave together, as the documents say (``rooted``)."""
+    out = {}
+    for doc in docs:
+        for stream, seqs in (doc.get("rooted") or {}).items():
+            out.setdefault(stream, set()).update(seqs)
     return out
 
 
@@ -162,8 +182,11 @@ def _merge_calls(old, new, keep=KEEP):
     return old
 
 
-def last_arrivals(calls, members):
-    """[(seq, last rank, lag s, first start)] for the calls every member's start is known of, in seq order."""
+def last_arrivals(calls, members, own=None):
+    """[(seq, last rank, lag s, first start)] for the calls every member's start is known of, in seq order.
+    ``own(seq, starts, last)``: whether the last arriver's lateness is its own (``Timelines.own``); where it is
+    not, the call is still one the ranks did not arrive together at, and its last rank is NOT_OWN (None);
+    where that cannot be told, UNKNOWN (the rule leaves the call out)."""
     out = []
     need = set(members)
     for seq in sorted(calls):
@@ -172,14 +195,146 @@ def last_arrivals(calls, members):
             continue
         first = min(starts[r] for r in need)
         last = max(need, key=lambda r: (starts[r], r))
-        out.append((seq, last, starts[last] - first, first))
+        lag = starts[last] - first
+        if own is not None and lag >= MIN_LAG_S:
+            mine = own(seq, starts, last)
+            if mine is not True:
+                last = NOT_OWN if mine is False else UNKNOWN
+        out.append((seq, last, lag, first))
     return out
 
 
-def straggler(window, n):
+FIRST = "first"  # Timelines._released: the call is the rank's first
+NOT_OWN = None  # last_arrivals: the last arriver's lateness came from the call it waited in before
+UNKNOWN = -1  # last_arrivals: whose lateness it was cannot be told (the rule leaves the call out)
+
+
+class Timelines(object):
+    """Each rank's recent calls on every stream (its groups' and its p2p streams'), to tell whose lateness a
+    late arrival is.  A rank that waited in its previous call (on another group, or a recv from a slow stage)
+    leaves it when that call ends and arrives late at its next call through no doing of its own: in a 2x2 mesh
+    with rank 3 slow, rank 2 waits for it in their tp all_reduce and is then last at its dp all_reduce with
+    rank 0, every step, by rank 3's lateness.  The last arriver's own part is its time since its previous call
+    ended (its *gap*: its compute) against the other members' gaps; the rest came from the call before.
+
+    A call's end is its last member's start (a collective's members from the join; a p2p call's two ranks from
+    its stream's name, ``<group>:p2p:<src>-><dst>``), but for a call whose members do not leave together (a
+    broadcast's tree, a gather's root: ``rooted``); a rank whose previous call had not ended when it issued
+    this one (async) or whose end is not known (a member's start not in, a rooted call) has no gap, and the
+    rule reads the call as before (the last arriver's)."""
+
+    KEEP_CALLS = 1024  # a rank's last calls kept (its previous call is found among them)
+    KEEP_SEQS = 512  # a stream's last calls kept, to read their ends
+    WALK = 32  # calls looked back through for the one a rank last waited in
+
+    def __init__(self):
+        self.of_rank = {}  # rank -> sorted [(start, stream, seq)], the last KEEP_CALLS
+        self.by_call = {}  # stream -> {seq: {rank: start}}, the last KEEP_SEQS
+        self.rooted = {}  # stream -> {seq}: its calls whose members do not leave together
+        self.ends = {}  # (stream, seq) -> _ended's answer, once known: for one update (the clocks may move)
+
+    def add(self, calls, rooted=None):
+        """Take the starts of a join ({stream: {seq: {rank: start}}}) and its rooted calls ({stream: {seq}})."""
+        self.ends = {}
+        for stream, seqs in (rooted or {}).items():
+            mine = self.rooted.setdefault(stream, set())
+            mine.update(seqs)
+            if len(mine) > self.KEEP_SEQS:
+                self.rooted[stream] = set(sorted(mine)[-self.KEEP_SEQS:])
+        fresh = {}
+        for stream, by_seq in calls.items():
+            for seq, starts in by_seq.items():
+                for r, t in starts.items():
+                    fresh.setdefault(r, []).append((t, stream, seq))
+        for r, items in fresh.items():
+            mine = self.of_rank.get(r) or []
+            known = set((st, q) for _, st, q in mine)
+            mine.extend(x for x in items if (x[1], x[2]) not in known)
+            mine.sort()
+            self.of_rank[r] = mine[-self.KEEP_CALLS:]
+        _merge_calls(self.by_call, calls, self.KEEP_SEQS)
+
+    def _ended(self, prev, members, shift):
+        """(when call ``prev`` = (start, stream, seq) ended, in the join's clock: its last member's start, or
+        None where a member's start is not known; whether its members leave together)."""
+        _, stream, seq = prev
+        got = self.ends.get((stream, seq))
+        if got is not None:
+            return got
+        starts = self.by_call.get(stream, {}).get(seq) or {}
+        if ":p2p:" in stream:
+            try:
+                ranks = [int(x) for x in stream.rsplit(":p2p:", 1)[1].split("->")]
+            except ValueError:
+                ranks = None
+        else:
+            ranks = members.get(stream)
+        last = None
+        if ranks and all(r in starts for r in ranks):
+            ends = [shift(r, starts[r]) for r in ranks]
+            last = None if None in ends else max(ends)
+        got = last, seq not in self.rooted.get(stream, ())
+        if last is not None:
+            self.ends[(stream, seq)] = got
+        return got
+
+    def _released(self, rank, stream, seq, start, members, shift):
+        """(earliest, latest) rank ``rank`` was last set free by another rank before its ``start`` of call
+        (stream, seq): the end of the last call it waited in (earliest None: not known).  Back through its
+        calls from this one: a call it arrived last at held it nowhere (it went on computing); a call that
+        ended after it entered held it until its end, where its members leave together (else: not known); a
+        call that ended after it issued a later one (async) may have held it at any time (not known).  FIRST
+        where the call is its first."""
+        mine = self.of_rank.get(rank)
+        t = self.by_call.get(stream, {}).get(seq, {}).get(rank)
+        if not mine or t is None:
+            return None, start
+        i = bisect.bisect_left(mine, (t, stream, seq))
+        if i >= len(mine) or mine[i][1:] != (stream, seq):
+            return None, start
+        if i == 0 and len(mine) < self.KEEP_CALLS:
+            return FIRST
+        bound = start  # it was computing from here on, at least
+        for k in range(i - 1, max(-1, i - 1 - self.WALK), -1):
+            mine_at = shift(rank, mine[k][0])
+            end, together = self._ended(mine[k], members, shift)
+            if mine_at is None or end is None or end > bound + END_SKEW_S:
+                return None, bound
+            if end - mine_at <= END_SKEW_S:  # it arrived last: the call held it nowhere
+                bound = min(bound, mine_at)
+                continue
+            return (end, end) if together else (None, bound)
+        return None, bound
+
+    def own(self, stream, members, shift):
+        """own(seq, starts, last) for last_arrivals: whether the last arriver's lateness at call (stream, seq)
+        is its own.  Its lag behind the first arriver is the later end of the call it waited in before (its
+        release) plus its longer compute since: True where the releases differ by half the lag at most (most
+        of the lag is its own), False where they differ by more for certain, None where the bounds cannot
+        tell (a call before it whose members do not leave together, or async, or not known).  A last arriver
+        whose call is its first: True (as before)."""
+        def own(seq, starts, last):
+            mine = self._released(last, stream, seq, starts[last], members, shift)
+            if mine is FIRST:
+                return True
+            first = min(starts, key=lambda r: (starts[r], r))
+            theirs = self._released(first, stream, seq, starts[first], members, shift)
+            if theirs is FIRST:
+                theirs = (None, starts[first])
+            half = 0.5 * (starts[last] - starts[first])
+            if theirs[0] is not None and mine[1] - theirs[0] <= half:
+                return True
+            if mine[0] is not None and mine[0] - theirs[1] > half:
+                return False
+            return None
+        return own
+
+
+def straggler(window, n, clock_error=0.0):
     """The rule, over a group's recent (seq, last rank, lag, first start) of n ranks: {"rank", "share",
     "median_lag_s", "calls", "apart"} of the rank that arrives last far more often than chance, by a lag
-    worth naming, or None.
+    worth naming, or None.  ``clock_error``: how far two members' starts may be off where the group spans
+    hosts (twice the largest error of their clocks' offsets): a median lag within it names nobody.
 
     Only the calls at which the ranks did not arrive together count (``apart``: the last came MIN_LAG_S or
     more after the first): after a straggler's late arrival at a step's first call, the ranks leave that call
@@ -191,10 +346,12 @@ def straggler(window, n):
     job the share reaches that bound with odds below 1 in 3 million, at any world size."""
     if n < 2:
         return None
-    apart = [w for w in window if w[2] >= MIN_LAG_S]
+    apart = [w for w in window if w[2] >= MIN_LAG_S and w[1] != UNKNOWN]
     if len(apart) < MIN_CALLS:
         return None
-    counts = collections.Counter(w[1] for w in apart)
+    counts = collections.Counter(w[1] for w in apart if w[1] is not NOT_OWN)
+    if not counts:
+        return None
     rank, c = counts.most_common(1)[0]
     share = c / float(len(apart))
     fair = 1.0 / n
@@ -203,7 +360,7 @@ def straggler(window, n):
     median = lags[len(lags) // 2]
     gaps = sorted(b[3] - a[3] for a, b in zip(window, window[1:]) if b[0] == a[0] + 1)
     between = gaps[len(gaps) // 2] if gaps else 0.0
-    if share < need or median < max(MIN_LAG_S, 0.1 * between):
+    if share < need or median < max(MIN_LAG_S, 0.1 * between) or median <= clock_error:
         return None
     return {"rank": rank, "share": round(share, 3), "median_lag_s": round(median, 4), "calls": len(apart),
             "of_calls": len(window)}
@@ -219,6 +376,7 @@ class Stragglers(object):
         self.clock_calls = {}  # the calls of groups that span hosts, kept to estimate the hosts' clocks
         self.pending = {}  # stream -> {seq: {rank: start}}: calls not joined yet (a member's start not in)
         self.hosts = {}  # rank -> its host (whose clock its starts are on)
+        self.timelines = Timelines()  # each rank's recent calls: whose lateness a late arrival is
 
     def update(self, docs, members, wall_now, host=None):
         """Join the documents; returns the stragglers document.  Calls wait in ``pending`` until every member's
@@ -229,11 +387,18 @@ class Stragglers(object):
             self.hosts[d.get("rank")] = d.get("host") or host
         calls = join(docs)
         _merge_calls(self.pending, calls)
+        self.timelines.add(calls, rooted(docs))
         clocks = {}
         multi = host is not None and len(set(self.hosts.values())) > 1
         if multi:
             _merge_calls(self.clock_calls, calls)
             clocks = clock_offsets(self.clock_calls, members, self.hosts, host)
+
+        def shift(r, t):  # a start in this host's clock, or None where its host's offset is not known yet
+            h = self.hosts.get(r, host)
+            if not multi or h == host:
+                return t
+            return t - clocks[h]["offset_s"] if h in clocks else None
         groups = []
         for stream in sorted(set(self.pending) | set(self.windows)):  # a group quiet of late keeps what was joined
             ranks = members.get(stream)
@@ -245,22 +410,17 @@ class Stragglers(object):
             for q, starts in by_seq.items():
                 if q <= done or not all(r in starts for r in ranks):
                     continue
-                shifted = {}
-                for r in ranks:
-                    h = self.hosts.get(r, host)
-                    if not multi or h == host:
-                        shifted[r] = starts[r]
-                    elif h in clocks:
-                        shifted[r] = starts[r] - clocks[h]["offset_s"]
-                if len(shifted) == len(ranks):
+                shifted = {r: shift(r, starts[r]) for r in ranks}
+                if None not in shifted.values():
                     complete[q] = shifted
             w = self.windows.setdefault(stream, collections.deque(maxlen=WINDOW))
-            for item in last_arrivals(complete, ranks):
+            for item in last_arrivals(complete, ranks, self.timelines.own(stream, members, shift)):
                 w.append(item)
                 self.done[stream] = item[0]
             for q in [q for q in by_seq if q <= self.done.get(stream, 0)]:
                 del by_seq[q]
-            found = straggler(list(w), len(ranks))
+            errors = [clocks[h]["error_s"] for h in {self.hosts.get(r, host) for r in ranks} if h in clocks]
+            found = straggler(list(w), len(ranks), 2.0 * max(errors) if errors else 0.0)
             prev = self.named.get(stream)
             if found is None:
                 self.named.pop(stream, None)
@@ -268,7 +428,7 @@ class Stragglers(object):
                 since = prev[1] if prev is not None and prev[0] == found["rank"] else wall_now
                 self.named[stream] = (found["rank"], since)
                 found["since"] = since
-            counts = collections.Counter(x[1] for x in w)
+            counts = collections.Counter(x[1] for x in w if x[1] is not NOT_OWN and x[1] != UNKNOWN)
             groups.append({"stream": stream, "ranks": list(ranks), "calls": len(w),
                            "last_share": {str(r): round(c / float(len(w)), 3) for r, c in sorted(counts.items())}
                            if w else {}, "straggler": found})

@@ -25,7 +25,7 @@ for _p in (ROOT, os.path.dirname(HERE)):  # the package from this checkout; test
         sys.path.insert(0, _p)
 
 from c10d_observer import verdict as _verdict  # noqa: E402
-from fuzz import programs, simulate  # noqa: E402
+from fuzz import programs, simulate, stragglers  # noqa: E402
 
 OUTCOMES = ("exact", "undecided_ok", "undecided", "partial", "mimic", "wrong")
 HEADS = {"exact": "exact", "undecided_ok": "undec(flag)", "undecided": "undecided", "partial": "partial",
@@ -244,15 +244,22 @@ def main(argv=None):
                          "Python ahead of its GPU: simulate.py)")
     ap.add_argument("--shape", choices=programs.SHAPES + programs.EXTRA_SHAPES,
                     help="every program of this shape (mesh3d: pp x dp x tp, 8-64 ranks, drawn only where asked)")
-    ap.add_argument("--kind", choices=programs.FAULT_KINDS + programs.EXTRA_KINDS,
+    ap.add_argument("--kind", choices=programs.FAULT_KINDS + programs.EXTRA_KINDS + ("slow",),
                     help="every case's fault of this kind (swap: two collectives of two groups issued the other way "
-                         "round, drawn only where asked)")
+                         "round, drawn only where asked; slow: one slow rank, no hang, judged by the straggler "
+                         "rule: stragglers.py)")
+    ap.add_argument("--nodes", type=int, default=1, help="--kind slow: the ranks on this many nodes, each "
+                                                          "node's clock off by up to 1 s")
     ap.add_argument("--healthy-every", type=int, default=1, metavar="N",
                     help="run and judge the healthy program of every N-th case only (1: each; it checks the "
                          "generator, and costs more than the faulty run)")
     ap.add_argument("--show", default="", help="also list the cases of these outcomes (comma separated: "
                                                 "undecided, undecided_ok, partial, exact)")
     a = ap.parse_args(argv)
+    if a.kind == "slow":
+        got = stragglers.run(a.cases, a.seed, shape=a.shape, nodes=max(1, a.nodes),
+                             healthy_every=max(1, a.healthy_every))
+        return 1 if got["wrong"] or got["false"] else 0
     if a.replay is not None:
         replay(a.replay, skew=a.skew, two=a.two, source=a.source, shape=a.shape, kind=a.kind)
         return 0

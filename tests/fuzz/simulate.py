@@ -66,8 +66,10 @@ class Sim(object):
     ``clock[r]`` the rank's time (its end, its stall, its death); ``hist[r][stream]``: [(seq, op, size,
     started_at)]; ``started`` / ``completed``: {rank: {stream: seq}}."""
 
-    def __init__(self, program, calls, stop=None, nccl_sizes=False):
+    def __init__(self, program, calls, stop=None, nccl_sizes=False, gaps=None):
         self.program = program
+        self.gaps = gaps  # {rank: [s]}: each call starts this long after the rank's previous call ended (its
+        # compute: stragglers.py), where a call's nominal start would have it start on the clock
         self.nccl_sizes = nccl_sizes  # a collective of one op issued with different sizes: see _smaller
         self.calls = calls
         self.stop = stop or {}
@@ -108,6 +110,7 @@ class Sim(object):
         batch_of = [p[3] for p in preps]
         pend = [set() for _ in range(world)]  # a rank's ops of its batch still in flight
         waits = [False] * world  # it posted every op of its batch and waits for them
+        done_end = [0.0] * world  # the latest end of its batch's ops that completed while it still posted
         pend_any = [any(any(b) for b in batch_of)]  # whether any rank posts calls (else settle never runs)
 
         def settle(key, poster, after):
@@ -128,18 +131,25 @@ class Sim(object):
                     end = after + END_S
                 for m in rec[4]:
                     completed_of[m][stream] = seq
-                    if m != poster and clock[m] < end:
-                        clock[m] = end
                     if key in pend[m]:
                         pend[m].discard(key)
-                        if waits[m] and not pend[m]:
-                            waits[m], state[m], blocked[m] = False, "ready", None
+                        if not waits[m]:  # still posting its batch: it waits for this op's end later
+                            if done_end[m] < end:
+                                done_end[m] = end
+                        elif not pend[m]:
+                            clock[m] = max(clock[m], end, done_end[m])
+                            waits[m], state[m], blocked[m], done_end[m] = False, "ready", None, 0.0
                             push(m)
-                        elif waits[m]:
+                        else:
+                            if clock[m] < end:
+                                clock[m] = end
                             blocked[m] = min(pend[m], key=_first_key(hist_of[m]))
-                    elif m != poster and state[m] == "blocked" and blocked[m] == key:
-                        state[m], blocked[m] = "ready", None  # a plain call as the other half
-                        push(m)
+                    elif m != poster:
+                        if clock[m] < end:
+                            clock[m] = end
+                        if state[m] == "blocked" and blocked[m] == key:
+                            state[m], blocked[m] = "ready", None  # a plain call as the other half
+                            push(m)
                 del entered[key]
                 latest = after = end
                 seq += 1
@@ -149,6 +159,7 @@ class Sim(object):
         stops = self.stop
         stop_at = [stops[r][0] if r in stops else -1 for r in range(world)]
         lp = self.last_progress
+        gaps = self.gaps
         while ready:
             r = pop()
             i = ptr[r]
@@ -168,7 +179,9 @@ class Sim(object):
                 continue
             key, op, text, sig, members, t, root, tree = prep[i]
             ptr[r] = i + 1
-            if t < when + EPS:
+            if gaps is not None:
+                t = when + gaps[r][i]
+            elif t < when + EPS:
                 t = when + EPS
             clock[r] = t
             if t > lp:
@@ -203,6 +216,10 @@ class Sim(object):
                     if end is not None and end > lp:
                         lp = end
                 if b == 1 or not mine:
+                    if b == 2:  # its batch's last op, every op of it completed: it leaves at the latest end
+                        if clock[r] < done_end[r]:
+                            clock[r] = done_end[r]
+                        done_end[r] = 0.0
                     state[r], blocked[r] = "ready", None
                     push(r)
                 else:
@@ -251,12 +268,16 @@ class Sim(object):
                 completed_of[m][stream] = seq
                 if key in pend[m]:  # the other half was an op of a batch of m's
                     pend[m].discard(key)
-                    if clock[m] < end:
-                        clock[m] = end
-                    if waits[m] and not pend[m]:
-                        waits[m], state[m], blocked[m] = False, "ready", None
+                    if not waits[m]:  # still posting its batch: it waits for this op's end later
+                        if done_end[m] < end:
+                            done_end[m] = end
+                    elif not pend[m]:
+                        clock[m] = max(clock[m], end, done_end[m])
+                        waits[m], state[m], blocked[m], done_end[m] = False, "ready", None, 0.0
                         push(m)
-                    elif waits[m]:
+                    else:
+                        if clock[m] < end:
+                            clock[m] = end
                         blocked[m] = min(pend[m], key=_first_key(hist_of[m]))
                     continue
                 clock[m] = end

@@ -168,3 +168,34 @@ def test_a_large_group_goes_into_a_document_as_runs_and_reads_back_as_its_ranks(
     assert doc["members"]["p"] == pair
     assert [arrivals.ranks_of(doc["members"][s]) for s in ("0", "dp3", "p")] == [world, dp, pair]
     assert arrivals.ranks_of([0, 1, 2, 3]) == [0, 1, 2, 3]
+
+
+def _mesh_docs(steps=120, slow=3, factor=0.5, jitter=0.0005, seed=0, g=0.010):
+    """A 2x2 mesh (tp groups "1" [0, 1] and "2" [2, 3], dp groups "3" [0, 2] and "4" [1, 3]): each step a tp
+    all_reduce, then a dp all_reduce, each after g s of compute (+- jitter); rank ``slow`` computes ``factor``
+    longer.  A collective ends when its last member starts it; every rank's starts on its two streams."""
+    rng = random.Random(seed)
+    tp = {0: "1", 1: "1", 2: "2", 3: "2"}
+    dp = {0: "3", 2: "3", 1: "4", 3: "4"}
+    docs = [{"rank": r, "streams": {tp[r]: [], dp[r]: []}} for r in range(4)]
+    free = {r: 1000.0 for r in range(4)}
+    for seq in range(1, steps + 1):
+        for family in (tp, dp):
+            start = {r: free[r] + g * (1 + (factor if r == slow else 0)) + rng.uniform(-jitter, jitter)
+                     for r in range(4)}
+            for r in range(4):
+                docs[r]["streams"][family[r]].append([seq, start[r]])
+                free[r] = max(start[m] for m in range(4) if family[m] == family[r])
+    return docs
+
+
+def test_a_rank_held_by_a_straggler_in_one_group_is_not_named_in_the_next():
+    """Rank 3 is slow: rank 2 waits for it in their tp all_reduce and is then last at its dp all_reduce with
+    rank 0, every step, by rank 3's lateness.  Rank 3 is named (tp group 2, dp group 4); rank 2 nowhere: its
+    lag at dp group 3 is the later end of the call it waited in (arrivals.Timelines)."""
+    members = {"1": [0, 1], "2": [2, 3], "3": [0, 2], "4": [1, 3]}
+    doc = arrivals.Stragglers().update(_mesh_docs(), members, 5000.0)
+    named = {g["stream"]: g["straggler"]["rank"] for g in doc["groups"] if g["straggler"]}
+    assert named == {"2": 3, "4": 3}, doc
+    without = arrivals.Stragglers().update(_mesh_docs(factor=0.0), members, 5000.0)
+    assert not any(g["straggler"] for g in without["groups"]), without
