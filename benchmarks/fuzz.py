@@ -130,7 +130,7 @@ def main(argv=None):
 def _slow(a):
     """One slow rank per case, judged by the straggler rule (tests/fuzz/stragglers.py): the tables, results as
     data (results/fuzz_slow_seed<SEED>[_<shape>][_nodes<N>].json)."""
-    import stragglers  # tests/fuzz/stragglers.py
+    from fuzz import stragglers  # tests/fuzz/stragglers.py
     every = max(1, a.healthy_every)
     t0 = time.time()
     got = stragglers.run(a.cases, a.seed, shape=a.shape, nodes=max(1, a.nodes), healthy_every=every)

@@ -204,28 +204,28 @@ def last_arrivals(calls, members, own=None):
     return out
 
 
-FIRST = "first"  # Timelines._released: the call is the rank's first
+FIRST = "first"  # Timelines._between: the call is its stream's first
 NOT_OWN = None  # last_arrivals: the last arriver's lateness came from the call it waited in before
 UNKNOWN = -1  # last_arrivals: whose lateness it was cannot be told (the rule leaves the call out)
 
 
 class Timelines(object):
     """Each rank's recent calls on every stream (its groups' and its p2p streams'), to tell whose lateness a
-    late arrival is.  A rank that waited in its previous call (on another group, or a recv from a slow stage)
-    leaves it when that call ends and arrives late at its next call through no doing of its own: in a 2x2 mesh
-    with rank 3 slow, rank 2 waits for it in their tp all_reduce and is then last at its dp all_reduce with
-    rank 0, every step, by rank 3's lateness.  The last arriver's own part is its time since its previous call
-    ended (its *gap*: its compute) against the other members' gaps; the rest came from the call before.
+    late arrival is.  A rank held in a call by another rank (on another group, or a recv from a slow stage)
+    leaves it late and arrives late at its next call through no doing of its own: in a 2x2 mesh with rank 3
+    slow, rank 2 waits for it in their tp all_reduce and is then last at its dp all_reduce with rank 0, every
+    step, by rank 3's lateness.  Between two calls of one group, the lag of its last arriver behind its first
+    is how much later it left the group's call before, how much longer it was held in the calls it issued in
+    between, and how much longer it computed: only the last is its own (``own``).
 
     A call's end is its last member's start (a collective's members from the join; a p2p call's two ranks from
-    its stream's name, ``<group>:p2p:<src>-><dst>``), but for a call whose members do not leave together (a
-    broadcast's tree, a gather's root: ``rooted``); a rank whose previous call had not ended when it issued
-    this one (async) or whose end is not known (a member's start not in, a rooted call) has no gap, and the
-    rule reads the call as before (the last arriver's)."""
+    its stream's name, ``<group>:p2p:<src>-><dst>``), for each member, but for a call whose members do not
+    leave together (a broadcast's tree, a gather's root: ``rooted``), which ended for a member between its own
+    start and that; a call whose end came after the rank issued its next call (async) leaves it not known."""
 
-    KEEP_CALLS = 1024  # a rank's last calls kept (its previous call is found among them)
+    KEEP_CALLS = 1024  # a rank's last calls kept (its calls between two of a group's are found among them)
     KEEP_SEQS = 512  # a stream's last calls kept, to read their ends
-    WALK = 32  # calls looked back through for the one a rank last waited in
+    WALK = 64  # calls a rank may issue between two calls of a group for the rule to read them
 
     def __init__(self):
         self.of_rank = {}  # rank -> sorted [(start, stream, seq)], the last KEEP_CALLS
@@ -254,9 +254,10 @@ class Timelines(object):
             self.of_rank[r] = mine[-self.KEEP_CALLS:]
         _merge_calls(self.by_call, calls, self.KEEP_SEQS)
 
-    def _ended(self, prev, members, shift):
-        """(when call ``prev`` = (start, stream, seq) ended, in the join's clock: its last member's start, or
-        None where a member's start is not known; whether its members leave together)."""
+    def _ended(self, prev, members, shift, error):
+        """(earliest, latest) call ``prev`` = (start, stream, seq) can have ended, in the join's clock: its
+        last member's start, give or take the error of each member's clock (``error(rank)``), or (None, None)
+        where a member's start is not known; and whether its members leave together."""
         _, stream, seq = prev
         got = self.ends.get((stream, seq))
         if got is not None:
@@ -269,62 +270,70 @@ class Timelines(object):
                 ranks = None
         else:
             ranks = members.get(stream)
-        last = None
+        lo = hi = None
         if ranks and all(r in starts for r in ranks):
-            ends = [shift(r, starts[r]) for r in ranks]
-            last = None if None in ends else max(ends)
-        got = last, seq not in self.rooted.get(stream, ())
-        if last is not None:
+            ends = [(shift(r, starts[r]), error(r)) for r in ranks]
+            if not any(t is None for t, _ in ends):
+                lo, hi = max(t - e for t, e in ends), max(t + e for t, e in ends)
+        got = lo, hi, seq not in self.rooted.get(stream, ())
+        if lo is not None:
             self.ends[(stream, seq)] = got
         return got
 
-    def _released(self, rank, stream, seq, start, members, shift):
-        """(earliest, latest) rank ``rank`` was last set free by another rank before its ``start`` of call
-        (stream, seq): the end of the last call it waited in (earliest None: not known).  Back through its
-        calls from this one: a call it arrived last at held it nowhere (it went on computing); a call that
-        ended after it entered held it until its end, where its members leave together (else: not known); a
-        call that ended after it issued a later one (async) may have held it at any time (not known).  FIRST
-        where the call is its first."""
-        mine = self.of_rank.get(rank)
-        t = self.by_call.get(stream, {}).get(seq, {}).get(rank)
-        if not mine or t is None:
-            return None, start
-        i = bisect.bisect_left(mine, (t, stream, seq))
-        if i >= len(mine) or mine[i][1:] != (stream, seq):
-            return None, start
-        if i == 0 and len(mine) < self.KEEP_CALLS:
-            return FIRST
-        bound = start  # it was computing from here on, at least
-        for k in range(i - 1, max(-1, i - 1 - self.WALK), -1):
-            mine_at = shift(rank, mine[k][0])
-            end, together = self._ended(mine[k], members, shift)
-            if mine_at is None or end is None or end > bound + END_SKEW_S:
-                return None, bound
-            if end - mine_at <= END_SKEW_S:  # it arrived last: the call held it nowhere
-                bound = min(bound, mine_at)
+    def _between(self, rank, stream, seq, members, shift, error):
+        """What rank ``rank`` went through from the group's call before, (stream, seq - 1), to its start of
+        (stream, seq): ((earliest, latest) it left that call, (least, most) it waited in the calls it issued in
+        between), in the join's clock; FIRST where (stream, seq) is the stream's first call; None where not
+        known (a call not kept, a start not in, a call it had not waited for when it issued the next: async).
+        A call whose members leave together ended at its last member's start (give or take the clocks'
+        errors) for each; one whose members do not (``rooted``) ended for it between its own start and that."""
+        calls = self.by_call.get(stream, {})
+        t, t0 = calls.get(seq, {}).get(rank), calls.get(seq - 1, {}).get(rank)
+        if t is None:
+            return None
+        if t0 is None:
+            return FIRST if seq == 1 else None
+        mine = self.of_rank.get(rank) or ()
+        i0, i = bisect.bisect_left(mine, (t0, stream, seq - 1)), bisect.bisect_left(mine, (t, stream, seq))
+        if (i >= len(mine) or mine[i][1:] != (stream, seq) or i0 >= i or mine[i0][1:] != (stream, seq - 1)
+                or i - i0 > self.WALK):
+            return None
+        err = error(rank)
+        left, waited = None, [0.0, 0.0]
+        for k in range(i0, i):
+            lo, hi, together = self._ended(mine[k], members, shift, error)
+            at, nxt = shift(rank, mine[k][0]), shift(rank, mine[k + 1][0])
+            if lo is None or at is None or nxt is None or lo > nxt + END_SKEW_S:
+                return None  # not known, or async: it may have waited for it at any time after
+            latest = min(hi, nxt + err)
+            if k == i0:
+                left = (lo if together else at - err, latest)
                 continue
-            return (end, end) if together else (None, bound)
-        return None, bound
+            waited[1] += max(0.0, latest - (at - err))
+            if together:
+                waited[0] += max(0.0, lo - (at + err))
+        return left, waited
 
-    def own(self, stream, members, shift):
+    def own(self, stream, members, shift, error=lambda r: 0.0):
         """own(seq, starts, last) for last_arrivals: whether the last arriver's lateness at call (stream, seq)
-        is its own.  Its lag behind the first arriver is the later end of the call it waited in before (its
-        release) plus its longer compute since: True where the releases differ by half the lag at most (most
-        of the lag is its own), False where they differ by more for certain, None where the bounds cannot
-        tell (a call before it whose members do not leave together, or async, or not known).  A last arriver
-        whose call is its first: True (as before)."""
+        is its own.  From the group's call before, which the last and the first arriver both left (at its
+        end, where its members leave together), the lag is how much later the last one left it, plus how much
+        longer it waited in the calls it issued since (held by other ranks: inherited), plus how much longer
+        it computed (its own): True where what it inherited is half the lag at most, False where it is more
+        for certain, None where the bounds cannot tell (a call whose members do not leave together, a call not
+        waited for at once, a start not in).  The stream's first call: True (as before)."""
         def own(seq, starts, last):
-            mine = self._released(last, stream, seq, starts[last], members, shift)
-            if mine is FIRST:
-                return True
             first = min(starts, key=lambda r: (starts[r], r))
-            theirs = self._released(first, stream, seq, starts[first], members, shift)
-            if theirs is FIRST:
-                theirs = (None, starts[first])
-            half = 0.5 * (starts[last] - starts[first])
-            if theirs[0] is not None and mine[1] - theirs[0] <= half:
+            a = self._between(last, stream, seq, members, shift, error)
+            b = self._between(first, stream, seq, members, shift, error)
+            if a is FIRST or b is FIRST:
                 return True
-            if mine[0] is not None and mine[0] - theirs[1] > half:
+            if a is None or b is None:
+                return None
+            half = 0.5 * (starts[last] - starts[first])
+            if (a[0][1] - b[0][0]) + (a[1][1] - b[1][0]) <= half:
+                return True
+            if (a[0][0] - b[0][1]) + (a[1][0] - b[1][1]) > half:
                 return False
             return None
         return own
@@ -399,6 +408,10 @@ class Stragglers(object):
             if not multi or h == host:
                 return t
             return t - clocks[h]["offset_s"] if h in clocks else None
+
+        def error(r):  # how far a start put in this host's clock may be off
+            h = self.hosts.get(r, host)
+            return clocks[h]["error_s"] if multi and h != host and h in clocks else 0.0
         groups = []
         for stream in sorted(set(self.pending) | set(self.windows)):  # a group quiet of late keeps what was joined
             ranks = members.get(stream)
@@ -414,7 +427,7 @@ class Stragglers(object):
                 if None not in shifted.values():
                     complete[q] = shifted
             w = self.windows.setdefault(stream, collections.deque(maxlen=WINDOW))
-            for item in last_arrivals(complete, ranks, self.timelines.own(stream, members, shift)):
+            for item in last_arrivals(complete, ranks, self.timelines.own(stream, members, shift, error)):
                 w.append(item)
                 self.done[stream] = item[0]
             for q in [q for q in by_seq if q <= self.done.get(stream, 0)]:
