@@ -229,6 +229,7 @@ class Timelines(object):
 
     def __init__(self):
         self.of_rank = {}  # rank -> sorted [(start, stream, seq)], the last KEEP_CALLS
+        self.known = {}  # rank -> {(stream, seq)} of those
         self.by_call = {}  # stream -> {seq: {rank: start}}, the last KEEP_SEQS
         self.rooted = {}  # stream -> {seq}: its calls whose members do not leave together
         self.ends = {}  # (stream, seq) -> _ended's answer, once known: for one update (the clocks may move)
@@ -246,12 +247,20 @@ class Timelines(object):
             for seq, starts in by_seq.items():
                 for r, t in starts.items():
                     fresh.setdefault(r, []).append((t, stream, seq))
-        for r, items in fresh.items():
-            mine = self.of_rank.get(r) or []
-            known = set((st, q) for _, st, q in mine)
-            mine.extend(x for x in items if (x[1], x[2]) not in known)
+        for r, items in fresh.items():  # a document carries a call's start for 1.5 periods: taken once
+            mine, known = self.of_rank.get(r), self.known.get(r)
+            if mine is None:
+                mine, known = self.of_rank[r], self.known[r] = [], set()
+            new = [x for x in items if (x[1], x[2]) not in known]
+            if not new:
+                continue
+            known.update((x[1], x[2]) for x in new)
+            mine.extend(new)
             mine.sort()
-            self.of_rank[r] = mine[-self.KEEP_CALLS:]
+            if len(mine) > self.KEEP_CALLS:
+                for _, st, q in mine[:len(mine) - self.KEEP_CALLS]:
+                    known.discard((st, q))
+                del mine[:len(mine) - self.KEEP_CALLS]
         _merge_calls(self.by_call, calls, self.KEEP_SEQS)
 
     def _ended(self, prev, members, shift, error):
