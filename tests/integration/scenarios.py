@@ -932,6 +932,26 @@ def straggler(ctx):
     c10d_observer.disable()
 
 
+def mesh_straggler(ctx):
+    """A 2x2 mesh (issue 42's slow rank): tp groups [0, 1] and [2, 3], dp groups [0, 2] and [1, 3]; ``steps``
+    steps of ``step_s`` compute, a tp all_reduce, ``step_s`` compute, a dp all_reduce; rank ``slow`` (if any)
+    computes half as long again (its tp partner waits for it, then arrives late at its own dp call).  Compute is
+    a sleep: four ranks on two cores keep their timing."""
+    _enable(ctx)
+    tp = [dist.new_group([0, 1]), dist.new_group([2, 3])][ctx.rank // 2]
+    dp = [dist.new_group([0, 2]), dist.new_group([1, 3])][ctx.rank % 2]
+    t = torch.ones(64)
+    step_s = ctx.args["step_s"] * (1.5 if ctx.rank == ctx.args.get("slow") else 1.0)
+    for _ in range(ctx.args["steps"]):
+        time.sleep(step_s)
+        dist.all_reduce(t, group=tp)
+        time.sleep(step_s)
+        dist.all_reduce(t, group=dp)
+    dist.barrier()
+    ctx.record(trained=True)
+    c10d_observer.disable()
+
+
 def ddp_loop(ctx):
     """A job as users write it (issue 31): a DDP model, a DataLoader with a worker, jittered compute, the
     step's loss all_reduced; faults by step, each optional:

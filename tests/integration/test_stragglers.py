@@ -40,3 +40,15 @@ def test_a_balanced_job_names_nobody(job_factory, source):
     doc = _stragglers(job)
     assert doc and doc["groups"] and doc["groups"][0]["calls"] >= 50, doc  # enough for the rule to speak
     assert all(g["straggler"] is None for g in doc["groups"]), doc
+
+
+@pytest.mark.parametrize("source", ["patch", "auto"])
+def test_in_a_mesh_the_slow_rank_is_named_and_the_rank_it_held_is_not(job_factory, source):
+    """Rank 3 is slow: rank 2 waits for it in their tp all_reduce and then arrives late at its dp all_reduce
+    with rank 0, every step.  Rank 3 is named; rank 2 (and every other rank) never is: its lag there was rank
+    3's (arrivals.Timelines)."""
+    job = job_factory("mesh_straggler", 4, timing=None, steps=400, step_s=0.01, slow=3, source=source)
+    assert job.finish(timeout=120) == [0, 0, 0, 0], job.log_text()
+    doc = _stragglers(job)
+    named = {g["stream"]: g["straggler"]["rank"] for g in (doc or {}).get("groups") or () if g["straggler"]}
+    assert named and set(named.values()) == {3}, doc
