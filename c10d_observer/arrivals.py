@@ -352,7 +352,8 @@ def straggler(window, n, clock_error=0.0):
     """The rule, over a group's recent (seq, last rank, lag, first start) of n ranks: {"rank", "share",
     "median_lag_s", "calls", "apart"} of the rank that arrives last far more often than chance, by a lag
     worth naming, or None.  ``clock_error``: how far two members' starts may be off where the group spans
-    hosts (twice the largest error of their clocks' offsets): a median lag within it names nobody.
+    hosts (twice the largest error of their clocks' offsets): a call whose lag is within it is no call the
+    ranks arrived apart at, and a median lag within it names nobody.
 
     Only the calls at which the ranks did not arrive together count (``apart``: the last came MIN_LAG_S or
     more after the first): after a straggler's late arrival at a step's first call, the ranks leave that call
@@ -361,16 +362,23 @@ def straggler(window, n, clock_error=0.0):
     rank is named where it was last at a share of at least max(0.5, 1/n + 5 standard deviations of a fair
     draw: sqrt((1/n)(1 - 1/n) / calls)), over at least MIN_CALLS of them, with a median lag of at least
     MIN_LAG_S and a tenth of the median time between the group's calls.  Under the fair draw of a balanced
-    job the share reaches that bound with odds below 1 in 3 million, at any world size."""
+    job the share reaches that bound with odds below 1 in 3 million, at any world size.  And it must be last 5
+    standard deviations more often than the rank last next most often, as a fair draw between those two
+    (the bound above, for two ranks): two ranks late alike every step (the two of a subgroup that issue extra
+    calls each step) are each last about half the time, and one of them reached the share by chance."""
     if n < 2:
         return None
-    apart = [w for w in window if w[2] >= MIN_LAG_S and w[1] != UNKNOWN]
+    apart = [w for w in window if w[2] >= max(MIN_LAG_S, clock_error) and w[1] != UNKNOWN]
     if len(apart) < MIN_CALLS:
         return None
     counts = collections.Counter(w[1] for w in apart if w[1] is not NOT_OWN)
     if not counts:
         return None
-    rank, c = counts.most_common(1)[0]
+    top = counts.most_common(2)
+    rank, c = top[0]
+    runner_up = top[1][1] if len(top) > 1 else 0
+    if c - runner_up < 5.0 * math.sqrt(c + runner_up):
+        return None  # two ranks late alike (a subgroup's extra calls): last by a coin's toss between them
     share = c / float(len(apart))
     fair = 1.0 / n
     need = max(0.5, fair + 5.0 * math.sqrt(fair * (1.0 - fair) / len(apart)))
