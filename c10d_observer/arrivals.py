@@ -228,8 +228,8 @@ class Timelines(object):
     WALK = 64  # calls a rank may issue between two calls of a group for the rule to read them
 
     def __init__(self):
-        self.of_rank = {}  # rank -> sorted [(start, stream, seq)], the last KEEP_CALLS
-        self.known = {}  # rank -> {(stream, seq)} of those
+        self.of_rank = {}  # rank -> [(start, stream, seq)], sorted and its last KEEP_CALLS once read (_calls_of)
+        self.dirty = set()  # the ranks whose calls came since they were last sorted
         self.by_call = {}  # stream -> {seq: {rank: start}}, the last KEEP_SEQS
         self.rooted = {}  # stream -> {seq}: its calls whose members do not leave together
         self.ends = {}  # (stream, seq) -> _ended's answer, once known: for one update (the clocks may move)
@@ -242,26 +242,37 @@ class Timelines(object):
             mine.update(seqs)
             if len(mine) > self.KEEP_SEQS:
                 self.rooted[stream] = set(sorted(mine)[-self.KEEP_SEQS:])
-        fresh = {}
+        # a document carries a call's start for 1.5 periods: taken once (a start by_call holds already is not
+        # new); a rank's calls are sorted only when the rule reads them (_calls_of) or they pile up: at the
+        # collector of thousands of nodes, few ranks are ever read (the last and first arrivers of calls apart)
+        of_rank, dirty, by_call = self.of_rank, self.dirty, self.by_call
         for stream, by_seq in calls.items():
+            had = by_call.get(stream, {})
             for seq, starts in by_seq.items():
+                seen = had.get(seq, ())
                 for r, t in starts.items():
-                    fresh.setdefault(r, []).append((t, stream, seq))
-        for r, items in fresh.items():  # a document carries a call's start for 1.5 periods: taken once
-            mine, known = self.of_rank.get(r), self.known.get(r)
-            if mine is None:
-                mine, known = self.of_rank[r], self.known[r] = [], set()
-            new = [x for x in items if (x[1], x[2]) not in known]
-            if not new:
-                continue
-            known.update((x[1], x[2]) for x in new)
-            mine.extend(new)
-            mine.sort()
-            if len(mine) > self.KEEP_CALLS:
-                for _, st, q in mine[:len(mine) - self.KEEP_CALLS]:
-                    known.discard((st, q))
-                del mine[:len(mine) - self.KEEP_CALLS]
+                    if r in seen:
+                        continue
+                    mine = of_rank.get(r)
+                    if mine is None:
+                        mine = of_rank[r] = []
+                    mine.append((t, stream, seq))
+                    dirty.add(r)
+                    if len(mine) > 2 * self.KEEP_CALLS:
+                        self._calls_of(r)
         _merge_calls(self.by_call, calls, self.KEEP_SEQS)
+
+    def _calls_of(self, rank):
+        """Rank ``rank``'s kept calls, sorted by start: [(start, stream, seq)], its last KEEP_CALLS."""
+        mine = self.of_rank.get(rank)
+        if mine is None:
+            return ()
+        if rank in self.dirty:
+            self.dirty.discard(rank)
+            mine.sort()
+            out = [x for i, x in enumerate(mine) if i == 0 or x != mine[i - 1]]
+            mine[:] = out[-self.KEEP_CALLS:]
+        return mine
 
     def _ended(self, prev, members, shift, error):
         """(earliest, latest) call ``prev`` = (start, stream, seq) can have ended, in the join's clock: its
@@ -302,7 +313,7 @@ class Timelines(object):
             return None
         if t0 is None:
             return FIRST if seq == 1 else None
-        mine = self.of_rank.get(rank) or ()
+        mine = self._calls_of(rank)
         i0, i = bisect.bisect_left(mine, (t0, stream, seq - 1)), bisect.bisect_left(mine, (t, stream, seq))
         if (i >= len(mine) or mine[i][1:] != (stream, seq) or i0 >= i or mine[i0][1:] != (stream, seq - 1)
                 or i - i0 > self.WALK):
