@@ -1,0 +1,84 @@
+"""What the straggler rule's join costs the watchdog that runs it, per period (arrivals.Stragglers.update): the
+node leader joins its node's ranks; the relay's collector joins every node's ranks of the groups that span nodes,
+so at 2,048 nodes it joins 16,384 ranks' starts.  Synthetic arrivals documents: N ranks, a world group with 60
+calls a period (30 a second) and a p2p stream per rank, three periods, rank N-1 10 ms late; timed with the rule
+as it is, without reading whose lateness a late arrival is (``Timelines.own`` off), and without the ranks'
+timelines at all (the join before issue 42's slow rank).
+
+    python benchmarks/straggler_join.py [--ranks 1024 4096 16384]    # results/straggler_join.json
+"""
+import argparse
+import os
+import random
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
+
+from c10d_observer import arrivals as _arrivals  # noqa: E402
+import _harness  # noqa: E402  (benchmarks/_harness.py)
+
+CALLS = 60  # a period's calls of the world group
+PERIODS = 3
+
+
+def _docs(n, period, rng):
+    seq0, t0 = 1 + period * CALLS, 1000.0 + period * 3.0
+    out = []
+    for r in range(n):
+        late = 0.01 if r == n - 1 else 0.0
+        streams = {"0": [[seq0 + k, t0 + k * 0.05 + rng.uniform(0, 0.004) + late] for k in range(CALLS)],
+                   "0:p2p:%d->%d" % (r, (r + 1) % n): [[seq0 + k, t0 + k * 0.05 + 0.02] for k in range(CALLS)]}
+        out.append({"rank": r, "host": "h0", "streams": streams})
+    return out
+
+
+def _timed(n, mode):
+    own, add = _arrivals.Timelines.own, _arrivals.Timelines.add
+    try:
+        if mode in ("no attribution", "no timelines"):
+            _arrivals.Timelines.own = lambda self, *a, **k: None
+        if mode == "no timelines":
+            _arrivals.Timelines.add = lambda self, *a, **k: None
+        s, rng, out = _arrivals.Stragglers(), random.Random(1), []
+        for p in range(PERIODS):
+            docs = _docs(n, p, rng)
+            t = time.time()
+            s.update(docs, {"0": list(range(n))}, 2000.0 + p, "h0")
+            out.append(round(time.time() - t, 3))
+        return out
+    finally:
+        _arrivals.Timelines.own, _arrivals.Timelines.add = own, add
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ranks", type=int, nargs="+", default=[1024, 4096, 16384])
+    a = ap.parse_args(argv)
+    rows = []
+    for n in a.ranks:
+        row = {"ranks": n}
+        for mode in ("as it is", "no attribution", "no timelines"):
+            row[mode] = _timed(n, mode)
+        rows.append(row)
+        print("%6d ranks: seconds per period, as it is %s; without the attribution %s; without timelines %s" % (
+            n, row["as it is"], row["no attribution"], row["no timelines"]))
+        sys.stdout.flush()
+    try:
+        commit = subprocess.check_output(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                         universal_newlines=True).strip()
+    except Exception:
+        commit = None
+    _harness.write_json(os.path.join(HERE, "results", "straggler_join.json"), {
+        "command": "python benchmarks/straggler_join.py --ranks %s" % " ".join(map(str, a.ranks)), "commit": commit,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": _harness.machine(),
+        "loadavg": _harness.loadavg(), "calls_per_period": CALLS, "rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
