@@ -113,6 +113,23 @@ class Sim(object):
         done_end = [0.0] * world  # the latest end of its batch's ops that completed while it still posted
         pend_any = [any(any(b) for b in batch_of)]  # whether any rank posts calls (else settle never runs)
 
+        def op_done(m, key, end):
+            """Op ``key`` of rank m's batch ended at ``end``: a rank still posting its batch waits for that end
+            later; one that waits leaves at the latest end once every op of its batch ended."""
+            mine = pend[m]
+            mine.discard(key)
+            if not waits[m]:
+                if done_end[m] < end:
+                    done_end[m] = end
+            elif not mine:
+                clock[m] = max(clock[m], end, done_end[m])
+                waits[m], state[m], blocked[m], done_end[m] = False, "ready", None, 0.0
+                push(m)
+            else:
+                if clock[m] < end:
+                    clock[m] = end
+                blocked[m] = min(mine, key=_first_key(hist_of[m]))
+
         def settle(key, poster, after):
             """Complete call ``key`` where every member entered it, alike, and, on a group's stream, completed the
             call before it (a group's works run in order: gloo), then the calls after it that it held;
@@ -132,18 +149,7 @@ class Sim(object):
                 for m in rec[4]:
                     completed_of[m][stream] = seq
                     if key in pend[m]:
-                        pend[m].discard(key)
-                        if not waits[m]:  # still posting its batch: it waits for this op's end later
-                            if done_end[m] < end:
-                                done_end[m] = end
-                        elif not pend[m]:
-                            clock[m] = max(clock[m], end, done_end[m])
-                            waits[m], state[m], blocked[m], done_end[m] = False, "ready", None, 0.0
-                            push(m)
-                        else:
-                            if clock[m] < end:
-                                clock[m] = end
-                            blocked[m] = min(pend[m], key=_first_key(hist_of[m]))
+                        op_done(m, key, end)
                     elif m != poster:
                         if clock[m] < end:
                             clock[m] = end
@@ -267,18 +273,7 @@ class Sim(object):
                     continue
                 completed_of[m][stream] = seq
                 if key in pend[m]:  # the other half was an op of a batch of m's
-                    pend[m].discard(key)
-                    if not waits[m]:  # still posting its batch: it waits for this op's end later
-                        if done_end[m] < end:
-                            done_end[m] = end
-                    elif not pend[m]:
-                        clock[m] = max(clock[m], end, done_end[m])
-                        waits[m], state[m], blocked[m], done_end[m] = False, "ready", None, 0.0
-                        push(m)
-                    else:
-                        if clock[m] < end:
-                            clock[m] = end
-                        blocked[m] = min(pend[m], key=_first_key(hist_of[m]))
+                    op_done(m, key, end)
                     continue
                 clock[m] = end
                 state[m] = "ready"
