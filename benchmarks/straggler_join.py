@@ -3,15 +3,19 @@ node leader joins its node's ranks; the relay's collector joins every node's ran
 so at 2,048 nodes it joins 16,384 ranks' starts.  Synthetic arrivals documents: N ranks, a world group with 60
 calls a period (30 a second) and a p2p stream per rank, three periods, rank N-1 10 ms late; timed with the rule
 as it is, without reading whose lateness a late arrival is (``Timelines.own`` off), and without the ranks'
-timelines at all (the join before issue 42's slow rank).
+timelines at all (the join before issue 42's slow rank).  Then the join as the watchdog runs it, on a thread of
+its own (watchdog_io.Arrivals), beside a loop that polls every 10 ms as the watchdog's does: the longest wait of
+a poll while the join runs (the join on the loop itself made a poll wait the whole join).
 
     python benchmarks/straggler_join.py [--ranks 1024 4096 16384]    # results/straggler_join.json
 """
 import argparse
 import os
+import select
 import random
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -55,6 +59,33 @@ def _timed(n, mode):
         _arrivals.Timelines.own, _arrivals.Timelines.add = own, add
 
 
+def _beside_the_loop(n, poll_s=0.01):
+    """(seconds the join took on its thread, the longest a poll waited past its time, polls) for one period's
+    join of ``n`` ranks while this thread polls every ``poll_s`` (a poll: a select's timeout, then a little
+    work, as the watchdog's loop)."""
+    s, rng = _arrivals.Stragglers(), random.Random(1)
+    s.update(_docs(n, 0, rng), {"0": list(range(n))}, 2000.0, "h0")  # its first period: calls wait for the next
+    docs = _docs(n, 1, rng)
+    took = []
+
+    def join():
+        t = time.time()
+        s.update(docs, {"0": list(range(n))}, 2001.0, "h0")
+        took.append(time.time() - t)
+
+    th = threading.Thread(target=join)
+    th.start()
+    late, polls = 0.0, 0
+    while th.is_alive():
+        due = time.time() + poll_s
+        select.select([], [], [], poll_s)
+        late = max(late, time.time() - due)
+        sum(range(2000))  # a poll's work (~30 us here)
+        polls += 1
+    th.join()
+    return round(took[0], 3), round(late, 4), polls
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", type=int, nargs="+", default=[1024, 4096, 16384])
@@ -64,9 +95,12 @@ def main(argv=None):
         row = {"ranks": n}
         for mode in ("as it is", "no attribution", "no timelines"):
             row[mode] = _timed(n, mode)
+        took, late, polls = _beside_the_loop(n)
+        row["beside the loop"] = {"join_s": took, "longest_poll_wait_s": late, "polls": polls}
         rows.append(row)
-        print("%6d ranks: seconds per period, as it is %s; without the attribution %s; without timelines %s" % (
-            n, row["as it is"], row["no attribution"], row["no timelines"]))
+        print("%6d ranks: seconds per period, as it is %s; without the attribution %s; without timelines %s; "
+              "on a thread %.2f s, beside a loop polling every 10 ms (%d polls), a poll waited %.1f ms at most" % (
+                  n, row["as it is"], row["no attribution"], row["no timelines"], took, polls, late * 1e3))
         sys.stdout.flush()
     try:
         commit = subprocess.check_output(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],

@@ -5,13 +5,14 @@ act, each on one thing, and never decide.  No torch.
 - ``Notifier``: the configured signal, to the rank, where the observer's handler is still the one in place.
 - ``StackTaker``: the rank's stacks: a request to its helper thread, the dump signal, py-spy.
 - ``GatherFiles``: the gather request, the answers, the merge into the verdict and its record.
-- ``Arrivals``: this rank's calls' starts, and where it leads its node, the node's stragglers.
+- ``Arrivals``: this rank's calls' starts, and where it leads its node, the node's stragglers (a thread of its own).
 
 The rank's documents are rank_docs.py's; the rank's end (on_timeout="abort"), watchdog_end.py's; what /proc says of a process, procs.py's.
 """
 import os
 import socket
 import subprocess
+import threading
 import time
 
 from . import election as _election
@@ -307,14 +308,19 @@ class GatherFiles(_Part):
         self.dd.write_json(_dumpdir.arrivals_name(doc["rank"], doc["pid"]), doc)
 
     def read_arrivals(self, since):
-        """This job's ranks' arrivals documents written since ``since`` (wall): this node's, and those another
-        node's relay brought (``arrivals-node-*.json``, dated by this node's clock when they came)."""
+        """This node's ranks' arrivals documents of this job written since ``since`` (wall)."""
         out = []
         for path in self.dd.glob(_dumpdir.ARRIVALS_GLOB):
             doc = _dumpdir.read_json(path)
             if (isinstance(doc, dict) and isinstance(doc.get("rank"), int) and doc.get("job_id") == self.cfg.job_id
                     and (doc.get("written_at") or 0) >= since):
                 out.append(doc)
+        return out
+
+    def read_relayed_arrivals(self, since):
+        """The arrivals documents another node's relay brought (``arrivals-node-*.json``, dated by this node's
+        clock when they came) since ``since`` (wall), each marked ``relayed``: the collecting node's only."""
+        out = []
         for path in self.dd.glob(_dumpdir.ARRIVALS_NODE_GLOB):
             node = _dumpdir.read_json(path)
             if isinstance(node, dict) and node.get("job_id") == self.cfg.job_id and (node.get("written_at") or 0) >= since:
@@ -355,7 +361,13 @@ class GatherFiles(_Part):
 class Arrivals(object):
     """This rank's calls' starts (arrivals.ArrivalLog), written every period; where this rank's watchdog leads
     its node (its lowest rank that wrote within three periods: election.node_leader), the node's join of every
-    rank's (arrivals.Stragglers), written to stragglers.json."""
+    rank's (arrivals.Stragglers), written to stragglers.json.
+
+    The join runs on a thread of its own (``joining``): on the collecting node of a job across thousands of
+    nodes it joins every rank's starts, seconds a period (benchmarks/straggler_join.py), and the watchdog's
+    polls, its rank's deadlines and its node's gathers must not wait for it.  A period whose join before still
+    runs joins nothing (the next one joins its starts: a document holds the last KEEP of each stream); a join
+    that failed is raised at the next period, on the watchdog's loop, which says it once."""
 
     def __init__(self, cfg, files, due_ns):
         self.cfg = cfg
@@ -364,6 +376,8 @@ class Arrivals(object):
         self.due_ns = due_ns
         self.log = _arrivals.ArrivalLog()
         self.stragglers = _arrivals.Stragglers()
+        self.joining = None  # the thread of the join under way, or of the last one
+        self.failed = None  # what the last join raised, raised again on the watchdog's loop
 
     def observe(self, snap, now_ns, wall_now, arrivals_snap):
         """Note the starts the channel shows; whether the period's write is due."""
@@ -374,6 +388,7 @@ class Arrivals(object):
         return True
 
     def write(self, snap, rank, wall_now):
+        """Write this rank's starts; where it leads its node and no join runs, start the period's join."""
         members = {str(st.desc.get("stream")): st.desc.get("ranks") for st in snap
                    if isinstance(st.desc.get("ranks"), list)}
         # the last KEEP starts of each stream, every period: the leader joins the calls every member has
@@ -381,12 +396,27 @@ class Arrivals(object):
         period = self.period
         self.files.write_arrivals(self.log.document(rank, self.cfg.rank_pid, self.cfg.job_id, wall_now, members,
                                                     host, period))
-        docs = self.files.read_arrivals(wall_now - 3 * period)
-        local = {d["rank"]: d.get("written_at") for d in docs if not d.get("relayed")}  # this node's ranks
-        if local and _election.node_leader(local, wall_now, 3 * period) == rank:
+        failed, self.failed = self.failed, None
+        if self.joining is None or not self.joining.is_alive():
+            local = self.files.read_arrivals(wall_now - 3 * period)
+            written = {d["rank"]: d.get("written_at") for d in local}
+            if written and _election.node_leader(written, wall_now, 3 * period) == rank:
+                self.joining = threading.Thread(target=self._join, args=(local, wall_now, host),
+                                                name="c10d-observer-join")
+                self.joining.daemon = True
+                self.joining.start()
+        if failed is not None:
+            raise failed
+
+    def _join(self, local, wall_now, host):
+        """The join (on ``joining``): this node's documents and those relayed from other nodes."""
+        try:
+            docs = local + self.files.read_relayed_arrivals(wall_now - 3 * self.period)
             known = {}
             for d in docs:  # each group's members once (every document of its ranks holds them)
                 for k, v in (d.get("members") or {}).items():
                     if v and k not in known:
                         known[k] = _arrivals.ranks_of(v)
             self.files.write_stragglers(self.stragglers.update(docs, known, wall_now, host))
+        except Exception as e:  # the loop says it
+            self.failed = e

@@ -1013,3 +1013,52 @@ def test_the_exit_status_of_a_rank_not_yet_reaped_says_how_it_ended():
         assert procs.exit_status(p.pid) is None  # reaped
     import os
     assert procs.exit_status(os.getpid()) is None  # alive
+
+
+def test_the_nodes_join_runs_beside_the_polls_and_one_at_a_time(rig):
+    """The node leader's join of every rank's starts (arrivals.Stragglers.update) takes seconds a period on the
+    collecting node of thousands of ranks (benchmarks/straggler_join.py).  A join held on an event stands in for
+    such a one: while it runs, the watchdog polls on and reports its rank's overdue call; a period meanwhile
+    starts no second join; its stragglers.json comes once it ends; a join that fails is said once, on the loop."""
+    import threading
+    rig.writer.set_rank(1, 4)
+    release, entered, joins = threading.Event(), threading.Event(), []
+    real = rig.wd.arrivals.stragglers.update
+
+    def held(*a, **k):
+        joins.append(a)
+        entered.set()
+        assert release.wait(60)
+        return real(*a, **k)
+
+    rig.wd.arrivals.stragglers.update = held
+    period = int(rig.cfg.timings.arrivals_period_s * 1e9)
+    straggler_json = rig.dump_dir / dumpdir.STRAGGLERS
+    try:
+        rig.streams[0].start(ALL_REDUCE, T0)
+        assert "arrivals" in [a.kind for a in rig.step(period)]
+        assert entered.wait(30) and rig.wd.arrivals.joining.is_alive()
+        assert not straggler_json.exists()
+        t = period
+        while t < T0 + TIMEOUT_NS:  # every poll runs, periods pass, the join still held
+            t += POLL_NS
+            rig.step(t)
+        rig.step(T0 + TIMEOUT_NS + 1)
+        assert rig.reports_on_disk() == [os.path.basename(rig.report_path())]
+        assert len(joins) == 1 and rig.wd.arrivals.joining.is_alive()
+    finally:
+        release.set()
+    rig.wd.arrivals.joining.join(30)
+    assert dumpdir.read_json(str(straggler_json))["format"] == "c10d_observer.stragglers"
+
+    def broken(*a, **k):
+        raise ValueError("a join that fails")
+
+    rig.wd.arrivals.stragglers.update = broken
+    t = T0 + TIMEOUT_NS + 1
+    for _ in range(3):  # a join that fails, then the period after it says so
+        t += period
+        rig.step(t)
+        rig.wd.arrivals.joining.join(30)
+    said = [m for m in rig.logs if "a join that fails" in m]
+    assert len(said) == 1 and said[0].startswith("arrivals failed"), rig.logs
