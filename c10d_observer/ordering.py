@@ -10,6 +10,7 @@ from collections import namedtuple
 
 from .analogs import MIN_GROUPS
 from .patterns import as_the_pattern, b_as_the_pattern, extrapolate
+from .streams import is_p2p, p2p_ends
 
 # one call of one rank; started_at: wall seconds or None; size: its size signature where known (or None)
 Call = namedtuple("Call", "stream seq op started_at size")
@@ -95,7 +96,7 @@ def _like_order(s_call, t_call, members, like, last_started, x_side=False):
     # seed 17018885)
     parts = {_part(s_call[0], r) for r in set(members.get(s_call[0]) or ()) & set(members.get(t_call[0]) or ())}
     # p2p streams like S come issued where S is among the collectives (cycles._same_places): one slot's links
-    p2p = ":p2p:" in str(s_call[0])
+    p2p = is_p2p(s_call[0])
     for other in (like or {}).get(s_call[0]) or ():
         for r in set(members.get(other) or ()) - set(members.get(s_call[0]) or ()):
             if _part(other, r) not in parts:
@@ -118,11 +119,10 @@ def _like_order(s_call, t_call, members, like, last_started, x_side=False):
 def _part(stream, rank):
     """"src" or "dst": the part ``rank`` plays on p2p ``stream`` ("<group>:p2p:<src>-><dst>"); None on a collective
     stream."""
-    head, sep, pair = str(stream).rpartition(":p2p:")
-    if not sep:
+    ends = p2p_ends(stream)
+    if ends is None:
         return None
-    src, _, dst = pair.partition("->")
-    return "src" if src == str(rank) else "dst" if dst == str(rank) else None
+    return "src" if ends[0] == rank else "dst" if ends[1] == rank else None
 
 
 def _ranks(ranks):
@@ -326,7 +326,7 @@ def _many(places, target, rank):
 def _like_pairs(members, like, a, b, ranks):
     """(rank, A', B'): the ranks, not of ``ranks``, in a pair of streams like (a, b), one or both of them a like
     group's."""
-    if not like or ":p2p:" in str(a) or ":p2p:" in str(b):
+    if not like or is_p2p(a) or is_p2p(b):
         # a p2p stream's two ranks play opposite parts (one sends, one receives): a rank of a like group on
         # the same p2p stream is its other end, not one more rank of the same program (the fuzzer's mesh3d,
         # seed 50000055: rank 3 skipped its send to rank 9; its dp call, one send early, spoke for where rank
@@ -430,10 +430,9 @@ def _expected(places, known, target, rank, like_places=None, end=True):
 def _op(histories, r, stream, seq):
     """The op of call #seq on `stream` as rank r issues it: its own, else that of a rank that issued the
     calls r shares with it on that stream with r's ops (send and recv pair up on one stream), else "call"."""
-    if ":p2p:" in str(stream):  # "<group>:p2p:<src>-><dst>": r sends on it or receives
-        src, _, dst = str(stream).rpartition(":p2p:")[2].partition("->")
-        if str(r) in (src, dst):
-            return "send" if str(r) == src else "recv"
+    ends = p2p_ends(stream)  # on a p2p stream, r sends or receives
+    if ends is not None and r in ends:
+        return "send" if r == ends[0] else "recv"
     mine = dict((c.seq, c.op) for c in histories[r] if c.stream == stream)
     for rank in [r] + sorted(histories):
         theirs = dict((c.seq, c.op) for c in histories[rank] if c.stream == stream)

@@ -22,6 +22,7 @@ import warnings
 
 from . import compat
 from . import gpu as _gpu
+from . import streams as _streams
 
 log = logging.getLogger("c10d_observer")
 
@@ -144,7 +145,7 @@ class _Group(object):
         else:
             peer = group_peer
         src, dst = (me, peer) if is_send else (peer, me)
-        name = "%s:p2p:%s->%s" % (self.desc["group"], "any" if src is None else src, dst)
+        name = _streams.p2p_name(self.desc["group"], src, dst)
         return self.tracker._stream(dict(self.desc, kind="p2p", peer=peer, src=src, dst=dst, stream=name))
 
 

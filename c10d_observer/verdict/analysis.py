@@ -7,11 +7,11 @@ Ordering), and the verdict's values are built from the drafts once, at the end (
 written here: the front (verdict/__init__.analyze) and files add the summary from the values (render.py)."""
 import collections
 import os
-import re
 
 from .. import arrivals as _arrivals
 from .. import documents as _documents
 from ..levels import CallEnd, Level, MismatchKind, Where
+from ..streams import is_p2p, p2p_ends
 from ..text import describe, describe_call, rank_list
 from .stacks import _stack_groups, main_thread_frames, place
 from .categories import categorize
@@ -389,7 +389,7 @@ def _desync(h, calls, by_rank, lists):
     stream, seq = h.stream, h.seq
     # a p2p stream's send (its source's) and recv (its destination's) at one seq are the two halves of one
     # call: never ops that differ (their sizes may)
-    ops = {r: "p2p" if c.op in _P2P_OPS and ":p2p:" in str(stream) else c.op for r, c in calls.items()}
+    ops = {r: "p2p" if c.op in _P2P_OPS and is_p2p(stream) else c.op for r, c in calls.items()}
     if len(set(ops.values())) > 1:
         h.mismatch = m = by_program(mismatch(ops, calls), calls, by_rank, stream, seq)
         if m.expected_op:
@@ -426,9 +426,9 @@ def _desync(h, calls, by_rank, lists):
 
 
 def _members(e, stream):
-    m = re.search(r":p2p:(\d+)->(\d+)$", stream or "")
-    if m:
-        return sorted({int(m.group(1)), int(m.group(2))})
+    ends = p2p_ends(stream)
+    if ends is not None and ends[0] is not None:
+        return sorted(set(ends))
     return list(e.group_ranks or [])
 
 

@@ -2,10 +2,11 @@
 and the GPU, tell."""
 from ..levels import MISMATCH_WORDS, Category, Where
 from ..text import describe, rank_list
+from .. import streams as _streams
 
 
 def is_p2p(h):
-    return h.kind == "p2p" or ":p2p:" in (h.stream or "")
+    return h.kind == "p2p" or _streams.is_p2p(h.stream or "")
 
 
 def _whereabouts(missing):

@@ -3,6 +3,7 @@ histories (ordering.py, shifts.py, analogs.py)."""
 from .. import analogs as _analogs
 from .. import ordering as _ordering
 from .. import shifts as _shifts
+from .. import streams as _streams
 from ..levels import Where
 from ..text import describe
 from .types import Draft, Ordering, Whereabouts
@@ -27,7 +28,7 @@ def _many_like(by_rank, like, cyc):
     and the p2p streams of ``cyc`` likewise (analogs.like_p2p: the other pairs of an exchange)."""
     out = dict(like)
     for s, seq in {c[0]: c[1] for c in cyc}.items():
-        p2p = ":p2p:" in str(s)
+        p2p = _streams.is_p2p(s)
         if out.get(s) and not p2p:
             continue
         of = _analogs.like_p2p if p2p else _analogs.like
@@ -38,7 +39,7 @@ def _many_like(by_rank, like, cyc):
             found = of(by_rank, s, min_shared=shared)
             found = found if len(found) >= _analogs.MIN_GROUPS_EARLY else []
         if p2p:
-            found = [o for o in found if _same_places(by_rank, s, o, [c[0] for c in cyc if ":p2p:" not in str(c[0])])]
+            found = [o for o in found if _same_places(by_rank, s, o, [c[0] for c in cyc if not _streams.is_p2p(c[0])])]
         out[s] = found
     return out
 
@@ -59,7 +60,7 @@ def _same_places(by_rank, stream, other, against):
 def _places_on(by_rank, stream, against):
     """{seq: the last call of ``against`` that the sender of p2p ``stream`` issued before its call #seq there (0:
     none, where its history shows the first), where its history shows it}."""
-    src = int(str(stream).rpartition(":p2p:")[2].partition("->")[0])
+    src = _streams.p2p_ends(stream)[0]
     doc = by_rank.get(src)
     calls = doc.history() if doc is not None else ()
     # before its first call of ``against``: place 0 where the history holds that stream's #1 (none before it)
@@ -88,7 +89,7 @@ def order_cycles(hangs, cycles, by_rank, undecided):
         for g in doc.groups:
             members.setdefault(g.stream, g.members())
             names.setdefault(g.stream, "group %s" % g.group if g.kind != "p2p" else "group %s (p2p %s)" % (
-                g.group, g.stream.split(":p2p:")[-1]))
+                g.group, g.stream.rpartition(_streams.P2P)[2]))
     culprits = set()
     done = set()
     likes = {}
@@ -98,7 +99,7 @@ def order_cycles(hangs, cycles, by_rank, undecided):
 
     def like_of(stream):
         if stream not in likes:
-            likes[stream] = _analogs.like(by_rank, stream) if ":p2p:" not in str(stream) else []
+            likes[stream] = _analogs.like(by_rank, stream) if not _streams.is_p2p(stream) else []
         return likes[stream]
 
     for i in cycles:
@@ -109,7 +110,7 @@ def order_cycles(hangs, cycles, by_rank, undecided):
         cyc = [(hangs[j].stream, hangs[j].seq, hangs[j].waiting_ranks, hangs[j].missing_ranks) for j in ring]
         found = None
         try:
-            like = {s: _analogs.like(by_rank, s) for s in {c[0] for c in cyc} if ":p2p:" not in str(s)}
+            like = {s: _analogs.like(by_rank, s) for s in {c[0] for c in cyc} if not _streams.is_p2p(s)}
             found = _ordering.ordering_culprit(histories, last_started, members, cyc,
                                                group_name=name, like=like,
                                                last_completed=last_completed)

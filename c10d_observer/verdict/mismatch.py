@@ -5,6 +5,7 @@ import re
 
 from .. import analogs as _analogs
 from ..levels import MismatchKind
+from ..streams import is_p2p
 from ..text import rank_list
 from .types import Draft, Mismatch
 
@@ -36,7 +37,7 @@ def by_program(m, calls, by_rank, stream, seq):
     that left out calls of that period (analogs.own_pattern).  The evidence is said.  ``m``, changed in place, returned."""
     if m.odd_ranks or m.unknown or any(c.op in (None, "unknown") for c in calls.values()):
         return m
-    if ":p2p:" in str(stream):
+    if is_p2p(stream):
         return _by_like_links(m, calls, by_rank, stream, seq)
     votes, _ = _analogs.past_calls(by_rank, stream, seq)
     if not votes:  # no group like this one went past the place: many groups at its first calls, or its period

@@ -2,6 +2,7 @@
 since, from the documents written after it.  (The exit code of ``report`` and whether a verdict is one to act
 on are the Verdict's own: ``Verdict.exit_code``, ``Verdict.acts``.)"""
 from ..levels import CallEnd, Level, OutcomeState
+from ..streams import is_p2p
 from ..text import clock, rank_list, short_clock
 from .analysis import _resolved
 from .types import Event, Later, Outcome
@@ -122,7 +123,7 @@ def _outcome(h, docs_now, v):
     waited = list(h.waiting_ranks or []) + list(h.missing_ranks or [])
     completed, ended, stuck_on, silent = [], [], [], []
     other_op = {}  # late ranks whose call at this seq was another op: a teardown's call, never a catch-up
-    p2p = h.kind == "p2p" or ":p2p:" in str(key[0])  # a send and its recv: one call, two ops
+    p2p = h.kind == "p2p" or is_p2p(key[0])  # a send and its recv: one call, two ops
     at = None
     for r in waited:
         d = docs_now.get(r)

@@ -34,6 +34,7 @@ import operator
 import random
 
 from c10d_observer import documents as _documents
+from c10d_observer import streams as _streams
 
 from .programs import ASYNC_OPS, DATA, OBJECT_OPS, P2P_OPS, POSTED_OPS
 
@@ -53,7 +54,7 @@ def coll_stream(gid):
 
 
 def p2p_stream(gid, src, dst):
-    return "%s:p2p:%d->%d" % (gid, src, dst)
+    return _streams.p2p_name(gid, src, dst)
 
 
 class Sim(object):
@@ -373,7 +374,7 @@ def _prepare(groups, calls, r, program):
             if op in P2P_OPS:  # a batch's isend and irecv are the send and recv of their streams
                 sends = op == "send" or op == "isend"
                 src, dst = (r, peer) if sends else (peer, r)
-                got = ("%s:p2p:%d->%d" % (gid, src, dst), "send" if sends else "recv", size, ("p2p", size),
+                got = (_streams.p2p_name(gid, src, dst), "send" if sends else "recv", size, ("p2p", size),
                        (src, dst), (gid, "p2p", peer, src, dst), None)  # p2p_stream
             else:  # coll_stream: the group
                 if op in ASYNC_OPS:

@@ -1,0 +1,175 @@
+"""Whose lateness a late arrival is: each rank's recent calls on every stream, read between two calls of a
+group (``Timelines``, arrivals.Stragglers's).  A rank held in a call by another rank arrives late at its next
+call through no doing of its own; the straggler rule (arrivals.py) counts a call for its last arriver only
+where the lateness was its own.  No torch."""
+import bisect
+
+from . import streams as _streams
+
+END_SKEW_S = 0.001  # how far apart the members of a collective may see its end (clock offsets between hosts)
+
+
+def merge_calls(old, new, keep):
+    """The calls of ``old`` and ``new`` ({stream: {seq: {rank: start}}}), each stream's last ``keep``."""
+    for stream, by_seq in new.items():
+        mine = old.setdefault(stream, {})
+        for seq, starts in by_seq.items():
+            mine.setdefault(seq, {}).update(starts)
+        if len(mine) > keep:
+            for seq in sorted(mine)[:len(mine) - keep]:
+                del mine[seq]
+    return old
+
+
+
+FIRST = "first"  # Timelines._between: the call is its stream's first
+NOT_OWN = None  # last_arrivals: the last arriver's lateness came from the call it waited in before
+UNKNOWN = -1  # last_arrivals: whose lateness it was cannot be told (the rule leaves the call out)
+
+
+class Timelines(object):
+    """Each rank's recent calls on every stream (its groups' and its p2p streams'), to tell whose lateness a
+    late arrival is.  A rank held in a call by another rank (on another group, or a recv from a slow stage)
+    leaves it late and arrives late at its next call through no doing of its own: in a 2x2 mesh with rank 3
+    slow, rank 2 waits for it in their tp all_reduce and is then last at its dp all_reduce with rank 0, every
+    step, by rank 3's lateness.  Between two calls of one group, the lag of its last arriver behind its first
+    is how much later it left the group's call before, how much longer it was held in the calls it issued in
+    between, and how much longer it computed: only the last is its own (``own``).
+
+    A call's end is its last member's start (a collective's members from the join; a p2p call's two ranks from
+    its stream's name, ``<group>:p2p:<src>-><dst>``), for each member, but for a call whose members do not
+    leave together (a broadcast's tree, a gather's root: ``rooted``), which ended for a member between its own
+    start and that; a call whose end came after the rank issued its next call (async) leaves it not known."""
+
+    KEEP_CALLS = 1024  # a rank's last calls kept (its calls between two of a group's are found among them)
+    KEEP_SEQS = 512  # a stream's last calls kept, to read their ends
+    WALK = 64  # calls a rank may issue between two calls of a group for the rule to read them
+
+    def __init__(self):
+        self.of_rank = {}  # rank -> [(start, stream, seq)], sorted and its last KEEP_CALLS once read (_calls_of)
+        self.dirty = set()  # the ranks whose calls came since they were last sorted
+        self.by_call = {}  # stream -> {seq: {rank: start}}, the last KEEP_SEQS
+        self.rooted = {}  # stream -> {seq}: its calls whose members do not leave together
+        self.ends = {}  # (stream, seq) -> _ended's answer, once known: for one update (the clocks may move)
+
+    def add(self, calls, rooted=None):
+        """Take the starts of a join ({stream: {seq: {rank: start}}}) and its rooted calls ({stream: {seq}})."""
+        self.ends = {}
+        for stream, seqs in (rooted or {}).items():
+            mine = self.rooted.setdefault(stream, set())
+            mine.update(seqs)
+            if len(mine) > self.KEEP_SEQS:
+                self.rooted[stream] = set(sorted(mine)[-self.KEEP_SEQS:])
+        # a document carries a call's start for 1.5 periods: taken once (a start by_call holds already is not
+        # new); a rank's calls are sorted only when the rule reads them (_calls_of) or they pile up: at the
+        # collector of thousands of nodes, few ranks are ever read (the last and first arrivers of calls apart)
+        of_rank, dirty, by_call = self.of_rank, self.dirty, self.by_call
+        for stream, by_seq in calls.items():
+            had = by_call.get(stream, {})
+            for seq, starts in by_seq.items():
+                seen = had.get(seq, ())
+                for r, t in starts.items():
+                    if r in seen:
+                        continue
+                    mine = of_rank.get(r)
+                    if mine is None:
+                        mine = of_rank[r] = []
+                    mine.append((t, stream, seq))
+                    dirty.add(r)
+                    if len(mine) > 2 * self.KEEP_CALLS:
+                        self._calls_of(r)
+        merge_calls(self.by_call, calls, self.KEEP_SEQS)
+
+    def _calls_of(self, rank):
+        """Rank ``rank``'s kept calls, sorted by start: [(start, stream, seq)], its last KEEP_CALLS."""
+        mine = self.of_rank.get(rank)
+        if mine is None:
+            return ()
+        if rank in self.dirty:
+            self.dirty.discard(rank)
+            mine.sort()
+            out = [x for i, x in enumerate(mine) if i == 0 or x != mine[i - 1]]
+            mine[:] = out[-self.KEEP_CALLS:]
+        return mine
+
+    def _ended(self, prev, members, shift, error):
+        """(earliest, latest) call ``prev`` = (start, stream, seq) can have ended, in the join's clock: its
+        last member's start, give or take the error of each member's clock (``error(rank)``), or (None, None)
+        where a member's start is not known; and whether its members leave together."""
+        _, stream, seq = prev
+        got = self.ends.get((stream, seq))
+        if got is not None:
+            return got
+        starts = self.by_call.get(stream, {}).get(seq) or {}
+        if _streams.is_p2p(stream):
+            ends = _streams.p2p_ends(stream)
+            ranks = list(ends) if ends is not None and ends[0] is not None else None
+        else:
+            ranks = members.get(stream)
+        lo = hi = None
+        if ranks and all(r in starts for r in ranks):
+            ends = [(shift(r, starts[r]), error(r)) for r in ranks]
+            if not any(t is None for t, _ in ends):
+                lo, hi = max(t - e for t, e in ends), max(t + e for t, e in ends)
+        got = lo, hi, seq not in self.rooted.get(stream, ())
+        if lo is not None:
+            self.ends[(stream, seq)] = got
+        return got
+
+    def _between(self, rank, stream, seq, members, shift, error):
+        """What rank ``rank`` went through from the group's call before, (stream, seq - 1), to its start of
+        (stream, seq): ((earliest, latest) it left that call, (least, most) it waited in the calls it issued in
+        between), in the join's clock; FIRST where (stream, seq) is the stream's first call; None where not
+        known (a call not kept, a start not in, a call it had not waited for when it issued the next: async).
+        A call whose members leave together ended at its last member's start (give or take the clocks'
+        errors) for each; one whose members do not (``rooted``) ended for it between its own start and that."""
+        calls = self.by_call.get(stream, {})
+        t, t0 = calls.get(seq, {}).get(rank), calls.get(seq - 1, {}).get(rank)
+        if t is None:
+            return None
+        if t0 is None:
+            return FIRST if seq == 1 else None
+        mine = self._calls_of(rank)
+        i0, i = bisect.bisect_left(mine, (t0, stream, seq - 1)), bisect.bisect_left(mine, (t, stream, seq))
+        if (i >= len(mine) or mine[i][1:] != (stream, seq) or i0 >= i or mine[i0][1:] != (stream, seq - 1)
+                or i - i0 > self.WALK):
+            return None
+        err = error(rank)
+        left, waited = None, [0.0, 0.0]
+        for k in range(i0, i):
+            lo, hi, together = self._ended(mine[k], members, shift, error)
+            at, nxt = shift(rank, mine[k][0]), shift(rank, mine[k + 1][0])
+            if lo is None or at is None or nxt is None or lo > nxt + END_SKEW_S:
+                return None  # not known, or async: it may have waited for it at any time after
+            latest = min(hi, nxt + err)
+            if k == i0:
+                left = (lo if together else at - err, latest)
+                continue
+            waited[1] += max(0.0, latest - (at - err))
+            if together:
+                waited[0] += max(0.0, lo - (at + err))
+        return left, waited
+
+    def own(self, stream, members, shift, error=lambda r: 0.0):
+        """own(seq, starts, last) for last_arrivals: whether the last arriver's lateness at call (stream, seq)
+        is its own.  From the group's call before, which the last and the first arriver both left (at its
+        end, where its members leave together), the lag is how much later the last one left it, plus how much
+        longer it waited in the calls it issued since (held by other ranks: inherited), plus how much longer
+        it computed (its own): True where what it inherited is half the lag at most, False where it is more
+        for certain, None where the bounds cannot tell (a call whose members do not leave together, a call not
+        waited for at once, a start not in).  The stream's first call: True (as before)."""
+        def own(seq, starts, last):
+            first = min(starts, key=lambda r: (starts[r], r))
+            a = self._between(last, stream, seq, members, shift, error)
+            b = self._between(first, stream, seq, members, shift, error)
+            if a is FIRST or b is FIRST:
+                return True
+            if a is None or b is None:
+                return None
+            half = 0.5 * (starts[last] - starts[first])
+            if (a[0][1] - b[0][0]) + (a[1][1] - b[1][0]) <= half:
+                return True
+            if (a[0][0] - b[0][1]) + (a[1][0] - b[1][1]) > half:
+                return False
+            return None
+        return own
