@@ -93,6 +93,12 @@ def ranks_of(members):
     return list(_ch.ranks_from_runs(members.get("runs") or []))
 
 
+def spans(members, here):
+    """Whether a stream whose members a document holds as ``members`` (members_json) has a rank not ``here``
+    (the ranks whose documents this node has): a group across nodes, whose starts go through the relay."""
+    return bool(members) and not set(ranks_of(members)) <= here
+
+
 def join(docs):
     """{stream: {seq: {rank: start}}} from every rank's arrivals documents (one list of documents)."""
     out = {}

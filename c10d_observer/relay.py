@@ -264,12 +264,14 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
             elif read:
                 self._take_verdict()
         share_every = max(self.arrivals_every, 0.02 * nodes())
+        if not self.window.open:
+            self.keep_arrivals(now, share_every)  # the blocks of its ranks' starts that go out at its share
         if not self.window.open and now - self._arrivals_at >= share_every:
             # after the first round, a phase of this node's own: the nodes' shares spread over the round, where
             # the job's start would have them all in the same second every round (2,048 sets at once)
             first = not self._arrivals_at
             self._arrivals_at = now - (share_every * _relay_arrivals.phase(self.rank) if first else 0.0)
-            self._share_arrivals(now)
+            self._share_arrivals(now, share_every)
         elif not self.window.open:
             self.collect_arrivals(now)
         if self.window.expire(now):  # the window ended (or none was on): the next gather starts from nothing

@@ -3,15 +3,48 @@ the gather): every ARRIVALS_EVERY_S the starts of a node's ranks on groups that 
 job's c10d store (``<P>arrivals/<rank>``, one ``set``; ``<P>arrival_nodes`` numbers the nodes that share),
 the node numbered 1 (the collector) brings the others' into its ``dump_dir``, where its watchdog joins them
 (arrivals.py), and its join goes back out (``<P>stragglers``, where it changed), so every node's report,
-``watch`` and verdict name a straggler of a group across nodes.  Only ``set``, ``get`` and ``add``."""
+``watch`` and verdict name a straggler of a group across nodes.  Only ``set``, ``get`` and ``add``.
+
+What goes out is a sample by seq, the same on every node: each stream's blocks of ARRIVALS_BLOCK consecutive
+calls, one block every ``block_every`` calls (about one a round), kept by the relay as its ranks' documents
+show them (a document holds the last 3 s) and sent, the last ARRIVALS_BLOCKS of them, at its share.  Sent as
+"the last 3 s", the nodes' shares spread over a round of 20 ms a node held no call in common past 150 nodes:
+no call of a group across them was ever complete at the collector (docs/scale.md)."""
 from . import arrivals as _arrivals
 from . import dumpdir as _dumpdir
 from . import wire as _wire
 
 ARRIVALS_EVERY_S = 3.0  # how often a node's starts on groups that span nodes go out (and the collector's come
 # in); at least 20 ms a node (the collector reads one key per node: 50 a second at most)
-ARRIVALS_SENT = 400  # at most this many starts a stream and rank go out each time
+ARRIVALS_BLOCK = 64  # consecutive calls of a stream that go out together (the same seqs on every node)
+ARRIVALS_BLOCKS = 3  # a stream's last blocks a node keeps and sends (at most 192 starts a stream and rank): about
+# three rounds, so a block is in its key from the share after it ended until the collector read it once
+KEEP_EVERY_S = 1.0  # how often the relay reads its ranks' arrivals documents for the blocks (they hold 3 s)
 ARRIVALS_READS_PER_S = 50  # the collector's reads of other nodes' arrivals, at most, a second (over a round)
+
+
+def block_every(rate, round_s, block=ARRIVALS_BLOCK):
+    """How many calls of a stream from the start of one block that goes out to the next: ``block`` times a
+    power of two, at least a round's calls (``rate`` a second x ``round_s``): about one block a round, whatever
+    its length, every call where a round holds no more than a block.  Nodes whose rates differ a little pick the
+    same, or one of them twice the other's, whose blocks are among the other's."""
+    every = block
+    while every < rate * round_s and every < 2 ** 30:
+        every *= 2
+    return every
+
+
+def sampled(seq, every, block=ARRIVALS_BLOCK):
+    """Whether call ``seq`` (from 1) is in a block that goes out."""
+    return (seq - 1) % every < block
+
+
+def rate_of(pairs):
+    """Calls a second of a stream, from one rank's [[seq, start], ...]; 0 where they do not tell."""
+    if len(pairs) < 2:
+        return 0.0
+    (q0, t0), (q1, t1) = min(pairs), max(pairs)
+    return (q1 - q0) / (t1 - t0) if t1 > t0 else 0.0
 
 
 def phase(rank):
@@ -31,32 +64,76 @@ class ArrivalsShare(object):
         self._stragglers_taken = 0  # the others: the store's count of joins sent, last taken
         self._collect_n = 0  # the collector: the nodes of its round of reads (numbered 2 to this)
         self._collect_next = 1  # the collector: the next node of the round to read
+        self._kept = {}  # rank -> {"doc": its latest arrivals document, "streams": {stream: {seq: start}},
+        # "rooted": {stream: {seq}}}: its starts in the blocks that go out (ARRIVALS_BLOCK), on groups across nodes
+        self._kept_at = 0.0  # when this relay last read its ranks' arrivals documents
 
-    def _share_arrivals(self, now):
-        """The starts of this node's ranks on groups that span nodes go out (one ``set``), and the node that
-        shares first (the collector) brings the other nodes' into its dump_dir (``arrivals-node-<key>.json``),
-        where its watchdog joins them in its own clock (arrivals.clock_offsets).  Every ARRIVALS_EVERY_S (at
-        least 20 ms a node), off the gather: the collector reads one key per node over the round
-        (collect_arrivals)."""
+    def keep_arrivals(self, now, round_s):
+        """Read this node's ranks' arrivals documents (each KEEP_EVERY_S) and keep, of their groups that span
+        nodes, the starts in the blocks that go out: a round of ``round_s`` holds about one block, every call
+        where it holds no more than a block, and the last ARRIVALS_BLOCKS of each stream are kept."""
+        if now - self._kept_at < KEEP_EVERY_S:
+            return
+        self._kept_at = now
         docs = []
         for path in self.dd.glob(_dumpdir.ARRIVALS_GLOB):
             doc = _dumpdir.read_json(path)
             if (isinstance(doc, dict) and doc.get("job_id") == self.job_id and isinstance(doc.get("rank"), int)
-                    and now - (doc.get("written_at") or 0) < self.arrivals_every + 10):
+                    and now - (doc.get("written_at") or 0) < round_s + 10):
                 docs.append(doc)
         here = {d["rank"] for d in docs}
-        out = []
+        every = {}  # stream -> calls from one block to the next, the same for every rank of the node
         for d in docs:
             members = d.get("members") or {}
-            spanning = {st: pairs[-ARRIVALS_SENT:] for st, pairs in (d.get("streams") or {}).items()
-                        if members.get(st) and not set(_arrivals.ranks_of(members[st])) <= here}
-            if spanning:
-                out.append(dict(d, streams=spanning, members={st: members[st] for st in spanning}))
+            for st, pairs in (d.get("streams") or {}).items():
+                if _arrivals.spans(members.get(st), here):
+                    every[st] = max(every.get(st, ARRIVALS_BLOCK), block_every(rate_of(pairs), round_s))
+        for d in docs:
+            k = self._kept.setdefault(d["rank"], {"streams": {}, "rooted": {}})
+            k["doc"] = d
+            rooted = d.get("rooted") or {}
+            for st, pairs in (d.get("streams") or {}).items():
+                n = every.get(st)
+                if n is None:
+                    continue
+                mine = k["streams"].setdefault(st, {})
+                for q, t in pairs:
+                    if sampled(q, n):
+                        mine[q] = t
+                ro = k["rooted"].setdefault(st, set())
+                ro.update(q for q in rooted.get(st, ()) if sampled(q, n))
+                if mine:  # the last ARRIVALS_BLOCKS blocks: from the start of the block so many before the last
+                    first = ((max(mine) - 1) // n - (ARRIVALS_BLOCKS - 1)) * n + 1
+                    for q in [q for q in mine if q < first]:
+                        del mine[q]
+                    ro.intersection_update(mine)
+        for r in [r for r, k in self._kept.items() if now - (k["doc"].get("written_at") or 0) >= round_s + 10]:
+            del self._kept[r]  # a rank gone (or its watchdog): its starts go no more
+
+    def _share_arrivals(self, now, round_s=None):
+        """The starts of this node's ranks on groups that span nodes, as kept (keep_arrivals: the blocks of a
+        sample by seq), go out (one ``set``), and the node that shares first (the collector) brings the other
+        nodes' and its own into its dump_dir (``arrivals-node-<key>.json``), where its watchdog joins them in
+        its own clock (arrivals.clock_offsets).  Every round (ARRIVALS_EVERY_S, at least 20 ms a node), off the
+        gather: the collector reads one key per node over the round (collect_arrivals)."""
+        self.keep_arrivals(now, round_s or self.arrivals_every)
+        docs = [k["doc"] for k in self._kept.values()]
+        out = []
+        for r in sorted(self._kept):
+            k = self._kept[r]
+            members = k["doc"].get("members") or {}
+            streams = {st: [[q, mine[q]] for q in sorted(mine)] for st, mine in k["streams"].items() if mine}
+            if streams:
+                out.append(dict(k["doc"], streams=streams, members={st: members.get(st) for st in streams},
+                                rooted={st: sorted(k["rooted"].get(st, ())) for st in streams
+                                        if k["rooted"].get(st)}))
         if out:
             self.store.set(self._key("arrivals", self.rank), _wire.pack({"written_at": now, "docs": out}))
             if self._arrivals_index is None:
                 self._arrivals_index = int(self.store.add(self._key("arrival_nodes"), 1))
                 self.store.set(self._key("arrival_node", self._arrivals_index), str(self.rank))
+            if self._arrivals_index == 1:  # the collector's own: joined beside the others' (the same sample)
+                self._bring(str(self.rank), out, now)
         if self._arrivals_index is not None and self._arrivals_index != 1:
             self._take_stragglers(now)
         if self._arrivals_index != 1:
@@ -78,10 +155,13 @@ class ArrivalsShare(object):
             if key is None:
                 key = self._arrivals_nodes[i] = _wire.text(self.store.get(self._key("arrival_node", i)))
             got = _wire.unpack(self.store.get(self._key("arrivals", key)))
-            self.dd.write_json(_dumpdir.ARRIVALS_NODE % key,
-                               {"format": "c10d_observer.arrivals_node", "job_id": self.job_id, "written_at": now,
-                                 "from_rank": key, "docs": got.get("docs") or []})
+            self._bring(key, got.get("docs") or [], now)
         self._collect_next = end + 1
+
+    def _bring(self, key, docs, now):
+        self.dd.write_json(_dumpdir.ARRIVALS_NODE % key, {"format": "c10d_observer.arrivals_node",
+                                                          "job_id": self.job_id, "written_at": now,
+                                                          "from_rank": key, "docs": docs})
 
     def _send_stragglers(self, docs):
         """The collector: its node's join (stragglers.json, written by its watchdog from every node's arrivals)

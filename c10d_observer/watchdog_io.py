@@ -308,25 +308,10 @@ class GatherFiles(_Part):
         self.dd.write_json(_dumpdir.arrivals_name(doc["rank"], doc["pid"]), doc)
 
     def read_arrivals(self, since):
-        """This node's ranks' arrivals documents of this job written since ``since`` (wall)."""
-        out = []
-        for path in self.dd.glob(_dumpdir.ARRIVALS_GLOB):
-            doc = _dumpdir.read_json(path)
-            if (isinstance(doc, dict) and isinstance(doc.get("rank"), int) and doc.get("job_id") == self.cfg.job_id
-                    and (doc.get("written_at") or 0) >= since):
-                out.append(doc)
-        return out
+        return read_arrivals(self.dd, self.cfg.job_id, since)
 
     def read_relayed_arrivals(self, since):
-        """The arrivals documents another node's relay brought (``arrivals-node-*.json``, dated by this node's
-        clock when they came) since ``since`` (wall), each marked ``relayed``: the collecting node's only."""
-        out = []
-        for path in self.dd.glob(_dumpdir.ARRIVALS_NODE_GLOB):
-            node = _dumpdir.read_json(path)
-            if isinstance(node, dict) and node.get("job_id") == self.cfg.job_id and (node.get("written_at") or 0) >= since:
-                out.extend(dict(d, relayed=True) for d in node.get("docs") or ()
-                           if isinstance(d, dict) and isinstance(d.get("rank"), int))
-        return out
+        return read_relayed_arrivals(self.dd, self.cfg.job_id, since)
 
     def write_stragglers(self, doc):
         self.dd.write_json(_dumpdir.STRAGGLERS, doc)
@@ -411,12 +396,49 @@ class Arrivals(object):
     def _join(self, local, wall_now, host):
         """The join (on ``joining``): this node's documents and those relayed from other nodes."""
         try:
-            docs = local + self.files.read_relayed_arrivals(wall_now - 3 * self.period)
-            known = {}
-            for d in docs:  # each group's members once (every document of its ranks holds them)
-                for k, v in (d.get("members") or {}).items():
-                    if v and k not in known:
-                        known[k] = _arrivals.ranks_of(v)
-            self.files.write_stragglers(self.stragglers.update(docs, known, wall_now, host))
+            relayed = self.files.read_relayed_arrivals(wall_now - 3 * self.period)
+            self.files.write_stragglers(join_node(self.stragglers, local, relayed, wall_now, host))
         except Exception as e:  # the loop says it
             self.failed = e
+
+
+def read_arrivals(dd, job_id, since):
+    """This node's ranks' arrivals documents of job ``job_id`` written since ``since`` (wall), in DumpDir ``dd``."""
+    out = []
+    for path in dd.glob(_dumpdir.ARRIVALS_GLOB):
+        doc = _dumpdir.read_json(path)
+        if (isinstance(doc, dict) and isinstance(doc.get("rank"), int) and doc.get("job_id") == job_id
+                and (doc.get("written_at") or 0) >= since):
+            out.append(doc)
+    return out
+
+
+def read_relayed_arrivals(dd, job_id, since):
+    """The arrivals documents the relay brought (``arrivals-node-*.json``, dated by this node's clock when they
+    came) since ``since`` (wall), each marked ``relayed``: the collecting node's only."""
+    out = []
+    for path in dd.glob(_dumpdir.ARRIVALS_NODE_GLOB):
+        node = _dumpdir.read_json(path)
+        if isinstance(node, dict) and node.get("job_id") == job_id and (node.get("written_at") or 0) >= since:
+            out.extend(dict(d, relayed=True) for d in node.get("docs") or ()
+                       if isinstance(d, dict) and isinstance(d.get("rank"), int))
+    return out
+
+
+def join_node(stragglers, local, relayed, wall_now, host):
+    """The node leader's join (an arrivals.Stragglers, ``stragglers``) of its ranks' documents (``local``) and
+    those the relay brought (``relayed``); returns the stragglers document.  A group across nodes (a member
+    whose documents are not here) is joined from the relay's sample of every node's starts only, this node's
+    too (relay_arrivals: the same seqs everywhere, brought by the collector's relay): its ranks' every start
+    here would never complete, and would push the sample's calls out of what the join keeps."""
+    here = {d["rank"] for d in local}
+    local = [dict(d, streams={st: v for st, v in (d.get("streams") or {}).items()
+                              if not _arrivals.spans((d.get("members") or {}).get(st), here)})
+             for d in local]
+    docs = local + relayed
+    known = {}
+    for d in docs:  # each group's members once (every document of its ranks holds them)
+        for k, v in (d.get("members") or {}).items():
+            if v and k not in known:
+                known[k] = _arrivals.ranks_of(v)
+    return stragglers.update(docs, known, wall_now, host)

@@ -463,10 +463,12 @@ def test_the_collector_reads_other_nodes_arrivals_a_few_a_period_not_all_at_once
         r.step()
     collector = relays[0]
 
-    def brought():
-        return len([n for n in os.listdir(dirs[0]) if n.startswith("arrivals-node-")])
+    def brought():  # the other nodes' (its own sample is brought at its share, beside theirs)
+        return len([n for n in os.listdir(dirs[0]) if n.startswith("arrivals-node-")
+                    and n != _dumpdir.ARRIVALS_NODE % "0"])
 
     assert collector._arrivals_index == 1 and brought() == 0
+    assert os.path.exists(os.path.join(dirs[0], _dumpdir.ARRIVALS_NODE % "0"))
     clock.advance(collector.arrivals_every)  # the next share: a round over the 5 others
     collector.step()
     got = [brought()]
@@ -475,3 +477,73 @@ def test_the_collector_reads_other_nodes_arrivals_a_few_a_period_not_all_at_once
         collector.step()
         got.append(brought())
     assert got == [2, 4, 5, 5, 5]
+
+
+def test_past_150_nodes_a_straggler_of_a_group_across_nodes_is_joined_and_named_on_every_node(tmp_path,
+                                                                                             monkeypatch):
+    """A job of 2,048 nodes (WORLD_SIZE 16,384): a round of shares is 41 s, and a node sent the starts of its
+    last 3 s at its own phase of it, so no call of a group across nodes was ever complete at the collector and
+    no straggler was named (docs/scale.md).  Four nodes of such a job, two ranks each, a world group of 30
+    calls a second (10 steps of three), rank 7 (node 3) 10 ms late at each step's first: every node's relay keeps the same blocks of seqs
+    (relay_arrivals.sampled), the collector's watchdog joins them (watchdog_io.join_node, every 2 s as its
+    loop would), and within seven rounds rank 7 is named there and, relayed, on every other node."""
+    import random
+    from torch import distributed as dist
+    from c10d_observer import arrivals as _arrivals
+    from c10d_observer import watchdog_io as _io
+    monkeypatch.setenv("WORLD_SIZE", "16384")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    store, clock, rng = dist.HashStore(), Clock(), random.Random(5)
+    t0 = clock()
+    dirs, relays = [], []
+    for node in range(4):
+        d = str(tmp_path / ("node%d" % node))
+        os.makedirs(d)
+        dirs.append(d)
+        relays.append(started(_relay.StoreRelay(d, 2 * node, JOB, 1.0, 5.0, store_factory=lambda: store,
+                                                clock=clock)))
+        relays[-1].started_at -= 2.0
+    round_s = max(relays[0].arrivals_every, 0.02 * _relay.nodes())
+    assert round_s > 40  # the case of the defect: a round far longer than the 3 s a document holds
+
+    starts = {r: {} for r in range(8)}
+
+    def step(seq):  # a step of three calls each 0.1 s: its first with a jitter of 0-4 ms, rank 7 10 ms late;
+        # the next two each issued at once after the one before ended (DDP's buckets: these tell the clocks apart)
+        at = t0 + seq // 3 / 10.0
+        for r in range(8):
+            starts[r][seq] = at + rng.uniform(0, 0.004) + (0.010 if r == 7 else 0.0)
+        for q in (seq + 1, seq + 2):
+            end = max(starts[r][q - 1] for r in range(8))
+            for r in range(8):
+                starts[r][q] = end + rng.uniform(0, 0.0005)
+
+    stragglers, doc, seq, t, next_doc, next_join = _arrivals.Stragglers(), None, 0, 0.0, 0.0, 2.0
+    while t < 7 * round_s:
+        t += 1.0
+        clock.t = t0 + t
+        while t0 + (seq + 3) // 3 / 10.0 <= clock.t:
+            step(seq + 1)
+            seq += 3
+        if t >= next_doc:  # each rank's watchdog: its starts of the last 3 s, every 2 s
+            next_doc = t + 2.0
+            for r in range(8):
+                recent = [[q, s] for q, s in sorted(starts[r].items()) if s >= clock.t - 3.0]
+                _dumpdir.write_json(os.path.join(dirs[r // 2], _dumpdir.ARRIVALS % (r, 100 + r)), {
+                    "format": "c10d_observer.arrivals", "version": 2, "rank": r, "pid": 100 + r, "job_id": JOB,
+                    "written_at": clock.t, "members": {"0": list(range(8))}, "host": "node%d" % (r // 2),
+                    "streams": {"0": recent}, "rooted": {}})
+        for r in relays:
+            r.step()
+        if t >= next_join:  # the collector's watchdog (node 0's leader): its join, every 2 s
+            next_join = t + 2.0
+            dd = _dumpdir.DumpDir(dirs[0])
+            doc = _io.join_node(stragglers, _io.read_arrivals(dd, JOB, clock.t - 6.0),
+                                _io.read_relayed_arrivals(dd, JOB, clock.t - 6.0), clock.t, "node0")
+            _dumpdir.write_json(os.path.join(dirs[0], _dumpdir.STRAGGLERS), doc)
+    assert relays[0]._arrivals_index == 1
+    (world,) = doc["groups"]
+    assert world["calls"] >= _arrivals.MIN_CALLS and (world["straggler"] or {}).get("rank") == 7, (doc.get("clocks"), world)
+    for d in dirs[1:]:  # relayed: named on every node, marked as joined on node 0
+        named = [g for g in _arrivals.read(d)["groups"] if g.get("straggler")]
+        assert [(g["straggler"]["rank"], g["joined_on"]) for g in named] == [(7, "node0")]
