@@ -10,6 +10,8 @@ calls, one block every ``block_every`` calls (about one a round), kept by the re
 show them (a document holds the last 3 s) and sent, the last ARRIVALS_BLOCKS of them, at its share.  Sent as
 "the last 3 s", the nodes' shares spread over a round of 20 ms a node held no call in common past 150 nodes:
 no call of a group across them was ever complete at the collector (docs/scale.md)."""
+import os
+
 from . import arrivals as _arrivals
 from . import dumpdir as _dumpdir
 from . import wire as _wire
@@ -67,6 +69,7 @@ class ArrivalsShare(object):
         self._kept = {}  # rank -> {"doc": its latest arrivals document, "streams": {stream: {seq: start}},
         # "rooted": {stream: {seq}}}: its starts in the blocks that go out (ARRIVALS_BLOCK), on groups across nodes
         self._kept_at = 0.0  # when this relay last read its ranks' arrivals documents
+        self._kept_files = {}  # path -> ((mtime_ns, size), its document) as last read: read again once it changed
 
     def keep_arrivals(self, now, round_s):
         """Read this node's ranks' arrivals documents (each KEEP_EVERY_S) and keep, of their groups that span
@@ -75,12 +78,22 @@ class ArrivalsShare(object):
         if now - self._kept_at < KEEP_EVERY_S:
             return
         self._kept_at = now
-        docs = []
+        docs, fresh, seen = [], [], {}
         for path in self.dd.glob(_dumpdir.ARRIVALS_GLOB):
-            doc = _dumpdir.read_json(path)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            key = seen[path] = (st.st_mtime_ns, st.st_size)
+            old = self._kept_files.get(path)
+            doc = old[1] if old is not None and old[0] == key else _dumpdir.read_json(path)  # written every 2 s
             if (isinstance(doc, dict) and doc.get("job_id") == self.job_id and isinstance(doc.get("rank"), int)
                     and now - (doc.get("written_at") or 0) < round_s + 10):
                 docs.append(doc)
+                if old is None or old[0] != key:
+                    fresh.append(doc)
+            seen[path] = (key, doc)
+        self._kept_files = seen
         here = {d["rank"] for d in docs}
         every = {}  # stream -> calls from one block to the next, the same for every rank of the node
         for d in docs:
@@ -88,7 +101,7 @@ class ArrivalsShare(object):
             for st, pairs in (d.get("streams") or {}).items():
                 if _arrivals.spans(members.get(st), here):
                     every[st] = max(every.get(st, ARRIVALS_BLOCK), block_every(rate_of(pairs), round_s))
-        for d in docs:
+        for d in fresh:  # a document read before holds nothing new
             k = self._kept.setdefault(d["rank"], {"streams": {}, "rooted": {}})
             k["doc"] = d
             rooted = d.get("rooted") or {}
