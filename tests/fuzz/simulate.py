@@ -511,7 +511,7 @@ def seen_at(sim, mode="late"):
 #   call by its entry's time_created: the enqueue), overdue like the call the GPU waits in, and the main
 #   thread's stack is at the synchronisation.  Not modelled: NCCL's own matching (a size mismatch that lets
 #   the smaller ranks finish; the ring of a broadcast: gloo's tree stands for it), a process stopped with its
-#   kernels running (freeze kinds read as gloo's), a second fault's rank reached by its Python ahead of its
+#   kernels running in the run (the GPUs': as gloo's), but in its document (``_kernels_ran_on``), a second fault's rank reached by its Python ahead of its
 #   GPU (its run-ahead stops there), the 0-100 ms lag of last_completed (seconds after the hang it is
 #   gone), coalesced blocks and p2p entries that stay "scheduled" (sources/nccl_reader.py checks them).
 # - "nccl-sizes": "nccl", and a collective of one op issued with different sizes lets the members of the fewest
@@ -544,6 +544,27 @@ def _named_until(sim, r, written, period):
         if written >= since + LOOKUP_S:
             last = max(last, since + LOOKUP_S)
     return last
+
+
+def _kernels_ran_on(sim, r):
+    """NCCL model, a rank whose process stopped before its call i (SIGSTOP; not inside a call): its Python had
+    issued the calls of i's step before i at once (each returns as it is enqueued), and stopped before its
+    GPU ran them; its kernels ran on, with its peers', and the GPUs' run (the Sim) is the same as gloo's.  Its
+    document is what its reader thread (a thread of the stopped process) read last: those calls enqueued, none
+    of them completed.  {stream: the last seq it shows completed} for the streams of those calls (a call first
+    in its step: none, its Python waited at the step before's end for every call before it)."""
+    i = sim.stop[r][0] if r in sim.stop and sim.stop[r][1] == "frozen" else None
+    calls = sim.calls[r]
+    if i is None or i >= len(calls):
+        return None
+    keys = sim.preps[r][1]
+    out = {}
+    j = i - 1
+    while j >= 0 and calls[j].step == calls[i].step and calls[j].op != "barrier":
+        stream, seq = keys[j]  # (a barrier: enqueued, then a stream synchronize: its Python waited there)
+        out[stream] = seq - 1  # (walked back: the step's first call on the stream comes last)
+        j -= 1
+    return out or None
 
 
 def _p2p_done_seen(sim, r, stream, completed):
@@ -616,6 +637,7 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
             kind, why = "end", "the observer was disabled"
             written = sim.clock[r] + 0.05
         named = _named_until(sim, r, written, period) if source != "exact" else None
+        running_on = _kernels_ran_on(sim, r) if source == "nccl" and st == "frozen" else None
         streams, started_of, hist_of, waits = sim.streams[r], sim.started[r], sim.hist[r], None
         if source == "nccl":
             more, waits = ahead(sim, r)
@@ -632,6 +654,8 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
             g = p.groups[gid]
             started = started_of.get(stream, 0)
             completed = sim.completed[r].get(stream, 0)
+            if running_on is not None and stream in running_on:
+                completed = min(completed, running_on[stream])
             if source == "recorder" and st == "frozen" and skind == "p2p":
                 completed = _p2p_done_seen(sim, r, stream, completed)
             hist = hist_of.get(stream, [])[-HISTORY:]
