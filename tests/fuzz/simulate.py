@@ -174,7 +174,7 @@ class Sim(object):
             when = clock[r]
             if i == stop_at[r] and stops[r][1] != "frozen_in":
                 kind = stops[r][1]
-                t = max(T0 + self.calls[r][i].at, when + EPS)
+                t = max(T0 + self.calls[r][i].at, when + EPS) if i < len(prep) else when + EPS  # (after its last)
                 state[r], clock[r] = kind, t
                 if kind == "frozen":
                     frozen_at[r] = t
@@ -760,8 +760,16 @@ def run_case(case, mode=None, skew=False, source="exact", healthy=True):
     nccl_sizes = source == "nccl-sizes"
     source = "nccl" if nccl_sizes else source
     healthy = Sim(case.program, case.program.calls).run() if healthy or case.fault is None else None
-    faulty = Sim(case.program, case.calls, case.stop, nccl_sizes=nccl_sizes).run() if case.fault is not None else None
+    stop = case.stop
+    if source == "nccl" and stop and any(kind == "frozen_in" for _, kind in stop.values()):
+        # a process stopped inside a call it enqueued: its kernel runs on (NCCL's call is the GPU's), and its
+        # Python stands before its next call, its document as _kernels_ran_on reads it
+        stop = {r: (i + 1, "frozen") if kind == "frozen_in" else (i, kind) for r, (i, kind) in stop.items()}
+    faulty = Sim(case.program, case.calls, stop, nccl_sizes=nccl_sizes).run() if case.fault is not None else None
     docs = None
+    if stop is not case.stop and faulty is not None and not any(st == "blocked" for st in faulty.state):
+        faulty.state = ["done" if st == "frozen" else st for st in faulty.state]  # its last kernel ran: no call
+        # of any rank waits (the launcher waits for the stopped process: no hang of a collective)
     if faulty is not None and faulty.hung:
         docs = documents(faulty, mode, skew=skew_of(case.seed, case.program.world) if skew else None,
                          source=source, period=period_of(case.seed))

@@ -588,22 +588,24 @@ def test_a_skipped_first_op_of_an_exchange_at_its_first_step_is_flagged_and_left
     assert found >= 3, found
 
 
-def test_a_frozen_nccl_rank_whose_kernels_ran_on_is_named():
+@pytest.mark.parametrize("kind", ["freeze", "freeze_in"])
+def test_a_frozen_nccl_rank_whose_kernels_ran_on_is_named(kind):
     """NCCL model (simulate._kernels_ran_on): a rank's process stopped (SIGSTOP) before a call of its step after
-    it enqueued the step's calls before that one; its kernels ran on with its peers', who went on to calls it
-    never issued, and its document (read last by a thread of the stopped process) shows those calls in flight
-    though every peer completed them.  The frozen rank is named, and only it; at least a third of the cases
-    (620 of 1,488 at seed 17) have such calls."""
+    it enqueued the step's calls before that one, or inside a call (its kernel runs on: it stands before its
+    next call); its kernels ran on with its peers', who went on to calls it never issued, and its document
+    (read last by a thread of the stopped process) shows those calls in flight though every peer completed
+    them.  The frozen rank is named, and only it; at least a third of the cases (620 of 1,488 at seed 17) have
+    such calls; stopped inside its last call, no call of any rank waits: no hang."""
     from fuzz import run
     shown, got = 0, collections.Counter()
     for i in range(300):
         seed = 17000000 + i
-        res = run.judge(seed, source="nccl", kind="freeze", check_healthy=False)
+        res = run.judge(seed, source="nccl", kind=kind, check_healthy=False)
         if res.outcome is None or res.outcome == "nohang":
             continue
         got[res.outcome] += 1
         case = res.case
-        faulty = simulate.Sim(case.program, case.calls, case.stop).run()
+        faulty = simulate.run_case(case, source="nccl", healthy=False)[1]
         r = case.fault.rank
         ran_on = simulate._kernels_ran_on(faulty, r) or {}
         shown += any(faulty.completed[r].get(s, 0) > q for s, q in ran_on.items())
