@@ -5,9 +5,11 @@ calls a period (30 a second) and a p2p stream per rank, three periods, rank N-1 
 as it is, without reading whose lateness a late arrival is (``Timelines.own`` off), and without the ranks'
 timelines at all (the join before issue 42's slow rank).  Then the join as the watchdog runs it, on a thread of
 its own (watchdog_io.Arrivals), beside a loop that polls every 10 ms as the watchdog's does: the longest wait of
-a poll while the join runs (the join on the loop itself made a poll wait the whole join).
+a poll while the join runs (the join on the loop itself made a poll wait the whole join).  ``--memory``: what
+the join holds after PERIODS_MEMORY periods (tracemalloc), within timelines.Timelines.BUDGET and without it.
 
     python benchmarks/straggler_join.py [--ranks 1024 4096 16384]    # results/straggler_join.json
+    python benchmarks/straggler_join.py --memory --ranks 1024 4096   # results/straggler_join_memory.json
 """
 import argparse
 import os
@@ -86,10 +88,51 @@ def _beside_the_loop(n, poll_s=0.01):
     return round(took[0], 3), round(late, 4), polls
 
 
+PERIODS_MEMORY = 20  # 1,200 calls of the world group and as many p2p calls a rank: past what a rank keeps
+
+
+def _held(n, budget=None):
+    """MB the join (an arrivals.Stragglers) holds after PERIODS_MEMORY periods of ``n`` ranks, and the calls
+    kept per rank; ``budget``: Timelines.BUDGET, None as it is."""
+    import tracemalloc
+    s, rng = _arrivals.Stragglers(), random.Random(1)
+    if budget is not None:
+        s.timelines.BUDGET = budget
+    tracemalloc.start()
+    try:
+        for p in range(PERIODS_MEMORY):
+            s.update(_docs(n, p, rng), {"0": list(range(n))}, 2000.0 + p, "h0")
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return round(held / 2.0 ** 20, 1), max(len(v) for v in s.timelines.of_rank.values())
+
+
+def _memory(ranks):
+    rows = []
+    for n in ranks:
+        mb, kept = _held(n)
+        mb_all, kept_all = _held(n, 10 ** 12)
+        rows.append({"ranks": n, "held_mb": mb, "calls_kept_per_rank": kept, "unbounded_held_mb": mb_all,
+                     "unbounded_calls_kept_per_rank": kept_all})
+        print("%6d ranks, %d periods: the join holds %.0f MB (%d calls a rank at most), %.0f MB without "
+              "Timelines.BUDGET (%d)" % (n, PERIODS_MEMORY, mb, kept, mb_all, kept_all))
+        sys.stdout.flush()
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", type=int, nargs="+", default=[1024, 4096, 16384])
+    ap.add_argument("--memory", action="store_true", help="what the join holds (tracemalloc), not its time")
     a = ap.parse_args(argv)
+    if a.memory:
+        rows = _memory(a.ranks)
+        _harness.write_json(os.path.join(HERE, "results", "straggler_join_memory.json"), {
+            "command": "python benchmarks/straggler_join.py --memory --ranks %s" % " ".join(map(str, a.ranks)),
+            "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": _harness.machine(), "periods": PERIODS_MEMORY, "rows": rows})
+        return 0
     rows = []
     for n in a.ranks:
         row = {"ranks": n}
@@ -102,16 +145,20 @@ def main(argv=None):
               "on a thread %.2f s, beside a loop polling every 10 ms (%d polls), a poll waited %.1f ms at most" % (
                   n, row["as it is"], row["no attribution"], row["no timelines"], took, polls, late * 1e3))
         sys.stdout.flush()
-    try:
-        commit = subprocess.check_output(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                                         universal_newlines=True).strip()
-    except Exception:
-        commit = None
+    commit = _commit()
     _harness.write_json(os.path.join(HERE, "results", "straggler_join.json"), {
         "command": "python benchmarks/straggler_join.py --ranks %s" % " ".join(map(str, a.ranks)), "commit": commit,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": _harness.machine(),
         "loadavg": _harness.loadavg(), "calls_per_period": CALLS, "rows": rows})
     return 0
+
+
+def _commit():
+    try:
+        return subprocess.check_output(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                       universal_newlines=True).strip()
+    except Exception:
+        return None
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import math
 from . import callword as _cw
 from . import channel as _ch
 from . import dumpdir as _dumpdir
+from . import streams as _streams
 from .timelines import END_SKEW_S, NOT_OWN, UNKNOWN, Timelines, merge_calls
 
 PERIOD_S = 2.0  # how often a watchdog writes its rank's starts, and the node's leader joins them
@@ -261,8 +262,9 @@ class Stragglers(object):
         for d in docs:
             self.hosts[d.get("rank")] = d.get("host") or host
         calls = join(docs)
-        merge_calls(self.pending, calls, KEEP)
-        self.timelines.add(calls, rooted(docs))
+        self.timelines.add(calls, rooted(docs))  # every stream's: a rank's calls between two of a group's
+        calls = {st: c for st, c in calls.items() if not _streams.is_p2p(st)}  # a p2p stream is no group to
+        merge_calls(self.pending, calls, KEEP)  # join (its documents give it its group's members)
         clocks = {}
         multi = host is not None and len(set(self.hosts.values())) > 1
         if multi:

@@ -43,12 +43,15 @@ class Timelines(object):
 
     KEEP_CALLS = 1024  # a rank's last calls kept (its calls between two of a group's are found among them)
     KEEP_SEQS = 512  # a stream's last calls kept, to read their ends
+    BUDGET = 2000000  # starts kept in all, each way (per rank, per stream's call): past 1,953 ranks a rank
+    # keeps fewer calls and a stream fewer seqs, never under 2 x WALK (at 16,384 ranks 128 each; unbounded, a
+    # join of 1,024 ranks' starts held 300 MB, benchmarks/straggler_join.py --memory)
     WALK = 64  # calls a rank may issue between two calls of a group for the rule to read them
 
     def __init__(self):
-        self.of_rank = {}  # rank -> [(start, stream, seq)], sorted and its last KEEP_CALLS once read (_calls_of)
+        self.of_rank = {}  # rank -> [(start, stream, seq)], sorted and its last keep() once read (_calls_of)
         self.dirty = set()  # the ranks whose calls came since they were last sorted
-        self.by_call = {}  # stream -> {seq: {rank: start}}, the last KEEP_SEQS
+        self.by_call = {}  # stream -> {seq: {rank: start}}, the last KEEP_SEQS (keep() where fewer)
         self.rooted = {}  # stream -> {seq}: its calls whose members do not leave together
         self.ends = {}  # (stream, seq) -> _ended's answer, once known: for one update (the clocks may move)
 
@@ -60,6 +63,7 @@ class Timelines(object):
             mine.update(seqs)
             if len(mine) > self.KEEP_SEQS:
                 self.rooted[stream] = set(sorted(mine)[-self.KEEP_SEQS:])
+        keep_calls = self.keep()
         # a document carries a call's start for 1.5 periods: taken once (a start by_call holds already is not
         # new); a rank's calls are sorted only when the rule reads them (_calls_of) or they pile up: at the
         # collector of thousands of nodes, few ranks are ever read (the last and first arrivers of calls apart)
@@ -76,9 +80,13 @@ class Timelines(object):
                         mine = of_rank[r] = []
                     mine.append((t, stream, seq))
                     dirty.add(r)
-                    if len(mine) > 2 * self.KEEP_CALLS:
+                    if len(mine) > 2 * keep_calls:
                         self._calls_of(r)
-        merge_calls(self.by_call, calls, self.KEEP_SEQS)
+        merge_calls(self.by_call, calls, min(self.KEEP_SEQS, keep_calls))
+
+    def keep(self):
+        """How many calls a rank keeps, and a stream's seqs at most (KEEP_CALLS, KEEP_SEQS): within BUDGET."""
+        return max(2 * self.WALK, min(self.KEEP_CALLS, self.BUDGET // max(1, len(self.of_rank))))
 
     def _calls_of(self, rank):
         """Rank ``rank``'s kept calls, sorted by start: [(start, stream, seq)], its last KEEP_CALLS."""
@@ -89,7 +97,7 @@ class Timelines(object):
             self.dirty.discard(rank)
             mine.sort()
             out = [x for i, x in enumerate(mine) if i == 0 or x != mine[i - 1]]
-            mine[:] = out[-self.KEEP_CALLS:]
+            mine[:] = out[-self.keep():]
         return mine
 
     def _ended(self, prev, members, shift, error):
