@@ -43,9 +43,10 @@ class Timelines(object):
 
     KEEP_CALLS = 1024  # a rank's last calls kept (its calls between two of a group's are found among them)
     KEEP_SEQS = 512  # a stream's last calls kept, to read their ends
-    BUDGET = 2000000  # starts kept in all, each way (per rank, per stream's call): past 1,953 ranks a rank
-    # keeps fewer calls and a stream fewer seqs, never under 2 x WALK (at 16,384 ranks 128 each; unbounded, a
-    # join of 1,024 ranks' starts held 300 MB, benchmarks/straggler_join.py --memory)
+    BUDGET = 500000  # starts kept in all, each way (a rank's calls, a stream's calls): past 488 ranks a rank
+    # keeps fewer calls and a stream fewer seqs, never under 2 x WALK; a rank's list is cut back to that once it
+    # holds half as many again.  (A join of 4,096 ranks held 1.3 GB with none: benchmarks/straggler_join.py
+    # --memory.)
     WALK = 64  # calls a rank may issue between two calls of a group for the rule to read them
 
     def __init__(self):
@@ -80,7 +81,7 @@ class Timelines(object):
                         mine = of_rank[r] = []
                     mine.append((t, stream, seq))
                     dirty.add(r)
-                    if len(mine) > 2 * keep_calls:
+                    if 2 * len(mine) > 3 * keep_calls:
                         self._calls_of(r)
         merge_calls(self.by_call, calls, min(self.KEEP_SEQS, keep_calls))
 
