@@ -6,7 +6,7 @@ the node numbered 1 (the collector) brings the others' into its ``dump_dir``, wh
 ``watch`` and verdict name a straggler of a group across nodes.  Only ``set``, ``get`` and ``add``.
 
 What goes out is a sample by seq, the same on every node: each stream's blocks of ARRIVALS_BLOCK consecutive
-calls, one block every ``block_every`` calls (about one a round), kept by the relay as its ranks' documents
+calls, one block every ``block_every`` calls (about three a round; every call in a short round), kept by the relay as its ranks' documents
 show them (a document holds the last 3 s) and sent, the last ARRIVALS_BLOCKS of them, at its share.  Sent as
 "the last 3 s", the nodes' shares spread over a round of 20 ms a node held no call in common past 150 nodes:
 no call of a group across them was ever complete at the collector (docs/scale.md)."""
@@ -19,19 +19,20 @@ from . import wire as _wire
 ARRIVALS_EVERY_S = 3.0  # how often a node's starts on groups that span nodes go out (and the collector's come
 # in); at least 20 ms a node (the collector reads one key per node: 50 a second at most)
 ARRIVALS_BLOCK = 64  # consecutive calls of a stream that go out together (the same seqs on every node)
-ARRIVALS_BLOCKS = 3  # a stream's last blocks a node keeps and sends (at most 192 starts a stream and rank): about
-# three rounds, so a block is in its key from the share after it ended until the collector read it once
+ARRIVALS_BLOCKS = 6  # a stream's last blocks a node keeps and sends (at most 384 starts a stream and rank): two
+# rounds at least, so a block is in its key from the share after it ended until the collector read it once
 KEEP_EVERY_S = 1.0  # how often the relay reads its ranks' arrivals documents for the blocks (they hold 3 s)
 ARRIVALS_READS_PER_S = 50  # the collector's reads of other nodes' arrivals, at most, a second (over a round)
 
 
 def block_every(rate, round_s, block=ARRIVALS_BLOCK):
     """How many calls of a stream from the start of one block that goes out to the next: ``block`` times a
-    power of two, at least a round's calls (``rate`` a second x ``round_s``): about one block a round, whatever
-    its length, every call where a round holds no more than a block.  Nodes whose rates differ a little pick the
-    same, or one of them twice the other's, whose blocks are among the other's."""
+    power of two, at least a third of a round's calls (``rate`` a second x ``round_s``): about three blocks a
+    round, whatever its length, and every call where a round holds no more than three blocks (two nodes, 30
+    calls a second: every call, as before the sample).  Nodes whose rates differ a little pick the same, or one
+    of them twice the other's, whose blocks are among the other's."""
     every = block
-    while every < rate * round_s and every < 2 ** 30:
+    while 3 * every < rate * round_s and every < 2 ** 30:
         every *= 2
     return every
 
@@ -73,8 +74,8 @@ class ArrivalsShare(object):
 
     def keep_arrivals(self, now, round_s):
         """Read this node's ranks' arrivals documents (each KEEP_EVERY_S) and keep, of their groups that span
-        nodes, the starts in the blocks that go out: a round of ``round_s`` holds about one block, every call
-        where it holds no more than a block, and the last ARRIVALS_BLOCKS of each stream are kept."""
+        nodes, the starts in the blocks that go out: a round of ``round_s`` holds about three blocks, every call
+        where it holds no more than three, and the last ARRIVALS_BLOCKS of each stream are kept."""
         if now - self._kept_at < KEEP_EVERY_S:
             return
         self._kept_at = now
