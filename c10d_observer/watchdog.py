@@ -114,7 +114,12 @@ class Watchdog(object):
         self.taker.reap_py_spy()
         out = self._protocols(now_ns, abort=False)
         self.snap = self.reader.snapshot(passed=True)
-        if self.arrivals.observe(self.snap, now_ns, self.wall(), self.reader.snapshot(passed=True, arrivals=True)):
+        exact = self.reader.snapshot(passed=True, arrivals=True)
+        # the two clocks read together: a start's wall time is the wall now less how long ago it was on the
+        # monotonic clock; the poll's ``now_ns`` was read before its protocols ran (a scheduler's slice late on a
+        # busy machine: every start of the poll put that much late, one rank's and not its peers')
+        mono, wall_now = self.clock(), self.wall()
+        if self.arrivals.observe(self.snap, mono, wall_now, exact):
             out.append(Action("arrivals", None))
         if now_ns >= self.live_due:  # c10d-observer watch: a look for its request, once a second
             self.live_due = now_ns + int(LIVE_PERIOD_S * 1e9)

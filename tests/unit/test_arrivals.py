@@ -6,10 +6,11 @@ from c10d_observer import arrivals
 from c10d_observer.text import clock
 
 
-def _docs(n, calls, late=None, slower=0.0, jitter=0.004, seed=0, per_step=1, late_s=0.0, step_s=0.010):
+def _docs(n, calls, late=None, slower=0.0, jitter=0.004, seed=0, per_step=1, late_s=0.0, step_s=0.010, behind=None):
     """n ranks issue ``calls`` calls of one group, ``per_step`` calls a step; each rank's step takes ``step_s``
     +- jitter before its first call (the calls after it follow 0.1 ms apart, +- 50 us); rank ``late`` takes
-    ``slower`` (a fraction) longer and ``late_s`` more every step, so it arrives last at the step's first call."""
+    ``slower`` (a fraction) longer and ``late_s`` more every step, so it arrives last at the step's first call;
+    ``behind`` (rank, seconds): that rank comes so much later at the calls after the step's first."""
     rng = random.Random(seed)
     docs = [{"rank": r, "streams": {"0": []}} for r in range(n)]
     t = 1000.0
@@ -21,7 +22,7 @@ def _docs(n, calls, late=None, slower=0.0, jitter=0.004, seed=0, per_step=1, lat
                 step = step_s * (1 + (slower if r == late else 0)) + (late_s if r == late else 0)
                 arrive[r] = t + step + rng.uniform(-jitter, jitter)
             else:
-                arrive[r] = t + 0.0001 + rng.uniform(-0.00005, 0.00005)
+                arrive[r] = t + 0.0001 + rng.uniform(-0.00005, 0.00005) + (behind[1] if behind and r == behind[0] else 0)
         for r in range(n):
             docs[r]["streams"]["0"].append([seq, arrive[r]])
         t = max(arrive.values())  # the collective completes when the last one arrives
@@ -84,6 +85,19 @@ def test_a_rank_late_at_each_steps_first_call_is_named_though_last_at_a_third_of
         found = g["straggler"]
         assert found and found["rank"] == 1 and found["calls"] >= 50 and found["share"] > 0.95, (per_step, g)
         assert 0.04 <= found["median_lag_s"] <= 0.07
+
+
+def test_a_rank_a_little_behind_at_each_steps_back_to_back_call_does_not_hide_the_straggler():
+    """The full tier's two-agent job (test_cli.py, 2026-11-29): rank 3 40 ms late at each step's first call,
+    rank 1 2 ms behind the others at the back-to-back second call, every step.  Both were last at half the calls
+    apart, and the rule named nobody; a lag under a tenth of the time between the group's calls is no call
+    apart, and rank 3 is named.  Rank 1 alone, 2 ms behind every step, is not."""
+    for n in (2, 4):
+        docs = _docs(n, 200, late=n - 1, late_s=0.04, per_step=2, step_s=0.1, jitter=0.01, behind=(n - 2, 0.002))
+        found = arrivals.Stragglers().update(docs, {"0": list(range(n))}, 5000.0)["groups"][0]["straggler"]
+        assert found and found["rank"] == n - 1 and found["share"] > 0.95 and found["median_lag_s"] >= 0.03, found
+        docs = _docs(n, 200, per_step=2, step_s=0.1, jitter=0.01, behind=(n - 2, 0.002))
+        assert arrivals.Stragglers().update(docs, {"0": list(range(n))}, 5000.0)["groups"][0]["straggler"] is None
 
 
 def test_the_share_needed_is_five_standard_deviations_above_a_fair_draw_at_any_world_size():

@@ -1015,6 +1015,26 @@ def test_the_exit_status_of_a_rank_not_yet_reaped_says_how_it_ended():
     assert procs.exit_status(os.getpid()) is None  # alive
 
 
+def test_a_start_is_put_in_wall_time_by_clocks_read_together_not_by_the_polls_start(rig):
+    """A poll's protocols (stacks, gathers, a py-spy reaped) can take a scheduler's slice on a busy machine
+    (beside a 4-rank mesh on a loaded 2-core machine, 4 of 8 watchdogs read the wall clock 2.5 to 9.4 ms after
+    the poll's ``now_ns`` at one of their ~140 polls; the median 0.2 ms): the starts the
+    poll sees are put in wall time with the two clocks read together, not with the poll's ``now_ns`` and a wall
+    time read later (every start of that poll was put that much late: one rank's, not its peers')."""
+    rig.writer.set_rank(1, 4)
+    rig.streams[0].done(rig.streams[0].start(ALL_REDUCE, T0))
+    real = rig.reader.snapshot
+
+    def slow(*a, **k):  # the poll's work before the starts are read: the clock moves on 7 ms
+        rig.clock.now_ns = T0 + POLL_NS + 7000000
+        return real(*a, **k)
+
+    rig.reader.snapshot = slow
+    rig.wd.step(T0 + POLL_NS)
+    (seq, (wall, _, _)), = rig.wd.arrivals.log.starts["0"].items()
+    assert seq == 1 and abs(wall - wall_at(T0)) < 1e-6, (wall - wall_at(T0))
+
+
 def test_the_nodes_join_runs_beside_the_polls_and_one_at_a_time(rig):
     """The node leader's join of every rank's starts (arrivals.Stragglers.update) takes seconds a period on the
     collecting node of thousands of ranks (benchmarks/straggler_join.py).  A join held on an event stands in for
