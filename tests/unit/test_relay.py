@@ -49,6 +49,22 @@ def started(relay):
     return relay
 
 
+def node_relays(tmp_path, ranks, store, clock, timeout=5.0, before=None):
+    """One node per rank of ``ranks``: its dump dir (``before(node, dir)`` first: its documents) and its relay
+    on ``store``, with a period of 1 s, past its two periods of beats (it may act)."""
+    dirs, relays = [], []
+    for node, rank in enumerate(ranks):
+        d = str(tmp_path / ("node%d" % node))
+        os.makedirs(d)
+        dirs.append(d)
+        if before is not None:
+            before(node, d)
+        relays.append(started(_relay.StoreRelay(d, rank, JOB, 1.0, timeout, store_factory=lambda: store,
+                                                clock=clock)))
+        relays[-1].started_at -= 2.0
+    return dirs, relays
+
+
 def request(d, gid, by_rank, at=None):
     req = {"id": gid, "job_id": JOB, "by_rank": by_rank, "world_size": 4, "requested_at": at or time.time()}
     _dumpdir.write_json(os.path.join(d, _dumpdir.GATHER), req)
@@ -399,13 +415,8 @@ def test_a_large_job_s_idle_nodes_read_the_store_less_often_yet_learn_of_a_gathe
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
     assert _relay.idle_read_every(1.0) == 8.0 and _relay.idle_read_every(1.0, {}) == 1.0
     store = _Counting(dist.HashStore())
-    dirs = [str(tmp_path / "node0"), str(tmp_path / "node1"), str(tmp_path / "node2")]
     clock = Clock()
-    relays = []
-    for d, rank in zip(dirs, (0, 8, 16)):
-        os.makedirs(d)
-        relays.append(started(_relay.StoreRelay(d, rank, JOB, 1.0, 30.0, store_factory=lambda: store, clock=clock)))
-        relays[-1].started_at -= 2.0
+    dirs, relays = node_relays(tmp_path, (0, 8, 16), store, clock, timeout=30.0)
     r0, r1, r2 = relays
     for r in relays:
         r.step()
@@ -447,18 +458,14 @@ def test_the_collector_reads_other_nodes_arrivals_a_few_a_period_not_all_at_once
     store = dist.HashStore()
     clock = Clock()
     now = clock()
-    relays, dirs = [], []
-    for node in range(6):
-        d = str(tmp_path / ("node%d" % node))
-        os.makedirs(d)
-        dirs.append(d)
+
+    def arrivals_doc(node, d):
         r = 2 * node
         _dumpdir.write_json(os.path.join(d, _dumpdir.ARRIVALS % (r, 100 + r)), {
             "format": "c10d_observer.arrivals", "version": 2, "rank": r, "pid": 100 + r, "job_id": JOB,
             "written_at": now, "members": {"0": {"runs": [[0, 12, 1]]}}, "host": "node%d" % node,
             "streams": {"0": [[1, now]]}})
-        relays.append(started(_relay.StoreRelay(d, r, JOB, 1.0, 5.0, store_factory=lambda: store, clock=clock)))
-        relays[-1].started_at -= 2.0  # it beat two periods of 1 s: it may act
+    dirs, relays = node_relays(tmp_path, range(0, 12, 2), store, clock, before=arrivals_doc)
     for r in relays:  # every node shares; node0 first: the collector, whose round finds only itself
         r.step()
     collector = relays[0]
@@ -495,14 +502,7 @@ def test_past_150_nodes_a_straggler_of_a_group_across_nodes_is_joined_and_named_
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
     store, clock, rng = dist.HashStore(), Clock(), random.Random(5)
     t0 = clock()
-    dirs, relays = [], []
-    for node in range(4):
-        d = str(tmp_path / ("node%d" % node))
-        os.makedirs(d)
-        dirs.append(d)
-        relays.append(started(_relay.StoreRelay(d, 2 * node, JOB, 1.0, 5.0, store_factory=lambda: store,
-                                                clock=clock)))
-        relays[-1].started_at -= 2.0
+    dirs, relays = node_relays(tmp_path, range(0, 8, 2), store, clock)
     round_s = max(relays[0].arrivals_every, 0.02 * _relay.nodes())
     assert round_s > 40  # the case of the defect: a round far longer than the 3 s a document holds
 
