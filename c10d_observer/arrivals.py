@@ -207,14 +207,14 @@ def straggler(window, n, clock_error=0.0):
     ranks arrived apart at, and a median lag within it names nobody.
 
     Only the calls at which the ranks did not arrive together count (``apart``: the last came MIN_LAG_S, and
-    a tenth of the mean time between the group's calls (the longest tenth of those times left out), or more
-    after the first): after a straggler's late
+    a tenth of the median time between the group's calls, or more after the first): after a straggler's late
     arrival at a step's first call, the ranks leave that call together, and who is last at the step's other
     calls is chance (a rank 50 ms late every step of three ranks was last at 66 % of all calls, and at every
     call of those its lateness decided), or the small regular lag a machine gives some rank: in a job of two
     torchrun agents on one 2-core machine, rank 1 started each step's back-to-back second call about 2 ms after
     the others, every step, so was last there as often as the straggler (40 ms late) was at the step's first
-    call, and the rule named nobody in 300 s.  Among them, a rank is named where it was last at a share of at
+    call, and the rule named nobody in 300 s (the median, not a mean: a DDP job's slow first steps raised a
+    mean so far that its straggler's 45 ms lags were no calls apart for 116 steps).  Among them, a rank is named where it was last at a share of at
     least max(0.5, 1/n + 5 standard deviations of a fair draw: sqrt((1/n)(1 - 1/n) / calls)), over at least
     MIN_CALLS of them.  Under the fair draw of a balanced
     job the share reaches that bound with odds below 1 in 3 million, at any world size.  And it must be last 5
@@ -224,8 +224,7 @@ def straggler(window, n, clock_error=0.0):
     if n < 2:
         return None
     gaps = sorted(b[3] - a[3] for a, b in zip(window, window[1:]) if b[0] == a[0] + 1)
-    gaps = gaps[:len(gaps) - len(gaps) // 10]  # the longest tenth left out: a pause (an eval, a checkpoint)
-    between = sum(gaps) / len(gaps) if gaps else 0.0
+    between = gaps[len(gaps) // 2] if gaps else 0.0  # the median: a job's slow first steps, a pause, count little
     floor = max(MIN_LAG_S, clock_error, 0.1 * between)
     apart = [w for w in window if w[2] >= floor and w[1] != UNKNOWN]
     if len(apart) < MIN_CALLS:
