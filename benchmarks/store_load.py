@@ -45,6 +45,7 @@ from scale import CountingStore, Counter, server_connections, server_cpu_s, star
 from c10d_observer import arrivals as _arrivals  # noqa: E402
 from c10d_observer import dumpdir as _dumpdir  # noqa: E402
 from c10d_observer import relay as _relay  # noqa: E402
+from c10d_observer import relay_arrivals as _ra  # noqa: E402
 
 JOB = "store-load-bench"
 PER_NODE = 8
@@ -66,6 +67,41 @@ def _arrivals_doc(rank, node, nodes, now):
             "written_at": now + 3600.0,
             "members": _arrivals.members_json({"0": world, "dp%d" % local: dp, "node%d" % node: own}),
             "host": "node%04d" % node, "streams": streams}
+
+
+_SAMPLE = {}  # (block_every, last call) -> {rank % 7: {seq: start}}: one per state of the sample, every node's
+
+
+def _steady_keep(relay, docs, rate, since):
+    """A stand-in for ``relay.keep_arrivals`` once the job has run a while at ``rate`` calls a second on each
+    stream (``--rate``): it keeps, for each of the node's ranks (``docs``: their documents), what the real one
+    keeps then: of each stream that spans nodes, the blocks of the sample (relay_arrivals.sampled, block_every)
+    among the calls up to the one the clock has reached, the last ARRIVALS_BLOCKS of them (the last one
+    partly).  The documents themselves are not rewritten (16,384 of them every 2 s are more than this harness's
+    one thread writes), so the real one would keep only the sample's seqs among their fixed 60 starts."""
+    here = {d["rank"] for d in docs}
+    spanning = {d["rank"]: [st for st in d["streams"] if _arrivals.spans(d["members"].get(st), here)] for d in docs}
+
+    def keep(now, round_s):
+        n = _ra.block_every(rate, round_s)
+        top = 100000 + int((now - since) * rate)  # the last call issued (its seq)
+        last = (top - 1) // n
+        key = (n, top if (top - 1) % n < _ra.ARRIVALS_BLOCK else last * n + _ra.ARRIVALS_BLOCK)
+        if relay.__dict__.get("_steady") == key:
+            return  # nothing new in the sample since
+        relay._steady = key
+        got = _SAMPLE.get(key)
+        if got is None:
+            seqs = [q for k in range(max(0, last - _ra.ARRIVALS_BLOCKS + 1), last + 1)
+                    for q in range(k * n + 1, min(k * n + _ra.ARRIVALS_BLOCK, top) + 1)]
+            got = _SAMPLE[key] = {j: {q: round(since + (q - 100000) / rate + 1e-4 * j, 6) for q in seqs}
+                                  for j in range(7)}
+            if len(_SAMPLE) > 64:
+                del _SAMPLE[next(iter(_SAMPLE))]
+        relay._kept = {d["rank"]: {"doc": dict(d, written_at=now),
+                                   "streams": {st: got[d["rank"] % 7] for st in spanning[d["rank"]]},
+                                   "rooted": {}} for d in docs}
+    return keep
 
 
 def _join_doc(now, nodes):
@@ -101,7 +137,7 @@ class _Env(object):
                 os.environ[k] = v
 
 
-def run(nodes, poll=1.0, seconds=20.0, seed=0):
+def run(nodes, poll=1.0, seconds=20.0, seed=0, rate=None):
     rng = random.Random(seed)
     root = tempfile.mkdtemp(prefix="c10d-store-load-")
     import torch.distributed as dist
@@ -116,8 +152,9 @@ def run(nodes, poll=1.0, seconds=20.0, seed=0):
                 d = os.path.join(root, "node%04d" % node)
                 os.makedirs(d)
                 dd = _dumpdir.DumpDir(d)
-                for r in range(node * PER_NODE, (node + 1) * PER_NODE):
-                    dd.write_json(_dumpdir.arrivals_name(r, 5000000 + r), _arrivals_doc(r, node, nodes, now))
+                docs = [_arrivals_doc(r, node, nodes, now) for r in range(node * PER_NODE, (node + 1) * PER_NODE)]
+                for doc in docs:
+                    dd.write_json(_dumpdir.arrivals_name(doc["rank"], doc["pid"]), doc)
                 c = Counter()
                 c.bins = {}
                 counters.append(c)
@@ -127,6 +164,8 @@ def run(nodes, poll=1.0, seconds=20.0, seed=0):
                                                        datetime.timedelta(seconds=60)), c)
                 relay = _relay.StoreRelay(d, node * PER_NODE, JOB, poll, 10.0, factory)
                 relay.started_at -= 3 * poll  # it has beaten long enough to lead from its first step
+                if rate:
+                    relay.keep_arrivals = _steady_keep(relay, docs, rate, now - 3600.0)
                 relays.append(relay)
             # the first step of each: its election, its store client (connects are start-up, not load)
             for relay in relays:
@@ -203,6 +242,9 @@ def main(argv=None):
                                                              "10 s or more)")
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--out", default="store_load.json")
+    ap.add_argument("--rate", type=float, help="calls a second on each stream of a job that has run a while: each "
+                                               "node's relay keeps the sample's steady state at that rate "
+                                               "(_steady_keep), not the fixed starts of its ranks' documents")
     ap.add_argument("--no-bound", action="store_true", help="every idle node reads the request counter every "
                                                              "period, however many nodes (as before issue 44)")
     a = ap.parse_args(argv)
@@ -213,7 +255,7 @@ def main(argv=None):
     import torch
     rows = []
     for n in [int(x) for x in a.nodes.split(",")]:
-        row = run(n, poll=a.poll, seconds=a.seconds)
+        row = run(n, poll=a.poll, seconds=a.seconds, rate=a.rate)
         rows.append(row)
         print(json.dumps(row), flush=True)
     write_json(os.path.join(RESULTS, a.out), {"date": today(), "command": "python benchmarks/store_load.py " + " ".join(argv or sys.argv[1:]),

@@ -101,6 +101,29 @@ def spans(members, here):
     return bool(members) and not set(ranks_of(members)) <= here
 
 
+def columns(pairs):
+    """A stream's [[seq, start], ...] (ascending seqs) as a node's relay sends it and the collector's brings
+    it (``arrivals-node-<key>.json``; read back by ``pairs_of``): {"seqs": runs, "us": the starts
+    in whole microseconds, each but the first as its step from the one before, in one string}.  A node's
+    share at 2,048 nodes holds 6,144 starts; as pairs of floats, sending it took 19-22 ms, and taking it in
+    (unpacked, written to the collector's dump_dir) 20-25 ms, 50 a second at the collector: more than a core
+    (JSON writes and reads floats slowly, and wire walked the pairs item by item)."""
+    us = [int(round(t * 1e6)) for _, t in pairs]
+    return {"seqs": _ch.rank_runs([q for q, _ in pairs]),
+            "us": ",".join(map(str, us[:1] + [b - a for a, b in zip(us, us[1:])]))}
+
+
+def pairs_of(col):
+    """``columns`` back to [[seq, start], ...] (a list of pairs as it is: a share sent so)."""
+    if not isinstance(col, dict):
+        return col
+    out, t = [], 0
+    for q, d in zip(_ch.expand_runs(col.get("seqs") or []), map(int, (col.get("us") or "").split(",")) if col.get("us") else ()):
+        t += d
+        out.append([q, t / 1e6])
+    return out
+
+
 def join(docs):
     """{stream: {seq: {rank: start}}} from every rank's arrivals documents (one list of documents)."""
     out = {}

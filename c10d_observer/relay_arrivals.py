@@ -141,7 +141,8 @@ class ArrivalsShare(object):
                 out.append(dict(k["doc"], streams=streams, members={st: members.get(st) for st in streams},
                                 rooted={st: sorted(k["rooted"].get(st, ())) for st in streams
                                         if k["rooted"].get(st)}))
-        if out:
+        if out:  # the starts as columns, sent and brought so (arrivals.columns)
+            out = [dict(d, streams={st: _arrivals.columns(p) for st, p in d["streams"].items()}) for d in out]
             self.store.set(self._key("arrivals", self.rank), _wire.pack({"written_at": now, "docs": out}))
             if self._arrivals_index is None:
                 self._arrivals_index = int(self.store.add(self._key("arrival_nodes"), 1))

@@ -420,8 +420,8 @@ def read_relayed_arrivals(dd, job_id, since):
     for path in dd.glob(_dumpdir.ARRIVALS_NODE_GLOB):
         node = _dumpdir.read_json(path)
         if isinstance(node, dict) and node.get("job_id") == job_id and (node.get("written_at") or 0) >= since:
-            out.extend(dict(d, relayed=True) for d in node.get("docs") or ()
-                       if isinstance(d, dict) and isinstance(d.get("rank"), int))
+            out.extend(dict(d, relayed=True, streams={st: _arrivals.pairs_of(c) for st, c in (d.get("streams") or {}).items()})
+                       for d in node.get("docs") or () if isinstance(d, dict) and isinstance(d.get("rank"), int))
     return out
 
 

@@ -18,6 +18,16 @@ def unpack(value):
 
 
 _RUNS, _ROWS = "__runs__", "__rows__"
+_SCALARS = frozenset((int, float, str, bool, type(None)))
+
+
+def _flat(obj):
+    """Whether list ``obj`` holds scalars only, or short lists of scalars only (an arrivals share's [seq,
+    start] pairs): nothing in it to squeeze or to unsqueeze.  A node's share at 2,048 nodes is 6,144 such
+    pairs; walked one call per item, packing it took 22 ms and unpacking 16 ms, and the collector unpacks
+    every node's each round (2,047 in 41 s)."""
+    return all(type(x) in _SCALARS or (type(x) is list and len(x) <= _documents.RUNS_OVER
+                                       and all(type(y) in _SCALARS for y in x)) for x in obj)
 
 
 def _squeeze(obj):
@@ -27,7 +37,7 @@ def _squeeze(obj):
     if isinstance(obj, list):
         if len(obj) > _documents.RUNS_OVER and all(type(x) is int for x in obj):
             return {_RUNS: _ch.rank_runs(obj)}
-        return [_squeeze(x) for x in obj]
+        return obj if _flat(obj) else [_squeeze(x) for x in obj]
     if isinstance(obj, dict):
         if len(obj) > _documents.RUNS_OVER and all(isinstance(v, dict) for v in obj.values()):
             fields = sorted(set(k for v in obj.values() for k in v))
@@ -41,7 +51,7 @@ def _squeeze(obj):
 
 def _unsqueeze(obj):
     if isinstance(obj, list):
-        return [_unsqueeze(x) for x in obj]
+        return obj if _flat(obj) else [_unsqueeze(x) for x in obj]
     if isinstance(obj, dict):
         if len(obj) == 1 and _RUNS in obj:
             return _ch.expand_runs(obj[_RUNS])

@@ -547,3 +547,35 @@ def test_past_150_nodes_a_straggler_of_a_group_across_nodes_is_joined_and_named_
     for d in dirs[1:]:  # relayed: named on every node, marked as joined on node 0
         named = [g for g in _arrivals.read(d)["groups"] if g.get("straggler")]
         assert [(g["straggler"]["rank"], g["joined_on"]) for g in named] == [(7, "node0")]
+
+
+def test_a_share_goes_as_seq_runs_and_microsecond_steps_and_comes_back_as_it_was():
+    """arrivals.columns: a node's share at 2,048 nodes holds 6,144 starts; sent as [seq, start] pairs of
+    floats it packed to 43 kB, and the collector took in 50 a second at 20-25 ms each.  Sent (and brought) as
+    runs of seqs and whole-microsecond steps in one string it is less than half that, and reads back
+    (arrivals.pairs_of, the watchdog's read of what the relay brought) to the microsecond."""
+    import random
+    from c10d_observer import arrivals as relay_arrivals, wire
+    rng = random.Random(3)
+    seqs = list(range(1, 65)) + list(range(513, 577)) + [600]
+    pairs = [[q, round(1795990000.0 + q / 20.0 + rng.uniform(0, 0.002), 6)] for q in seqs]
+    col = relay_arrivals.columns(pairs)
+    assert col["seqs"] == [[1, 64, 1], [513, 64, 1], [600, 1, 1]] and isinstance(col["us"], str)
+    assert relay_arrivals.pairs_of(wire.unpack(wire.pack(col))) == pairs
+    assert relay_arrivals.pairs_of(relay_arrivals.columns([])) == []
+    assert relay_arrivals.pairs_of(pairs) == pairs  # a share sent as pairs reads as it was
+    docs = [{"rank": r, "streams": {st: [[q, round(1795990000.0 + q / 20.0 + rng.uniform(0, 0.002), 6)]
+                                         for q in range(100001, 100385)] for st in ("0", "dp")}} for r in range(8)]
+    as_columns = wire.pack([dict(d, streams={st: relay_arrivals.columns(p) for st, p in d["streams"].items()})
+                            for d in docs])
+    assert 2 * len(as_columns) < len(wire.pack(docs))
+
+
+def test_wire_leaves_flat_lists_as_they_are_and_still_squeezes_a_long_list_of_ranks():
+    from c10d_observer import wire
+    obj = {"pairs": [[1, 2.5], [2, 3.5]] * 20, "ranks": list(range(100)), "nested": [{"ranks": list(range(0, 64, 2))}]}
+    packed = wire.pack(obj)
+    assert wire.unpack(packed) == obj
+    assert wire._squeeze(obj)["ranks"] == {"__runs__": [[0, 100, 1]]}
+    assert wire._squeeze(obj)["nested"][0]["ranks"] == {"__runs__": [[0, 32, 2]]}
+    assert wire._squeeze(obj)["pairs"] is obj["pairs"]
