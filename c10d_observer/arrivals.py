@@ -117,8 +117,9 @@ def pairs_of(col):
     """``columns`` back to [[seq, start], ...] (a list of pairs as it is: a share sent so)."""
     if not isinstance(col, dict):
         return col
+    us = col.get("us")
     out, t = [], 0
-    for q, d in zip(_ch.expand_runs(col.get("seqs") or []), map(int, (col.get("us") or "").split(",")) if col.get("us") else ()):
+    for q, d in zip(_ch.expand_runs(col.get("seqs") or []), map(int, us.split(",")) if us else ()):
         t += d
         out.append([q, t / 1e6])
     return out
