@@ -1,6 +1,7 @@
 """Stuck calls that wait on each other (an ordering deadlock across groups): who broke the order, from the ranks'
-histories (ordering.py, shifts.py, analogs.py)."""
+histories (ordering.py, shifts.py, analogs.py, left_out.py)."""
 from .. import analogs as _analogs
+from .. import left_out as _left_out
 from .. import ordering as _ordering
 from .. import shifts as _shifts
 from .. import streams as _streams
@@ -120,6 +121,8 @@ def order_cycles(hangs, cycles, by_rank, undecided):
             if not found:  # one rank against every other rank of both groups, at the stuck calls themselves
                 found = _ordering.majority_culprit(members, cyc, group_name=name,
                                                    like=_many_like(by_rank, like, cyc), last_started=last_started)
+            if not found:  # one rank's own period, broken once by the call it never arrived at
+                found = _left_out.left_out_culprit(histories, last_started, last_completed, cyc, group_name=name)
         except Exception:  # the history is odd: undecided, never a crash of the verdict
             found = None
         if not found:

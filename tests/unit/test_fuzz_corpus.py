@@ -545,7 +545,8 @@ NOW_DECIDED = ((7000533, None), (7001400, None), (7000084, "swap"),  # 7000084: 
                (7000022, None), (7000000, None),  # analogs.early_call: many groups of its size at a group's first call
                (7002206, None), (7001350, None),  # patterns.extrapolate: the loop's pattern after a prologue
                (7003238, None), (7004529, None),  # ordering._like_order: the other links of a chain
-               (7000267, None), (7000211, None))  # cycles._many_like: groups of its size at a group's first calls
+               (7000267, None), (7000211, None),  # cycles._many_like: groups of its size at a group's first calls
+               (7013233, None), (7005738, None))  # left_out: a chain's middle stage left one send out mid-run
 
 
 @pytest.mark.parametrize("seed,kind", NOW_DECIDED)

@@ -1,0 +1,173 @@
+"""A rank whose own calls show the one it left out: its period, broken once by a missing call on a stuck
+stream, and resumed (issue 42).
+
+A pipeline's middle stage receives from the stage before and sends to the stage after, step after step.  If it
+skips one send at step 10 of 12, gloo matches its later sends with its peer's earlier recvs: the job runs on,
+and at its end the next stage waits in a recv the stage will never post while the stage waits in the final
+barrier.  The stuck calls form a cycle whose order each side finds the other out of (ordering.py: undecided),
+and the counts alone (11 sends, 12 recvs) do not say whether one side left a call out or the other added one.
+The stage's own history does: its calls repeat ``recv from 5, send to 7`` and, once, hold ``recv, recv``.
+
+The rule: for a stuck call B #k of a cycle, a rank m missing from it that made k - 1 calls on B, all
+completed (it went past), whose completed calls (in the order it issued them, over the span in which its
+history shows every one of its streams) are one period P of at most ``MAX_PERIOD`` calls repeated, but for one
+call of B, of the stuck call's op and size, left out at one place: ``MIN_REPEATS`` whole periods or more shown
+before the place, and the period resumed for one whole period after it.  Every other rank in the cycle's stuck
+calls must show no such break, and one rank only is named.  A call the period does not hold (a prologue, an
+epilogue) is left at the span's ends; an op the source did not name (a recorder's counters) decides nothing.
+
+It bets on the program repeating, over the calls shown, what it did before and after the place, as
+analogs.own_pattern does: a program whose slot does not run at that one step, and whose other rank issued a
+call there the program does not have, leaves the same documents.  The break must sit inside the span (a whole
+period after it): a last step that differs (a pipeline's drain, a last batch) never decides.  A call left out
+of a period of one call (a chain's first stage, which only sends) leaves no break: nothing is said.  Pure: no
+torch, no files, no clock.
+"""
+from .ordering import Found
+
+MAX_PERIOD = 16  # calls in one period, at most
+MIN_REPEATS = 3  # whole periods shown before the place
+
+
+def left_out_culprit(histories, last_started, last_completed, cycle, group_name=None):
+    """The rank whose own calls left out the call of a stuck call of ``cycle`` it never arrived at (module
+    docstring), or None.
+
+    histories: {rank: [ordering.Call]}, each on the rank's own clock (read in the order of their starts);
+    last_started, last_completed: {rank: {stream: seq}}; cycle: [(stream, seq, waiting_ranks, missing_ranks)].
+    Returns an ordering.Found."""
+    name = group_name or (lambda stream: "group %s" % stream)
+    in_cycle = set()
+    for _, _, waiting, missing in cycle:
+        in_cycle.update(waiting)
+        in_cycle.update(missing)
+    breaks = {}
+    for r in sorted(in_cycle):
+        got = _one_break(histories.get(r) or (), last_started.get(r) or {}, last_completed.get(r) or {})
+        if got is not None:
+            breaks[r] = got
+    if len(breaks) != 1:
+        return None  # no rank's history shows a break, or two do
+    (m, (token, before, after, period, place)), = breaks.items()
+    for stream, seq, waiting, missing in cycle:
+        if m not in missing or token[0] != stream:
+            continue
+        if (last_started.get(m) or {}).get(stream, 0) != seq - 1 or (last_completed.get(m) or {}).get(stream) != seq - 1:
+            continue  # it has not gone past its last call there
+        if not _theirs(histories, waiting, stream, seq, token):
+            continue  # the ranks waiting there issued another call at #seq than the one the period lacks
+        issued = _issued(cycle, m)
+        text = ("rank %d left out %s on %s: its calls repeat %s, and between %s and %s it issued none (%d "
+                "periods before, the period again after); it made %d calls on %s, where rank%s %s waits in #%d" % (
+                    m, _call_words(token), name(stream), _period_words(period, name), _words(before, name),
+                    _words(after, name), place, seq - 1, name(stream), "s" if len(waiting) > 1 else "",
+                    ", ".join(map(str, sorted(waiting))), seq))
+        return Found(m, issued or (stream, seq - 1), (stream, seq), [], text)
+    return None
+
+
+def _theirs(histories, waiting, stream, seq, token):
+    """Whether a rank waiting in #seq of ``stream`` shows it as the call ``token`` the period lacks (the same
+    op, and size where both are known): the call left out is the one they wait in."""
+    for w in waiting:
+        for c in histories.get(w) or ():
+            if c.stream == stream and c.seq == seq:
+                # a recv waits for the send left out: p2p halves carry the other op
+                ok = c.op == token[1] or {c.op, token[1]} <= {"send", "recv", "isend", "irecv"}
+                return ok and (c.size is None or token[2] is None or c.size == token[2])
+    return False
+
+
+def _issued(cycle, m):
+    for stream, seq, waiting, _ in cycle:
+        if m in waiting:
+            return (stream, seq)
+    return None
+
+
+def _span(calls, last_started, last_completed):
+    """The rank's completed calls, in its order, over the span in which its history shows each stream it made
+    calls on (a stream that keeps fewer calls than it made starts later than the others), as tokens
+    (stream, op, size) with their calls; None where an op is not known."""
+    timed = sorted((c for c in calls if c.started_at is not None), key=lambda c: (c.started_at, str(c.stream), c.seq))
+    done = [c for c in timed if c.seq <= (last_completed.get(c.stream) or 0)]
+    first = {}
+    for i, c in enumerate(done):
+        first.setdefault(c.stream, (i, c.seq))
+    start = 0
+    for stream, (i, seq) in first.items():
+        if seq > 1:  # its history begins after the stream's first call: the calls before are not all shown
+            start = max(start, i)
+    out = []
+    for c in done[start:]:
+        if c.op in (None, "unknown"):
+            return None
+        out.append(((c.stream, c.op, c.size), c))
+    return out
+
+
+def _one_break(calls, last_started, last_completed):
+    """(token left out, the calls before and after the place, the period, whole periods before it) where the
+    rank's span is one period with one call left out (module docstring), else None."""
+    span = _span(calls, last_started, last_completed)
+    if not span or len(span) < 2 * MIN_REPEATS:
+        return None
+    tokens = [t for t, _ in span]
+    found = []
+    for p in range(2, min(MAX_PERIOD, len(tokens) // (MIN_REPEATS + 1)) + 1):
+        got = _break_of(tokens, p)
+        if got is not None:
+            found.append((p, got))
+            break  # the shortest period that explains the calls
+    if not found:
+        return None
+    p, (d, token, lo) = found[0]
+    period = tokens[d - p:d]
+    before, after = span[d - 1][1], span[d][1]
+    return (token, (before.stream, before.op, before.seq), (after.stream, after.op, after.seq), period,
+            (d - lo) // p)
+
+
+def _break_of(tokens, p):
+    """(d, the token, where the periodic run begins) where ``tokens`` with one token put back at index d are
+    one run of period ``p`` from some start on (a prologue's calls before it), with ``MIN_REPEATS`` periods
+    before d and one whole period after it; None where no one token does, or two places would."""
+    n = len(tokens)
+    bad = [i for i in range(p, n) if tokens[i] != tokens[i - p]]
+    if not bad:
+        return None  # unbroken: nothing left out (or a period of the whole span)
+    # the break's mismatches lie in [d, d + p); those before them are a prologue's
+    for lo in range(0, p + 2):
+        rest = [i for i in bad if i >= lo + p]
+        if not rest or rest[-1] - rest[0] >= p:
+            continue
+        got = set()
+        for d in range(max(lo + p, rest[0] - p + 1), rest[0] + 1):
+            x = tokens[d - p]
+            u = tokens[lo:d] + [x] + tokens[d:]
+            if all(u[i] == u[i - p] for i in range(p, len(u))):
+                got.add((d, x))
+        if not got:
+            continue
+        if len({x for _, x in got}) != 1:
+            return None
+        d = min(d for d, _ in got)  # the first place it could have gone: the calls before it are the period's
+        d_last = max(d for d, _ in got)
+        if d - lo < MIN_REPEATS * p or n - d_last < p:
+            return None  # too few periods before, or not resumed for a whole period after
+        return d, next(iter(got))[1], lo
+    return None
+
+
+def _call_words(token):
+    stream, op, size = token
+    return "its %s%s" % (op, " (%s)" % size if size else "")
+
+
+def _words(token, name):
+    stream, op, seq = token
+    return "%s #%d on %s" % (op, seq, name(stream))
+
+
+def _period_words(period, name):
+    return "[%s]" % ", ".join("%s on %s" % (op, name(stream)) for stream, op, _ in period)
