@@ -177,11 +177,12 @@ def _past(streams, stream, seq, min_shared, fits):
     return votes, shared
 
 
-def period_call(by_rank, stream, seq, repeats=MIN_REPEATS):
+def period_call(by_rank, stream, seq, repeats=MIN_REPEATS, streams=None):
     """``(expected, cycle, (first, last))``: the call the period of ``stream``'s own calls up to #seq puts at
     #seq, the period's calls (``cycle[k]``: the one it puts at #seq + k) and the calls #first-#last that show
-    it; None where its calls up to #seq show no period (module docstring)."""
-    me = _streams(by_rank).get(stream)
+    it; None where its calls up to #seq show no period (module docstring).  ``streams``: the table to read
+    (``_streams``, the collective streams, by default; ``_p2p_streams``, whose calls are sizes)."""
+    me = (_streams(by_rank) if streams is None else streams).get(stream)
     if me is None or any(s < seq for s in me["clash"]):
         return None
     lo = seq
@@ -203,12 +204,26 @@ def own_pattern(by_rank, stream, seq, calls):
     #seq (period_call), and ``{rank: calls left out}`` for each rank of ``calls`` (``{rank: (op, size)}``,
     its call at #seq) that issued a call the period puts later; None where nothing decides (module
     docstring)."""
-    got = period_call(by_rank, stream, seq, repeats=OWN_REPEATS)
+    return _own(_streams(by_rank), by_rank, stream, seq, calls,
+                lambda h, me: len(h["ranks"]) == len(me["ranks"]))
+
+
+def p2p_own_pattern(by_rank, stream, seq, sizes):
+    """own_pattern for a p2p stream, whose calls are the sizes its sends and recvs carried (``sizes``: {rank:
+    the size its half of #seq carries}): a link that carries two slots' tensors by turns (a ring of small and
+    one of large tensors over one pair), whose sender left one out: its next send is the other slot's, a size
+    the period puts one place later than the one its receiver posted for.  The period is refuted by another
+    link of its group, between two other ranks, that carries the same sizes in another order."""
+    return _own(_p2p_streams(by_rank), by_rank, stream, seq, sizes,
+                lambda h, me: h["group"] == me["group"])
+
+
+def _own(streams, by_rank, stream, seq, calls, fits):
+    got = period_call(by_rank, stream, seq, repeats=OWN_REPEATS, streams=streams)
     if got is None:
         return None
     expected, cycle, shown = got
-    streams = _streams(by_rank)
-    if _period_refuted(streams, stream, cycle) or _broken_before(streams[stream]["calls"], cycle, shown[0]):
+    if _period_refuted(streams, stream, cycle, fits) or _broken_before(streams[stream]["calls"], cycle, shown[0]):
         return None
     skipped = {}
     for r, call in calls.items():
@@ -238,7 +253,7 @@ def _broken_before(calls, cycle, first):
     return False
 
 
-def _period_refuted(streams, stream, cycle):
+def _period_refuted(streams, stream, cycle, fits=None):
     """Whether a group of ``stream``'s size, of other ranks, whose calls in a run of its record are all calls of
     ``cycle`` (over ``MIN_REPEATS`` periods and one more call, or longer), issued them in an order that period
     does not hold: the program's period is another, which the stuck group's own few calls did not show (the
@@ -246,8 +261,9 @@ def _period_refuted(streams, stream, cycle):
     held a, b, a, b alone read period 2, and named the rank that issued the second b rather than the one that
     skipped it; the other pairs' records, past the place, held a, b, a, b, b)."""
     me, kinds, p = streams[stream], set(cycle), len(cycle)
+    fits = fits or (lambda h, me: len(h["ranks"]) == len(me["ranks"]))
     for other, h in streams.items():
-        if other == stream or len(h["ranks"]) != len(me["ranks"]) or set(h["ranks"]) & set(me["ranks"]):
+        if other == stream or not fits(h, me) or set(h["ranks"]) & set(me["ranks"]):
             continue
         run = []
         for s in sorted(h["calls"]) + [None]:

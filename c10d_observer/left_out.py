@@ -52,7 +52,8 @@ def left_out_culprit(histories, last_started, last_completed, cycle, group_name=
     for stream, seq, waiting, missing in cycle:
         if m not in missing or token[0] != stream:
             continue
-        if (last_started.get(m) or {}).get(stream, 0) != seq - 1 or (last_completed.get(m) or {}).get(stream) != seq - 1:
+        started, completed = (last_started.get(m) or {}).get(stream, 0), (last_completed.get(m) or {}).get(stream)
+        if started != seq - 1 or completed != seq - 1:
             continue  # it has not gone past its last call there
         if not _theirs(histories, waiting, stream, seq, token):
             continue  # the ranks waiting there issued another call at #seq than the one the period lacks

@@ -65,13 +65,28 @@ def by_program(m, calls, by_rank, stream, seq):
 
 def _by_like_links(m, calls, by_rank, stream, seq):
     """A send and its recv of two sizes: the half whose size is not the one that p2p streams like this one
-    carried at this seq and went past (analogs.p2p_program_call) left the program."""
+    carried at this seq and went past (analogs.p2p_program_call) left the program; where none did, the half
+    whose size the stream's own period puts later than the other's left calls out (analogs.p2p_own_pattern)."""
     got = _analogs.p2p_program_call(by_rank, stream, seq)
-    if got is None or not _name(m, calls, {r: 0 for r, c in calls.items() if c.size != got[0]}):
+    if got is None:
+        return _by_own_link(m, calls, by_rank, stream, seq)
+    if not _name(m, calls, {r: 0 for r, c in calls.items() if c.size != got[0]}):
         return m
     size, streams, (first, last) = got
     m.evidence = "no majority in the pair; p2p streams %s, whose calls #%d-#%d were this stream's, carried %s at " \
         "#%d and went past it" % (_few(streams), first, last, size, seq)
+    return m
+
+
+def _by_own_link(m, calls, by_rank, stream, seq):
+    got = _analogs.p2p_own_pattern(by_rank, stream, seq, {r: c.size for r, c in calls.items()})
+    if got is None or not _name(m, calls, got[3]):
+        return m
+    size, period, (first, last), skipped = got
+    m.evidence = "no majority in the pair; its calls #%d-#%d repeat every %d calls, which puts %s at #%d; %s" % (
+        first, last, period, size, seq, "; ".join(
+            "%s's half carried the size it puts at #%d (%d call%s left out)" % (
+                rank_list([r]), seq + k, k, "" if k == 1 else "s") for r, k in sorted(skipped.items())))
     return m
 
 

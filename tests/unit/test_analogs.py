@@ -152,3 +152,46 @@ def test_at_a_groups_first_call_two_groups_or_groups_that_disagree_decide_nothin
         d["groups"] = [g for g in d.get("groups") or () if g.get("stream") != "4"]
     v = verdict.analyze(two)
     assert v.culprit_ranks == [] and not _stuck(v).mismatch.odd_ranks, v.summary
+
+
+# A ring job whose link 1 -> 2 carries two rings' tensors by turns (4 x float32, then 1 x float32, each step);
+# rank 1 left its isend of 1 x float32 out of its batch at step 32: its next send on the link is the other
+# ring's (4 x float32) and meets rank 2's recv of 1 x float32 at #66, one each, no other link like it
+# (analogs.p2p_own_pattern: the link's own period)
+LINK = 61000104
+
+
+def _link():
+    case = programs.make_case(LINK, shape="ring")
+    _, _, docs = simulate.run_case(case, simulate.mode_of(LINK))
+    return case, docs
+
+
+def test_the_half_of_a_link_that_left_out_a_size_of_its_links_own_period_is_named_with_the_evidence():
+    case, docs = _link()
+    v = verdict.analyze(docs)
+    h = _stuck(v)
+    assert (h.stream, h.seq, case.expected) == ("0:p2p:1->2", 66, {1})
+    assert v.culprit_ranks == [1] and h.mismatch.odd_ranks == [1], v.summary
+    assert h.mismatch.evidence == (
+        "no majority in the pair; its calls #35-#65 repeat every 2 calls, which puts 1 x float32 at #66; "
+        "rank 1's half carried the size it puts at #67 (1 call left out)"), h.mismatch.evidence
+
+
+def test_a_size_the_links_period_does_not_hold_or_a_period_broken_before_decides_nothing():
+    _, docs = _link()
+    new = copy.deepcopy(docs)
+    for g in new[1]["groups"]:
+        if g.get("stream") == "0:p2p:1->2" and g.get("in_flight_seq") == 66:
+            g["in_flight_size"] = "8 x float32"  # a size the link never carried: either half may have changed
+    v = verdict.analyze(new)
+    assert v.culprit_ranks == [] and not _stuck(v).mismatch.odd_ranks, v.summary
+    new = copy.deepcopy(docs)
+    for d in new.values():
+        for g in d.get("groups") or ():
+            if g.get("stream") == "0:p2p:1->2":
+                for c in g.get("recent_ops") or ():
+                    if c[0] == 63:
+                        c[2] = "1 x float32"  # the period broken two calls before the place
+    v = verdict.analyze(new)
+    assert v.culprit_ranks == [], v.summary
