@@ -83,35 +83,75 @@ class Sim(object):
         self.completed = [dict() for _ in range(world)]
         self.hist = [dict() for _ in range(world)]
         self.streams = [dict() for _ in range(world)]  # stream -> (gid, kind, peer, src, dst)
-        self.entered = {}  # (stream, seq) -> {rank: (signature, started_at)}
+        self.entered = {}  # (stream, seq) -> [the first member's signature, whether every member's is the
+        # same, the latest entry, {rank: started_at}, members] (run)
         self.through = {}  # (stream, seq) -> ranks a broadcast let through before every member entered it
         self.held = set()  # (stream, seq) of the calls a rank froze in: they never complete
         self.frozen_at = {}  # rank -> when it froze
         self.last_progress = T0
+        self.preps = None  # what the run needs of each rank's calls (_prepared), made at its start
+        self.paused = False  # run(pause=...) stopped before a rank's call (``follow``)
         for r in range(world):
             for gid, g in program.groups.items():
                 if r in g.ranks:
                     self.streams[r][coll_stream(gid)] = (gid, "collective", None, None, None)
 
+    def _begin(self):
+        """The run's per-rank preparation (``preps``) and the state of its loop beside the attributes: the stack
+        of the ranks ready, each rank's ops of its batch still in flight (``_pend``), whether it posted every
+        op of its batch and waits for them (``_waits``), the latest end of its batch's ops that completed while
+        it still posted (``_done_end``), and {(stream, seq): {rank: its signature}}, the members whose
+        signature is not the first one's (``_odd``): kept on the Sim so that a run paused before a call can go
+        on (``run``), or another run from where it paused (``follow``)."""
+        world = self.program.world
+        self.preps = [_prepared(self.program, self.calls[r], r) for r in range(world)]
+        self._ready = list(range(world))
+        self._pend = [set() for _ in range(world)]
+        self._waits = [False] * world
+        self._done_end = [0.0] * world
+        self._odd = {}
+
+    def follow(self, run):
+        """This run (begun: ``_begin``, not run yet) from the state of ``run``, paused (``run(pause=...)``)
+        before any rank issued a call where this run's calls or stops differ from its: up to there the two
+        runs are one, step for step (the same calls, prepared alike, taken in the same order), so this one
+        goes on from a copy of that one's state rather than from the first call (``run_pair``)."""
+        assert run.paused and self.preps is not None and self.program is run.program
+        self.ptr, self.clock, self.state, self.blocked = list(run.ptr), list(run.clock), list(run.state), list(
+            run.blocked)
+        self.completed = [dict(d) for d in run.completed]
+        self.hist = [{stream: list(h) for stream, h in d.items()} for d in run.hist]
+        self.entered = {key: [rec[0], rec[1], rec[2], dict(rec[3]), rec[4]] for key, rec in run.entered.items()}
+        self.through = {key: set(ranks) for key, ranks in run.through.items()}
+        self.held, self.frozen_at, self.last_progress = set(run.held), dict(run.frozen_at), run.last_progress
+        self._ready = list(run._ready)
+        self._pend = [set(p) for p in run._pend]
+        self._waits, self._done_end = list(run._waits), list(run._done_end)
+        self._odd = {key: dict(sigs) for key, sigs in run._odd.items()}
+        return self
+
     # -- the run ----------------------------------------------------------------------------------------------
-    def run(self):
+    def run(self, pause=None):
         """The ranks run in one order, always (a stack of the ranks ready: the last set free goes first), one
         call at a time: rank r issues its next call (or stops); a call that completes sets its members free.
         The order matters (a broadcast lets ranks through before a rank froze in it): what was ``_advance``,
-        inlined, its per-call work (stream, signature, members) done once per call list (``_prepared``)."""
+        inlined, its per-call work (stream, signature, members) done once per call list (``_prepared``).
+        ``pause``: {rank: index}: stop before the first of those calls a rank comes to (``paused``: it was put
+        back on the stack, as it was), to go on with ``run()``, and for another run to ``follow`` (a run
+        without stops only)."""
         world = self.program.world
-        ready = list(range(world))
+        if self.preps is None:
+            self._begin()
+        self.paused = False
+        ready = self._ready
         pop, push = ready.pop, ready.append
         ptr, clock, state, blocked = self.ptr, self.clock, self.state, self.blocked
         started_of, completed_of, hist_of, streams_of = self.started, self.completed, self.hist, self.streams
         entered, through, held, frozen_at = self.entered, self.through, self.held, self.frozen_at
-        preps = [_prepared(self.program, self.calls[r], r) for r in range(world)]
-        self.preps = preps
+        preps = self.preps
         calls_of = [p[0] for p in preps]
         batch_of = [p[3] for p in preps]
-        pend = [set() for _ in range(world)]  # a rank's ops of its batch still in flight
-        waits = [False] * world  # it posted every op of its batch and waits for them
-        done_end = [0.0] * world  # the latest end of its batch's ops that completed while it still posted
+        pend, waits, done_end = self._pend, self._waits, self._done_end
         pend_any = [any(any(b) for b in batch_of)]  # whether any rank posts calls (else settle never runs)
 
         def op_done(m, key, end):
@@ -161,10 +201,14 @@ class Sim(object):
                 latest = after = end
                 seq += 1
                 key = (stream, seq)
-        odd = {}  # (stream, seq) -> {rank: its signature}, the members whose signature is not the first one's
+        odd = self._odd
         nccl_sizes = self.nccl_sizes
         stops = self.stop
         stop_at = [stops[r][0] if r in stops else -1 for r in range(world)]
+        if pause:
+            assert not stops
+            for r, i in pause.items():
+                stop_at[r] = i
         lp = self.last_progress
         gaps = self.gaps
         while ready:
@@ -172,7 +216,11 @@ class Sim(object):
             i = ptr[r]
             prep = calls_of[r]
             when = clock[r]
-            if i == stop_at[r] and stops[r][1] != "frozen_in":
+            if i == stop_at[r] and (pause or stops[r][1] != "frozen_in"):
+                if pause:  # before the call: the rank back on the stack, the run as it was
+                    push(r)
+                    self.last_progress, self.paused = lp, True
+                    return self
                 kind = stops[r][1]
                 t = max(T0 + self.calls[r][i].at, when + EPS) if i < len(prep) else when + EPS  # (after its last)
                 state[r], clock[r] = kind, t
@@ -759,13 +807,17 @@ def run_case(case, mode=None, skew=False, source="exact", healthy=True):
     mode = mode or mode_of(case.seed)
     nccl_sizes = source == "nccl-sizes"
     source = "nccl" if nccl_sizes else source
-    healthy = Sim(case.program, case.program.calls).run() if healthy or case.fault is None else None
     stop = case.stop
     if source == "nccl" and stop and any(kind == "frozen_in" for _, kind in stop.values()):
         # a process stopped inside a call it enqueued: its kernel runs on (NCCL's call is the GPU's), and its
         # Python stands before its next call, its document as _kernels_ran_on reads it
         stop = {r: (i + 1, "frozen") if kind == "frozen_in" else (i, kind) for r, (i, kind) in stop.items()}
-    faulty = Sim(case.program, case.calls, stop, nccl_sizes=nccl_sizes).run() if case.fault is not None else None
+    if case.fault is None:
+        healthy, faulty = Sim(case.program, case.program.calls).run(), None
+    elif healthy:
+        healthy, faulty = run_pair(case.program, case.calls, stop, nccl_sizes=nccl_sizes)
+    else:
+        healthy, faulty = None, Sim(case.program, case.calls, stop, nccl_sizes=nccl_sizes).run()
     docs = None
     if stop is not case.stop and faulty is not None and not any(st == "blocked" for st in faulty.state):
         faulty.state = ["done" if st == "frozen" else st for st in faulty.state]  # its last kernel ran: no call
@@ -774,6 +826,47 @@ def run_case(case, mode=None, skew=False, source="exact", healthy=True):
         docs = documents(faulty, mode, skew=skew_of(case.seed, case.program.world) if skew else None,
                          source=source, period=period_of(case.seed))
     return healthy, faulty, docs
+
+
+def run_pair(program, calls, stop, nccl_sizes=False):
+    """(the healthy run, the faulty run) of a program and its faulty ``calls`` and ``stop``, each as its own
+    ``Sim(...).run()`` gives it, the calls both runs share run once: the healthy run pauses before the first call
+    at which the faulty run would go another way (``divergence``), the faulty run goes on from a copy of its
+    state (``Sim.follow``), and the healthy run goes on to its end.  A fault at step s leaves the steps before it alike:
+    the faulty run's own work is what comes after it (the faulty run is some 40 % of a healthy one: seed 7).
+    With ``nccl_sizes`` (a desync the faulty run finishes another way, wherever it comes) each runs alone."""
+    healthy = Sim(program, program.calls)
+    faulty = Sim(program, calls, stop, nccl_sizes=nccl_sizes)
+    if nccl_sizes:
+        return healthy.run(), faulty.run()
+    healthy._begin()
+    faulty._begin()
+    at = divergence(healthy.preps, faulty.preps, faulty.stop)
+    if at:
+        healthy.run(pause=at)
+        if healthy.paused:
+            faulty.follow(healthy)
+    return healthy.run(), faulty.run()
+
+
+def divergence(preps, other, stop):
+    """{rank: the index of its first call at which a run of ``other`` (_prepared's, per rank) and ``stop`` goes
+    another way than a run of ``preps`` without stops}: where the prepared calls (stream, seq, op, size,
+    members, start, tree) or batch flags differ, one list ends before the other, or the rank stops; ranks
+    whose calls are the same (the same prepared lists: _prepared made them once) are left out."""
+    out = {}
+    for r, (mine, theirs) in enumerate(zip(preps, other)):
+        if mine is not theirs:
+            a, b, flags_a, flags_b = mine[0], theirs[0], mine[3], theirs[3]
+            n = min(len(a), len(b))
+            i = 0
+            while i < n and a[i] == b[i] and flags_a[i] == flags_b[i]:
+                i += 1
+            if i < n or len(a) != len(b):
+                out[r] = i
+        if r in stop:
+            out[r] = min(out.get(r, stop[r][0]), stop[r][0])
+    return out
 
 
 def healthy_docs(sim):

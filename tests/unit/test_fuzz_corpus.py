@@ -170,6 +170,32 @@ def test_the_documents_are_what_the_watchdogs_write():
         assert all(e.level == "hard" and e.age_s >= simulate.TIMEOUT_S for e in d.overdue)
 
 
+def _run_state(sim):
+    return (sim.ptr, sim.clock, sim.state, sim.blocked, sim.started, sim.completed, sim.hist, sim.streams,
+            sim.entered, sim.through, sim.held, sim.frozen_at, sim.last_progress)
+
+
+@pytest.mark.parametrize("shape,kind,two", [(None, None, False), ("ring", None, False), ("async", None, False),
+                                            ("ops", None, False), (None, "swap", False), (None, "freeze", False),
+                                            (None, "freeze_in", False), (None, None, True)])
+def test_the_runs_of_a_pair_are_the_runs_alone(shape, kind, two):
+    """simulate.run_pair runs the calls a case's healthy and faulty runs share once, the faulty run going on from
+    where the healthy one paused: each run ends as its own Sim(...).run() ends, to every clock and call."""
+    shared = 0
+    for i in range(60):
+        seed = 3000000 + i
+        case = programs.make_case2(seed, shape=shape) if two else programs.make_case(seed, shape=shape, kind=kind)
+        if case.fault is None:
+            continue
+        alone = (simulate.Sim(case.program, case.program.calls).run(),
+                 simulate.Sim(case.program, case.calls, case.stop).run())
+        healthy, faulty = simulate.run_pair(case.program, case.calls, case.stop)
+        assert _run_state(healthy) == _run_state(alone[0]), seed
+        assert _run_state(faulty) == _run_state(alone[1]), seed
+        shared += sum(simulate.divergence(healthy.preps, faulty.preps, faulty.stop).values())
+    assert shared > 0  # calls before a fault, run once
+
+
 # Wrong culprits the fuzzer found, each fixed, kept as seeds (run.py's: programs.make_case, valid while the
 # generator is unchanged).  Six: ordering.py rule 2 trusts the pattern only where the calls at stake are the
 # pattern's calls there (the same op and size as one period before): the rank's call past the place (a barrier
