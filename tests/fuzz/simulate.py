@@ -21,12 +21,13 @@ The model (gloo, synchronous calls):
   its document: its helper thread's beat is older than ``FROZEN_AFTER_S`` (frozen), and no stacks come.
 Ranks run until none can progress: that is the hang (or, every rank done, no hang).
 
-``documents(sim)`` renders each rank as its watchdog writes it at the gather (documents.RankDoc's JSON): a
-state (kind "state") per rank alive, the end (kind "end", ``alive`` false) of a dead rank, the end of a rank
-that finished (``alive`` true), with per stream last_started / last_completed, the call in flight and the
-last 32 calls (``recent_ops``), and ``overdue`` entries (level hard) for calls in flight past the timeout, as
-one of three source models (``SOURCES``: the exact sources, torch's gloo recorder, torch's NCCL recorder with
-each rank's Python ahead of its GPU).  Pure Python, no torch.  Python 3.8.
+``documents(sim)`` renders each rank as its watchdog writes it at the gather (documents.RankDoc's JSON, or,
+``typed``, the RankDoc the verdict reads of it): a state (kind "state") per rank alive, the end (kind "end",
+``alive`` false) of a dead rank, the end of a rank that finished (``alive`` true), with per stream
+last_started / last_completed, the call in flight and the last 32 calls (``recent_ops``), and ``overdue``
+entries (level hard) for calls in flight past the timeout, as one of three source models (``SOURCES``: the
+exact sources, torch's gloo recorder, torch's NCCL recorder with each rank's Python ahead of its GPU).  Pure
+Python, no torch.  Python 3.8.
 """
 import bisect
 import math
@@ -663,10 +664,13 @@ def _polled(t):
     return math.ceil(round(t / SOURCE_POLL_S, 9)) * SOURCE_POLL_S
 
 
-def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=None):
+def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=None, typed=False):
     """{rank: the JSON of its document at hang time}, as the watchdogs would write them.  ``skew``: {rank: seconds
     its clock is ahead} (ranks on other nodes: the verdict never compares two ranks' clocks).  ``source``: one
-    of SOURCES; ``period``: the recorder's batch period (s)."""
+    of SOURCES; ``period``: the recorder's batch period (s).  ``typed``: each as the verdict reads that JSON
+    (documents.RankDoc.from_json's RankDoc, equal to it: test_fuzz_corpus checks it), made from the same
+    values without the JSON between: the fuzzer's cases (run.py) read each JSON once only to analyze it, and
+    that read was a third of the verdict's time (seed 7)."""
     p = sim.program
     backend = "nccl" if source == "nccl" else "gloo"
     now = seen_at(sim, mode)
@@ -711,37 +715,76 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
                 hist = [h if h[3] <= named else (h[0], "unknown", None, _polled(h[3])) for h in hist]
             if off:  # (t + 0.0 is t: no copy without a skew)
                 hist = [(q, op, size, t + off) for q, op, size, t in hist]
-            d = {"stream": stream, "group": gid, "kind": skind, "ranks": list(g.ranks), "backend": backend,
-                 "peer": peer, "src": src, "dst": dst, "torch_timeout_s": 1800.0, "last_started": started,
-                 "last_completed": completed, "ring_overflow": 0,
-                 "recent_ops": list(map(list, hist)), "in_flight_seq": None}
+            fly = None
             if started > completed:
                 seq, op, size, t = next(h for h in hist if h[0] == completed + 1) if hist[0][0] <= completed + 1 \
                     else hist[0]
                 api = "batch_isend_irecv" if skind == "p2p" and _in_batch(sim, r, stream, seq) else \
                     _api_of(sim, r, stream, seq) if skind == "collective" else ""
-                d.update(in_flight_seq=seq, in_flight_op=op, in_flight_api=api, in_flight_size=size,
-                         in_flight_since=t)
+                fly = (seq, op, size, t, api)
                 detected = t + TIMEOUT_S + POLL_S
                 if alive and detected <= written + off:
-                    overdue.append({"stream": stream, "group": gid, "seq": seq, "op": op, "api": "", "size": size,
-                                    "group_ranks": list(g.ranks), "kind": skind, "peer": peer, "backend": backend,
-                                    "started_at": t, "detected_at": detected, "age_s": round(detected - t, 3),
-                                    "in_flight": True, "ended": None, "completed_at": None,
-                                    "resolved_after_s": None, "level": "hard", "deadline_s": TIMEOUT_S,
-                                    "held_until": None})
-            groups.append(d)
+                    overdue.append(_overdue(typed, stream, gid, seq, op, size, g.ranks, skind, peer, backend, t,
+                                            detected))
+            groups.append(_position(typed, stream, gid, skind, g.ranks, backend, peer, src, dst, started, completed,
+                                    hist, fly))
+        config = {"timeout": TIMEOUT_S, "source": "patch" if source == "exact" else "flight_recorder"}
+        thread = text = None
+        if stacks and alive and kind == "state" and st != "frozen":  # a frozen rank writes no stacks
+            thread, text = MAIN_THREAD, _stacks(_frames(sim, r, waits), MAIN_THREAD)
+        if typed:  # RankDoc.from_json's reading of the JSON below, field for field
+            out[r] = _documents.RankDoc(
+                kind=kind, rank=r, world_size=p.world, host="sim", pid=1000 + r, job_id="fuzz",
+                written_at=written + off, watchdog_started_at=T0 - 2.0 + off, alive=alive, exit_reason=why,
+                frozen=beat_age > FROZEN_AFTER_S and alive, heartbeat_age_s=round(beat_age, 3), main_thread=thread,
+                stacks_text=text, gather_id="fuzz-gather", groups=tuple(groups), overdue=tuple(overdue),
+                config=config, extra={})
+            continue
         doc = {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": kind, "rank": r,
                "world_size": p.world, "host": "sim", "pid": 1000 + r, "job_id": "fuzz",
                "written_at": written + off, "watchdog_started_at": T0 - 2.0 + off, "alive": alive,
                "exit_reason": why, "frozen": beat_age > FROZEN_AFTER_S, "heartbeat_age_s": round(beat_age, 3),
-               "config": {"timeout": TIMEOUT_S, "source": "patch" if source == "exact" else "flight_recorder"},
-               "groups": groups, "overdue": overdue, "gather_id": "fuzz-gather"}
-        if stacks and alive and kind == "state" and st != "frozen":  # a frozen rank writes no stacks
-            doc["main_thread"] = MAIN_THREAD
-            doc["stacks_text"] = _stacks(_frames(sim, r, waits), MAIN_THREAD)
+               "config": config, "groups": groups, "overdue": overdue, "gather_id": "fuzz-gather"}
+        if thread is not None:
+            doc["main_thread"] = thread
+            doc["stacks_text"] = text
         out[r] = doc
     return out
+
+
+_new = tuple.__new__  # a namedtuple built from its fields' tuple, without its __new__'s call (thousands a case)
+
+
+def _position(typed, stream, gid, kind, ranks, backend, peer, src, dst, started, completed, hist, fly):
+    """One stream of a rank's document: its JSON (``groups``' entry), or, ``typed``, the documents.Position
+    Position.from_json reads of it; ``fly``: (seq, op, size, started_at, api) of the call in flight, or None."""
+    if typed:
+        return _new(_documents.Position, (
+            stream, gid, kind, ranks, backend, peer, src, dst, 1800.0, started, completed,
+            _new(_documents.Call, fly) if fly is not None else None,
+            tuple([_new(_documents.Call, (q, op, size, t, "")) for q, op, size, t in hist]), 0, None, None))
+    d = {"stream": stream, "group": gid, "kind": kind, "ranks": list(ranks), "backend": backend,
+         "peer": peer, "src": src, "dst": dst, "torch_timeout_s": 1800.0, "last_started": started,
+         "last_completed": completed, "ring_overflow": 0,
+         "recent_ops": list(map(list, hist)), "in_flight_seq": None}
+    if fly is not None:
+        seq, op, size, t, api = fly
+        d.update(in_flight_seq=seq, in_flight_op=op, in_flight_api=api, in_flight_size=size, in_flight_since=t)
+    return d
+
+
+def _overdue(typed, stream, gid, seq, op, size, ranks, kind, peer, backend, t, detected):
+    """An ``overdue`` entry (level hard, the call in flight past the timeout): its JSON, or, ``typed``, the
+    documents.Overdue Overdue.from_json reads of it."""
+    if typed:
+        return _documents.Overdue(stream, gid, seq, op, "", size, ranks, kind, peer, backend, t, detected,
+                                  round(detected - t, 3), True, None, None, None, "hard", TIMEOUT_S, None)
+    return {"stream": stream, "group": gid, "seq": seq, "op": op, "api": "", "size": size,
+            "group_ranks": list(ranks), "kind": kind, "peer": peer, "backend": backend,
+            "started_at": t, "detected_at": detected, "age_s": round(detected - t, 3),
+            "in_flight": True, "ended": None, "completed_at": None,
+            "resolved_after_s": None, "level": "hard", "deadline_s": TIMEOUT_S,
+            "held_until": None}
 
 
 def _in_batch(sim, r, stream, seq):
@@ -800,10 +843,11 @@ def skew_of(seed, world, spread=7200.0):
     return {r: rng.uniform(-spread, spread) for r in range(world)}
 
 
-def run_case(case, mode=None, skew=False, source="exact", healthy=True):
+def run_case(case, mode=None, skew=False, source="exact", healthy=True, typed=False):
     """(healthy Sim, faulty Sim, the faulty run's documents) of a case; ``mode`` defaults to mode_of(seed);
     ``source``: the source model of the documents (SOURCES); ``healthy``: False, no healthy run (None): it
-    checks the generator, not the verdict, and costs more than the faulty run, which ends at the hang."""
+    checks the generator, not the verdict, and costs more than the faulty run, which ends at the hang;
+    ``typed``: the documents as the verdict reads their JSON (``documents``)."""
     mode = mode or mode_of(case.seed)
     nccl_sizes = source == "nccl-sizes"
     source = "nccl" if nccl_sizes else source
@@ -824,7 +868,7 @@ def run_case(case, mode=None, skew=False, source="exact", healthy=True):
         # of any rank waits (the launcher waits for the stopped process: no hang of a collective)
     if faulty is not None and faulty.hung:
         docs = documents(faulty, mode, skew=skew_of(case.seed, case.program.world) if skew else None,
-                         source=source, period=period_of(case.seed))
+                         source=source, period=period_of(case.seed), typed=typed)
     return healthy, faulty, docs
 
 
@@ -869,9 +913,9 @@ def divergence(preps, other, stop):
     return out
 
 
-def healthy_docs(sim):
+def healthy_docs(sim, typed=False):
     """The documents of a run that ended (every rank done): states with nothing in flight."""
-    return documents(sim, "late")
+    return documents(sim, "late", typed=typed)
 
 
 def classify(case, culprits):

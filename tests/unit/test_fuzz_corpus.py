@@ -196,6 +196,39 @@ def test_the_runs_of_a_pair_are_the_runs_alone(shape, kind, two):
     assert shared > 0  # calls before a fault, run once
 
 
+def _alike(a, b):
+    """Equal, and of the same types all the way down (1 == 1.0, True == 1: not alike here)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_alike(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_alike(a[k], b[k]) for k in a)
+    return a == b
+
+
+@pytest.mark.parametrize("source", simulate.SOURCES)
+def test_the_typed_documents_are_what_the_verdict_reads_of_their_json(source):
+    """run.py hands the verdict the documents typed (simulate.documents(typed=True)): each rank's is the RankDoc
+    documents.RankDoc.from_json reads of its JSON, field for field, of every shape and stop, clocks skewed
+    or not, the healthy run's too."""
+    from c10d_observer import documents
+    n = 0
+    for i, (shape, kind) in enumerate([(None, None), ("ring", None), ("async", None), ("ops", None),
+                                       (None, "freeze"), (None, "freeze_in"), (None, "exit")] * 6):
+        case = programs.make_case(4000000 + i, shape=shape, kind=kind)
+        skew = i % 2 == 1
+        healthy, _, docs = simulate.run_case(case, skew=skew, source=source)
+        _, _, typed = simulate.run_case(case, skew=skew, source=source, typed=True)
+        for json_docs, typed_docs in ((docs or {}, typed or {}),
+                                      (simulate.healthy_docs(healthy), simulate.healthy_docs(healthy, typed=True))):
+            assert sorted(json_docs) == sorted(typed_docs), case.seed
+            for r, d in json_docs.items():
+                assert _alike(documents.RankDoc.from_json(d), typed_docs[r]), (case.seed, r)
+                n += 1
+    assert n > 500
+
+
 # Wrong culprits the fuzzer found, each fixed, kept as seeds (run.py's: programs.make_case, valid while the
 # generator is unchanged).  Six: ordering.py rule 2 trusts the pattern only where the calls at stake are the
 # pattern's calls there (the same op and size as one period before): the rank's call past the place (a barrier
