@@ -153,7 +153,7 @@ class Sim(object):
         calls_of = [p[0] for p in preps]
         batch_of = [p[3] for p in preps]
         pend, waits, done_end = self._pend, self._waits, self._done_end
-        pend_any = [any(any(b) for b in batch_of)]  # whether any rank posts calls (else settle never runs)
+        posts = any(any(b) for b in batch_of)  # whether any rank posts calls (else settle never runs)
 
         def op_done(m, key, end):
             """Op ``key`` of rank m's batch ended at ``end``: a rank still posting its batch waits for that end
@@ -316,23 +316,30 @@ class Sim(object):
             end = rec[2] + END_S
             if end > lp:
                 lp = end
-            gone = through.pop(key, ()) if through else ()
+            gone = through.pop(key, None) if through else None
             stream, seq = key
-            for m in members:
-                if m in gone:
-                    continue
-                completed_of[m][stream] = seq
-                if key in pend[m]:  # the other half was an op of a batch of m's
-                    op_done(m, key, end)
-                    continue
-                clock[m] = end
-                state[m] = "ready"
-                blocked[m] = None
-                push(m)
+            if gone is None and not posts:  # no member let through, no batch: the loop below without its tests
+                for m in members:
+                    completed_of[m][stream] = seq
+                    clock[m] = end
+                    state[m] = "ready"
+                    blocked[m] = None
+                    push(m)
+            else:
+                for m in members:
+                    if gone and m in gone:
+                        continue
+                    completed_of[m][stream] = seq
+                    if key in pend[m]:  # the other half was an op of a batch of m's
+                        op_done(m, key, end)
+                        continue
+                    clock[m] = end
+                    state[m] = "ready"
+                    blocked[m] = None
+                    push(m)
             del entered[key]
-            nxt = (stream, seq + 1)
-            if pend_any[0] and nxt in entered and any(nxt in pend[m] for m in members):  # posted after it, held
-                end = settle(nxt, None, end)
+            if posts and (stream, seq + 1) in entered and any((stream, seq + 1) in pend[m] for m in members):
+                end = settle((stream, seq + 1), None, end)  # posted after it, held
                 if end is not None and end > lp:
                     lp = end
         self.last_progress = lp
@@ -409,11 +416,11 @@ def _prepared(program, calls, r):
 
 def _prepare(groups, calls, r, program):
     """([(key: (stream, seq), op, size text, signature, members, nominal start, root, a broadcast's _tree)] per
-    call, [(stream, seq)]
-    per call, [(index, stream, its Sim.streams entry)] per p2p stream at the first call on it).  A rank issues
-    the calls of its slots again at every step: what a call's group, op, size, root and peer give is made
-    once per list (``made``)."""
-    out, pairs, firsts, seqs, made = [], [], [], {}, {}
+    call, [(stream, seq)] per call, [(index, stream, its Sim.streams entry)] per p2p stream at the first call on
+    it, batch flags per call).  A rank issues the calls of its slots again at every step: what a call's group,
+    op, size, root and peer give is made once per list (``made``), with its stream's count of calls so far
+    (a list: [stream, count, its Sim.streams entry for a p2p stream], one per stream)."""
+    out, pairs, firsts, made, counts = [], [], [], {}, {}
     add, pair = out.append, pairs.append
     for c in calls:
         what = c[:5]  # group, op, size, root, peer
@@ -423,8 +430,8 @@ def _prepare(groups, calls, r, program):
             if op in P2P_OPS:  # a batch's isend and irecv are the send and recv of their streams
                 sends = op == "send" or op == "isend"
                 src, dst = (r, peer) if sends else (peer, r)
-                got = (_streams.p2p_name(gid, src, dst), "send" if sends else "recv", size, ("p2p", size),
-                       (src, dst), (gid, "p2p", peer, src, dst), None)  # p2p_stream
+                stream, info = _streams.p2p_name(gid, src, dst), (gid, "p2p", peer, src, dst)  # p2p_stream
+                got = ("send" if sends else "recv", size, ("p2p", size), (src, dst), None)
             else:  # coll_stream: the group
                 if op in ASYNC_OPS:
                     op = op[1:]  # iall_reduce: an all_reduce with async_op=True
@@ -434,24 +441,32 @@ def _prepare(groups, calls, r, program):
                 tree = None
                 if root in members and op in TREES:
                     tree = TREES[op](members, root)
-                got = (gid, op, text, (op, text), members, None, tree)
-            made[what] = got
-        stream, op, text, sig, members, info, tree = got
-        seq = seqs.get(stream, 0) + 1
-        if seq == 1 and info is not None:
-            firsts.append((len(out), stream, info))
-        seqs[stream] = seq
-        key = (stream, seq)
+                stream, info = gid, None
+                got = (op, text, (op, text), members, tree)
+            count = counts.get(stream)
+            if count is None:
+                count = counts[stream] = [stream, 0, info]
+            got = made[what] = (count,) + got
+        count, op, text, sig, members, tree = got
+        seq = count[1] = count[1] + 1
+        if seq == 1 and count[2] is not None:
+            firsts.append((len(out), count[0], count[2]))
+        key = (count[0], seq)
         pair(key)
         add((key, op, text, sig, members, T0 + c[7], c[3], tree))
     # a batch (batch_isend_irecv): the consecutive isends and irecvs of one step's slot; 1 for each op of it
     # but its last, 2 for its last (the rank waits there for every op of it), 0 for a call of no batch
     batch = [0] * len(calls)
-    for i, c in enumerate(calls):
-        if c[1] in POSTED_OPS:
-            nxt = calls[i + 1] if i + 1 < len(calls) else None
-            batch[i] = 1 if nxt is not None and nxt[1] in POSTED_OPS and (nxt[5], nxt[6]) == (c[5], c[6]) else 2
+    if not _POSTED.isdisjoint(map(_op_of, calls)):  # (most lists post nothing: no pass over them)
+        for i, c in enumerate(calls):
+            if c[1] in POSTED_OPS:
+                nxt = calls[i + 1] if i + 1 < len(calls) else None
+                batch[i] = 1 if nxt is not None and nxt[1] in POSTED_OPS and (nxt[5], nxt[6]) == (c[5], c[6]) else 2
     return out, pairs, firsts, batch
+
+
+_POSTED = frozenset(POSTED_OPS)
+_op_of = operator.itemgetter(1)  # a Call's op
 
 
 _TREES = {}  # (members, root) -> {rank: [(m, the ranks m needs entered to go through)]}: gloo's broadcast tree
