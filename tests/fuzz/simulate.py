@@ -92,10 +92,10 @@ class Sim(object):
         self.last_progress = T0
         self.preps = None  # what the run needs of each rank's calls (_prepared), made at its start
         self.paused = False  # run(pause=...) stopped before a rank's call (``follow``)
-        for r in range(world):
-            for gid, g in program.groups.items():
-                if r in g.ranks:
-                    self.streams[r][coll_stream(gid)] = (gid, "collective", None, None, None)
+        for gid, g in program.groups.items():  # (each rank's in the order of the groups)
+            info = (gid, "collective", None, None, None)
+            for r in g.ranks:
+                self.streams[r][coll_stream(gid)] = info
 
     def _begin(self):
         """The run's per-rank preparation (``preps``) and the state of its loop beside the attributes: the stack
