@@ -102,6 +102,27 @@ def _ranks_of(cls):
     return load
 
 
+_SHAPES = {}  # a type -> (its field names, those and "extra", {name: default} in FIELDS' order): made once per type
+
+
+def _shape(cls):
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        names = frozenset(f.name for f in cls.FIELDS)
+        shape = _SHAPES[cls] = (names, names | {"extra"}, {f.name: f.default for f in cls.FIELDS})
+    return shape
+
+
+_set = object.__setattr__
+
+
+def _read_field(name):
+    """A property that reads field ``name`` of a value (``_Type.__init_subclass__``)."""
+    def read(self):
+        return self._values[name]
+    return property(read, doc="field %r" % name)
+
+
 class _Type(Record):
     """Immutable fields (records.Record), JSON in and out (module docstring)."""
 
@@ -109,15 +130,24 @@ class _Type(Record):
     __slots__ = ("_values", "extra", "_present")
 
     def __init__(self, **values):
-        known = {f.name for f in self.FIELDS}
-        unknown = set(values) - known - {"extra"}
-        if unknown:
-            raise TypeError("%s has no field %s" % (type(self).__name__, ", ".join(sorted(unknown))))
+        _, known, defaults = _shape(type(self))
+        if not known.issuperset(values):
+            raise TypeError("%s has no field %s" % (type(self).__name__, ", ".join(sorted(set(values) - known))))
         extra = values.pop("extra", None) or {}
-        object.__setattr__(self, "_values", {f.name: values[f.name] if f.name in values else f.default
-                                             for f in self.FIELDS})
-        object.__setattr__(self, "extra", dict(extra))
-        object.__setattr__(self, "_present", frozenset(values))
+        given = dict(defaults)  # every field, in FIELDS' order: its value where given, else its default
+        given.update(values)
+        _set(self, "_values", given)
+        _set(self, "extra", dict(extra))
+        _set(self, "_present", frozenset(values))
+
+    def __init_subclass__(cls, **kwargs):
+        """Each field a property of its type (unless the type has an attribute of that name: Verdict.exit_code
+        and .text stay theirs), found as any attribute is: a field read through ``__getattr__`` came after the
+        lookup had failed, its AttributeError raised and caught, at each read (thousands a verdict)."""
+        super().__init_subclass__(**kwargs)
+        for f in cls.FIELDS:
+            if not hasattr(cls, f.name):
+                setattr(cls, f.name, _read_field(f.name))
 
     def __getattr__(self, name):
         try:
@@ -154,12 +184,11 @@ class _Type(Record):
         """The value of fields given by name (a file's JSON, a draft's values): each through its field's
         ``load`` (an enum's string to the enum, a part's dict to its type); other names kept in ``extra``."""
         values = {}
-        names = set()
         for f in cls.FIELDS:
-            names.add(f.name)
             if f.name in d:
                 v = d[f.name]
                 values[f.name] = f.load(v) if f.load is not None and v is not None else v
+        names = _shape(cls)[0]
         extra = {k: v for k, v in d.items() if k not in names}
         return cls(extra=extra, **values)
 
@@ -193,33 +222,40 @@ class Draft(object):
     type's fields that the value keeps in ``extra``.  Values are kept as the JSON would give them back (a
     tuple as a list, a set as a sorted list), so a verdict built here equals one read from its file."""
 
-    __slots__ = ("_type", "_names", "_values")
+    # the fields set are the draft's __dict__: a set field reads as a plain attribute (the analysis reads
+    # thousands a verdict), ``__getattr__`` runs for the others only
+    __slots__ = ("_type", "_names", "__dict__")
 
     def __init__(self, type_, also=(), **values):
-        object.__setattr__(self, "_type", type_)
-        object.__setattr__(self, "_names", frozenset(f.name for f in type_.FIELDS) | frozenset(also))
-        object.__setattr__(self, "_values", {})
+        names = _shape(type_)[0]
+        _set(self, "_type", type_)
+        _set(self, "_names", names | frozenset(also) if also else names)
         for k, v in values.items():
             setattr(self, k, v)
 
     def __getattr__(self, name):
         if name.startswith("_") or name not in self._names:
             raise AttributeError("a draft %s has no field %r" % (self._type.__name__, name))
-        return self._values.get(name)
+        return None  # a field not set
 
     def __setattr__(self, name, value):
         if name not in self._names:
             raise AttributeError("a draft %s has no field %r" % (self._type.__name__, name))
-        self._values[name] = value
+        self.__dict__[name] = value
 
     def has(self, name):
-        return name in self._values
+        return name in self.__dict__
 
     def build(self):
-        return self._type._loaded({k: _built(v) for k, v in self._values.items()})
+        return self._type._loaded({k: _built(v) for k, v in self.__dict__.items()})
+
+
+_PLAIN = frozenset([str, int, float, bool, type(None)])  # values _built keeps as they are (most of a draft's)
 
 
 def _built(v):
+    if type(v) in _PLAIN:
+        return v
     if isinstance(v, Draft):
         return v.build()
     if isinstance(v, dict):

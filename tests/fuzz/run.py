@@ -9,7 +9,9 @@ Each case is classified by the verdict's ``culprit_ranks`` against the culprit t
 programs.undecidable), partial (some of the expected, none else) or WRONG (a rank outside the expected set:
 never acceptable).  ``--two``: two faults on two ranks (programs.make_case2); "mimic" counts a rank outside
 the two named where both did the same to the same call (the documents of one fault on the call's other rank).  Every program is also run without its fault: it must end with every rank done, and its
-documents must give no verdict.  Python 3.8.
+documents must give no verdict.  The verdict is handed each document typed, as it reads the JSON the watchdog
+writes (simulate.documents(typed=True): the RankDoc that documents.RankDoc.from_json makes of it, a test holds
+them equal), not the JSON itself: a case read each JSON only to analyze it.  Python 3.8.
 """
 import argparse
 import collections
@@ -61,7 +63,7 @@ def healthy_check(sim):
         return "the healthy program hangs: %s" % ", ".join(
             "rank %d %s%s" % (r, s, " in %s #%d" % sim.blocked[r] if sim.blocked[r] else "")
             for r, s in enumerate(sim.state) if s != "done")
-    v = _verdict.analyze(simulate.healthy_docs(sim))
+    v = _verdict.analyze(simulate.healthy_docs(sim, typed=True))
     if v.hangs or v.culprit_ranks:
         return "the healthy program's documents give a verdict: %s" % v.summary
     return ""
@@ -70,7 +72,8 @@ def healthy_check(sim):
 def judge(seed, check_healthy=True, skew=False, two=False, source="exact", shape=None, kind=None):
     case = programs.make_case2(seed, shape=shape) if two else programs.make_case(seed, shape=shape, kind=kind)
     mode = simulate.mode_of(seed)
-    healthy, faulty, docs = simulate.run_case(case, mode, skew=skew, source=source, healthy=check_healthy)
+    healthy, faulty, docs = simulate.run_case(case, mode, skew=skew, source=source, healthy=check_healthy,
+                                              typed=True)  # the documents as the verdict reads their JSON
     why = healthy_check(healthy) if healthy is not None else ""
     if case.fault is None:
         return Result(case, mode, None, [], "", not why, why, False, None)

@@ -21,12 +21,13 @@ The model (gloo, synchronous calls):
   its document: its helper thread's beat is older than ``FROZEN_AFTER_S`` (frozen), and no stacks come.
 Ranks run until none can progress: that is the hang (or, every rank done, no hang).
 
-``documents(sim)`` renders each rank as its watchdog writes it at the gather (documents.RankDoc's JSON): a
-state (kind "state") per rank alive, the end (kind "end", ``alive`` false) of a dead rank, the end of a rank
-that finished (``alive`` true), with per stream last_started / last_completed, the call in flight and the
-last 32 calls (``recent_ops``), and ``overdue`` entries (level hard) for calls in flight past the timeout, as
-one of three source models (``SOURCES``: the exact sources, torch's gloo recorder, torch's NCCL recorder with
-each rank's Python ahead of its GPU).  Pure Python, no torch.  Python 3.8.
+``documents(sim)`` renders each rank as its watchdog writes it at the gather (documents.RankDoc's JSON, or,
+``typed``, the RankDoc the verdict reads of it): a state (kind "state") per rank alive, the end (kind "end",
+``alive`` false) of a dead rank, the end of a rank that finished (``alive`` true), with per stream
+last_started / last_completed, the call in flight and the last 32 calls (``recent_ops``), and ``overdue``
+entries (level hard) for calls in flight past the timeout, as one of three source models (``SOURCES``: the
+exact sources, torch's gloo recorder, torch's NCCL recorder with each rank's Python ahead of its GPU).  Pure
+Python, no torch.  Python 3.8.
 """
 import bisect
 import math
@@ -83,36 +84,76 @@ class Sim(object):
         self.completed = [dict() for _ in range(world)]
         self.hist = [dict() for _ in range(world)]
         self.streams = [dict() for _ in range(world)]  # stream -> (gid, kind, peer, src, dst)
-        self.entered = {}  # (stream, seq) -> {rank: (signature, started_at)}
+        self.entered = {}  # (stream, seq) -> [the first member's signature, whether every member's is the
+        # same, the latest entry, {rank: started_at}, members] (run)
         self.through = {}  # (stream, seq) -> ranks a broadcast let through before every member entered it
         self.held = set()  # (stream, seq) of the calls a rank froze in: they never complete
         self.frozen_at = {}  # rank -> when it froze
         self.last_progress = T0
-        for r in range(world):
-            for gid, g in program.groups.items():
-                if r in g.ranks:
-                    self.streams[r][coll_stream(gid)] = (gid, "collective", None, None, None)
+        self.preps = None  # what the run needs of each rank's calls (_prepared), made at its start
+        self.paused = False  # run(pause=...) stopped before a rank's call (``follow``)
+        for gid, g in program.groups.items():  # (each rank's in the order of the groups)
+            info = (gid, "collective", None, None, None)
+            for r in g.ranks:
+                self.streams[r][coll_stream(gid)] = info
+
+    def _begin(self):
+        """The run's per-rank preparation (``preps``) and the state of its loop beside the attributes: the stack
+        of the ranks ready, each rank's ops of its batch still in flight (``_pend``), whether it posted every
+        op of its batch and waits for them (``_waits``), the latest end of its batch's ops that completed while
+        it still posted (``_done_end``), and {(stream, seq): {rank: its signature}}, the members whose
+        signature is not the first one's (``_odd``): kept on the Sim so that a run paused before a call can go
+        on (``run``), or another run from where it paused (``follow``)."""
+        world = self.program.world
+        self.preps = [_prepared(self.program, self.calls[r], r) for r in range(world)]
+        self._ready = list(range(world))
+        self._pend = [set() for _ in range(world)]
+        self._waits = [False] * world
+        self._done_end = [0.0] * world
+        self._odd = {}
+
+    def follow(self, run):
+        """This run (begun: ``_begin``, not run yet) from the state of ``run``, paused (``run(pause=...)``)
+        before any rank issued a call where this run's calls or stops differ from its: up to there the two
+        runs are one, step for step (the same calls, prepared alike, taken in the same order), so this one
+        goes on from a copy of that one's state rather than from the first call (``run_pair``)."""
+        assert run.paused and self.preps is not None and self.program is run.program
+        self.ptr, self.clock, self.state, self.blocked = list(run.ptr), list(run.clock), list(run.state), list(
+            run.blocked)
+        self.completed = [dict(d) for d in run.completed]
+        self.hist = [{stream: list(h) for stream, h in d.items()} for d in run.hist]
+        self.entered = {key: [rec[0], rec[1], rec[2], dict(rec[3]), rec[4]] for key, rec in run.entered.items()}
+        self.through = {key: set(ranks) for key, ranks in run.through.items()}
+        self.held, self.frozen_at, self.last_progress = set(run.held), dict(run.frozen_at), run.last_progress
+        self._ready = list(run._ready)
+        self._pend = [set(p) for p in run._pend]
+        self._waits, self._done_end = list(run._waits), list(run._done_end)
+        self._odd = {key: dict(sigs) for key, sigs in run._odd.items()}
+        return self
 
     # -- the run ----------------------------------------------------------------------------------------------
-    def run(self):
+    def run(self, pause=None):
         """The ranks run in one order, always (a stack of the ranks ready: the last set free goes first), one
         call at a time: rank r issues its next call (or stops); a call that completes sets its members free.
         The order matters (a broadcast lets ranks through before a rank froze in it): what was ``_advance``,
-        inlined, its per-call work (stream, signature, members) done once per call list (``_prepared``)."""
+        inlined, its per-call work (stream, signature, members) done once per call list (``_prepared``).
+        ``pause``: {rank: index}: stop before the first of those calls a rank comes to (``paused``: it was put
+        back on the stack, as it was), to go on with ``run()``, and for another run to ``follow`` (a run
+        without stops only)."""
         world = self.program.world
-        ready = list(range(world))
+        if self.preps is None:
+            self._begin()
+        self.paused = False
+        ready = self._ready
         pop, push = ready.pop, ready.append
         ptr, clock, state, blocked = self.ptr, self.clock, self.state, self.blocked
         started_of, completed_of, hist_of, streams_of = self.started, self.completed, self.hist, self.streams
         entered, through, held, frozen_at = self.entered, self.through, self.held, self.frozen_at
-        preps = [_prepared(self.program, self.calls[r], r) for r in range(world)]
-        self.preps = preps
+        preps = self.preps
         calls_of = [p[0] for p in preps]
         batch_of = [p[3] for p in preps]
-        pend = [set() for _ in range(world)]  # a rank's ops of its batch still in flight
-        waits = [False] * world  # it posted every op of its batch and waits for them
-        done_end = [0.0] * world  # the latest end of its batch's ops that completed while it still posted
-        pend_any = [any(any(b) for b in batch_of)]  # whether any rank posts calls (else settle never runs)
+        pend, waits, done_end = self._pend, self._waits, self._done_end
+        posts = any(any(b) for b in batch_of)  # whether any rank posts calls (else settle never runs)
 
         def op_done(m, key, end):
             """Op ``key`` of rank m's batch ended at ``end``: a rank still posting its batch waits for that end
@@ -161,10 +202,14 @@ class Sim(object):
                 latest = after = end
                 seq += 1
                 key = (stream, seq)
-        odd = {}  # (stream, seq) -> {rank: its signature}, the members whose signature is not the first one's
+        odd = self._odd
         nccl_sizes = self.nccl_sizes
         stops = self.stop
         stop_at = [stops[r][0] if r in stops else -1 for r in range(world)]
+        if pause:
+            assert not stops
+            for r, i in pause.items():
+                stop_at[r] = i
         lp = self.last_progress
         gaps = self.gaps
         while ready:
@@ -172,7 +217,11 @@ class Sim(object):
             i = ptr[r]
             prep = calls_of[r]
             when = clock[r]
-            if i == stop_at[r] and stops[r][1] != "frozen_in":
+            if i == stop_at[r] and (pause or stops[r][1] != "frozen_in"):
+                if pause:  # before the call: the rank back on the stack, the run as it was
+                    push(r)
+                    self.last_progress, self.paused = lp, True
+                    return self
                 kind = stops[r][1]
                 t = max(T0 + self.calls[r][i].at, when + EPS) if i < len(prep) else when + EPS  # (after its last)
                 state[r], clock[r] = kind, t
@@ -267,23 +316,30 @@ class Sim(object):
             end = rec[2] + END_S
             if end > lp:
                 lp = end
-            gone = through.pop(key, ()) if through else ()
+            gone = through.pop(key, None) if through else None
             stream, seq = key
-            for m in members:
-                if m in gone:
-                    continue
-                completed_of[m][stream] = seq
-                if key in pend[m]:  # the other half was an op of a batch of m's
-                    op_done(m, key, end)
-                    continue
-                clock[m] = end
-                state[m] = "ready"
-                blocked[m] = None
-                push(m)
+            if gone is None and not posts:  # no member let through, no batch: the loop below without its tests
+                for m in members:
+                    completed_of[m][stream] = seq
+                    clock[m] = end
+                    state[m] = "ready"
+                    blocked[m] = None
+                    push(m)
+            else:
+                for m in members:
+                    if gone and m in gone:
+                        continue
+                    completed_of[m][stream] = seq
+                    if key in pend[m]:  # the other half was an op of a batch of m's
+                        op_done(m, key, end)
+                        continue
+                    clock[m] = end
+                    state[m] = "ready"
+                    blocked[m] = None
+                    push(m)
             del entered[key]
-            nxt = (stream, seq + 1)
-            if pend_any[0] and nxt in entered and any(nxt in pend[m] for m in members):  # posted after it, held
-                end = settle(nxt, None, end)
+            if posts and (stream, seq + 1) in entered and any((stream, seq + 1) in pend[m] for m in members):
+                end = settle((stream, seq + 1), None, end)  # posted after it, held
                 if end is not None and end > lp:
                     lp = end
         self.last_progress = lp
@@ -360,11 +416,11 @@ def _prepared(program, calls, r):
 
 def _prepare(groups, calls, r, program):
     """([(key: (stream, seq), op, size text, signature, members, nominal start, root, a broadcast's _tree)] per
-    call, [(stream, seq)]
-    per call, [(index, stream, its Sim.streams entry)] per p2p stream at the first call on it).  A rank issues
-    the calls of its slots again at every step: what a call's group, op, size, root and peer give is made
-    once per list (``made``)."""
-    out, pairs, firsts, seqs, made = [], [], [], {}, {}
+    call, [(stream, seq)] per call, [(index, stream, its Sim.streams entry)] per p2p stream at the first call on
+    it, batch flags per call).  A rank issues the calls of its slots again at every step: what a call's group,
+    op, size, root and peer give is made once per list (``made``), with its stream's count of calls so far
+    (a list: [stream, count, its Sim.streams entry for a p2p stream], one per stream)."""
+    out, pairs, firsts, made, counts = [], [], [], {}, {}
     add, pair = out.append, pairs.append
     for c in calls:
         what = c[:5]  # group, op, size, root, peer
@@ -374,8 +430,8 @@ def _prepare(groups, calls, r, program):
             if op in P2P_OPS:  # a batch's isend and irecv are the send and recv of their streams
                 sends = op == "send" or op == "isend"
                 src, dst = (r, peer) if sends else (peer, r)
-                got = (_streams.p2p_name(gid, src, dst), "send" if sends else "recv", size, ("p2p", size),
-                       (src, dst), (gid, "p2p", peer, src, dst), None)  # p2p_stream
+                stream, info = _streams.p2p_name(gid, src, dst), (gid, "p2p", peer, src, dst)  # p2p_stream
+                got = ("send" if sends else "recv", size, ("p2p", size), (src, dst), None)
             else:  # coll_stream: the group
                 if op in ASYNC_OPS:
                     op = op[1:]  # iall_reduce: an all_reduce with async_op=True
@@ -385,24 +441,32 @@ def _prepare(groups, calls, r, program):
                 tree = None
                 if root in members and op in TREES:
                     tree = TREES[op](members, root)
-                got = (gid, op, text, (op, text), members, None, tree)
-            made[what] = got
-        stream, op, text, sig, members, info, tree = got
-        seq = seqs.get(stream, 0) + 1
-        if seq == 1 and info is not None:
-            firsts.append((len(out), stream, info))
-        seqs[stream] = seq
-        key = (stream, seq)
+                stream, info = gid, None
+                got = (op, text, (op, text), members, tree)
+            count = counts.get(stream)
+            if count is None:
+                count = counts[stream] = [stream, 0, info]
+            got = made[what] = (count,) + got
+        count, op, text, sig, members, tree = got
+        seq = count[1] = count[1] + 1
+        if seq == 1 and count[2] is not None:
+            firsts.append((len(out), count[0], count[2]))
+        key = (count[0], seq)
         pair(key)
         add((key, op, text, sig, members, T0 + c[7], c[3], tree))
     # a batch (batch_isend_irecv): the consecutive isends and irecvs of one step's slot; 1 for each op of it
     # but its last, 2 for its last (the rank waits there for every op of it), 0 for a call of no batch
     batch = [0] * len(calls)
-    for i, c in enumerate(calls):
-        if c[1] in POSTED_OPS:
-            nxt = calls[i + 1] if i + 1 < len(calls) else None
-            batch[i] = 1 if nxt is not None and nxt[1] in POSTED_OPS and (nxt[5], nxt[6]) == (c[5], c[6]) else 2
+    if not _POSTED.isdisjoint(map(_op_of, calls)):  # (most lists post nothing: no pass over them)
+        for i, c in enumerate(calls):
+            if c[1] in POSTED_OPS:
+                nxt = calls[i + 1] if i + 1 < len(calls) else None
+                batch[i] = 1 if nxt is not None and nxt[1] in POSTED_OPS and (nxt[5], nxt[6]) == (c[5], c[6]) else 2
     return out, pairs, firsts, batch
+
+
+_POSTED = frozenset(POSTED_OPS)
+_op_of = operator.itemgetter(1)  # a Call's op
 
 
 _TREES = {}  # (members, root) -> {rank: [(m, the ranks m needs entered to go through)]}: gloo's broadcast tree
@@ -615,10 +679,13 @@ def _polled(t):
     return math.ceil(round(t / SOURCE_POLL_S, 9)) * SOURCE_POLL_S
 
 
-def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=None):
+def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=None, typed=False):
     """{rank: the JSON of its document at hang time}, as the watchdogs would write them.  ``skew``: {rank: seconds
     its clock is ahead} (ranks on other nodes: the verdict never compares two ranks' clocks).  ``source``: one
-    of SOURCES; ``period``: the recorder's batch period (s)."""
+    of SOURCES; ``period``: the recorder's batch period (s).  ``typed``: each as the verdict reads that JSON
+    (documents.RankDoc.from_json's RankDoc, equal to it: test_fuzz_corpus checks it), made from the same
+    values without the JSON between: the fuzzer's cases (run.py) read each JSON once only to analyze it, and
+    that read was a third of the verdict's time (seed 7)."""
     p = sim.program
     backend = "nccl" if source == "nccl" else "gloo"
     now = seen_at(sim, mode)
@@ -663,37 +730,76 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
                 hist = [h if h[3] <= named else (h[0], "unknown", None, _polled(h[3])) for h in hist]
             if off:  # (t + 0.0 is t: no copy without a skew)
                 hist = [(q, op, size, t + off) for q, op, size, t in hist]
-            d = {"stream": stream, "group": gid, "kind": skind, "ranks": list(g.ranks), "backend": backend,
-                 "peer": peer, "src": src, "dst": dst, "torch_timeout_s": 1800.0, "last_started": started,
-                 "last_completed": completed, "ring_overflow": 0,
-                 "recent_ops": list(map(list, hist)), "in_flight_seq": None}
+            fly = None
             if started > completed:
                 seq, op, size, t = next(h for h in hist if h[0] == completed + 1) if hist[0][0] <= completed + 1 \
                     else hist[0]
                 api = "batch_isend_irecv" if skind == "p2p" and _in_batch(sim, r, stream, seq) else \
                     _api_of(sim, r, stream, seq) if skind == "collective" else ""
-                d.update(in_flight_seq=seq, in_flight_op=op, in_flight_api=api, in_flight_size=size,
-                         in_flight_since=t)
+                fly = (seq, op, size, t, api)
                 detected = t + TIMEOUT_S + POLL_S
                 if alive and detected <= written + off:
-                    overdue.append({"stream": stream, "group": gid, "seq": seq, "op": op, "api": "", "size": size,
-                                    "group_ranks": list(g.ranks), "kind": skind, "peer": peer, "backend": backend,
-                                    "started_at": t, "detected_at": detected, "age_s": round(detected - t, 3),
-                                    "in_flight": True, "ended": None, "completed_at": None,
-                                    "resolved_after_s": None, "level": "hard", "deadline_s": TIMEOUT_S,
-                                    "held_until": None})
-            groups.append(d)
+                    overdue.append(_overdue(typed, stream, gid, seq, op, size, g.ranks, skind, peer, backend, t,
+                                            detected))
+            groups.append(_position(typed, stream, gid, skind, g.ranks, backend, peer, src, dst, started, completed,
+                                    hist, fly))
+        config = {"timeout": TIMEOUT_S, "source": "patch" if source == "exact" else "flight_recorder"}
+        thread = text = None
+        if stacks and alive and kind == "state" and st != "frozen":  # a frozen rank writes no stacks
+            thread, text = MAIN_THREAD, _stacks(_frames(sim, r, waits), MAIN_THREAD)
+        if typed:  # RankDoc.from_json's reading of the JSON below, field for field
+            out[r] = _documents.RankDoc(
+                kind=kind, rank=r, world_size=p.world, host="sim", pid=1000 + r, job_id="fuzz",
+                written_at=written + off, watchdog_started_at=T0 - 2.0 + off, alive=alive, exit_reason=why,
+                frozen=beat_age > FROZEN_AFTER_S and alive, heartbeat_age_s=round(beat_age, 3), main_thread=thread,
+                stacks_text=text, gather_id="fuzz-gather", groups=tuple(groups), overdue=tuple(overdue),
+                config=config, extra={})
+            continue
         doc = {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": kind, "rank": r,
                "world_size": p.world, "host": "sim", "pid": 1000 + r, "job_id": "fuzz",
                "written_at": written + off, "watchdog_started_at": T0 - 2.0 + off, "alive": alive,
                "exit_reason": why, "frozen": beat_age > FROZEN_AFTER_S, "heartbeat_age_s": round(beat_age, 3),
-               "config": {"timeout": TIMEOUT_S, "source": "patch" if source == "exact" else "flight_recorder"},
-               "groups": groups, "overdue": overdue, "gather_id": "fuzz-gather"}
-        if stacks and alive and kind == "state" and st != "frozen":  # a frozen rank writes no stacks
-            doc["main_thread"] = MAIN_THREAD
-            doc["stacks_text"] = _stacks(_frames(sim, r, waits), MAIN_THREAD)
+               "config": config, "groups": groups, "overdue": overdue, "gather_id": "fuzz-gather"}
+        if thread is not None:
+            doc["main_thread"] = thread
+            doc["stacks_text"] = text
         out[r] = doc
     return out
+
+
+_new = tuple.__new__  # a namedtuple built from its fields' tuple, without its __new__'s call (thousands a case)
+
+
+def _position(typed, stream, gid, kind, ranks, backend, peer, src, dst, started, completed, hist, fly):
+    """One stream of a rank's document: its JSON (``groups``' entry), or, ``typed``, the documents.Position
+    Position.from_json reads of it; ``fly``: (seq, op, size, started_at, api) of the call in flight, or None."""
+    if typed:
+        return _new(_documents.Position, (
+            stream, gid, kind, ranks, backend, peer, src, dst, 1800.0, started, completed,
+            _new(_documents.Call, fly) if fly is not None else None,
+            tuple([_new(_documents.Call, (q, op, size, t, "")) for q, op, size, t in hist]), 0, None, None))
+    d = {"stream": stream, "group": gid, "kind": kind, "ranks": list(ranks), "backend": backend,
+         "peer": peer, "src": src, "dst": dst, "torch_timeout_s": 1800.0, "last_started": started,
+         "last_completed": completed, "ring_overflow": 0,
+         "recent_ops": list(map(list, hist)), "in_flight_seq": None}
+    if fly is not None:
+        seq, op, size, t, api = fly
+        d.update(in_flight_seq=seq, in_flight_op=op, in_flight_api=api, in_flight_size=size, in_flight_since=t)
+    return d
+
+
+def _overdue(typed, stream, gid, seq, op, size, ranks, kind, peer, backend, t, detected):
+    """An ``overdue`` entry (level hard, the call in flight past the timeout): its JSON, or, ``typed``, the
+    documents.Overdue Overdue.from_json reads of it."""
+    if typed:
+        return _documents.Overdue(stream, gid, seq, op, "", size, ranks, kind, peer, backend, t, detected,
+                                  round(detected - t, 3), True, None, None, None, "hard", TIMEOUT_S, None)
+    return {"stream": stream, "group": gid, "seq": seq, "op": op, "api": "", "size": size,
+            "group_ranks": list(ranks), "kind": kind, "peer": peer, "backend": backend,
+            "started_at": t, "detected_at": detected, "age_s": round(detected - t, 3),
+            "in_flight": True, "ended": None, "completed_at": None,
+            "resolved_after_s": None, "level": "hard", "deadline_s": TIMEOUT_S,
+            "held_until": None}
 
 
 def _in_batch(sim, r, stream, seq):
@@ -752,33 +858,79 @@ def skew_of(seed, world, spread=7200.0):
     return {r: rng.uniform(-spread, spread) for r in range(world)}
 
 
-def run_case(case, mode=None, skew=False, source="exact", healthy=True):
+def run_case(case, mode=None, skew=False, source="exact", healthy=True, typed=False):
     """(healthy Sim, faulty Sim, the faulty run's documents) of a case; ``mode`` defaults to mode_of(seed);
     ``source``: the source model of the documents (SOURCES); ``healthy``: False, no healthy run (None): it
-    checks the generator, not the verdict, and costs more than the faulty run, which ends at the hang."""
+    checks the generator, not the verdict, and costs more than the faulty run, which ends at the hang;
+    ``typed``: the documents as the verdict reads their JSON (``documents``)."""
     mode = mode or mode_of(case.seed)
     nccl_sizes = source == "nccl-sizes"
     source = "nccl" if nccl_sizes else source
-    healthy = Sim(case.program, case.program.calls).run() if healthy or case.fault is None else None
     stop = case.stop
     if source == "nccl" and stop and any(kind == "frozen_in" for _, kind in stop.values()):
         # a process stopped inside a call it enqueued: its kernel runs on (NCCL's call is the GPU's), and its
         # Python stands before its next call, its document as _kernels_ran_on reads it
         stop = {r: (i + 1, "frozen") if kind == "frozen_in" else (i, kind) for r, (i, kind) in stop.items()}
-    faulty = Sim(case.program, case.calls, stop, nccl_sizes=nccl_sizes).run() if case.fault is not None else None
+    if case.fault is None:
+        healthy, faulty = Sim(case.program, case.program.calls).run(), None
+    elif healthy:
+        healthy, faulty = run_pair(case.program, case.calls, stop, nccl_sizes=nccl_sizes)
+    else:
+        healthy, faulty = None, Sim(case.program, case.calls, stop, nccl_sizes=nccl_sizes).run()
     docs = None
     if stop is not case.stop and faulty is not None and not any(st == "blocked" for st in faulty.state):
         faulty.state = ["done" if st == "frozen" else st for st in faulty.state]  # its last kernel ran: no call
         # of any rank waits (the launcher waits for the stopped process: no hang of a collective)
     if faulty is not None and faulty.hung:
         docs = documents(faulty, mode, skew=skew_of(case.seed, case.program.world) if skew else None,
-                         source=source, period=period_of(case.seed))
+                         source=source, period=period_of(case.seed), typed=typed)
     return healthy, faulty, docs
 
 
-def healthy_docs(sim):
+def run_pair(program, calls, stop, nccl_sizes=False):
+    """(the healthy run, the faulty run) of a program and its faulty ``calls`` and ``stop``, each as its own
+    ``Sim(...).run()`` gives it, the calls both runs share run once: the healthy run pauses before the first call
+    at which the faulty run would go another way (``divergence``), the faulty run goes on from a copy of its
+    state (``Sim.follow``), and the healthy run goes on to its end.  A fault at step s leaves the steps before it alike:
+    the faulty run's own work is what comes after it (the faulty run is some 40 % of a healthy one: seed 7).
+    With ``nccl_sizes`` (a desync the faulty run finishes another way, wherever it comes) each runs alone."""
+    healthy = Sim(program, program.calls)
+    faulty = Sim(program, calls, stop, nccl_sizes=nccl_sizes)
+    if nccl_sizes:
+        return healthy.run(), faulty.run()
+    healthy._begin()
+    faulty._begin()
+    at = divergence(healthy.preps, faulty.preps, faulty.stop)
+    if at:
+        healthy.run(pause=at)
+        if healthy.paused:
+            faulty.follow(healthy)
+    return healthy.run(), faulty.run()
+
+
+def divergence(preps, other, stop):
+    """{rank: the index of its first call at which a run of ``other`` (_prepared's, per rank) and ``stop`` goes
+    another way than a run of ``preps`` without stops}: where the prepared calls (stream, seq, op, size,
+    members, start, tree) or batch flags differ, one list ends before the other, or the rank stops; ranks
+    whose calls are the same (the same prepared lists: _prepared made them once) are left out."""
+    out = {}
+    for r, (mine, theirs) in enumerate(zip(preps, other)):
+        if mine is not theirs:
+            a, b, flags_a, flags_b = mine[0], theirs[0], mine[3], theirs[3]
+            n = min(len(a), len(b))
+            i = 0
+            while i < n and a[i] == b[i] and flags_a[i] == flags_b[i]:
+                i += 1
+            if i < n or len(a) != len(b):
+                out[r] = i
+        if r in stop:
+            out[r] = min(out.get(r, stop[r][0]), stop[r][0])
+    return out
+
+
+def healthy_docs(sim, typed=False):
     """The documents of a run that ended (every rank done): states with nothing in flight."""
-    return documents(sim, "late")
+    return documents(sim, "late", typed=typed)
 
 
 def classify(case, culprits):

@@ -170,6 +170,65 @@ def test_the_documents_are_what_the_watchdogs_write():
         assert all(e.level == "hard" and e.age_s >= simulate.TIMEOUT_S for e in d.overdue)
 
 
+def _run_state(sim):
+    return (sim.ptr, sim.clock, sim.state, sim.blocked, sim.started, sim.completed, sim.hist, sim.streams,
+            sim.entered, sim.through, sim.held, sim.frozen_at, sim.last_progress)
+
+
+@pytest.mark.parametrize("shape,kind,two", [(None, None, False), ("ring", None, False), ("async", None, False),
+                                            ("ops", None, False), (None, "swap", False), (None, "freeze", False),
+                                            (None, "freeze_in", False), (None, None, True)])
+def test_the_runs_of_a_pair_are_the_runs_alone(shape, kind, two):
+    """simulate.run_pair runs the calls a case's healthy and faulty runs share once, the faulty run going on from
+    where the healthy one paused: each run ends as its own Sim(...).run() ends, to every clock and call."""
+    shared = 0
+    for i in range(60):
+        seed = 3000000 + i
+        case = programs.make_case2(seed, shape=shape) if two else programs.make_case(seed, shape=shape, kind=kind)
+        if case.fault is None:
+            continue
+        alone = (simulate.Sim(case.program, case.program.calls).run(),
+                 simulate.Sim(case.program, case.calls, case.stop).run())
+        healthy, faulty = simulate.run_pair(case.program, case.calls, case.stop)
+        assert _run_state(healthy) == _run_state(alone[0]), seed
+        assert _run_state(faulty) == _run_state(alone[1]), seed
+        shared += sum(simulate.divergence(healthy.preps, faulty.preps, faulty.stop).values())
+    assert shared > 0  # calls before a fault, run once
+
+
+def _alike(a, b):
+    """Equal, and of the same types all the way down (1 == 1.0, True == 1: not alike here)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_alike(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_alike(a[k], b[k]) for k in a)
+    return a == b
+
+
+@pytest.mark.parametrize("source", simulate.SOURCES)
+def test_the_typed_documents_are_what_the_verdict_reads_of_their_json(source):
+    """run.py hands the verdict the documents typed (simulate.documents(typed=True)): each rank's is the RankDoc
+    documents.RankDoc.from_json reads of its JSON, field for field, of every shape and stop, clocks skewed
+    or not, the healthy run's too."""
+    from c10d_observer import documents
+    n = 0
+    for i, (shape, kind) in enumerate([(None, None), ("ring", None), ("async", None), ("ops", None),
+                                       (None, "freeze"), (None, "freeze_in"), (None, "exit")] * 6):
+        case = programs.make_case(4000000 + i, shape=shape, kind=kind)
+        skew = i % 2 == 1
+        healthy, _, docs = simulate.run_case(case, skew=skew, source=source)
+        _, _, typed = simulate.run_case(case, skew=skew, source=source, typed=True)
+        for json_docs, typed_docs in ((docs or {}, typed or {}),
+                                      (simulate.healthy_docs(healthy), simulate.healthy_docs(healthy, typed=True))):
+            assert sorted(json_docs) == sorted(typed_docs), case.seed
+            for r, d in json_docs.items():
+                assert _alike(documents.RankDoc.from_json(d), typed_docs[r]), (case.seed, r)
+                n += 1
+    assert n > 500
+
+
 # Wrong culprits the fuzzer found, each fixed, kept as seeds (run.py's: programs.make_case, valid while the
 # generator is unchanged).  Six: ordering.py rule 2 trusts the pattern only where the calls at stake are the
 # pattern's calls there (the same op and size as one period before): the rank's call past the place (a barrier
