@@ -253,6 +253,39 @@ def test_a_call_the_pattern_does_not_put_there_never_makes_the_rank_that_issued_
     assert not set(v.culprit_ranks) - case.expected, v.summary
 
 
+# Found by the first 100,000-case runs of seed 7 (2026-12-01), wrong under every source model, each from a rule
+# older than the run: 7059038, a subset of two whose partner skipped a second broadcast run every seven steps,
+# at its first run, named the rank that issued it by the pattern of one broadcast a step
+# (ordering._twin_of_a_sparse_call); 7092466, an exchange's link of a chain's link's size, waiting in the world's
+# first all_reduce, counted as putting the chain's link after it (ordering._like_order: no call of the world
+# before showed where either slot goes).
+FOUND_AT_100K = (7059038, 7092466)
+
+
+@pytest.mark.parametrize("source", simulate.SOURCES)
+@pytest.mark.parametrize("seed", FOUND_AT_100K)
+def test_a_twin_of_a_sparse_call_or_a_link_of_another_slot_never_names_the_rank_that_kept_the_program(seed, source):
+    case = programs.make_case(seed)
+    _, _, docs = simulate.run_case(case, simulate.mode_of(seed), source=source, healthy=False)
+    from c10d_observer import verdict
+    v = verdict.analyze(docs)
+    assert not set(v.culprit_ranks) - case.expected, v.summary
+
+
+@pytest.mark.parametrize("seed", [7059038, 7001350])
+def test_a_pattern_and_one_witness_under_test_on_a_group_of_two_name_nobody(seed):
+    """ordering._twin_of_a_sparse_call: a rank of a group of two that no group is like issued its next call on
+    it where the pattern of earlier steps and its partner (itself stuck in the other call) put the other
+    group's call; the program with one more call on the group there, run every few steps and first run now,
+    which the partner left out, leaves the same documents.  7059038 is that program (its rank 1 skipped the
+    every-seven broadcast at its first run: rank 8 was named); 7001350 its twin (rank 1 skipped the world's
+    all_reduce of a 2-rank job: named before, by the same bet)."""
+    case = programs.make_case(seed)
+    _, _, v = _judge(case)
+    assert v.culprit_ranks == [], v.summary
+    assert any("cycle of stuck calls" in u for u in v.undecided), v.undecided
+
+
 @pytest.mark.parametrize("seed", FIXED_WRONG_SKEWED)
 def test_a_place_only_a_suspect_went_past_never_names_a_rank_with_clocks_apart(seed):
     from fuzz import run
@@ -602,7 +635,8 @@ NOW_DECIDED = ((7000533, None), (7001400, None), (7000084, "swap"),  # 7000084: 
                (7000122, None), (7000023, None),  # majority_culprit with groups like the stuck one's, a p2p call's
                (7002244, None),  # majority_culprit: ranks a broadcast let through issued it first
                (7000022, None), (7000000, None),  # analogs.early_call: many groups of its size at a group's first call
-               (7002206, None), (7001350, None),  # patterns.extrapolate: the loop's pattern after a prologue
+               (7002206, None),  # patterns.extrapolate: the loop's pattern after a prologue (7001350 too, until
+               # ordering._twin_of_a_sparse_call: test_a_pattern_and_one_witness_under_test_...)
                (7003238, None), (7004529, None),  # ordering._like_order: the other links of a chain
                (7000267, None), (7000211, None),  # cycles._many_like: groups of its size at a group's first calls
                (7013233, None), (7005738, None))  # left_out: a chain's middle stage left one send out mid-run

@@ -85,26 +85,28 @@ def test_a_skip_by_the_other_subgroup_rank_names_that_rank():
     assert (got.rank, got.issued, got.skipped, got.witnesses) == (3, ("0", 7), ("1", 6), [2])
 
 
-def test_a_rank_ahead_on_the_subgroup_is_named_too():
-    # rank 2 leaves out world #4 and issues its group-1 #4 straight after group-1 #3
+def test_a_rank_ahead_on_a_subgroup_of_two_is_not_named_by_its_partner_alone():
+    # rank 2 leaves out world #4 and issues its group-1 #4 straight after group-1 #3: the pattern and rank 3,
+    # itself stuck in world #4, put world #4 first.  The program with one more group-1 all_reduce there (run
+    # every few steps, first run now), which rank 3 left out, leaves the same documents: nobody is named
+    # (ordering._twin_of_a_sparse_call; the fuzzer's seed 7059038 is that program, and rank 2 was named)
     histories, last, stuck = run(WORLD4, skipping(2, 3, "0"), 8)
     assert stuck == [("0", 4, [0, 1, 3], [2]), ("1", 4, [2], [3])]
-    got = ordering_culprit(histories, last, WORLD4, stuck)
-    assert got._asdict() == {
-        "rank": 2, "issued": ("1", 4), "skipped": ("0", 4), "witnesses": [3],
-        "text": "rank 2 issued all_reduce #4 on group 1 without its all_reduce #4 on group 0, which rank 3 "
-                "issued between all_reduce #3 and #4 on group 1 (as rank 2 did with #3 between #2 and #3)"}
+    assert ordering_culprit(histories, last, WORLD4, stuck) is None
+    # a third rank of the subgroup that kept the order is a second witness: that twin needs two faults
+    three = {"0": [0, 1, 2, 3, 4], "1": [2, 3, 4]}
+    histories, last, stuck = run(three, skipping(2, 3, "0", subgroup=(2, 3, 4)), 8)
+    got = ordering_culprit(histories, last, three, stuck)
+    assert got is not None and got.rank == 2 and got.witnesses == [3, 4], got
 
 
-def test_a_swap_of_two_calls_in_one_step_names_the_rank_that_swapped():
+def test_a_swap_of_two_calls_in_one_step_of_a_pair_is_a_twin_and_names_nobody():
+    # rank 1 issues its step's broadcast before its all_reduce: the program with a broadcast run every few
+    # steps, first run there, which rank 0 left out, leaves the same documents (ordering._twin_of_a_sparse_call)
     def program(r, i):
         calls = [("0", "all_reduce"), ("1", "broadcast")]
         return calls[::-1] if (r, i) == (1, 4) else calls
-    got = culprit({"0": [0, 1], "1": [0, 1]}, program, 8)
-    assert (got.rank, got.issued, got.skipped, got.witnesses) == (1, ("1", 5), ("0", 5), [0])
-    assert got.text == ("rank 1 issued broadcast #5 on group 1 without its all_reduce #5 on group 0, which "
-                           "rank 0 issued between broadcast #4 and #5 on group 1 (as rank 1 did with #4 "
-                           "between #3 and #4)")
+    assert culprit({"0": [0, 1], "1": [0, 1]}, program, 8) is None
 
 
 def test_a_program_order_deadlock_from_the_first_step_is_not_decided():
