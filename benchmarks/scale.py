@@ -267,10 +267,18 @@ class Node(object):
 QUANTUM_S = 0.01  # the shortest simulated round: parts are due at their periods to within this
 
 
+# This VM has no DNS server: torch's client looks up the name of its socket's address once per connect (for
+# a log line: "The hostname of the client socket cannot be retrieved"), and every 25th such lookup waited
+# out the resolver's 5 s: 1,024 ranks spent 30 of their 78 s of wall time opening 256 clients (32 at a
+# time: the lookups wait one after another), 2,048 nodes would spend some 7 minutes.  A resolver that gives
+# up after 1 s, once: 300 connects in 2.0 s where 55 s (2026-12-01).  Connects are outside the simulated time.
+RESOLVER_ENV = {"RES_OPTIONS": "timeout:1 attempts:1"}
+
+
 def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, limit_s=30.0):
     """One simulated job; ``idle_s`` and ``limit_s`` are simulated seconds.  WORLD_SIZE and LOCAL_WORLD_SIZE
     are the job's, as torchrun sets them in each rank (the relays read how many nodes the job spans)."""
-    env = {"WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(per_node)}
+    env = dict(RESOLVER_ENV, WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(per_node))
     before = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -306,18 +314,11 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
         import torch.distributed as dist
         return dist.TCPStore("127.0.0.1", port, 1, False, datetime.timedelta(seconds=30))
 
-    # clients opened ahead, 32 at a time: a connect is mostly torch's client waiting (0.15 s here), and the
-    # relays of 128 nodes open some 240 (a node's relays start together, and some open one before they see
-    # a lower rank's beat): 35 of the 110 s of wall time of 1,024 ranks, one after another
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(32) as ex:
-        ahead = list(ex.map(lambda _: client(), range(2 * nodes_n)))
-
     def store_factory():
-        # a relay's store client, opened once by the node's acting relay: its connect (mostly 0.1 s here,
-        # at times 5 s in torch's client) is left out of the simulated time, as a start-up cost
+        # a relay's store client, opened once by the node's acting relay, when it first acts: its connect is
+        # left out of the simulated time, as a start-up cost (RESOLVER_ENV)
         t = time.monotonic_ns()
-        store = CountingStore(ahead.pop() if ahead else client(), counter)
+        store = CountingStore(client(), counter)
         took = time.monotonic_ns() - t
         clock.offset_ns += took
         sim["connect_ns"] += took
@@ -408,7 +409,6 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
     idle_s = idle_s if idle_s is not None else max(3 * poll, 2.0)
     while sim["now"] - t_start < 3 * poll * 1e9:  # relays start, one per node comes to act (the others
         round_()                                   # see its beat and close their store clients)
-    del ahead[:]  # the clients no relay took: closed, so that the server's connections are the relays'
     gc.collect()
     ops0, cpu0, t0 = counter.ops, server_cpu_s(server.pid), sim["now"]
     while sim["now"] - t0 < idle_s * 1e9:
