@@ -10,6 +10,7 @@ from .analysis import analyze
 from .outcome import _main_record, with_outcome
 from .render import format_text, worded
 from .types import Culprit, Verdict, public
+from .view import RankView
 
 RECORD_FORMAT = "c10d_observer.verdict_record"
 SAME_JOB_S = 120.0  # watchdogs of one job start within this of each other (older files are another job's)
@@ -182,6 +183,17 @@ def read(path):
     """The Verdict in a verdict file (``verdict.json``, or a record's), or None where there is none or it is
     not a verdict."""
     return verdict_of(_dumpdir.read_json(path))
+
+
+def rank_view(path, rank):
+    """What rank ``rank``'s watchdog keeps of the verdict in a verdict file (a view.RankView: the verdict's
+    facts and this rank's part), or None where there is none or it is not a verdict."""
+    doc = _dumpdir.read_json(path)
+    if isinstance(doc, dict) and doc.get("format") == RECORD_FORMAT:
+        doc = doc.get("verdict")
+    if not isinstance(doc, dict) or not isinstance(doc.get("hangs"), list):
+        return None
+    return RankView(doc, rank)
 
 
 def verdict_of(doc):
