@@ -156,6 +156,12 @@ def arrivals_name(rank, pid):
     return ARRIVALS % (_r(rank), pid)
 
 
+def arrivals_rank(name):
+    """The rank of an arrivals document's file name (``arrivals-rank<R>-pid<P>.json``), or None."""
+    m = re.match(r"^arrivals-rank(\d+)-pid\d+\.json$", os.path.basename(name))
+    return int(m.group(1)) if m else None
+
+
 def beat_name(rank):
     return RELAY_BEAT % rank
 

@@ -393,7 +393,9 @@ class Arrivals(object):
         self.files.write_arrivals(self.log.document(rank, self.cfg.rank_pid, self.cfg.job_id, wall_now, members,
                                                     host, period))
         failed, self.failed = self.failed, None
-        if self.joining is None or not self.joining.is_alive():
+        idle = self.joining is None or not self.joining.is_alive()
+        # a lower rank's fresh document: it leads the join (election.node_leader), and this one reads no more
+        if idle and not lower_rank_arrivals(self.files.dd, self.cfg.job_id, wall_now - 3 * period, rank):
             local = self.files.read_arrivals(wall_now - 3 * period)
             written = {d["rank"]: d.get("written_at") for d in local}
             if written and _election.node_leader(written, wall_now, 3 * period) == rank:
@@ -411,6 +413,25 @@ class Arrivals(object):
             self.files.write_stragglers(join_node(self.stragglers, local, relayed, wall_now, host))
         except Exception as e:  # the loop says it
             self.failed = e
+
+
+def lower_rank_arrivals(dd, job_id, since, rank):
+    """Whether this node has an arrivals document of job ``job_id`` written since ``since`` (wall) by a rank
+    below ``rank`` (one named by no rank read too): one such rank leads the node's join.  Read from the
+    lowest rank up, until one is found, so a node's other watchdogs read one document each every period,
+    where each read all of them (eight documents per watchdog every 2 s; 2.8 s of 31 s of scale.py's
+    1,024-rank culprit run under cProfile, 2026-12-01)."""
+    if not isinstance(rank, int):
+        return False  # every document is read, as node_leader reads them
+    named = [(_dumpdir.arrivals_rank(p), p) for p in dd.glob(_dumpdir.ARRIVALS_GLOB)]
+    for r, path in sorted(named, key=lambda x: -1 if x[0] is None else x[0]):
+        if r is not None and r >= rank:
+            break
+        doc = _dumpdir.read_json(path)
+        if (isinstance(doc, dict) and isinstance(doc.get("rank"), int) and doc["rank"] < rank
+                and doc.get("job_id") == job_id and (doc.get("written_at") or 0) >= since):
+            return True
+    return False
 
 
 def read_arrivals(dd, job_id, since):
