@@ -280,15 +280,16 @@ class GatherFiles(_Part):
 
     def verdict(self):
         """verdict.json, the latest verdict merged on this node, or None: this rank's view of it
-        (verdict.RankView: the verdict's facts, the culprits' hosts, this rank's part of each stuck call),
-        read again only where the file changed.  The whole verdict, typed, was 20,000 records at 16,384 ranks
-        in every watchdog of the job (54 ms each to build, 2026-12-01), and read again at every step while
-        on_timeout="abort" waited for it; the watchdog asks it nothing else (docs/scale.md)."""
+        (verdict.RankView: the verdict's facts, the culprits' hosts, this rank's part of each stuck call; from
+        the view file beside it where that is of the same bytes), read again only where the file changed.
+        The whole verdict, typed, was 20,000 records at 16,384 ranks in every watchdog of the job (54 ms each
+        to build and 11-25 ms to parse, 2026-12-01), read again at every step while on_timeout="abort" waited
+        for it; the watchdog asks it nothing else (docs/scale.md)."""
         key = self._key(_dumpdir.VERDICT_JSON)
         if key is None:
             return None
         if key != self._view_key:
-            self._view = _verdict.rank_view(self.dd.path(_dumpdir.VERDICT_JSON), self.reader.rank()[0])
+            self._view = _verdict.rank_view(self.dd, self.reader.rank()[0])
             self._view_key = key if self._view is not None else None  # a file not read whole: read again
         return self._view
 
