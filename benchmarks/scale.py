@@ -1,4 +1,4 @@
-"""Scale: the cross-node gather through the job's c10d store, at 64 to 4,096 simulated ranks.
+"""Scale: the cross-node gather through the job's c10d store, at 64 to 16,384 simulated ranks.
 
 A real ``TCPStore`` server in a process of its own (as torchrun's agent holds it) and simulated ranks in
 this process: each rank has a real shared-memory channel with its groups and calls (the world group, its
@@ -7,7 +7,10 @@ only for the rank's helper thread (the heartbeat, and its stacks written in faul
 watchdog asks by a file).  Each node has its own ``dump_dir`` and the relays the observer starts on a node
 (``relay.node_relays``), talking to the server over TCP.  Each part runs at its own period, with a random
 phase (watchdog: poll, and every 50 ms while it merges, as ``Watchdog.run``; helper: half a poll; relay: as
-``StoreRelay._run``).
+``StoreRelay._run``).  Also stood in for, as one machine holds every node: the nodes' disks (every
+``dump_dir`` is in /dev/shm: this VM's one disk took the renames of 512 nodes at 0.68 ms each), and the
+connects of the relays' store clients (opened when a relay first acts, outside the simulated time, with a
+resolver that gives up after 1 s: this VM has no DNS, RESOLVER_ENV).
 
 Time.  One thread runs every node in turn, but a real job's nodes run at once: so each node's parts read a
 clock of their own (``Watchdog(clock=, wall=)``, ``StoreRelay(clock=)``, the channel's timestamps) that
@@ -15,9 +18,10 @@ leaves out the time the harness spent on the other nodes.  The simulated time mo
 lasts as long as the slowest node's work in it (everything its parts did, one after another: pessimistic,
 as a node's watchdogs are processes of their own) and at least ``QUANTUM_S``.  Store operations, files,
 JSON and the merge are real work, timed as they run; an event published by one node within a round may be
-seen by a later node in the same round (up to one round early) or by an earlier one in the next.  The
-times are those of nodes with a core each for the observer, on this machine's cores; ``sim_wall_s`` says
-how long the simulation took.
+seen by a later node in the same round (up to one round early) or by an earlier one in the next.  A round
+runs only the parts due at its start (a heap of their next steps), and rounds in which none is due are
+skipped as the QUANTUM_S each they would have lasted.  The times are those of nodes with a core each for
+the observer, on this machine's cores; ``sim_wall_s`` says how long the simulation took.
 
 Scenarios (each checks its verdict: the culprit named exactly, the silent ranks listed):
   culprit  - one rank never enters an all_reduce of the world group; every other rank waits in it and
@@ -31,6 +35,7 @@ Scenarios (each checks its verdict: the culprit named exactly, the silent ranks 
     python benchmarks/scale.py                        # 64 and 256 ranks, every scenario (a few minutes)
     python benchmarks/scale.py --full                 # 64, 256, 1,024 and 4,096 ranks
     python benchmarks/scale.py --ranks 1024 --scenario culprit
+    python benchmarks/scale.py --ranks 16384 --scenario culprit   # 2,048 nodes (docs/scale.md: minutes)
 
 Measured per run: seconds from the first detection to the merged verdict, store operations and bytes
 from the first detection until every verdict is written, store operations per minute while idle (all
@@ -40,6 +45,7 @@ memory per simulated rank (the rank side: channel reader, watchdog, relay).
 import argparse
 import datetime
 import gc
+import heapq
 import json
 import os
 import random
@@ -267,10 +273,18 @@ class Node(object):
 QUANTUM_S = 0.01  # the shortest simulated round: parts are due at their periods to within this
 
 
+# This VM has no DNS server: torch's client looks up the name of its socket's address once per connect (for
+# a log line: "The hostname of the client socket cannot be retrieved"), and every 25th such lookup waited
+# out the resolver's 5 s: 1,024 ranks spent 30 of their 78 s of wall time opening 256 clients (32 at a
+# time: the lookups wait one after another), 2,048 nodes would spend some 7 minutes.  A resolver that gives
+# up after 1 s, once: 300 connects in 2.0 s where 55 s (2026-12-01).  Connects are outside the simulated time.
+RESOLVER_ENV = {"RES_OPTIONS": "timeout:1 attempts:1"}
+
+
 def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, limit_s=30.0):
     """One simulated job; ``idle_s`` and ``limit_s`` are simulated seconds.  WORLD_SIZE and LOCAL_WORLD_SIZE
     are the job's, as torchrun sets them in each rank (the relays read how many nodes the job spans)."""
-    env = {"WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(per_node)}
+    env = dict(RESOLVER_ENV, WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(per_node))
     before = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -286,8 +300,12 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
 def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
     rng = random.Random(seed)
     nodes_n = world // per_node
-    root = tempfile.mkdtemp(prefix="c10d-scale-")
-    shm = tempfile.mkdtemp(prefix="c10d-scale-shm-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    # every node's dump_dir in memory: one disk here takes the writes of up to 2,048 nodes' watchdogs and
+    # relays, where each node has its own (a rename into place took 0.68 ms on this VM's disk at 4,096
+    # ranks, 87,620 of them 60 s of a 324 s run; 0.013 ms in /dev/shm, 2026-12-01)
+    memory = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    root = tempfile.mkdtemp(prefix="c10d-scale-", dir=memory)
+    shm = tempfile.mkdtemp(prefix="c10d-scale-shm-", dir=memory)
     import torch.distributed  # noqa: F401  (imported before the memory baseline)
     server, port = start_server()
     import datetime as _dt
@@ -306,18 +324,11 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
         import torch.distributed as dist
         return dist.TCPStore("127.0.0.1", port, 1, False, datetime.timedelta(seconds=30))
 
-    # clients opened ahead, 32 at a time: a connect is mostly torch's client waiting (0.15 s here), and the
-    # relays of 128 nodes open some 240 (a node's relays start together, and some open one before they see
-    # a lower rank's beat): 35 of the 110 s of wall time of 1,024 ranks, one after another
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(32) as ex:
-        ahead = list(ex.map(lambda _: client(), range(2 * nodes_n)))
-
     def store_factory():
-        # a relay's store client, opened once by the node's acting relay: its connect (mostly 0.1 s here,
-        # at times 5 s in torch's client) is left out of the simulated time, as a start-up cost
+        # a relay's store client, opened once by the node's acting relay, when it first acts: its connect is
+        # left out of the simulated time, as a start-up cost (RESOLVER_ENV)
         t = time.monotonic_ns()
-        store = CountingStore(ahead.pop() if ahead else client(), counter)
+        store = CountingStore(client(), counter)
         took = time.monotonic_ns() - t
         clock.offset_ns += took
         sim["connect_ns"] += took
@@ -359,56 +370,92 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
     # the simulated time: every node's parts see sim["now"] (ns) at the start of a round
     sim["now"], sim["max_work"] = time.monotonic_ns(), 0
     t_start = sim["now"]
-    sched = {}
     verdicts = {}
+    quantum = int(QUANTUM_S * 1e9)
 
-    def due(key, period, now):
-        at = sched.get(key)
-        if at is None:  # first time: a random phase, as processes started at different moments
-            at = sched[key] = now + int(rng.random() * period * 1e9)
-        if now >= at:
-            sched[key] = now + int(period * 1e9)
-            return True
-        return False
+    # Each part's next step, soonest first: (due, node, order in its node's turn, kind, tie, part).  A round
+    # runs the parts due at its start, each node's in the order of a turn (its ranks' helpers and watchdogs,
+    # then its relays); a part steps again a period after the round it stepped in.  (Every part of every
+    # node was asked whether it was due, every round: at 16,384 ranks 100,000 questions a round.)
+    heap = []
+    tie = iter(range(1 << 62))
+    look_at = {}  # rank -> when its watchdog's next look is due while busy (as Watchdog.run: every 50 ms)
+    looking = set()  # ranks with a look on the heap
 
-    def node_turn(n, now):
+    def push(at, n, order, kind, part):
+        heapq.heappush(heap, (at, n, order, kind, next(tie), part))
+
+    for i, n in enumerate(nodes):  # first steps at a random phase, as processes started at different moments
+        for j, r in enumerate(n.ranks):
+            if r.rank not in silent:
+                push(t_start + int(rng.random() * poll / 2 * 1e9), i, 2 * j, "h", r)
+                push(t_start + int(rng.random() * poll * 1e9), i, 2 * j + 1, "w", r)
+        for j, rel in enumerate(n.relays):
+            if rel.rank not in silent:  # a silent rank is gone, its relay thread with it
+                push(t_start + int(rng.random() * poll * 1e9), i, 2 * per_node + j, "r", rel)
+
+    def busy_looks(i, order, r, now):
+        """After its watchdog stepped: while busy it looks every 50 ms (from the next round on)."""
+        if r.rank in looking or not r.wd.busy():
+            return
+        at = look_at.get(r.rank)
+        at = now + 1 + int(rng.random() * 0.05 * 1e9) if at is None else max(at, now + 1)
+        looking.add(r.rank)
+        push(at, i, order, "m", r)
+
+    def node_turn(i, steps, now):
+        n = nodes[i]
         t0, connects = time.monotonic_ns(), sim["connect_ns"]
         clock.offset_ns = t0 - now
-        for r in n.ranks:
-            if r.rank in silent:
-                continue
-            if due(("h", r.rank), poll / 2, now):
-                r.helper(clock.mono_ns())
-            if due(("w", r.rank), poll, now):
-                found = any(a.kind == "say_overdue" for a in r.wd.step(clock.mono_ns()))
+        stepped = set()
+        for _, _, order, kind, _, part in sorted(steps, key=lambda e: (e[2], e[4])):
+            if kind == "h":
+                part.helper(clock.mono_ns())
+                push(now + int(poll / 2 * 1e9), i, order, "h", part)
+            elif kind == "w":
+                found = any(a.kind == "say_overdue" for a in part.wd.step(clock.mono_ns()))
                 if found and result.get("first_detection") is None:
                     result["first_detection"] = clock.mono_ns()
-            elif r.wd.busy() and due(("m", r.rank), 0.05, now):
-                r.wd.look(clock.mono_ns())  # as Watchdog.run while it merges
-        for rel in n.relays:
-            if rel.rank in silent:
-                continue  # the rank is gone, its relay thread with it
-            if due(("r", rel.rank), min(poll, 0.1) if rel.active() else poll, now):
+                push(now + int(poll * 1e9), i, order, "w", part)
+                stepped.add(part.rank)
+                busy_looks(i, order, part, now)
+            elif kind == "m":
+                looking.discard(part.rank)
+                if part.rank in stepped:  # it polled this round: the look waits for the next
+                    looking.add(part.rank)
+                    push(now + 1, i, order, "m", part)
+                elif part.wd.busy():
+                    part.wd.look(clock.mono_ns())  # as Watchdog.run while it merges
+                    look_at[part.rank] = now + int(0.05 * 1e9)
+                    busy_looks(i, order, part, now)
+            else:
+                period = min(poll, 0.1) if part.active() else poll  # as StoreRelay._run: faster while a gather is on
                 try:
-                    rel.step()
+                    part.step()
                 except Exception as e:  # as StoreRelay._run: never stops the rank
                     result.setdefault("relay_errors", []).append(repr(e))
+                push(now + int(period * 1e9), i, order, "r", part)
         if n.host not in verdicts and os.path.exists(os.path.join(n.dump_dir, _dumpdir.VERDICT_JSON)):
             verdicts[n.host] = clock.mono_ns()
         sim["max_work"] = max(sim["max_work"], time.monotonic_ns() - t0 - (sim["connect_ns"] - connects))
 
     def round_():
         now, sim["max_work"] = sim["now"], 0
-        for n in nodes:
-            node_turn(n, now)
-        sim["now"] = now + max(sim["max_work"], int(QUANTUM_S * 1e9))
+        due = {}
+        while heap and heap[0][0] <= now:
+            e = heapq.heappop(heap)
+            due.setdefault(e[1], []).append(e)
+        for i in sorted(due):
+            node_turn(i, due[i], now)
+        sim["now"] = now + max(sim["max_work"], quantum)
+        if heap and heap[0][0] > sim["now"]:  # rounds in which nothing is due: QUANTUM_S each, skipped
+            sim["now"] += -(-(heap[0][0] - sim["now"]) // quantum) * quantum
         return sim["max_work"] / 1e9
 
     # idle: every part at its own period, nothing overdue
     idle_s = idle_s if idle_s is not None else max(3 * poll, 2.0)
     while sim["now"] - t_start < 3 * poll * 1e9:  # relays start, one per node comes to act (the others
         round_()                                   # see its beat and close their store clients)
-    del ahead[:]  # the clients no relay took: closed, so that the server's connections are the relays'
     gc.collect()
     ops0, cpu0, t0 = counter.ops, server_cpu_s(server.pid), sim["now"]
     while sim["now"] - t0 < idle_s * 1e9:

@@ -84,7 +84,7 @@ def members_json(members):
     [[first, count, step], ...]} (channel.rank_runs), as the rank documents carry theirs.  Every rank writes
     its groups every PERIOD_S and a node's leader and relay read them all, other nodes' too: the world of
     16,384 ranks as a list is 104 kB a document, as runs a few bytes."""
-    return {s: {"runs": _ch.rank_runs(list(r))} if r is not None and len(r) > _ch.RUNS_OVER else r
+    return {s: {"runs": _ch.runs_of(r)} if r is not None and len(r) > _ch.RUNS_OVER else r
             for s, r in members.items()}
 
 

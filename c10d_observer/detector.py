@@ -44,7 +44,7 @@ def overdue_entry(o, now_ns, wall_now, level=Level.HARD, deadline_s=None):
     age = (now_ns - o.start_ns) / 1e9
     ranks = desc.get("ranks")
     return _documents.Overdue(str(desc.get("stream")), str(desc.get("group")), o.seq, op, api, _ch.decode_sig(o.op),
-                              tuple(ranks) if isinstance(ranks, list) else None, desc.get("kind") or "collective",
+                              _ch.ranks_tuple(ranks) if isinstance(ranks, list) else None, desc.get("kind") or "collective",
                               desc.get("peer"), desc.get("backend"), wall_now - age, wall_now, round(age, 3),
                               level=level, deadline_s=deadline_s)
 

@@ -29,7 +29,7 @@ class DocumentError(ValueError):
 
 def _ranks_out(d, key, ranks):
     if isinstance(ranks, (list, tuple)) and len(ranks) > RUNS_OVER:
-        d[key], d[key + "_runs"] = None, _ch.rank_runs(list(ranks))
+        d[key], d[key + "_runs"] = None, _ch.runs_of(ranks)
     else:
         d[key] = list(ranks) if isinstance(ranks, (list, tuple)) else ranks
 

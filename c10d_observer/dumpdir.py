@@ -27,6 +27,8 @@ Kinds of file (R: the rank, P: the rank's pid):
 ``gather-request.json``               watchdog, relay   the gather now on
 ``verdict.json``, ``verdict.txt``     watchdog, relay   the latest verdict
 ``verdict-<id>.json``                 watchdog, relay   each verdict as merged: the record, never rewritten
+``.verdict-view.json``                watchdog, relay   what the node's watchdogs read of verdict.json (its
+                                                        facts, each call's ranks as runs), with its digest
 ``relay-rank<R>.beat``                relay             the node's relays' liveness
 ``relay-seen.json``                   relay             store requests already seen
 ``arrivals-rank<R>-pid<P>.json``      watchdog          the starts of the rank's recent calls
@@ -71,6 +73,7 @@ GATHER = "gather-request.json"
 VERDICT_JSON = "verdict.json"
 VERDICT_TEXT = "verdict.txt"
 VERDICT_RECORD = "verdict-%s.json"
+VERDICT_VIEW = ".verdict-view.json"  # hidden: not a verdict (a script's verdict*.json finds none of it)
 RELAY_BEAT = "relay-rank%d.beat"
 RELAY_SEEN = "relay-seen.json"
 ARRIVALS = "arrivals-rank%s-pid%d.json"
@@ -88,7 +91,7 @@ ARRIVALS_NODE_GLOB = "arrivals-node-*.json"
 
 _OURS = re.compile(r"^(report|state|end|stacks|pyspy|fr|signal|arrivals|live)-rank|^states-node\d+\.json$|^arrivals-node-"
                    r"|^(stack|exit)req-pid|^notify-pid|^(verdict|gather-request|stragglers|stragglers-relayed|watch-request)\.|^verdict-.*\.json$"
-                   r"|^relay-|^\.tmp-|^\.c10d_observer-")
+                   r"|^relay-|^\.tmp-|^\.c10d_observer-|^\.verdict-view\.json$")
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 
@@ -156,6 +159,12 @@ def arrivals_name(rank, pid):
     return ARRIVALS % (_r(rank), pid)
 
 
+def arrivals_rank(name):
+    """The rank of an arrivals document's file name (``arrivals-rank<R>-pid<P>.json``), or None."""
+    m = re.match(r"^arrivals-rank(\d+)-pid\d+\.json$", os.path.basename(name))
+    return int(m.group(1)) if m else None
+
+
 def beat_name(rank):
     return RELAY_BEAT % rank
 
@@ -183,7 +192,12 @@ def write_json(path, obj):
     One line, through ``json.dumps`` without indent: the only form json encodes in C (``json.dump`` and any
     indent take the pure-Python encoder, 20 to 50 times slower: at 1,024 ranks it was most of the gather's
     time, benchmarks/scale.py).  ``report DIR`` and ``--json`` give the readable forms."""
-    write_text(path, json.dumps(obj, sort_keys=True) + "\n")
+    write_text(path, json_text(obj))
+
+
+def json_text(obj):
+    """A JSON document's text as every writer here writes it (``write_json``)."""
+    return json.dumps(obj, sort_keys=True) + "\n"
 
 
 def write_text(path, text):
@@ -258,7 +272,7 @@ class DumpDir(object):
 
     def write_json(self, name, obj):
         """Write one document; returns its path.  Raises OSError where neither directory takes it."""
-        return self.write_text(name, json.dumps(obj, sort_keys=True) + "\n")
+        return self.write_text(name, json_text(obj))
 
     def write_text(self, name, text):
         if not self.spilled:
@@ -339,6 +353,14 @@ class DumpDir(object):
                     raise
                 self._to_spill(e)
         return None
+
+    def read_bytes(self, name):
+        """A file's bytes, or None where it cannot be read."""
+        try:
+            with open(self.path(name), "rb") as f:
+                return f.read()
+        except OSError:
+            return None
 
     def read_text(self, name):
         """A file's text, or None where it cannot be read."""

@@ -82,7 +82,7 @@ class RankDocs(object):
             ranks = d.get("ranks")
             out.append(_documents.Position(
                 str(d.get("stream")), str(d.get("group")), d.get("kind") or "collective",
-                tuple(ranks) if isinstance(ranks, list) else None, d.get("backend"), d.get("peer"), d.get("src"),
+                _ch.ranks_tuple(ranks) if isinstance(ranks, list) else None, d.get("backend"), d.get("peer"), d.get("src"),
                 d.get("dst"), d.get("torch_timeout_s"), st.last_started, st.last_completed, fly, tuple(recent),
                 st.overflow))
         return tuple(out)

@@ -1,5 +1,6 @@
 """The verdict's files: the rank documents it is made from (loading, choosing the job), the records merged at
 hang time (``verdict-<gather id>.json``), ``verdict.json`` and ``verdict.txt``, read and written here only."""
+import json
 import os
 
 from .. import arrivals as _arrivals
@@ -10,6 +11,7 @@ from .analysis import analyze
 from .outcome import _main_record, with_outcome
 from .render import format_text, worded
 from .types import Culprit, Verdict, public
+from .view import RankView, compact, from_view_file, view_file
 
 RECORD_FORMAT = "c10d_observer.verdict_record"
 SAME_JOB_S = 120.0  # watchdogs of one job start within this of each other (older files are another job's)
@@ -184,6 +186,33 @@ def read(path):
     return verdict_of(_dumpdir.read_json(path))
 
 
+def rank_view(dd, rank):
+    """What rank ``rank``'s watchdog keeps of ``verdict.json`` in DumpDir ``dd`` (a view.RankView: the
+    verdict's facts and this rank's part), or None where there is none or it is not a verdict: from the view
+    file written beside it (``write``) where that is of these very bytes, else from the verdict itself."""
+    data = dd.read_bytes(_dumpdir.VERDICT_JSON)
+    if data is None:
+        return None
+    brief = from_view_file(dd.read_json(_dumpdir.VERDICT_VIEW), data)
+    if brief is not None:
+        return RankView(brief, rank)
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except ValueError:  # partly written (by a writer other than write(), which renames into place)
+        return None
+    return view_of(doc, rank)
+
+
+def view_of(doc, rank):
+    """Rank ``rank``'s view (a view.RankView) of a verdict's JSON (bare, or a record's), or None where ``doc``
+    holds none."""
+    if isinstance(doc, dict) and doc.get("format") == RECORD_FORMAT:
+        doc = doc.get("verdict")
+    if not isinstance(doc, dict) or not isinstance(doc.get("hangs"), list):
+        return None
+    return RankView(compact(doc), rank)
+
+
 def verdict_of(doc):
     """The Verdict in a verdict's JSON as a file or the store holds it (bare, or a record's), or None where
     ``doc`` holds none; a Verdict as it is.  Every verdict read back from a file or the store is read here."""
@@ -207,26 +236,32 @@ def _record_documents(rec, path):
         return None
 
 
-def record(v, docs=None):
+def record(v, docs=None, _public=None):
     """The record of a verdict: the verdict and, up to RECORD_DOCS_UP_TO ranks, the documents it was built
-    from (so that the page draws the job as it was at hang time)."""
-    rec = {"format": RECORD_FORMAT, "version": 1, "verdict": public(v)}
+    from (so that the page draws the job as it was at hang time).  ``_public``: public(v), where made already."""
+    rec = {"format": RECORD_FORMAT, "version": 1, "verdict": _public if _public is not None else public(v)}
     if docs is not None and len(docs) <= RECORD_DOCS_UP_TO:
         rec["documents"] = [d.to_json() for _, d in sorted(docs.items())]
     return rec
 
 
 def write(dd, v, docs=None, text=None):
-    """verdict.txt, then verdict.json (whoever waits for the JSON, the on_hang callback, the pytest plugin,
-    users' scripts, finds the text beside it), then the record ``verdict-<gather id>.json``, never
-    rewritten.  ``v``: a Verdict (or its JSON: tests, earlier callers); ``dd``: a dumpdir.DumpDir or a path."""
+    """verdict.txt, then the node's watchdogs' view of it (``.verdict-view.json``, view.py), then verdict.json
+    (whoever waits for the JSON, the on_hang callback, the pytest plugin, users' scripts, finds the text
+    beside it), then the record ``verdict-<gather id>.json``, never rewritten.  ``v``: a Verdict (or its JSON: tests, earlier callers); ``dd``: a dumpdir.DumpDir or a path."""
     if not isinstance(dd, _dumpdir.DumpDir):
         dd = _dumpdir.DumpDir(dd)
     v = verdict_of(v)
     if v is None:
         raise ValueError("verdict.write: v must be a Verdict or a verdict's JSON (a dict with 'hangs')")
     dd.write_text(_dumpdir.VERDICT_TEXT, text if text is not None else format_text(v) + "\n")
-    dd.write_json(_dumpdir.VERDICT_JSON, public(v))
+    doc = public(v)  # once for both files: at 16,384 ranks 45 ms each time (2026-12-01)
+    body = _dumpdir.json_text(doc)
+    try:  # first: the node's watchdogs read it once they see verdict.json change (view.py)
+        dd.write_json(_dumpdir.VERDICT_VIEW, view_file(doc, body.encode("utf-8")))
+    except OSError:
+        pass  # each watchdog reads the verdict itself, as the digest then says
+    dd.write_text(_dumpdir.VERDICT_JSON, body)
     if v.gather_id:
-        dd.write_json(_dumpdir.record_name(v.gather_id), record(v, docs))
+        dd.write_json(_dumpdir.record_name(v.gather_id), record(v, docs, doc))
 

@@ -1,0 +1,82 @@
+"""The shortcuts taken for 16,384 ranks (issue 44) give what the long ways gave: ranks as runs and in words,
+and which watchdog of a node leads its join of arrivals."""
+import json
+import os
+import random
+
+import pytest
+
+from c10d_observer import channel, dumpdir, election, text
+from c10d_observer import watchdog_io as _io
+
+
+def _format_ranks_loop(ranks):  # text.format_ranks before its shortcut
+    out, ranks, i = [], sorted(ranks), 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        out.append(str(ranks[i]) if i == j else "%d-%d" % (ranks[i], ranks[j]))
+        i = j + 1
+    return ",".join(out)
+
+
+def _rank_runs_loop(ranks):  # channel.rank_runs before its shortcut
+    runs, i, n = [], 0, len(ranks)
+    while i < n:
+        step = ranks[i + 1] - ranks[i] if i + 1 < n else 1
+        j = i + 1
+        while j < n and ranks[j] - ranks[j - 1] == step and step > 0:
+            j += 1
+        if step <= 0:
+            j = i + 1
+        runs.append([ranks[i], j - i, step if j - i > 1 else 1])
+        i = j
+    return runs
+
+
+def _lists(seed=3, n=3000):
+    rng = random.Random(seed)
+    for _ in range(n):
+        k = rng.randint(0, 12)
+        kind = rng.random()
+        if kind < 0.3:
+            yield list(range(rng.randint(0, 5), rng.randint(5, 40), rng.randint(1, 4)))
+        elif kind < 0.6:
+            yield sorted(rng.sample(range(40), k))
+        else:
+            yield [rng.randint(0, 20) for _ in range(k)]  # duplicates, any order
+    yield list(range(16384))
+    yield [r for r in range(16384) if r != 5466]
+
+
+def test_ranks_as_runs_and_in_words_are_what_the_loops_gave():
+    for ranks in _lists():
+        assert channel.rank_runs(ranks) == _rank_runs_loop(ranks) == channel.rank_runs(tuple(ranks)), ranks
+        assert text.format_ranks(ranks) == _format_ranks_loop(ranks), ranks
+        assert channel.runs_of(ranks) == _rank_runs_loop(ranks) and channel.runs_of(ranks) is channel.runs_of(ranks)
+    members = list(range(0, 64, 2))
+    assert channel.runs_of(members) == [[0, 32, 2]]
+    members.append(99)  # longer: made again
+    assert channel.runs_of(members) == [[0, 32, 2], [99, 1, 1]]
+    assert channel.ranks_tuple(members) is channel.ranks_tuple(members) == tuple(members)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_node_s_watchdog_reads_the_lower_ranks_only_and_finds_the_same_leader(tmp_path, seed):
+    rng = random.Random(seed)
+    d = str(tmp_path)
+    dd = dumpdir.DumpDir(d)
+    now, since = 1000.0, 994.0
+    for rank in rng.sample(range(8), rng.randint(0, 8)):
+        doc = {"rank": rank, "job_id": "job" if rng.random() < 0.85 else "other",
+               "written_at": rng.choice([now, now - 2.0, now - 7.0, now - 30.0])}
+        dd.write_json(dumpdir.arrivals_name(rank, 100 + rank), doc)
+    if rng.random() < 0.3:  # a document no rank is named by
+        with open(os.path.join(d, "arrivals-rankunknown-pid7.json"), "w") as f:
+            json.dump({"rank": rng.choice([-1, 9]), "job_id": "job", "written_at": now}, f)
+    for rank in range(8):
+        written = {x["rank"]: x.get("written_at") for x in _io.read_arrivals(dd, "job", since)}
+        written[rank] = now  # its own, written just before it asks
+        leader = election.node_leader(written, now, now - since)
+        assert _io.lower_rank_arrivals(dd, "job", since, rank) == (leader != rank), (rank, written)
