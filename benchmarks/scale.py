@@ -10,7 +10,8 @@ phase (watchdog: poll, and every 50 ms while it merges, as ``Watchdog.run``; hel
 ``StoreRelay._run``).  Also stood in for, as one machine holds every node: the nodes' disks (every
 ``dump_dir`` is in /dev/shm: this VM's one disk took the renames of 512 nodes at 0.68 ms each), and the
 connects of the relays' store clients (opened when a relay first acts, outside the simulated time, with a
-resolver that gives up after 1 s: this VM has no DNS, RESOLVER_ENV).
+resolver that gives up after 1 s: this VM has no DNS, RESOLVER_ENV), and the channel's file (an anonymous
+shared mapping: SimChannelWriter).
 
 Time.  One thread runs every node in turn, but a real job's nodes run at once: so each node's parts read a
 clock of their own (``Watchdog(clock=, wall=)``, ``StoreRelay(clock=)``, the channel's timestamps) that
@@ -45,8 +46,10 @@ memory per simulated rank (the rank side: channel reader, watchdog, relay).
 import argparse
 import datetime
 import gc
+import hashlib
 import heapq
 import json
+import mmap
 import os
 import random
 import shutil
@@ -182,12 +185,23 @@ def stack_text(rank, main_tid, header, stuck):
     return "".join(out)
 
 
+class SimChannelWriter(ch_writer.ChannelWriter):
+    """The rank's channel in an anonymous shared mapping, where a rank's is a file in /dev/shm that it keeps a
+    descriptor of (and Python's mmap a second): this process holds every rank's channel, and its descriptors
+    are limited to 20,000 here (16,384 ranks took 32,768).  The layout, the writer's and the reader's code are
+    the channel's own; the watchdog reads it through ChannelReader.attach, as in one process it would."""
+
+    def _create(self, directory):
+        self._mm = mmap.mmap(-1, self.layout.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        self.fd, self.path = -1, os.path.join(directory or "/nonexistent", "anonymous-channel")
+
+
 class SimRank(object):
     def __init__(self, rank, pid, world, host, dump_dir, groups, poll, timeout, shm, clock):
         self.rank, self.host, self.dump_dir = rank, host, dump_dir
         self.pid = pid
         self.main_tid = 0x7f3a00000000 + rank * 0x1000
-        self.writer = ch_writer.ChannelWriter(max_streams=4, ring=16, directory=shm)
+        self.writer = SimChannelWriter(max_streams=4, ring=16, directory=shm)
         self.writer.set_rank(rank, world)
         self.writer.set_main_thread(self.main_tid)
         self.writer.heartbeat()
@@ -271,6 +285,8 @@ class Node(object):
 
 
 QUANTUM_S = 0.01  # the shortest simulated round: parts are due at their periods to within this
+GC_EVERY_S = 10.0  # wall seconds between the harness's collections of its heap (outside the simulated time)
+SLOW_STEP_NS, SLOWEST = 50 * 10 ** 6, 12  # the steps over 50 ms since the hang: the slowest 12 are reported
 
 
 # This VM has no DNS server: torch's client looks up the name of its socket's address once per connect (for
@@ -287,9 +303,12 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
     env = dict(RESOLVER_ENV, WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(per_node))
     before = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
+    gc_was = gc.isenabled()
     try:
         return _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s)
     finally:
+        if gc_was:
+            gc.enable()
         for k, v in before.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -363,9 +382,13 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
               "timeout_s": timeout, "relays": sum(len(n.relays) for n in nodes)}
     # every simulated rank's objects live in this one process: a full collection of its heap (seconds at
     # 4,096 ranks) would land in whichever node's turn it falls, where a real rank's small heap costs
-    # nothing of the kind.  Set aside what exists now; what the run makes is still collected.
+    # nothing of the kind.  Set aside what exists now, and collect what the run makes between rounds, outside
+    # every node's turn (automatic collections made single steps of a helper's heartbeat 0.3 s long at 4,096
+    # ranks, 2026-12-01)
     gc.collect()
     gc.freeze()
+    gc.disable()  # enabled again by run()
+    sim["collected"] = time.monotonic()
 
     # the simulated time: every node's parts see sim["now"] (ns) at the start of a round
     sim["now"], sim["max_work"] = time.monotonic_ns(), 0
@@ -403,12 +426,22 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
         looking.add(r.rank)
         push(at, i, order, "m", r)
 
+    slow = []  # the slowest steps since the hang: (seconds, at s after the hang, host, kind, rank), SLOWEST kept
+
+    def note(ts, connects, now, n, kind, part):
+        took = time.monotonic_ns() - ts - (sim["connect_ns"] - connects)
+        if sim.get("hang") is not None and took > SLOW_STEP_NS:
+            heapq.heappush(slow, (took / 1e9, round((now - sim["hang"]) / 1e9, 2), n.host, kind, part.rank))
+            if len(slow) > SLOWEST:
+                heapq.heappop(slow)
+
     def node_turn(i, steps, now):
         n = nodes[i]
         t0, connects = time.monotonic_ns(), sim["connect_ns"]
         clock.offset_ns = t0 - now
         stepped = set()
         for _, _, order, kind, _, part in sorted(steps, key=lambda e: (e[2], e[4])):
+            ts, c0 = time.monotonic_ns(), sim["connect_ns"]
             if kind == "h":
                 part.helper(clock.mono_ns())
                 push(now + int(poll / 2 * 1e9), i, order, "h", part)
@@ -435,6 +468,7 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
                 except Exception as e:  # as StoreRelay._run: never stops the rank
                     result.setdefault("relay_errors", []).append(repr(e))
                 push(now + int(period * 1e9), i, order, "r", part)
+            note(ts, c0, now, n, kind, part)
         if n.host not in verdicts and os.path.exists(os.path.join(n.dump_dir, _dumpdir.VERDICT_JSON)):
             verdicts[n.host] = clock.mono_ns()
         sim["max_work"] = max(sim["max_work"], time.monotonic_ns() - t0 - (sim["connect_ns"] - connects))
@@ -448,6 +482,9 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
         for i in sorted(due):
             node_turn(i, due[i], now)
         sim["now"] = now + max(sim["max_work"], quantum)
+        if time.monotonic() - sim["collected"] > GC_EVERY_S:
+            gc.collect()
+            sim["collected"] = time.monotonic()
         if heap and heap[0][0] > sim["now"]:  # rounds in which nothing is due: QUANTUM_S each, skipped
             sim["now"] += -(-(heap[0][0] - sim["now"]) // quantum) * quantum
         return sim["max_work"] / 1e9
@@ -468,7 +505,7 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
     result["server_sockets_per_client"] = per_client
 
     # the hang: every rank enters its call at the same simulated moment
-    t_hang = sim["now"]
+    t_hang = sim["hang"] = sim["now"]
     for r in ranks:
         if scenario == "cascade":
             dp = "dp%d" % (culprit % per_node)
@@ -494,12 +531,21 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
     result["verdicts_written"] = len(verdicts)
     result["verdict_s"] = round((min(verdicts.values()) - first) / 1e9, 2) if verdicts and first else None
     result["all_verdicts_s"] = round((max(verdicts.values()) - first) / 1e9, 2) if verdicts and first else None
+    if verdicts and first:  # how the verdict reached the nodes: by when half, 90 % and 99 % of them had it
+        at = sorted(verdicts.values())
+        result["verdict_nodes_s"] = {"p%d" % q: round((at[min(len(at) - 1, len(at) * q // 100)] - first) / 1e9, 2)
+                                     for q in (50, 90, 99)}
     result["gather_store_ops"] = counter.ops - ops0
     result["gather_store_mib"] = round((counter.bytes - bytes0) / 2.0 ** 20, 2)
     result["gather_server_cpu_s"] = round(server_cpu_s(server.pid) - cpu0, 2)
-    checks = []
+    result["slowest_steps"] = [{"s": round(s, 3), "after_hang_s": at, "host": host, "part": kind, "rank": rank}
+                               for s, at, host, kind, rank in sorted(slow, reverse=True)]
+    checks, read = [], {}
     for host in sorted(verdicts):
-        v = json.load(open(os.path.join(root, host, _dumpdir.VERDICT_JSON)))
+        with open(os.path.join(root, host, _dumpdir.VERDICT_JSON), "rb") as f:
+            data = f.read()
+        key = hashlib.sha1(data).hexdigest()  # every node the verdict was relayed to holds the same bytes: read once
+        v = read[key] if key in read else read.setdefault(key, json.loads(data.decode("utf-8")))
         ok = v.get("culprit_ranks") == [culprit] and sorted(v.get("ranks_silent") or []) == sorted(silent)
         checks.append({"host": host, "ok": ok, "summary": (v.get("summary") or "")[:300],
                        "culprits": v.get("culprit_ranks"), "silent": len(v.get("ranks_silent") or []),
@@ -543,6 +589,8 @@ def main(argv=None):
             r = run(n, args.per_node, sc, poll=args.poll)
             rows.append(r)
             print(" ".join("%-10s" % (r.get(c),) for c in cols), flush=True)
+            for s in r.get("slowest_steps", [])[:4]:  # where the simulated time goes: the rounds they lengthened
+                print("  slow step: %(s).2f s, %(after_hang_s)s s after the hang, %(host)s %(part)s rank %(rank)s" % s)
             if not r["verdicts_ok"]:
                 print("  verdict not as expected: %s" % r.get("verdict_checks"))
     import platform

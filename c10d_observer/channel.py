@@ -184,6 +184,23 @@ RUNS_OVER = 16  # a ranks list longer than this goes into a document as runs (do
 _EXPANDED = {}  # runs (JSON) -> the ranks they stand for: one tuple per group, however many documents
 
 
+_LISTS = {}  # runs (JSON) -> the members list they stand for: members_list
+
+
+def members_list(runs):
+    """The ranks ``runs`` stand for as a list made once per group in this process and shared by every channel
+    reader that finds them (a descriptor's members: never changed in place).  A watchdog has one reader; a
+    process with many (benchmarks/scale.py holds every simulated rank's) held one list of the world each:
+    16,384 ranks x 16,384 ints, some 9 GB."""
+    k = json.dumps(runs)
+    got = _LISTS.get(k)
+    if got is None:
+        if len(_LISTS) > 1024:
+            _LISTS.clear()
+        got = _LISTS[k] = expand_runs(runs)
+    return got
+
+
 def ranks_from_runs(runs):
     """The ranks ``runs`` stand for, as a tuple made once per group, however many documents hold them."""
     k = json.dumps(runs)

@@ -9,7 +9,7 @@ from .channel import (ARRIVALS, DESC_BYTES, HEADER_WORDS, H_DROPPED_STREAMS, H_H
                        H_MAGIC, H_MAIN_THREAD, H_MAX_STREAMS, H_NSTREAMS, H_PHASE_A, H_PHASE_B, H_PHASE_NAME,
                        H_PHASE_SINCE, H_PHASE_UNTIL, H_RANK, H_RING, H_VERSION, H_WORLD, LAYOUT_VERSION, MAGIC,
                        PHASE_NAME_BYTES, SKIPPED, SLOT_WORDS, S_DONE_HINT, S_LAST_STARTED, S_OVERFLOW, S_PIN,
-                       _Layout, _W, expand_runs)
+                       _Layout, _W, members_list)
 
 
 class ChannelReader(object):
@@ -117,7 +117,7 @@ class ChannelReader(object):
             return {"group": "?", "corrupt_descriptor": True}
         runs = desc.pop("ranks_runs", None)
         if runs:
-            desc["ranks"] = expand_runs(runs)
+            desc["ranks"] = members_list(runs)
         return desc
 
     def snapshot(self, passed=False, arrivals=False):

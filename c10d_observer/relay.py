@@ -437,10 +437,8 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
             return
         self._verdict_taken = n
         got = _wire.unpack(self.store.get(self._key("verdict", n)))
-        v = _verdict.verdict_of(got["json"])
-        if v is not None:
-            _verdict.write(self.dd, v.with_extra(relayed_from="the node of rank %s" % self.window.winner[1].by_rank),
-                           text=got["text"])
+        _verdict.write_relayed(self.dd, got["json"], got["text"],
+                               relayed_from="the node of rank %s" % self.window.winner[1].by_rank)
 
 
 def stacks_summary(path, main_thread, limit=SUMMARY_BYTES):

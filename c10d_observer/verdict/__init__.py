@@ -31,7 +31,8 @@ This module is the verdict's front: what the rest of the package and users call.
 from . import analysis as _analysis
 from .analysis import VERSION, culprit_entry, phase_text
 from .files import (RECORD_DOCS_UP_TO, RECORD_FORMAT, SAME_JOB_S, load, load_docs, load_records, main_record,
-                    per_rank, rank_view, read, read_docs, record, record_documents, verdict_of, view_of, write)
+                    per_rank, rank_view, read, read_docs, record, record_documents, verdict_of, view_of, write,
+                    write_relayed)
 from .outcome import with_outcome
 from . import render as _render
 from .stacks import frame_text, is_library, main_thread_frames, whereabouts
@@ -40,7 +41,7 @@ from .types import (Category, Culprit, Hang, Level, Mismatch, MismatchKind, Orde
 from .view import RankView
 
 __all__ = ["VERSION", "analyze", "culprit_entry", "phase_text", "RECORD_DOCS_UP_TO", "RECORD_FORMAT", "SAME_JOB_S",
-           "load", "load_docs", "load_records", "main_record", "per_rank", "rank_view", "read", "read_docs", "record", "record_documents", "verdict_of", "view_of", "write",
+           "load", "load_docs", "load_records", "main_record", "per_rank", "rank_view", "read", "read_docs", "record", "record_documents", "verdict_of", "view_of", "write", "write_relayed",
            "acts", "culprit_nodes", "exit_code", "with_outcome", "format_text", "summary_line", "frame_text",
            "is_library", "main_thread_frames", "whereabouts", "Category", "Culprit", "Hang", "Level", "Mismatch", "MismatchKind",
            "Ordering", "Outcome", "OutcomeState", "RankView", "Straggler", "Verdict", "Where", "Whereabouts", "public"]

@@ -96,3 +96,32 @@ def test_a_view_is_never_written_and_a_record_reads_as_its_verdict(tmp_path):
         rec = json.load(f)
     assert _questions(verdict.view_of(rec, 1), 1) == _questions(whole.replace(gather_id="g1"), 1)
     assert verdict.view_of({"no": "hangs"}, 1) is None and isinstance(whole, Verdict)
+
+
+@pytest.mark.parametrize("source", ["documents-v1", "documents-85ac2b0", "wide"])
+def test_a_relayed_verdict_is_written_byte_for_byte_as_the_typed_one_was(tmp_path, source):
+    """write_relayed (each node's relay, issue 44) writes the files write() wrote from the typed verdict."""
+    if source == "wide":
+        doc = _v1()
+        doc["hosts"] = {str(r): {"host": "node%04d" % (r // 8), "pid": 5000 + r, "py_spy_dump": None}
+                        for r in range(4096)}
+        doc["hangs"][0]["waiting_ranks"] = list(range(3, 4096))
+        doc["later_key"] = {"kept": [1, 2.5, None, True]}
+    else:
+        with open(os.path.join(ROOT, "tests", "data", source, "verdict.json")) as f:
+            doc = json.load(f)
+    typed, relayed = str(tmp_path / "typed"), str(tmp_path / "relayed")
+    os.makedirs(typed)
+    os.makedirs(relayed)
+    copy = json.loads(json.dumps(doc))
+    verdict.write(typed, verdict.verdict_of(doc).with_extra(relayed_from="the node of rank 3"), text="words\n")
+    v = verdict.write_relayed(relayed, copy, "words\n", relayed_from="the node of rank 3")
+    assert v is not None and v.extra["relayed_from"] == "the node of rank 3"
+    names = sorted(os.listdir(typed))
+    assert names == sorted(os.listdir(relayed)) and len(names) == 3 + bool(doc.get("gather_id")), names
+    for name in names:
+        with open(os.path.join(typed, name), "rb") as a, open(os.path.join(relayed, name), "rb") as b:
+            assert a.read() == b.read(), name
+    assert verdict.write_relayed(relayed, {"no": "hangs"}, "t") is None
+    rec = verdict.record(None, None, verdict.public(v))
+    assert verdict.files._record_text(rec, dumpdir.json_text(rec["verdict"])) == dumpdir.json_text(rec)
