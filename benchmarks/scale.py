@@ -297,15 +297,16 @@ SLOW_STEP_NS, SLOWEST = 50 * 10 ** 6, 12  # the steps over 50 ms since the hang:
 RESOLVER_ENV = {"RES_OPTIONS": "timeout:1 attempts:1"}
 
 
-def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, limit_s=30.0):
-    """One simulated job; ``idle_s`` and ``limit_s`` are simulated seconds.  WORLD_SIZE and LOCAL_WORLD_SIZE
+def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, limit_s=30.0, keep=None):
+    """One simulated job; ``idle_s`` and ``limit_s`` are simulated seconds; ``keep``: a path to copy the merging
+    node's dump_dir to.  WORLD_SIZE and LOCAL_WORLD_SIZE
     are the job's, as torchrun sets them in each rank (the relays read how many nodes the job spans)."""
     env = dict(RESOLVER_ENV, WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(per_node))
     before = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     gc_was = gc.isenabled()
     try:
-        return _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s)
+        return _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep)
     finally:
         if gc_was:
             gc.enable()
@@ -316,7 +317,7 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
                 os.environ[k] = v
 
 
-def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
+def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep):
     rng = random.Random(seed)
     nodes_n = world // per_node
     # every node's dump_dir in memory: one disk here takes the writes of up to 2,048 nodes' watchdogs and
@@ -529,12 +530,6 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
     first = result.pop("first_detection", None)
     result["detected_after_s"] = round((first - t_hang) / 1e9, 2) if first else None
     result["verdicts_written"] = len(verdicts)
-    result["verdict_s"] = round((min(verdicts.values()) - first) / 1e9, 2) if verdicts and first else None
-    result["all_verdicts_s"] = round((max(verdicts.values()) - first) / 1e9, 2) if verdicts and first else None
-    if verdicts and first:  # how the verdict reached the nodes: by when half, 90 % and 99 % of them had it
-        at = sorted(verdicts.values())
-        result["verdict_nodes_s"] = {"p%d" % q: round((at[min(len(at) - 1, len(at) * q // 100)] - first) / 1e9, 2)
-                                     for q in (50, 90, 99)}
     result["gather_store_ops"] = counter.ops - ops0
     result["gather_store_mib"] = round((counter.bytes - bytes0) / 2.0 ** 20, 2)
     result["gather_server_cpu_s"] = round(server_cpu_s(server.pid) - cpu0, 2)
@@ -552,6 +547,26 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
                        "merged_on": not v.get("relayed_from")})
     result["merges"] = sum(c["merged_on"] for c in checks)
     result["verdicts_ok"] = bool(checks) and all(c["ok"] for c in checks) and result["merges"] == 1
+    if verdicts and first:
+        # from the merging node's verdict.  A node whose turn came after the merging node's in the round of
+        # the merge took the verdict in that round, at its clock: before the merge's own step ended (the
+        # harness's one-round error, as long as that step: 2.5 s at 16,384 ranks).  No node has it before the
+        # merging node: such a node's time is the merging node's (``verdict_early_nodes`` counts them).
+        merged = [verdicts[c["host"]] for c in checks if c["merged_on"]]
+        t_merged = min(merged) if merged else min(verdicts.values())
+        at = sorted(max(t, t_merged) for t in verdicts.values())
+        result["verdict_s"] = round((t_merged - first) / 1e9, 2)
+        result["all_verdicts_s"] = round((at[-1] - first) / 1e9, 2)
+        result["verdict_early_nodes"] = sum(t < t_merged for t in verdicts.values())
+        # how the verdict reached the nodes: by when half, 90 % and 99 % of them had it
+        result["verdict_nodes_s"] = {"p%d" % q: round((at[min(len(at) - 1, len(at) * q // 100)] - first) / 1e9, 2)
+                                     for q in (50, 90, 99)}
+    else:
+        result["verdict_s"] = result["all_verdicts_s"] = None
+    if keep and checks:  # the merging node's dump_dir, for a look at its merge (docs/scale.md)
+        host = ([c["host"] for c in checks if c["merged_on"]] or [checks[0]["host"]])[0]
+        shutil.rmtree(keep, ignore_errors=True)
+        shutil.copytree(os.path.join(root, host), keep)
     result["verdict_summary"] = checks[0]["summary"] if checks else None
     if not result["verdicts_ok"]:
         result["verdict_checks"] = [c for c in checks if not c["ok"]][:3]
@@ -575,6 +590,7 @@ def main(argv=None):
     ap.add_argument("--scenario", default="all", choices=["all", "culprit", "cascade", "two", "silent"])
     ap.add_argument("--poll", type=float, default=0.5)
     ap.add_argument("--json", default=os.path.join(RESULTS, "scale.json"))
+    ap.add_argument("--keep", default=None, help="copy the merging node's dump_dir here (one size and scenario)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.ranks.split(",")] if args.ranks else ([64, 256, 1024, 4096] if args.full
                                                                           else [64, 256])
@@ -586,7 +602,7 @@ def main(argv=None):
     print(" ".join("%-10s" % c[:10] for c in cols))
     for n in sizes:
         for sc in scenarios:
-            r = run(n, args.per_node, sc, poll=args.poll)
+            r = run(n, args.per_node, sc, poll=args.poll, keep=args.keep)
             rows.append(r)
             print(" ".join("%-10s" % (r.get(c),) for c in cols), flush=True)
             for s in r.get("slowest_steps", [])[:4]:  # where the simulated time goes: the rounds they lengthened
