@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from c10d_observer import channel, dumpdir, election, text
+from c10d_observer import channel, dumpdir, election, stackfile, text
 from c10d_observer import watchdog_io as _io
 
 
@@ -80,3 +80,30 @@ def test_a_node_s_watchdog_reads_the_lower_ranks_only_and_finds_the_same_leader(
         written[rank] = now  # its own, written just before it asks
         leader = election.node_leader(written, now, now - since)
         assert _io.lower_rank_arrivals(dd, "job", since, rank) == (leader != rank), (rank, written)
+
+
+def _thread_frames_loop(text, thread):  # stackfile.thread_frames before its memo
+    heads = [m for m in stackfile._THREAD.finditer(text) if int(m.group(2), 16) == thread] if thread and text else []
+    if not heads:
+        return None
+    frames = []
+    for line in text[heads[-1].end():].splitlines()[1:]:
+        m = stackfile._FRAME.match(line)
+        if not m:
+            break
+        frames.append((m.group("file"), int(m.group("line")), m.group("func")))
+    return frames
+
+
+def test_a_threads_frames_are_what_the_parse_gave_however_its_block_ends():
+    dump = stackfile.format_dump("asked", [(0x10, [("a.py", 1, "f"), ("b.py", 2, "g")]), (0x20, [("c.py", 3, "h")])])
+    texts = [dump, dump + dump.replace('"a.py", line 1', '"z.py", line 9'), dump.rstrip("\n"),
+             dump.replace('  File "b.py"', "  <no Python frame>\n  File \"b.py\""), dump.replace("\n\n", "\r\n\r\n"),
+             "Thread 0x10 (most recent call first):\n  File \"x.py\", line 5 in k", ""]
+    for text in texts:
+        for thread in (0x10, 0x20, 0x30, None):
+            got = stackfile.thread_frames(text, thread)
+            assert got == _thread_frames_loop(text, thread), (text, thread)
+            if got:
+                got.append("changed")  # a caller's list is its own
+                assert stackfile.thread_frames(text, thread) == _thread_frames_loop(text, thread)
