@@ -1,5 +1,6 @@
-"""The shortcuts taken for 16,384 ranks (issue 44) give what the long ways gave: ranks as runs and in words,
-and which watchdog of a node leads its join of arrivals."""
+"""The shortcuts taken for 16,384 ranks (issue 44) give what the long ways gave: ranks as runs and in words
+(where words were not made shorter on purpose: a long evenly spaced group), which watchdog of a node leads
+its join of arrivals, and a thread's frames."""
 import json
 import os
 import random
@@ -19,6 +20,15 @@ def _format_ranks_loop(ranks):  # text.format_ranks before its shortcut
         out.append(str(ranks[i]) if i == j else "%d-%d" % (ranks[i], ranks[j]))
         i = j + 1
     return ",".join(out)
+
+
+def _parse_ranks(words):  # text.format_ranks read back
+    out = []
+    for token in words.split(",") if words else ():
+        span, _, step = token.partition(" step ")
+        first, _, last = span.partition("-")
+        out.extend(range(int(first), int(last or first) + 1, int(step or 1)))
+    return out
 
 
 def _rank_runs_loop(ranks):  # channel.rank_runs before its shortcut
@@ -53,8 +63,14 @@ def _lists(seed=3, n=3000):
 def test_ranks_as_runs_and_in_words_are_what_the_loops_gave():
     for ranks in _lists():
         assert channel.rank_runs(ranks) == _rank_runs_loop(ranks) == channel.rank_runs(tuple(ranks)), ranks
-        assert text.format_ranks(ranks) == _format_ranks_loop(ranks), ranks
+        words = text.format_ranks(ranks)
+        assert _parse_ranks(words) == sorted(ranks), (ranks, words)
+        if len(ranks) <= text.STRIDED_OVER or "step" not in words:  # the words as they were
+            assert words == _format_ranks_loop(ranks), ranks
         assert channel.runs_of(ranks) == _rank_runs_loop(ranks) and channel.runs_of(ranks) is channel.runs_of(ranks)
+    assert text.format_ranks(range(7, 16384, 8)) == "7-16383 step 8"  # 11 kB of words before (issue 44)
+    assert text.format_ranks(list(range(0, 32, 2))) == _format_ranks_loop(range(0, 32, 2))  # 16: as they were
+    assert text.format_ranks([0, 1, 2] + list(range(10, 100, 3)) + [200, 201]) == "0-2,10-97 step 3,200-201"
     members = list(range(0, 64, 2))
     assert channel.runs_of(members) == [[0, 32, 2]]
     members.append(99)  # longer: made again
