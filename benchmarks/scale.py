@@ -5,9 +5,10 @@ this process: each rank has a real shared-memory channel with its groups and cal
 node's group of 8, its data-parallel group across nodes), a real ``Watchdog`` reading it, and stands in
 only for the rank's helper thread (the heartbeat, and its stacks written in faulthandler's format when the
 watchdog asks by a file).  Each node has its own ``dump_dir`` and the relays the observer starts on a node
-(``relay.node_relays``), talking to the server over TCP.  Each part runs at its own period, with a random
-phase (watchdog: poll, and every 50 ms while it merges, as ``Watchdog.run``; helper: half a poll; relay: as
-``StoreRelay._run``).  Also stood in for, as one machine holds every node: the nodes' disks (every
+(``relay.node_relays``), talking to the server over TCP.  Each part wakes as its own loop does, with a random
+phase (watchdog: as ``Watchdog.run``, a poll, or its first call's deadline, every 50 ms while a protocol is
+under way, else a peek for a gather request four times a poll; helper: half a poll; relay: as
+``StoreRelay._run``, its node's request looked for four times a period).  Also stood in for, as one machine holds every node: the nodes' disks (every
 ``dump_dir`` is in /dev/shm: this VM's one disk took the renames of 512 nodes at 0.68 ms each), and the
 connects of the relays' store clients (opened when a relay first acts, outside the simulated time, with a
 resolver that gives up after 1 s: this VM has no DNS, RESOLVER_ENV), and the channel's file (an anonymous
@@ -17,12 +18,14 @@ Time.  One thread runs every node in turn, but a real job's nodes run at once: s
 clock of their own (``Watchdog(clock=, wall=)``, ``StoreRelay(clock=)``, the channel's timestamps) that
 leaves out the time the harness spent on the other nodes.  The simulated time moves in rounds: a round
 lasts as long as the slowest node's work in it (everything its parts did, one after another: pessimistic,
-as a node's watchdogs are processes of their own) and at least ``QUANTUM_S``.  Store operations, files,
-JSON and the merge are real work, timed as they run; an event published by one node within a round may be
-seen by a later node in the same round (up to one round early) or by an earlier one in the next.  A round
-runs only the parts due at its start (a heap of their next steps), and rounds in which none is due are
-skipped as the QUANTUM_S each they would have lasted.  The times are those of nodes with a core each for
-the observer, on this machine's cores; ``sim_wall_s`` says how long the simulation took.
+as a node's watchdogs are processes of their own), and the next one starts then or when the next part is
+due, whichever is later.  Store operations, files, JSON and the merge are real work, timed as they run; an
+event published by one node within a round may be seen by a later node in the same round (up to one round
+early) or by an earlier one in the next.  A round runs only the parts due at its start (a heap of their
+next wakes).  (Until 2026-12-01 a round lasted at least 10 ms, and every part of every node was asked
+whether it was due: a part stepped up to 10 ms late at each wake, so a relay stepped every 0.50-0.54 s
+where its loop steps every 0.50 s.)  The times are those of nodes with a core each for the observer, on
+this machine's cores; ``sim_wall_s`` says how long the simulation took.
 
 Scenarios (each checks its verdict: the culprit named exactly, the silent ranks listed):
   culprit  - one rank never enters an all_reduce of the world group; every other rank waits in it and
@@ -67,6 +70,7 @@ from c10d_observer import channel_reader as ch_reader  # noqa: E402
 from c10d_observer import config as _config  # noqa: E402
 from c10d_observer import dumpdir as _dumpdir  # noqa: E402
 from c10d_observer import relay as _relay  # noqa: E402
+from c10d_observer import requests as _requests  # noqa: E402
 from c10d_observer import watchdog as _wd  # noqa: E402
 
 SERVER = """
@@ -284,7 +288,6 @@ class Node(object):
                                          clock.wall)
 
 
-QUANTUM_S = 0.01  # the shortest simulated round: parts are due at their periods to within this
 GC_EVERY_S = 10.0  # wall seconds between the harness's collections of its heap (outside the simulated time)
 SLOW_STEP_NS, SLOWEST = 50 * 10 ** 6, 12  # the steps over 50 ms since the hang: the slowest 12 are reported
 
@@ -297,15 +300,16 @@ SLOW_STEP_NS, SLOWEST = 50 * 10 ** 6, 12  # the steps over 50 ms since the hang:
 RESOLVER_ENV = {"RES_OPTIONS": "timeout:1 attempts:1"}
 
 
-def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, limit_s=30.0):
-    """One simulated job; ``idle_s`` and ``limit_s`` are simulated seconds.  WORLD_SIZE and LOCAL_WORLD_SIZE
+def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, limit_s=30.0, keep=None):
+    """One simulated job; ``idle_s`` and ``limit_s`` are simulated seconds; ``keep``: a path to copy the merging
+    node's dump_dir to.  WORLD_SIZE and LOCAL_WORLD_SIZE
     are the job's, as torchrun sets them in each rank (the relays read how many nodes the job spans)."""
     env = dict(RESOLVER_ENV, WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(per_node))
     before = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     gc_was = gc.isenabled()
     try:
-        return _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s)
+        return _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep)
     finally:
         if gc_was:
             gc.enable()
@@ -316,7 +320,7 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
                 os.environ[k] = v
 
 
-def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
+def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep):
     rng = random.Random(seed)
     nodes_n = world // per_node
     # every node's dump_dir in memory: one disk here takes the writes of up to 2,048 nodes' watchdogs and
@@ -394,37 +398,72 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
     sim["now"], sim["max_work"] = time.monotonic_ns(), 0
     t_start = sim["now"]
     verdicts = {}
-    quantum = int(QUANTUM_S * 1e9)
 
-    # Each part's next step, soonest first: (due, node, order in its node's turn, kind, tie, part).  A round
+    # Each part's next wake, soonest first: (due, node, order in its node's turn, kind, tie, part).  A round
     # runs the parts due at its start, each node's in the order of a turn (its ranks' helpers and watchdogs,
-    # then its relays); a part steps again a period after the round it stepped in.  (Every part of every
-    # node was asked whether it was due, every round: at 16,384 ranks 100,000 questions a round.)
+    # then its relays).  (Every part of every node was asked whether it was due, every round: at 16,384
+    # ranks 100,000 questions a round.)  A watchdog and a relay wake as their loops do (Watchdog.run,
+    # StoreRelay._run): a watchdog polls every poll, or at its first call's deadline where that comes sooner,
+    # looks every 50 ms while a protocol is under way, and else peeks (a stat) for a gather request four
+    # times a poll, polling at once where one came; an idle relay looks (a stat, its node's leader) for its
+    # node's request four times a period and steps at once where one came, else once a period, and every
+    # 0.1 s while a gather is on.
     heap = []
     tie = iter(range(1 << 62))
-    look_at = {}  # rank -> when its watchdog's next look is due while busy (as Watchdog.run: every 50 ms)
-    looking = set()  # ranks with a look on the heap
+    poll_ns = int(poll * 1e9)
+    peek_ns = int(max(_wd.REQUEST_LOOK_S, poll / 4) * 1e9)
+    relay_look_ns = int(min(poll, max(_relay.REQUEST_LOOK_S, poll / 4)) * 1e9)
+    next_poll = {}  # rank -> when its watchdog polls next (Watchdog.run's next_tick)
+    relay_last, relay_stamp = {}, {}  # rank -> when its relay last stepped, the request file it last saw
 
     def push(at, n, order, kind, part):
         heapq.heappush(heap, (at, n, order, kind, next(tie), part))
 
-    for i, n in enumerate(nodes):  # first steps at a random phase, as processes started at different moments
+    for i, n in enumerate(nodes):  # at a random phase, as processes started at different moments
         for j, r in enumerate(n.ranks):
             if r.rank not in silent:
                 push(t_start + int(rng.random() * poll / 2 * 1e9), i, 2 * j, "h", r)
-                push(t_start + int(rng.random() * poll * 1e9), i, 2 * j + 1, "w", r)
+                next_poll[r.rank] = t_start + int(rng.random() * poll_ns)
+                push(next_poll[r.rank], i, 2 * j + 1, "w", r)
         for j, rel in enumerate(n.relays):
             if rel.rank not in silent:  # a silent rank is gone, its relay thread with it
-                push(t_start + int(rng.random() * poll * 1e9), i, 2 * per_node + j, "r", rel)
+                relay_last[rel.rank] = t_start - int(rng.random() * poll_ns)
+                push(t_start + int(rng.random() * relay_look_ns), i, 2 * per_node + j, "r", rel)
 
-    def busy_looks(i, order, r, now):
-        """After its watchdog stepped: while busy it looks every 50 ms (from the next round on)."""
-        if r.rank in looking or not r.wd.busy():
-            return
-        at = look_at.get(r.rank)
-        at = now + 1 + int(rng.random() * 0.05 * 1e9) if at is None else max(at, now + 1)
-        looking.add(r.rank)
-        push(at, i, order, "m", r)
+    def watchdog_wakes(r, mono):
+        """One wake of Watchdog.run's loop at ``mono`` (its node's clock); returns the next wake."""
+        wd, actions = r.wd, ()
+        if mono >= next_poll[r.rank]:
+            next_poll[r.rank] = mono + poll_ns
+            actions = wd.step(mono)
+        elif wd.busy():  # between polls: only the protocols under way
+            wd.look(mono)
+        elif _requests.GatherRequest.stamp(wd.dd) != wd.files.request_key:  # Watchdog.peek: a request came
+            actions = wd.step(mono)
+            next_poll[r.rank] = mono + poll_ns
+        if any(a.kind == "say_overdue" for a in actions) and result.get("first_detection") is None:
+            result["first_detection"] = mono
+        due = wd.detector.next_deadline_ns(wd.snap)
+        if due is not None and mono < due < next_poll[r.rank]:
+            next_poll[r.rank] = due  # the next poll at the first call's deadline
+        # the loop waits from where its work ended
+        return min(next_poll[r.rank], clock.mono_ns() + (int(wd.w.merge_look * 1e9) if wd.busy() else peek_ns))
+
+    def relay_wakes(rel, mono):
+        """One wake of StoreRelay._run's loop at ``mono``; returns the next wake."""
+        if not rel.window.open:
+            seen = _requests.GatherRequest.stamp(rel.dd) if rel.leader else None
+            fresh = seen is not None and seen != relay_stamp.get(rel.rank)
+            if seen is not None:
+                relay_stamp[rel.rank] = seen
+            if not fresh and mono - relay_last[rel.rank] < poll_ns:
+                return clock.mono_ns() + relay_look_ns
+        relay_last[rel.rank] = mono
+        try:
+            rel.step()
+        except Exception as e:  # as StoreRelay._run: never stops the rank
+            result.setdefault("relay_errors", []).append(repr(e))
+        return clock.mono_ns() + (int(min(poll, 0.1) * 1e9) if rel.window.open else relay_look_ns)  # from its end
 
     slow = []  # the slowest steps since the hang: (seconds, at s after the hang, host, kind, rank), SLOWEST kept
 
@@ -439,35 +478,15 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
         n = nodes[i]
         t0, connects = time.monotonic_ns(), sim["connect_ns"]
         clock.offset_ns = t0 - now
-        stepped = set()
         for _, _, order, kind, _, part in sorted(steps, key=lambda e: (e[2], e[4])):
             ts, c0 = time.monotonic_ns(), sim["connect_ns"]
             if kind == "h":
                 part.helper(clock.mono_ns())
                 push(now + int(poll / 2 * 1e9), i, order, "h", part)
             elif kind == "w":
-                found = any(a.kind == "say_overdue" for a in part.wd.step(clock.mono_ns()))
-                if found and result.get("first_detection") is None:
-                    result["first_detection"] = clock.mono_ns()
-                push(now + int(poll * 1e9), i, order, "w", part)
-                stepped.add(part.rank)
-                busy_looks(i, order, part, now)
-            elif kind == "m":
-                looking.discard(part.rank)
-                if part.rank in stepped:  # it polled this round: the look waits for the next
-                    looking.add(part.rank)
-                    push(now + 1, i, order, "m", part)
-                elif part.wd.busy():
-                    part.wd.look(clock.mono_ns())  # as Watchdog.run while it merges
-                    look_at[part.rank] = now + int(0.05 * 1e9)
-                    busy_looks(i, order, part, now)
+                push(watchdog_wakes(part, clock.mono_ns()), i, order, "w", part)
             else:
-                period = min(poll, 0.1) if part.active() else poll  # as StoreRelay._run: faster while a gather is on
-                try:
-                    part.step()
-                except Exception as e:  # as StoreRelay._run: never stops the rank
-                    result.setdefault("relay_errors", []).append(repr(e))
-                push(now + int(period * 1e9), i, order, "r", part)
+                push(relay_wakes(part, clock.mono_ns()), i, order, "r", part)
             note(ts, c0, now, n, kind, part)
         if n.host not in verdicts and os.path.exists(os.path.join(n.dump_dir, _dumpdir.VERDICT_JSON)):
             verdicts[n.host] = clock.mono_ns()
@@ -481,12 +500,12 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
             due.setdefault(e[1], []).append(e)
         for i in sorted(due):
             node_turn(i, due[i], now)
-        sim["now"] = now + max(sim["max_work"], quantum)
+        sim["now"] = now + max(sim["max_work"], 1)
         if time.monotonic() - sim["collected"] > GC_EVERY_S:
             gc.collect()
             sim["collected"] = time.monotonic()
-        if heap and heap[0][0] > sim["now"]:  # rounds in which nothing is due: QUANTUM_S each, skipped
-            sim["now"] += -(-(heap[0][0] - sim["now"]) // quantum) * quantum
+        if heap and heap[0][0] > sim["now"]:  # the next round when its first part is due
+            sim["now"] = heap[0][0]
         return sim["max_work"] / 1e9
 
     # idle: every part at its own period, nothing overdue
@@ -529,12 +548,6 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
     first = result.pop("first_detection", None)
     result["detected_after_s"] = round((first - t_hang) / 1e9, 2) if first else None
     result["verdicts_written"] = len(verdicts)
-    result["verdict_s"] = round((min(verdicts.values()) - first) / 1e9, 2) if verdicts and first else None
-    result["all_verdicts_s"] = round((max(verdicts.values()) - first) / 1e9, 2) if verdicts and first else None
-    if verdicts and first:  # how the verdict reached the nodes: by when half, 90 % and 99 % of them had it
-        at = sorted(verdicts.values())
-        result["verdict_nodes_s"] = {"p%d" % q: round((at[min(len(at) - 1, len(at) * q // 100)] - first) / 1e9, 2)
-                                     for q in (50, 90, 99)}
     result["gather_store_ops"] = counter.ops - ops0
     result["gather_store_mib"] = round((counter.bytes - bytes0) / 2.0 ** 20, 2)
     result["gather_server_cpu_s"] = round(server_cpu_s(server.pid) - cpu0, 2)
@@ -552,6 +565,26 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s):
                        "merged_on": not v.get("relayed_from")})
     result["merges"] = sum(c["merged_on"] for c in checks)
     result["verdicts_ok"] = bool(checks) and all(c["ok"] for c in checks) and result["merges"] == 1
+    if verdicts and first:
+        # from the merging node's verdict.  A node whose turn came after the merging node's in the round of
+        # the merge took the verdict in that round, at its clock: before the merge's own step ended (the
+        # harness's one-round error, as long as that step: 2.5 s at 16,384 ranks).  No node has it before the
+        # merging node: such a node's time is the merging node's (``verdict_early_nodes`` counts them).
+        merged = [verdicts[c["host"]] for c in checks if c["merged_on"]]
+        t_merged = min(merged) if merged else min(verdicts.values())
+        at = sorted(max(t, t_merged) for t in verdicts.values())
+        result["verdict_s"] = round((t_merged - first) / 1e9, 2)
+        result["all_verdicts_s"] = round((at[-1] - first) / 1e9, 2)
+        result["verdict_early_nodes"] = sum(t < t_merged for t in verdicts.values())
+        # how the verdict reached the nodes: by when half, 90 % and 99 % of them had it
+        result["verdict_nodes_s"] = {"p%d" % q: round((at[min(len(at) - 1, len(at) * q // 100)] - first) / 1e9, 2)
+                                     for q in (50, 90, 99)}
+    else:
+        result["verdict_s"] = result["all_verdicts_s"] = None
+    if keep and checks:  # the merging node's dump_dir, for a look at its merge (docs/scale.md)
+        host = ([c["host"] for c in checks if c["merged_on"]] or [checks[0]["host"]])[0]
+        shutil.rmtree(keep, ignore_errors=True)
+        shutil.copytree(os.path.join(root, host), keep)
     result["verdict_summary"] = checks[0]["summary"] if checks else None
     if not result["verdicts_ok"]:
         result["verdict_checks"] = [c for c in checks if not c["ok"]][:3]
@@ -575,6 +608,7 @@ def main(argv=None):
     ap.add_argument("--scenario", default="all", choices=["all", "culprit", "cascade", "two", "silent"])
     ap.add_argument("--poll", type=float, default=0.5)
     ap.add_argument("--json", default=os.path.join(RESULTS, "scale.json"))
+    ap.add_argument("--keep", default=None, help="copy the merging node's dump_dir here (one size and scenario)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.ranks.split(",")] if args.ranks else ([64, 256, 1024, 4096] if args.full
                                                                           else [64, 256])
@@ -586,7 +620,7 @@ def main(argv=None):
     print(" ".join("%-10s" % c[:10] for c in cols))
     for n in sizes:
         for sc in scenarios:
-            r = run(n, args.per_node, sc, poll=args.poll)
+            r = run(n, args.per_node, sc, poll=args.poll, keep=args.keep)
             rows.append(r)
             print(" ".join("%-10s" % (r.get(c),) for c in cols), flush=True)
             for s in r.get("slowest_steps", [])[:4]:  # where the simulated time goes: the rounds they lengthened

@@ -71,6 +71,9 @@ REQUEST_LOOK_S = 0.1  # an idle leader looks (one stat) for its node's gather re
 IDLE_READS_PER_S = 256  # the idle reads of the request counter all nodes make together, at most, a second
 # (the store's server spends about 1 % of a core per 300 operations a second: benchmarks/store_load.py)
 ARRIVALS_EVERY_S = _relay_arrivals.ARRIVALS_EVERY_S
+FETCH_STEP_S = 0.5  # the most one step spends fetching bundles; the rest the next step, 0.1 s on.  A relay beats
+# at each step, and one that did not beat for 3 periods and a second loses its node's lead: at 16,384 ranks one
+# step fetched 2,047 bundles in 1.6 s (benchmarks/scale.py, 2026-12-01), 2.5 s being the limit at a period of 0.5 s
 
 
 def multi_node(env=None):
@@ -154,6 +157,7 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
         self._slot = None  # this node's bundle number in the store
         self._ready_all = 0  # the store's bundle counter last seen (collecting)
         self._fetched = {}  # slot -> its counter last fetched
+        self._fetch_from, self._pass_total = 1, 0  # where a pass over the slots goes on, the counter it began at
         self.window = _relay_window.RelayWindow(window_s)  # the gather window's requests, and its phase
         self._verdict_sent = None  # gather id whose verdict this node sent
         self._verdict_taken = None  # request number whose verdict this node took
@@ -392,11 +396,18 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
         self.store.add(self._key("ready_all"), 1)
 
     def _fetch_states(self):
-        total = int(self.store.add(self._key("ready_all"), 0))
-        if total == self._ready_all:
-            return
-        self._ready_all = total
-        for slot in range(1, int(self.store.add(self._key("nodes"), 0)) + 1):
+        """The bundles that changed, each into its file; for at most FETCH_STEP_S a step (a pass over the
+        slots goes on where it stopped), a new pass where the bundle counter moved since the last pass began."""
+        if self._fetch_from == 1:
+            total = int(self.store.add(self._key("ready_all"), 0))
+            if total == self._ready_all:
+                return
+            self._pass_total = total
+        until, fetched = time.monotonic() + FETCH_STEP_S, 0
+        for slot in range(self._fetch_from, int(self.store.add(self._key("nodes"), 0)) + 1):
+            if fetched and time.monotonic() > until:
+                self._fetch_from = slot  # the rest next step: this relay beats in between
+                return
             if slot == self._slot:
                 continue
             n = int(self.store.add(self._key("node_ready", slot), 0))
@@ -404,8 +415,10 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
                 continue
             bundle = _wire.unpack(self.store.get(self._key("node", slot)))
             self._fetched[slot] = n
+            fetched += 1
             if isinstance(bundle, dict) and bundle.get("window") == self.window.own[0]:
                 self._write_remote(slot, bundle)
+        self._fetch_from, self._ready_all = 1, self._pass_total
 
     def _write_remote(self, slot, bundle):
         """One file per node (``states-node<slot>.json``, read by verdict.load_docs): a file per rank cost

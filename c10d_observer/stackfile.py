@@ -38,20 +38,34 @@ def last_dump(text):
     return text[marks[-1]:] if marks else (text or "")
 
 
+_BLOCKS = {}  # a thread's block of frame lines -> its frames: thread_frames
+
+
 def thread_frames(text, thread):
-    """[(file, line, function)] innermost first of ``thread``'s block in the last dump of ``text``, or None."""
+    """[(file, line, function)] innermost first of ``thread``'s block in the last dump of ``text``, or None.
+
+    A block's frames are parsed once per process: the merge reads every rank's main thread, and the ranks
+    waiting in one call have the same frames (at 16,384 ranks 68 us a rank, 1.1 s of the merge, 2026-12-01)."""
     if not thread or not text:
         return None
     heads = [m for m in _THREAD.finditer(text) if int(m.group(2), 16) == thread]
     if not heads:
         return None
-    frames = []
-    for line in text[heads[-1].end():].splitlines()[1:]:
-        m = _FRAME.match(line)
-        if not m:
-            break
-        frames.append((m.group("file"), int(m.group("line")), m.group("func")))
-    return frames
+    start = heads[-1].end()
+    end = text.find("\n\n", start)  # a block ends at its blank line: the parse below stops there
+    block = text[start:end if end >= 0 else len(text)]
+    frames = _BLOCKS.get(block)
+    if frames is None:
+        frames = []
+        for line in block.splitlines()[1:]:
+            m = _FRAME.match(line)
+            if not m:
+                break
+            frames.append((m.group("file"), int(m.group("line")), m.group("func")))
+        if len(_BLOCKS) >= 4096:
+            _BLOCKS.clear()
+        _BLOCKS[block] = frames
+    return list(frames)
 
 
 def read_tail(path, limit=256 * 1024):

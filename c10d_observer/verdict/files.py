@@ -18,12 +18,23 @@ SAME_JOB_S = 120.0  # watchdogs of one job start within this of each other (olde
 RECORD_DOCS_UP_TO = 1024  # a record keeps the documents it was built from up to this many ranks
 
 # -- loading ------------------------------------------------------------------------------------------
-def _read_docs(dd, live=False):
-    """(every rank document in ``dd``, problems); ``live``: the live view's documents too (live.py)."""
+def _read_docs(dd, live=False, loaded=None):
+    """(every rank document in ``dd``, problems); ``live``: the live view's documents too (live.py);
+    ``loaded``: {path: ((mtime_ns, size), [RankDoc])} of files read already, taken where the file is as it
+    was then (the merge's own scan read every answer once: watchdog_io.GatherFiles)."""
     docs, problems = [], []
     for pattern in (_dumpdir.REPORT_GLOB, _dumpdir.STATE_GLOB, _dumpdir.END_GLOB, _dumpdir.NODE_GLOB) + (
             (_dumpdir.LIVE_GLOB,) if live else ()):
         for path in dd.glob(pattern):
+            got = loaded.get(path) if loaded else None
+            if got is not None:
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    st = None
+                if st is not None and (st.st_mtime_ns, st.st_size) == got[0]:
+                    docs.extend(got[1])
+                    continue
             try:
                 docs.extend(_documents.load(path))
             except (_documents.DocumentError, OSError) as e:
@@ -34,16 +45,17 @@ def _read_docs(dd, live=False):
 read_docs = _read_docs  # the live view reads the documents as the verdict does (live.py)
 
 
-def load_docs(directory, gather_id=None, torch_dumps=False):
+def load_docs(directory, gather_id=None, torch_dumps=False, loaded=None):
     """({rank: RankDoc}, problems): one document per rank, of the newest job in ``directory``.
 
     ``gather_id`` (the merge): each rank's answer to that gather, else its end where it died, else its
     newest document.  Without (the job now): each rank's newest, its end preferred (the last word).
     ``torch_dumps``: also torch's own flight-recorder dumps in JSON (torch_fr.py), used where the directory
-    holds no observer documents (their sequence numbers are torch's, not the observer's)."""
+    holds no observer documents (their sequence numbers are torch's, not the observer's).  ``loaded``: files
+    read already (_read_docs)."""
     if not os.path.isdir(directory):
         raise ReportError("%s is not a directory" % directory)
-    docs, problems = _read_docs(_dumpdir.DumpDir(directory))
+    docs, problems = _read_docs(_dumpdir.DumpDir(directory), loaded=loaded)
     if torch_dumps:
         from .. import torch_fr
         fr_docs, fr_problems = torch_fr.load_dir(directory)
