@@ -579,6 +579,9 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep):
         # how the verdict reached the nodes: by when half, 90 % and 99 % of them had it
         result["verdict_nodes_s"] = {"p%d" % q: round((at[min(len(at) - 1, len(at) * q // 100)] - first) / 1e9, 2)
                                      for q in (50, 90, 99)}
+        # the last nodes to have it, and since when their relay had been stepping without its lead
+        result["verdict_last_nodes"] = [{"host": h, "s": round((max(t, t_merged) - first) / 1e9, 2)}
+                                        for h, t in sorted(verdicts.items(), key=lambda kv: kv[1])[-5:]]
     else:
         result["verdict_s"] = result["all_verdicts_s"] = None
     if keep and checks:  # the merging node's dump_dir, for a look at its merge (docs/scale.md)
