@@ -290,6 +290,7 @@ class Node(object):
 
 GC_EVERY_S = 10.0  # wall seconds between the harness's collections of its heap (outside the simulated time)
 SLOW_STEP_NS, SLOWEST = 50 * 10 ** 6, 12  # the steps over 50 ms since the hang: the slowest 12 are reported
+PROFILE = os.environ.get("SCALE_PROFILE")  # a file: the merging node's steps since the hang under cProfile
 
 
 # This VM has no DNS server: torch's client looks up the name of its socket's address once per connect (for
@@ -465,6 +466,10 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep):
             result.setdefault("relay_errors", []).append(repr(e))
         return clock.mono_ns() + (int(min(poll, 0.1) * 1e9) if rel.window.open else relay_look_ns)  # from its end
 
+    profiler, merging = None, set()
+    if PROFILE:
+        import cProfile
+        profiler = cProfile.Profile()
     slow = []  # the slowest steps since the hang: (seconds, at s after the hang, host, kind, rank), SLOWEST kept
 
     def note(ts, connects, now, n, kind, part):
@@ -480,6 +485,11 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep):
         clock.offset_ns = t0 - now
         for _, _, order, kind, _, part in sorted(steps, key=lambda e: (e[2], e[4])):
             ts, c0 = time.monotonic_ns(), sim["connect_ns"]
+            profiled = profiler is not None and sim.get("hang") is not None and (
+                n.host in merging or kind == "r" and part.window.merging)
+            if profiled:
+                merging.add(n.host)
+                profiler.enable()
             if kind == "h":
                 part.helper(clock.mono_ns())
                 push(now + int(poll / 2 * 1e9), i, order, "h", part)
@@ -487,6 +497,8 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep):
                 push(watchdog_wakes(part, clock.mono_ns()), i, order, "w", part)
             else:
                 push(relay_wakes(part, clock.mono_ns()), i, order, "r", part)
+            if profiled:
+                profiler.disable()
             note(ts, c0, now, n, kind, part)
         if n.host not in verdicts and os.path.exists(os.path.join(n.dump_dir, _dumpdir.VERDICT_JSON)):
             verdicts[n.host] = clock.mono_ns()
@@ -543,6 +555,8 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep):
         rounds.append(round_())
         if verdicts and (sim["now"] - max(verdicts.values())) / 1e9 > longest + 1.0:
             break  # no other node merges now
+    if profiler is not None:
+        profiler.dump_stats(PROFILE)
     result["round_max_s"] = round(max(rounds), 3)  # the slowest node's work in one round (simulated time)
     result["rss_per_rank_kib"] = round((rss_bytes() - rss0) / 1024.0 / world, 1)
     first = result.pop("first_detection", None)

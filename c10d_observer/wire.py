@@ -14,7 +14,22 @@ def pack(obj):
 
 
 def unpack(value):
-    return _unsqueeze(json.loads(zlib.decompress(base64.b64decode(text(value))).decode("utf-8")))
+    """What ``pack`` made of an object, the object again: the runs and columns undone as JSON's decoder meets
+    them (its object hook, called once a dict), where a walk over the whole object cost a Python call per
+    list and scalar: a node's bundle of 8 states, 720 calls, 0.6 of the merging node's 0.8 ms a bundle
+    (benchmarks/scale.py at 4,096 ranks under cProfile, 2026-12-01)."""
+    return json.loads(zlib.decompress(base64.b64decode(text(value))).decode("utf-8"), object_hook=_undo)
+
+
+def _undo(obj):
+    """One dict as the decoder made it, its insides undone already (the decoder builds the inside first)."""
+    if len(obj) == 1:
+        if _RUNS in obj:
+            return _ch.expand_runs(obj[_RUNS])
+        if _ROWS in obj:
+            keys, fields, columns = obj[_ROWS]
+            return {str(k): {f: col[i] for f, col in zip(fields, columns)} for i, k in enumerate(keys)}
+    return obj
 
 
 _RUNS, _ROWS = "__runs__", "__rows__"
@@ -50,6 +65,7 @@ def _squeeze(obj):
 
 
 def _unsqueeze(obj):
+    """``unpack``'s work as a walk over the object (what it was until 2026-12-01: tests/unit/test_relay.py)."""
     if isinstance(obj, list):
         return obj if _flat(obj) else [_unsqueeze(x) for x in obj]
     if isinstance(obj, dict):
