@@ -301,7 +301,8 @@ PROFILE = os.environ.get("SCALE_PROFILE")  # a file: the merging node's steps si
 RESOLVER_ENV = {"RES_OPTIONS": "timeout:1 attempts:1"}
 
 
-def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, limit_s=30.0, keep=None):
+def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, limit_s=30.0, keep=None,
+        serial_parts=False):
     """One simulated job; ``idle_s`` and ``limit_s`` are simulated seconds; ``keep``: a path to copy the merging
     node's dump_dir to.  WORLD_SIZE and LOCAL_WORLD_SIZE
     are the job's, as torchrun sets them in each rank (the relays read how many nodes the job spans)."""
@@ -310,7 +311,7 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
     os.environ.update(env)
     gc_was = gc.isenabled()
     try:
-        return _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep)
+        return _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, serial_parts)
     finally:
         if gc_was:
             gc.enable()
@@ -321,7 +322,7 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
                 os.environ[k] = v
 
 
-def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep):
+def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, serial_parts=False):
     rng = random.Random(seed)
     nodes_n = world // per_node
     # every node's dump_dir in memory: one disk here takes the writes of up to 2,048 nodes' watchdogs and
@@ -384,6 +385,7 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep):
     if scenario == "silent":
         silent = set(rng.sample([r for r in world_ranks if r != culprit], max(1, world // 20)))
     result = {"ranks": world, "nodes": nodes_n, "per_node": per_node, "scenario": scenario, "poll_s": poll,
+              "parts": "serial" if serial_parts else "side by side",
               "timeout_s": timeout, "relays": sum(len(n.relays) for n in nodes)}
     # every simulated rank's objects live in this one process: a full collection of its heap (seconds at
     # 4,096 ranks) would land in whichever node's turn it falls, where a real rank's small heap costs
@@ -485,6 +487,8 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep):
         clock.offset_ns = t0 - now
         for _, _, order, kind, _, part in sorted(steps, key=lambda e: (e[2], e[4])):
             ts, c0 = time.monotonic_ns(), sim["connect_ns"]
+            if not serial_parts:  # each part from the round's start: the node's parts are processes of their own
+                clock.offset_ns = ts - now
             profiled = profiler is not None and sim.get("hang") is not None and (
                 n.host in merging or kind == "r" and part.window.merging)
             if profiled:
@@ -500,9 +504,12 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep):
             if profiled:
                 profiler.disable()
             note(ts, c0, now, n, kind, part)
-        if n.host not in verdicts and os.path.exists(os.path.join(n.dump_dir, _dumpdir.VERDICT_JSON)):
-            verdicts[n.host] = clock.mono_ns()
-        sim["max_work"] = max(sim["max_work"], time.monotonic_ns() - t0 - (sim["connect_ns"] - connects))
+            if kind != "h" and n.host not in verdicts and os.path.exists(os.path.join(n.dump_dir, _dumpdir.VERDICT_JSON)):
+                verdicts[n.host] = clock.mono_ns()  # at the end of the step that wrote it
+            if not serial_parts:
+                sim["max_work"] = max(sim["max_work"], time.monotonic_ns() - ts - (sim["connect_ns"] - c0))
+        if serial_parts:
+            sim["max_work"] = max(sim["max_work"], time.monotonic_ns() - t0 - (sim["connect_ns"] - connects))
 
     def round_():
         now, sim["max_work"] = sim["now"], 0
@@ -626,6 +633,9 @@ def main(argv=None):
     ap.add_argument("--poll", type=float, default=0.5)
     ap.add_argument("--json", default=os.path.join(RESULTS, "scale.json"))
     ap.add_argument("--keep", default=None, help="copy the merging node's dump_dir here (one size and scenario)")
+    ap.add_argument("--serial-parts", action="store_true",
+                    help="a node's parts one after another in its turn (before 2026-12-02: pessimistic, as a node's "
+                         "watchdogs and relays are processes of their own)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.ranks.split(",")] if args.ranks else ([64, 256, 1024, 4096] if args.full
                                                                           else [64, 256])
@@ -637,7 +647,7 @@ def main(argv=None):
     print(" ".join("%-10s" % c[:10] for c in cols))
     for n in sizes:
         for sc in scenarios:
-            r = run(n, args.per_node, sc, poll=args.poll, keep=args.keep)
+            r = run(n, args.per_node, sc, poll=args.poll, keep=args.keep, serial_parts=args.serial_parts)
             rows.append(r)
             print(" ".join("%-10s" % (r.get(c),) for c in cols), flush=True)
             for s in r.get("slowest_steps", [])[:4]:  # where the simulated time goes: the rounds they lengthened
