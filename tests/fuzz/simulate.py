@@ -549,6 +549,9 @@ def size_text(call, program):
     return ("%s, root %d" % (call.size, idx)) if call.size else "root %d" % idx
 
 
+_STACKS = {}  # a main thread's frames (a tuple) -> its stacks text (_stacks): a few kinds of frames a run
+
+
 def _stacks(frames, thread):
     return "".join(["\n=== c10d_observer: stacks ===\nCurrent thread 0x%016x (most recent call first):\n" % thread]
                    + ['  File "%s", line %d in %s\n' % f for f in frames])
@@ -708,6 +711,8 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
     now = seen_at(sim, mode)
     hung = sim.hung
     out = {}
+    seen = {}  # stream -> (the last rank's recent calls of it, their documents.Call values): the members of a
+    # group mostly show the same calls (typed: made once, shared)
     for r in range(p.world):
         off = (skew or {}).get(r, 0.0)
         st = sim.state[r]
@@ -733,7 +738,7 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
                     started_of[stream] = seq
                     hist_of[stream] = hist_of.get(stream, []) + [(seq, op, text, t)]
         groups, overdue = [], []
-        for stream in sorted(streams, key=_stream_key):
+        for stream in sorted(streams, key=_stream_key) if len(streams) > 1 else streams:
             gid, skind, peer, src, dst = streams[stream]
             g = p.groups[gid]
             started = started_of.get(stream, 0)
@@ -758,19 +763,33 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
                 if alive and detected <= written + off:
                     overdue.append(_overdue(typed, stream, gid, seq, op, size, g.ranks, skind, peer, backend, t,
                                             detected))
+            if typed:
+                last = seen.get(stream)
+                if last is not None and last[0] == hist:
+                    made = last[1]
+                else:
+                    made = tuple([_new(_documents.Call, (q, op, size, t, "")) for q, op, size, t in hist])
+                    seen[stream] = (hist, made)
+                groups.append(_new(_documents.Position, (
+                    stream, gid, skind, g.ranks, backend, peer, src, dst, 1800.0, started, completed,
+                    _new(_documents.Call, fly) if fly is not None else None, made, 0, None, None)))
+                continue
             groups.append(_position(typed, stream, gid, skind, g.ranks, backend, peer, src, dst, started, completed,
                                     hist, fly))
         config = {"timeout": TIMEOUT_S, "source": "patch" if source == "exact" else "flight_recorder"}
         thread = text = None
         if stacks and alive and kind == "state" and st != "frozen":  # a frozen rank writes no stacks
-            thread, text = MAIN_THREAD, _stacks(_frames(sim, r, waits), MAIN_THREAD)
-        if typed:  # RankDoc.from_json's reading of the JSON below, field for field
-            out[r] = _documents.RankDoc(
-                kind=kind, rank=r, world_size=p.world, host="sim", pid=1000 + r, job_id="fuzz",
-                written_at=written + off, watchdog_started_at=T0 - 2.0 + off, alive=alive, exit_reason=why,
-                frozen=beat_age > FROZEN_AFTER_S and alive, heartbeat_age_s=round(beat_age, 3), main_thread=thread,
-                stacks_text=text, gather_id="fuzz-gather", groups=tuple(groups), overdue=tuple(overdue),
-                config=config, extra={})
+            frames = _frames(sim, r, waits)
+            key = tuple(frames)
+            text = _STACKS.get(key)
+            if text is None:
+                text = _STACKS[key] = _stacks(frames, MAIN_THREAD)
+            thread = MAIN_THREAD
+        if typed:  # RankDoc.from_json's reading of the JSON below, field for field (in RankDoc's order)
+            out[r] = _new(_documents.RankDoc, (
+                kind, r, p.world, "sim", 1000 + r, "fuzz", written + off, T0 - 2.0 + off, alive, why,
+                beat_age > FROZEN_AFTER_S and alive, round(beat_age, 3), thread, None, text, None, "fuzz-gather",
+                None, tuple(groups), tuple(overdue), None, config, None, False, None, None, None, None, {}))
             continue
         doc = {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": kind, "rank": r,
                "world_size": p.world, "host": "sim", "pid": 1000 + r, "job_id": "fuzz",
