@@ -215,11 +215,11 @@ class Sim(object):
         gaps = self.gaps
         # a rank's calls before ``lim`` need no test of a stop or of the end: one comparison a call
         lim = [min(len(calls_of[r]), stop_at[r]) if stop_at[r] >= 0 else len(calls_of[r]) for r in range(world)]
+        freezing = -1  # the rank entering the call it freezes in (its call's key put in ``held`` before it)
         while ready:
             r = pop()
             i = ptr[r]
             when = clock[r]
-            frozen_in = False
             if i >= lim[r]:
                 prep = calls_of[r]
                 if i == stop_at[r] and (pause or stops[r][1] != "frozen_in"):
@@ -238,7 +238,9 @@ class Sim(object):
                     state[r] = "done"
                     lp = max(lp, when)
                     continue
-                frozen_in = i == stop_at[r]  # its stop: it freezes in the call it enters
+                if i == stop_at[r]:  # its stop: it freezes in the call it enters (never an op of a batch)
+                    held.add(calls_of[r][i][0])
+                    freezing = r
             key, op, text, sig, members, t, root, tree = calls_of[r][i]
             ptr[r] = i + 1
             if gaps is not None:
@@ -268,8 +270,8 @@ class Sim(object):
                     rec[2] = t
             inst = rec[3]
             inst[r] = t
-            b = batch_of[r][i] if posts else 0
-            if b:
+            if posts and batch_of[r][i]:
+                b = batch_of[r][i]
                 # an op of a batch: posted, and the rank goes on to its next op; at its batch's last op it waits
                 # for every op of the batch (the works' wait()), its own and its peers' halves matched by order
                 mine = pend[r]
@@ -289,10 +291,10 @@ class Sim(object):
                     waits[r], state[r], blocked[r] = True, "blocked", min(mine, key=_first_key(hist_of[r]))
                 continue
             state[r], blocked[r] = "blocked", key
-            if frozen_in:  # frozen in the call it entered
-                state[r], frozen_at[r] = "frozen", t
-                held.add(key)
             if held and key in held:
+                if r == freezing:  # frozen in the call it entered
+                    state[r], frozen_at[r] = "frozen", t
+                    freezing = -1
                 continue
             if len(inst) < len(members):
                 if tree is not None and rec[1]:
@@ -331,7 +333,7 @@ class Sim(object):
                     clock[m] = end
                     state[m] = "ready"
                     blocked[m] = None
-                    push(m)
+                ready.extend(members)  # (pushed in the members' order)
             else:
                 for m in members:
                     if gone and m in gone:
