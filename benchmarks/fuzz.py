@@ -91,11 +91,16 @@ def main(argv=None):
     ap.add_argument("--healthy-every", type=int, default=1, metavar="N",
                     help="run and judge the healthy program of every N-th case only (1: each; it checks the "
                          "generator, not the verdict, and costs more than the faulty run)")
+    ap.add_argument("--dump", metavar="FILE",
+                    help="write each case's outcome to FILE, a line a case (its seed, outcome, culprits, summary, "
+                         "the verdicts' categories and the SHA-1 of their JSON), to compare two versions case for case")
     a = ap.parse_args(argv)
     if a.kind == "slow":
         return _slow(a)
     if a.real_only:
         return _real(a)
+    if a.dump:
+        _run.dump = []
     t0 = time.time()
     every = max(1, a.healthy_every)
     got = _run.run(a.cases, a.seed, skew=a.skew, two=a.two, source=a.source, shape=a.shape, kind=a.kind,
@@ -121,6 +126,10 @@ def main(argv=None):
         json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")
     print("\nresults: %s" % os.path.relpath(out, ROOT))
+    if a.dump:
+        with open(a.dump, "w") as f:
+            f.writelines(json.dumps(row) + "\n" for row in _run.dump)
+        _run.dump = None
     bad = got["wrong"] or got["unhealthy"] or got["nohang"]
     if a.real:
         bad = _real(a) or bad

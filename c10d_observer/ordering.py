@@ -6,6 +6,7 @@ program, so for two streams A and B the place of each B call among the A calls (
 is the same on every rank, step after step; a rank whose calls leave that order is the one that broke it.
 Pure: no torch, no files, no clock.
 """
+import bisect
 from collections import namedtuple
 
 from .analogs import MIN_GROUPS
@@ -402,6 +403,32 @@ def _places(calls, counted, other, last_other):
     """{seq: n} for each `counted` call of one rank whose place is known: n is the last `other` call the
     rank started before it (0: none)."""
     others = {c.seq: c.started_at for c in calls if c.stream == other and c.started_at is not None}
+    out = {}
+    times = set(others.values())
+    if any(t != t for t in times):  # a NaN start: its comparisons as the plain reading makes them
+        return _places_plain(calls, counted, others, last_other)
+    # the other calls by start, each with the greatest seq started up to it: n, the last other call started
+    # before a counted one, is a bisection (a rank's 32 calls a stream, each against the other's 32: the
+    # ordering rules' most frequent reading, 2026-12-01)
+    order = sorted((t, q) for q, t in others.items())
+    starts = [t for t, _ in order]
+    most, top = [0], None
+    for _, q in order:
+        top = q if top is None or q > top else top
+        most.append(top)
+    for c in calls:
+        t = c.started_at
+        if c.stream != counted or t is None or t in times:
+            continue
+        n = most[bisect.bisect_left(starts, t)]
+        after = others.get(n + 1)
+        if n >= last_other or (after is not None and after > t):
+            out[c.seq] = n  # else the history lacks the other call that came next
+    return out
+
+
+def _places_plain(calls, counted, others, last_other):
+    """_places, each counted call against every other call (no ordering of the starts)."""
     out = {}
     for c in calls:
         if c.stream != counted or c.started_at is None or c.started_at in others.values():

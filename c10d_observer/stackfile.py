@@ -48,6 +48,25 @@ def thread_frames(text, thread):
     waiting in one call have the same frames (at 16,384 ranks 68 us a rank, 1.1 s of the merge, 2026-12-01)."""
     if not thread or not text:
         return None
+    short = len(text) <= _SHORT
+    if short:  # a dump of a few threads: its frames read once (the fuzzer's documents, a rank's summary)
+        frames = _TEXTS.get((thread, text))
+        if frames is not None:
+            return list(frames)
+    frames = _thread_frames(text, thread)
+    if short:
+        if len(_TEXTS) >= 1024:
+            _TEXTS.clear()
+        _TEXTS[(thread, text)] = frames
+    return None if frames is None else list(frames)
+
+
+_TEXTS = {}  # (thread, a dump's text of at most _SHORT characters) -> the thread's frames: thread_frames
+_SHORT = 2048
+
+
+def _thread_frames(text, thread):
+    """thread_frames, uncached: the parsed frames (shared, in _BLOCKS), or None."""
     heads = [m for m in _THREAD.finditer(text) if int(m.group(2), 16) == thread]
     if not heads:
         return None
@@ -65,7 +84,7 @@ def thread_frames(text, thread):
         if len(_BLOCKS) >= 4096:
             _BLOCKS.clear()
         _BLOCKS[block] = frames
-    return list(frames)
+    return frames
 
 
 def read_tail(path, limit=256 * 1024):

@@ -86,6 +86,21 @@ def _signature(frames):
 
 
 
+_WORDS = {}  # a main thread's innermost 8 frames -> (its _signature, its frames' texts): _stack_groups
+
+
+def _words(frames):
+    """(_signature, the frame_text of each of the innermost 8 frames, a tuple) of a main thread's frames, made
+    once per process for frames alike (the ranks waiting in one call share them)."""
+    key = tuple(frames[:8])
+    got = _WORDS.get(key)
+    if got is None:
+        if len(_WORDS) >= 4096:
+            _WORDS.clear()
+        got = _WORDS[key] = (_signature(key), tuple([frame_text(f) for f in key]))
+    return got
+
+
 def _stack_groups(frames_by_rank):
     """Main-thread stacks grouped by their frames (functions and files, not line numbers), each group with
     its line-number variants and the ranks at each: ranks one line apart stay one group, but each rank's
@@ -94,10 +109,10 @@ def _stack_groups(frames_by_rank):
     for r, frames in sorted(frames_by_rank.items()):
         if not frames:
             continue
-        texts = [frame_text(f) for f in frames[:8]]
-        first, ranks, variants = groups.setdefault(_signature(frames), (texts, [], collections.OrderedDict()))
+        signature, texts = _words(frames)
+        first, ranks, variants = groups.setdefault(signature, (list(texts), [], collections.OrderedDict()))
         ranks.append(r)
-        variants.setdefault(tuple(texts), []).append(r)
+        variants.setdefault(texts, []).append(r)
     out = [Stacks(frames=first, ranks=ranks, variants=[Stacks(frames=list(t), ranks=rs) for t, rs in variants.items()])
            for first, ranks, variants in groups.values()]
     return sorted(out, key=lambda g: (len(g.ranks), g.ranks))

@@ -338,7 +338,9 @@ def _steps(calls, template, made, steps, world):
     """The loop's calls, appended to each rank's list: what ``add(s, per_rank)`` of the slots' calls at each
     step gives, without making each call twice (a case's program is about 500 calls).  A step's calls depend
     on which slots run at it (``every``): each rank's calls of such a set, with their offsets in the step, are
-    made once (the same floats: ``s * STEP_S + (i + 1) * STEP_S / n``)."""
+    made once (the same floats: ``s * STEP_S + (i + 1) * STEP_S / n``), and ranks whose calls of a step are
+    alike (the members of one group: a world collective's every rank) share the step's Call values (immutable;
+    made once, not once a rank)."""
     new = tuple.__new__
     plans = {}  # which slots run -> [(a rank's list, [(group, op, size, root, peer, slot, offset)])]
     everys = [slot.every for slot in template]
@@ -357,17 +359,24 @@ def _steps(calls, template, made, steps, world):
                     else:
                         got.extend(cs)
             plan = plans[runs] = []
+            alike = {}  # a rank's items -> the lists of the ranks whose items they are
             for r in range(world):
                 cs = per_rank.get(r)
                 if not cs:
                     continue
                 n = len(cs) + 1
-                plan.append((calls[r], [(c[0], c[1], c[2], c[3], c[4], c[6], (i + 1) * STEP_S / n)
-                                        for i, c in enumerate(cs)]))
+                items = tuple([(c[0], c[1], c[2], c[3], c[4], c[6], (i + 1) * STEP_S / n) for i, c in enumerate(cs)])
+                outs = alike.get(items)
+                if outs is None:
+                    outs = alike[items] = []
+                    plan.append((items, outs))
+                outs.append(calls[r])
         base = s * STEP_S
-        for out, items in plan:
-            out.extend([new(Call, (g, op, size, root, peer, s, slot, base + off))
-                        for g, op, size, root, peer, slot, off in items])
+        for items, outs in plan:  # the ranks of one group issue the same calls: each Call made once, shared
+            step_calls = [new(Call, (g, op, size, root, peer, s, slot, base + off))
+                          for g, op, size, root, peer, slot, off in items]
+            for out in outs:
+                out.extend(step_calls)
 
 
 # -- the fault ----------------------------------------------------------------------------------------------
@@ -388,12 +397,15 @@ def _other_size(rng, call):
                                                                if d != dtype])))
 
 
+_ANY_CALL = ("skip", "stall", "exit", "freeze")  # the faults any call takes (but an object collective's second)
+
+
 def _applies(kind, call):
     if call.op.endswith(DATA):
         return False  # an object collective's faults are its first call's (the second goes with it)
     if kind == "mismatch_size" and call.op in OBJECT_OPS:
         return False  # another object's size is no fault: torch pads every rank's bytes to the largest
-    if kind in ("skip", "stall", "exit", "freeze"):
+    if kind in _ANY_CALL:
         return True
     if kind == "freeze_in":  # a p2p call a rank froze in may have sent its data or not: not modelled
         return call.op not in P2P_OPS + ASYNC_OPS
@@ -422,6 +434,8 @@ def _swappable(calls, i):
 def _pick_call(rng, calls, kind, early):
     if kind == "swap":
         idx = [i for i in range(len(calls)) if _swappable(calls, i)]
+    elif kind in _ANY_CALL:  # _applies, inlined: every call but an object collective's second
+        idx = [i for i, c in enumerate(calls) if not c[1].endswith(DATA)]
     else:
         idx = [i for i, c in enumerate(calls) if _applies(kind, c)]
     if early:

@@ -57,6 +57,18 @@ def case_seed(seed, i):
     return seed * 1000000 + i
 
 
+# ``dump``: a list to append each case's outcome to (its seed, outcome, culprits, categories, summary, why
+# undecided, the healthy check, and the SHA-1 of each verdict's JSON): benchmarks/fuzz.py --dump, to hold a
+# change of the simulator or the engine to the same outcomes case for case; None (the default) costs nothing
+dump = None
+
+
+def _digest(v):
+    import hashlib
+    import json
+    return hashlib.sha1(json.dumps(v.to_json(), sort_keys=True).encode()).hexdigest()
+
+
 def healthy_check(sim):
     """'' where the healthy run ended with every rank done and its documents give no verdict, else why not."""
     if sim.hung:
@@ -64,6 +76,8 @@ def healthy_check(sim):
             "rank %d %s%s" % (r, s, " in %s #%d" % sim.blocked[r] if sim.blocked[r] else "")
             for r, s in enumerate(sim.state) if s != "done")
     v = _verdict.analyze(simulate.healthy_docs(sim, typed=True))
+    if dump is not None:
+        dump.append(("healthy", _digest(v)))
     if v.hangs or v.culprit_ranks:
         return "the healthy program's documents give a verdict: %s" % v.summary
     return ""
@@ -83,6 +97,8 @@ def judge(seed, check_healthy=True, skew=False, two=False, source="exact", shape
     outcome = simulate.classify(case, v.culprit_ranks)
     if outcome == "wrong" and two and (case.undecidable or _mimicked(case, v.culprit_ranks)):
         outcome = "mimic"  # two faults that leave one fault's documents on another rank: that rank is named
+    if dump is not None:
+        dump.append(("faulty", [str(h.category) for h in v.hangs], _digest(v)))
     return Result(case, mode, outcome, list(v.culprit_ranks), v.summary, not why, why, True,
                   reason(v) if outcome in ("undecided", "undecided_ok") else None)
 
@@ -140,6 +156,8 @@ def _run(cases, seed, show, out, skew, two, source, shape, kind, healthy_every):
     for i in range(cases):
         res = judge(case_seed(seed, i), check_healthy=i % healthy_every == 0, skew=skew, two=two, source=source,
                     shape=shape, kind=kind)
+        if dump is not None:
+            dump.append((res.case.seed, res.outcome, res.culprits, res.summary, res.reason, res.healthy_why))
         if not res.healthy_ok:
             unhealthy.append(res)
         if res.outcome is None:

@@ -30,6 +30,7 @@ exact sources, torch's gloo recorder, torch's NCCL recorder with each rank's Pyt
 Python, no torch.  Python 3.8.
 """
 import bisect
+import itertools
 import math
 import operator
 import random
@@ -212,28 +213,35 @@ class Sim(object):
                 stop_at[r] = i
         lp = self.last_progress
         gaps = self.gaps
+        # a rank's calls before ``lim`` need no test of a stop or of the end: one comparison a call
+        lim = [min(len(calls_of[r]), stop_at[r]) if stop_at[r] >= 0 else len(calls_of[r]) for r in range(world)]
+        freezing = -1  # the rank entering the call it freezes in (its call's key put in ``held`` before it)
         while ready:
             r = pop()
             i = ptr[r]
-            prep = calls_of[r]
             when = clock[r]
-            if i == stop_at[r] and (pause or stops[r][1] != "frozen_in"):
-                if pause:  # before the call: the rank back on the stack, the run as it was
-                    push(r)
-                    self.last_progress, self.paused = lp, True
-                    return self
-                kind = stops[r][1]
-                t = max(T0 + self.calls[r][i].at, when + EPS) if i < len(prep) else when + EPS  # (after its last)
-                state[r], clock[r] = kind, t
-                if kind == "frozen":
-                    frozen_at[r] = t
-                lp = max(lp, t)
-                continue
-            if i >= len(prep):
-                state[r] = "done"
-                lp = max(lp, when)
-                continue
-            key, op, text, sig, members, t, root, tree = prep[i]
+            if i >= lim[r]:
+                prep = calls_of[r]
+                if i == stop_at[r] and (pause or stops[r][1] != "frozen_in"):
+                    if pause:  # before the call: the rank back on the stack, the run as it was
+                        push(r)
+                        self.last_progress, self.paused = lp, True
+                        return self
+                    kind = stops[r][1]
+                    t = max(T0 + self.calls[r][i].at, when + EPS) if i < len(prep) else when + EPS  # (after its last)
+                    state[r], clock[r] = kind, t
+                    if kind == "frozen":
+                        frozen_at[r] = t
+                    lp = max(lp, t)
+                    continue
+                if i >= len(prep):
+                    state[r] = "done"
+                    lp = max(lp, when)
+                    continue
+                if i == stop_at[r]:  # its stop: it freezes in the call it enters (never an op of a batch)
+                    held.add(calls_of[r][i][0])
+                    freezing = r
+            key, op, text, sig, members, t, root, tree = calls_of[r][i]
             ptr[r] = i + 1
             if gaps is not None:
                 t = when + gaps[r][i]
@@ -242,9 +250,10 @@ class Sim(object):
             clock[r] = t
             if t > lp:
                 lp = t
-            hist = hist_of[r].get(key[0])
+            stream = key[0]
+            hist = hist_of[r].get(stream)
             if hist is None:
-                hist_of[r][key[0]] = [(key[1], op, text, t)]
+                hist_of[r][stream] = [(key[1], op, text, t)]
             else:
                 hist.append((key[1], op, text, t))
             # the call's instance: [the first member's signature, whether every member's is the same, the
@@ -261,8 +270,8 @@ class Sim(object):
                     rec[2] = t
             inst = rec[3]
             inst[r] = t
-            b = batch_of[r][i]
-            if b:
+            if posts and batch_of[r][i]:
+                b = batch_of[r][i]
                 # an op of a batch: posted, and the rank goes on to its next op; at its batch's last op it waits
                 # for every op of the batch (the works' wait()), its own and its peers' halves matched by order
                 mine = pend[r]
@@ -282,10 +291,10 @@ class Sim(object):
                     waits[r], state[r], blocked[r] = True, "blocked", min(mine, key=_first_key(hist_of[r]))
                 continue
             state[r], blocked[r] = "blocked", key
-            if i == stop_at[r]:  # frozen in the call it entered
-                state[r], frozen_at[r] = "frozen", t
-                held.add(key)
             if held and key in held:
+                if r == freezing:  # frozen in the call it entered
+                    state[r], frozen_at[r] = "frozen", t
+                    freezing = -1
                 continue
             if len(inst) < len(members):
                 if tree is not None and rec[1]:
@@ -324,7 +333,7 @@ class Sim(object):
                     clock[m] = end
                     state[m] = "ready"
                     blocked[m] = None
-                    push(m)
+                ready.extend(members)  # (pushed in the members' order)
             else:
                 for m in members:
                     if gone and m in gone:
@@ -399,18 +408,29 @@ def _prepared(program, calls, r):
     """What the run needs of rank ``r``'s list of calls (``_prepare``): each call's stream, seq (the calls of a
     stream are numbered in the order the rank issues them), signature, members; made once per
     program's list: a case runs its program twice, and the faulty run's lists are the healthy ones (the same
-    calls) but the fault's rank's."""
+    calls) but the fault's rank's; and once for the ranks whose lists are the same, without a p2p call (what
+    _prepare makes of them is then not the rank's own: the members of a group, every rank of a world-only
+    job)."""
     got = _PREPARED.get(id(program))
     if got is None or got[0] is not program:
         _PREPARED.clear()  # the last program's only: a case's two runs
-        got = _PREPARED[id(program)] = (program, {}, {})
-    snap, preps = got[1], got[2]
+        got = _PREPARED[id(program)] = (program, {}, {}, {})
+    snap, preps, alike = got[1], got[2], got[3]
     own = snap.get(r)
     if own is not None and len(own) == len(calls) and all(map(operator.is_, own, calls)):
         return preps[r]
-    out = _prepare(program.groups, calls, r, program)
+    mine = tuple(calls)
+    for other, out in alike.get(len(mine), ()):
+        if other == mine:  # another rank's calls, the same (a group's members: programs._steps shares them)
+            break
+    else:
+        out = _prepare(program.groups, calls, r, program)
+        if not out[2]:  # no p2p stream: nothing of it is the rank's own (a p2p call's stream names its rank)
+            same = alike.setdefault(len(mine), [])
+            if len(same) < 8:
+                same.append((mine, out))
     if calls is program.calls.get(r):
-        snap[r], preps[r] = tuple(calls), out
+        snap[r], preps[r] = mine, out
     return out
 
 
@@ -418,8 +438,8 @@ def _prepare(groups, calls, r, program):
     """([(key: (stream, seq), op, size text, signature, members, nominal start, root, a broadcast's _tree)] per
     call, [(stream, seq)] per call, [(index, stream, its Sim.streams entry)] per p2p stream at the first call on
     it, batch flags per call).  A rank issues the calls of its slots again at every step: what a call's group,
-    op, size, root and peer give is made once per list (``made``), with its stream's count of calls so far
-    (a list: [stream, count, its Sim.streams entry for a p2p stream], one per stream)."""
+    op, size, root and peer give is made once per list (``made``), with its stream's counter of calls
+    (itertools.count, one per stream)."""
     out, pairs, firsts, made, counts = [], [], [], {}, {}
     add, pair = out.append, pairs.append
     for c in calls:
@@ -445,13 +465,12 @@ def _prepare(groups, calls, r, program):
                 got = (op, text, (op, text), members, tree)
             count = counts.get(stream)
             if count is None:
-                count = counts[stream] = [stream, 0, info]
-            got = made[what] = (count,) + got
-        count, op, text, sig, members, tree = got
-        seq = count[1] = count[1] + 1
-        if seq == 1 and count[2] is not None:
-            firsts.append((len(out), count[0], count[2]))
-        key = (count[0], seq)
+                count = counts[stream] = itertools.count(1)
+                if info is not None:  # a p2p stream: this call is its first
+                    firsts.append((len(out), stream, info))
+            got = made[what] = (stream, count) + got
+        stream, count, op, text, sig, members, tree = got
+        key = (stream, next(count))
         pair(key)
         add((key, op, text, sig, members, T0 + c[7], c[3], tree))
     # a batch (batch_isend_irecv): the consecutive isends and irecvs of one step's slot; 1 for each op of it
@@ -530,6 +549,9 @@ def size_text(call, program):
     g = program.groups[call.group]
     idx = g.ranks.index(call.root) if call.root in g.ranks else call.root
     return ("%s, root %d" % (call.size, idx)) if call.size else "root %d" % idx
+
+
+_STACKS = {}  # a main thread's frames (a tuple) -> its stacks text (_stacks): a few kinds of frames a run
 
 
 def _stacks(frames, thread):
@@ -691,6 +713,8 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
     now = seen_at(sim, mode)
     hung = sim.hung
     out = {}
+    seen = {}  # stream -> (the last rank's recent calls of it, their documents.Call values): the members of a
+    # group mostly show the same calls (typed: made once, shared)
     for r in range(p.world):
         off = (skew or {}).get(r, 0.0)
         st = sim.state[r]
@@ -716,7 +740,7 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
                     started_of[stream] = seq
                     hist_of[stream] = hist_of.get(stream, []) + [(seq, op, text, t)]
         groups, overdue = [], []
-        for stream in sorted(streams, key=_stream_key):
+        for stream in sorted(streams, key=_stream_key) if len(streams) > 1 else streams:
             gid, skind, peer, src, dst = streams[stream]
             g = p.groups[gid]
             started = started_of.get(stream, 0)
@@ -741,19 +765,33 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
                 if alive and detected <= written + off:
                     overdue.append(_overdue(typed, stream, gid, seq, op, size, g.ranks, skind, peer, backend, t,
                                             detected))
+            if typed:
+                last = seen.get(stream)
+                if last is not None and last[0] == hist:
+                    made = last[1]
+                else:
+                    made = tuple([_new(_documents.Call, (q, op, size, t, "")) for q, op, size, t in hist])
+                    seen[stream] = (hist, made)
+                groups.append(_new(_documents.Position, (
+                    stream, gid, skind, g.ranks, backend, peer, src, dst, 1800.0, started, completed,
+                    _new(_documents.Call, fly) if fly is not None else None, made, 0, None, None)))
+                continue
             groups.append(_position(typed, stream, gid, skind, g.ranks, backend, peer, src, dst, started, completed,
                                     hist, fly))
         config = {"timeout": TIMEOUT_S, "source": "patch" if source == "exact" else "flight_recorder"}
         thread = text = None
         if stacks and alive and kind == "state" and st != "frozen":  # a frozen rank writes no stacks
-            thread, text = MAIN_THREAD, _stacks(_frames(sim, r, waits), MAIN_THREAD)
-        if typed:  # RankDoc.from_json's reading of the JSON below, field for field
-            out[r] = _documents.RankDoc(
-                kind=kind, rank=r, world_size=p.world, host="sim", pid=1000 + r, job_id="fuzz",
-                written_at=written + off, watchdog_started_at=T0 - 2.0 + off, alive=alive, exit_reason=why,
-                frozen=beat_age > FROZEN_AFTER_S and alive, heartbeat_age_s=round(beat_age, 3), main_thread=thread,
-                stacks_text=text, gather_id="fuzz-gather", groups=tuple(groups), overdue=tuple(overdue),
-                config=config, extra={})
+            frames = _frames(sim, r, waits)
+            key = tuple(frames)
+            text = _STACKS.get(key)
+            if text is None:
+                text = _STACKS[key] = _stacks(frames, MAIN_THREAD)
+            thread = MAIN_THREAD
+        if typed:  # RankDoc.from_json's reading of the JSON below, field for field (in RankDoc's order)
+            out[r] = _new(_documents.RankDoc, (
+                kind, r, p.world, "sim", 1000 + r, "fuzz", written + off, T0 - 2.0 + off, alive, why,
+                beat_age > FROZEN_AFTER_S and alive, round(beat_age, 3), thread, None, text, None, "fuzz-gather",
+                None, tuple(groups), tuple(overdue), None, config, None, False, None, None, None, None, {}))
             continue
         doc = {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": kind, "rank": r,
                "world_size": p.world, "host": "sim", "pid": 1000 + r, "job_id": "fuzz",
