@@ -148,32 +148,31 @@ _RUNS_OF = {}  # id(members) -> (members, their length, their runs): runs_of
 _TUPLES = {}  # id(members list) -> (the list, its length, the tuple): ranks_tuple
 
 
+def _once_per_object(memo, ranks, make):
+    """make(ranks), made once per object ``ranks`` while its length is the same (``memo``: id -> (the object,
+    its length, what was made)); what was made is shared: not to be changed."""
+    got = memo.get(id(ranks))
+    if got is not None and got[0] is ranks and got[1] == len(ranks):
+        return got[2]
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    made = make(ranks)
+    memo[id(ranks)] = (ranks, len(ranks), made)
+    return made
+
+
 def runs_of(ranks):
     """rank_runs(ranks), made once per members list or tuple: a rank's groups are the same objects poll after
     poll (the channel reader's descriptors, and the tuples ranks_tuple makes of them), written as runs into
     every arrivals document (each rank, every 2 s) and every document a rank writes: at 4,096 ranks 224,000
     times in scale.py's culprit run, 12 s (2026-12-01).  The package changes none of these lists in place;
     a length that changed makes them again all the same.  The runs are shared: not to be changed."""
-    got = _RUNS_OF.get(id(ranks))
-    if got is not None and got[0] is ranks and got[1] == len(ranks):
-        return got[2]
-    if len(_RUNS_OF) >= _MEMO_MAX:
-        _RUNS_OF.clear()
-    runs = rank_runs(ranks)
-    _RUNS_OF[id(ranks)] = (ranks, len(ranks), runs)
-    return runs
+    return _once_per_object(_RUNS_OF, ranks, rank_runs)
 
 
 def ranks_tuple(ranks):
     """tuple(ranks) of a descriptor's members list, the same tuple each time (runs_of finds its runs made)."""
-    got = _TUPLES.get(id(ranks))
-    if got is not None and got[0] is ranks and got[1] == len(ranks):
-        return got[2]
-    if len(_TUPLES) >= _MEMO_MAX:
-        _TUPLES.clear()
-    t = tuple(ranks)
-    _TUPLES[id(ranks)] = (ranks, len(ranks), t)
-    return t
+    return _once_per_object(_TUPLES, ranks, tuple)
 
 
 def expand_runs(runs):
@@ -187,29 +186,28 @@ _EXPANDED = {}  # runs (JSON) -> the ranks they stand for: one tuple per group, 
 _LISTS = {}  # runs (JSON) -> the members list they stand for: members_list
 
 
+def _once_per_runs(memo, runs, make):
+    """make(expand_runs(runs)), made once per runs (by their JSON) in this process; shared: not to be changed."""
+    k = json.dumps(runs)
+    got = memo.get(k)
+    if got is None:
+        if len(memo) > 1024:
+            memo.clear()
+        got = memo[k] = make(expand_runs(runs))
+    return got
+
+
 def members_list(runs):
     """The ranks ``runs`` stand for as a list made once per group in this process and shared by every channel
     reader that finds them (a descriptor's members: never changed in place).  A watchdog has one reader; a
     process with many (benchmarks/scale.py holds every simulated rank's) held one list of the world each:
     16,384 ranks x 16,384 ints, some 9 GB."""
-    k = json.dumps(runs)
-    got = _LISTS.get(k)
-    if got is None:
-        if len(_LISTS) > 1024:
-            _LISTS.clear()
-        got = _LISTS[k] = expand_runs(runs)
-    return got
+    return _once_per_runs(_LISTS, runs, list)
 
 
 def ranks_from_runs(runs):
     """The ranks ``runs`` stand for, as a tuple made once per group, however many documents hold them."""
-    k = json.dumps(runs)
-    got = _EXPANDED.get(k)
-    if got is None:
-        if len(_EXPANDED) > 1024:
-            _EXPANDED.clear()
-        got = _EXPANDED[k] = tuple(expand_runs(runs))
-    return got
+    return _once_per_runs(_EXPANDED, runs, tuple)
 
 
 def _encode_desc(desc):

@@ -64,20 +64,5 @@ def _squeeze(obj):
     return obj
 
 
-def _unsqueeze(obj):
-    """``unpack``'s work as a walk over the object (what it was until 2026-12-01: tests/unit/test_relay.py)."""
-    if isinstance(obj, list):
-        return obj if _flat(obj) else [_unsqueeze(x) for x in obj]
-    if isinstance(obj, dict):
-        if len(obj) == 1 and _RUNS in obj:
-            return _ch.expand_runs(obj[_RUNS])
-        if len(obj) == 1 and _ROWS in obj:
-            keys, fields, columns = obj[_ROWS]
-            keys, columns = _unsqueeze(keys), [_unsqueeze(c) for c in columns]
-            return {str(k): {f: col[i] for f, col in zip(fields, columns)} for i, k in enumerate(keys)}
-        return {k: _unsqueeze(v) for k, v in obj.items()}
-    return obj
-
-
 def text(v):
     return v.decode("utf-8") if isinstance(v, bytes) else str(v)

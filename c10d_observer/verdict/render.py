@@ -4,7 +4,7 @@ records apart from building them.  It stands on the enums and the words for rank
 analysis builds values without words, and the verdict's front and files add the summary here (``worded``);
 ``types`` asks it for ``Verdict.text``."""
 from ..levels import MISMATCH_WORDS, Level, Where
-from ..text import STRIDED_OVER, clock, describe, format_ranks, rank_list, short_clock
+from ..text import clock, describe, format_ranks, rank_list, short_clock
 
 def _who(v, r):
     h = (v.hosts or {}).get(str(r))
@@ -139,8 +139,11 @@ def _hang_lines(v, i, h):
     return lines
 
 
+MISSING_LINES_UP_TO = 16  # a stuck call's missing ranks each on its own line up to this many
+
+
 def _missing_lines(v, h):
-    """A line for each rank the call misses, where and why; past STRIDED_OVER of them, one line for the ranks
+    """A line for each rank the call misses, where and why; past MISSING_LINES_UP_TO of them, one line for the ranks
     whose whereabouts read alike (the 2,047 data-parallel peers of a world call at 16,384 ranks, each waiting
     in its group's call, were 2,047 lines, 300 kB of verdict.txt on every node, 2026-12-01)."""
     said, alike = [], {}  # said: (rank, word, whereabouts); alike: (word, whereabouts) -> its ranks
@@ -148,7 +151,7 @@ def _missing_lines(v, h):
         m = h.whereabouts(r)
         said.append((r, "broke the order" if m.state == Where.OUT_OF_ORDER else "never arrived", m.text))
         alike.setdefault(said[-1][1:], []).append(r)
-    if len(said) <= STRIDED_OVER:
+    if len(said) <= MISSING_LINES_UP_TO:
         return ["  %s: %s: %s" % (word, _who(v, r), text) for r, word, text in said]
     return ["  %s: %s: %s" % (word, _who(v, rs[0]), text) if len(rs) == 1 else
             "  %s: %s (%d ranks; their hosts and pids in verdict.json), each: %s" % (word, rank_list(rs), len(rs), text)

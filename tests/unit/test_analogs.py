@@ -16,10 +16,24 @@ from fuzz import programs, simulate  # noqa: E402
 SEED = 1000182
 
 
-def _docs():
-    case = programs.make_case(SEED)
-    _, _, docs = simulate.run_case(case, simulate.mode_of(SEED))
+def _simulated(seed, **shape):
+    """(the generated case of ``seed``, its ranks' documents at hang time, as the simulator renders them)."""
+    case = programs.make_case(seed, **shape)
+    _, _, docs = simulate.run_case(case, simulate.mode_of(seed))
     return case, docs
+
+
+def _docs():
+    return _simulated(SEED)
+
+
+def _in_flight_size(docs, rank, stream, seq, size):
+    """``docs`` with ``rank``'s call ``seq`` of ``stream``, in flight, of ``size``."""
+    new = copy.deepcopy(docs)
+    for g in new[rank]["groups"]:
+        if g.get("stream") == stream and g.get("in_flight_seq") == seq:
+            g["in_flight_size"] = size
+    return new
 
 
 def _stuck(v):
@@ -90,9 +104,7 @@ OWN = 7000099
 
 
 def _own():
-    case = programs.make_case(OWN)
-    _, _, docs = simulate.run_case(case, simulate.mode_of(OWN))
-    return case, docs
+    return _simulated(OWN)
 
 
 def test_the_rank_that_left_out_a_call_of_its_groups_own_period_is_named_with_the_evidence():
@@ -110,11 +122,7 @@ def test_a_call_the_period_does_not_hold_decides_nothing():
     case, docs = _own()
     # rank 5's call at #17 is one its group never issued (a last batch, smaller, say): either side may have
     # changed; the same where the group's calls break the period just before the place
-    new = copy.deepcopy(docs)
-    for g in new[5]["groups"]:
-        if g.get("stream") == "3" and g.get("in_flight_seq") == 17:
-            g["in_flight_size"] = "4 x int64"
-    v = verdict.analyze(new)
+    v = verdict.analyze(_in_flight_size(docs, 5, "3", 17, "4 x int64"))
     assert v.culprit_ranks == [] and not _stuck(v).mismatch.odd_ranks, v.summary
     assert any("none has a majority" in u for u in v.undecided), v.undecided
     v = verdict.analyze(_edit(docs, "3", {16}, "broadcast"))
@@ -128,9 +136,7 @@ EARLY = 7000022
 
 
 def _early():
-    case = programs.make_case(EARLY)
-    _, _, docs = simulate.run_case(case, simulate.mode_of(EARLY))
-    return case, docs
+    return _simulated(EARLY)
 
 
 def test_at_a_groups_first_call_the_rank_against_many_groups_of_its_size_is_named_with_the_evidence():
@@ -162,9 +168,7 @@ LINK = 61000104
 
 
 def _link():
-    case = programs.make_case(LINK, shape="ring")
-    _, _, docs = simulate.run_case(case, simulate.mode_of(LINK))
-    return case, docs
+    return _simulated(LINK, shape="ring")
 
 
 def test_the_half_of_a_link_that_left_out_a_size_of_its_links_own_period_is_named_with_the_evidence():
@@ -180,11 +184,8 @@ def test_the_half_of_a_link_that_left_out_a_size_of_its_links_own_period_is_name
 
 def test_a_size_the_links_period_does_not_hold_or_a_period_broken_before_decides_nothing():
     _, docs = _link()
-    new = copy.deepcopy(docs)
-    for g in new[1]["groups"]:
-        if g.get("stream") == "0:p2p:1->2" and g.get("in_flight_seq") == 66:
-            g["in_flight_size"] = "8 x float32"  # a size the link never carried: either half may have changed
-    v = verdict.analyze(new)
+    # a size the link never carried: either half may have changed
+    v = verdict.analyze(_in_flight_size(docs, 1, "0:p2p:1->2", 66, "8 x float32"))
     assert v.culprit_ranks == [] and not _stuck(v).mismatch.odd_ranks, v.summary
     new = copy.deepcopy(docs)
     for d in new.values():

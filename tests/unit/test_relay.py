@@ -619,8 +619,21 @@ def test_unpack_undoes_runs_and_columns_as_the_walk_over_the_object_did():
     import zlib
     from c10d_observer import wire
 
+    def unsqueeze(obj):  # wire.unpack's work as the walk over the object it was until 2026-12-01
+        if isinstance(obj, list):
+            return [unsqueeze(x) for x in obj]
+        if isinstance(obj, dict):
+            if len(obj) == 1 and "__runs__" in obj:
+                return [first + k * step for first, count, step in obj["__runs__"] for k in range(count)]
+            if len(obj) == 1 and "__rows__" in obj:
+                keys, fields, columns = obj["__rows__"]
+                keys, columns = unsqueeze(keys), [unsqueeze(c) for c in columns]
+                return {str(k): {f: col[i] for f, col in zip(fields, columns)} for i, k in enumerate(keys)}
+            return {k: unsqueeze(v) for k, v in obj.items()}
+        return obj
+
     def walked(packed):
-        return wire._unsqueeze(json.loads(zlib.decompress(base64.b64decode(packed)).decode("utf-8")))
+        return unsqueeze(json.loads(zlib.decompress(base64.b64decode(packed)).decode("utf-8")))
 
     rng = random.Random(5)
 
