@@ -20,7 +20,8 @@ import hashlib
 
 from ..channel import rank_runs
 from ..levels import Level
-from .types import Hang, Host, _enum
+from .fields import enum_of
+from .types import Hang, Host
 
 VIEW_FORMAT = "c10d_observer.verdict_view"
 # of a verdict and of each of its stuck calls (Hang), what a watchdog reads (protocols.py: Gather, PendingSignal,
@@ -85,7 +86,7 @@ class RankView(object):
         self.gather_id = brief.get("gather_id")
         self.summary = brief.get("summary")
         level = brief.get("level")
-        self.level = _enum(Level)(level) if level is not None else None
+        self.level = enum_of(Level)(level) if level is not None else None
         self.held_until = brief.get("held_until")
         self.held_why = brief.get("held_why")
         self.culprit_ranks = list(brief.get("culprit_ranks") or ())

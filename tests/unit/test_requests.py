@@ -140,9 +140,9 @@ def test_requests_and_the_verdicts_values_stand_on_one_immutable_record_base():
     copies with replace(), keeps unknown keys, and equals a record of the same JSON."""
     import inspect
     from c10d_observer import documents, records, requests
-    from c10d_observer.verdict import types
+    from c10d_observer.verdict import fields, types
     kinds = [c for _, c in inspect.getmembers(requests, inspect.isclass) if issubclass(c, requests._Request)]
-    values = [c for _, c in inspect.getmembers(types, inspect.isclass) if issubclass(c, types._Type)]
+    values = [c for _, c in inspect.getmembers(types, inspect.isclass) if issubclass(c, fields.Value)]
     assert len(kinds) >= 7 and len(values) >= 12
     assert all(issubclass(c, records.Record) for c in kinds + values)
     assert all(issubclass(c, tuple) and hasattr(c, "_fields") for c in (documents.RankDoc, documents.Position,
