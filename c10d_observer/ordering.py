@@ -6,11 +6,11 @@ program, so for two streams A and B the place of each B call among the A calls (
 is the same on every rank, step after step; a rank whose calls leave that order is the one that broke it.
 Pure: no torch, no files, no clock.
 """
-import bisect
 from collections import namedtuple
 
 from .analogs import MIN_GROUPS
-from .patterns import as_the_pattern, b_as_the_pattern, extrapolate
+from .patterns import as_the_pattern, b_as_the_pattern
+from .places import consensus, expected_place, lower_bound, places_of
 from .streams import is_p2p, p2p_ends
 
 # one call of one rank; started_at: wall seconds or None; size: its size signature where known (or None)
@@ -233,12 +233,12 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
     for r in ranks:
         got, target = last_started[r].get(a, 0), last[r] + 1
         like_only = {k: p for k, p in all_places.items() if k not in places}
-        expected = _expected(places, known, target, r, like_only)
+        expected = expected_place(places, known, target, r, like_only)
         if expected is not None and expected[3] is not None and not b_as_the_pattern(
                 histories, b, target, expected[3]):
             if not expected[4]:
                 return None  # B #target is not the pattern's call there: the pattern says nothing of it
-            expected = _expected(places, known, target, r, like_only, end=False)  # nor its end's pattern
+            expected = expected_place(places, known, target, r, like_only, end=False)  # nor its end's pattern
             if expected is not None and expected[3] is not None and not b_as_the_pattern(
                     histories, b, target, expected[3]):
                 return None
@@ -249,7 +249,7 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
             pending = [last_started[x].get(a, 0) for x in ranks if x != r and last[x] < target] + [
                 last_started[k[1]].get(k[2], 0) for k, n in all_last.items()
                 if k not in last and n < target and k[1] in last_started]
-            if got > _lower_bound(all_places, known, target, pending):
+            if got > lower_bound(all_places, known, target, pending):
                 return None  # it may be out of order; nothing says where B #target goes
         elif got > expected[0]:
             if expected[2] is not None and not as_the_pattern(histories[r], a, expected[0] + 1,
@@ -286,14 +286,14 @@ def _pair_places(a, b, histories, last_started, members, like, last_completed, s
     groups' ranks, their last B calls, the places known by rule 1 (``_pair_findings``)): where the like groups'
     ranks disagree, the pair's own ranks speak alone; a place only suspects went past is no fact."""
     last = {r: last_started[r].get(b, 0) for r in ranks}
-    places = {r: _places(histories[r], b, a, last_started[r].get(a, 0)) for r in ranks}
+    places = {r: places_of(histories[r], b, a, last_started[r].get(a, 0)) for r in ranks}
     all_places, all_last = dict(places), dict(last)
     all_places.update(_like_places(histories, last_started, members, like, a, b, ranks))
     all_last.update(_like_last(last_started, last_completed, members, like, a, b, ranks))
-    known = _consensus(all_places, all_last)
+    known = consensus(all_places, all_last)
     if known is None:
         all_places, all_last = dict(places), dict(last)
-        known = _consensus(places, last)
+        known = consensus(places, last)
     for seq in _suspect_facts(known, all_places, all_last, suspects.get(a, ()), min(last.values())):
         del known[seq]
     return last, places, all_places, all_last, known
@@ -367,7 +367,7 @@ def _like_pairs(members, like, a, b, ranks):
 
 def _like_places(histories, last_started, members, like, a, b, ranks):
     """{key: places} of the like groups' ranks (keys apart from ranks': ("like", rank, A', B'))."""
-    return {("like", r, a2, b2): _places(histories[r], b2, a2, last_started[r].get(a2, 0))
+    return {("like", r, a2, b2): places_of(histories[r], b2, a2, last_started[r].get(a2, 0))
             for r, a2, b2 in _like_pairs(members, like, a, b, ranks) if r in histories and r in last_started}
 
 
@@ -376,104 +376,6 @@ def _like_last(last_started, last_completed, members, like, a, b, ranks):
     done = last_completed or {}
     return {("like", r, a2, b2): max(last_started[r].get(b2, 0), (done.get(r) or {}).get(b2, 0) + 1)
             for r, a2, b2 in _like_pairs(members, like, a, b, ranks) if r in last_started}
-
-
-def _lower_bound(places, known, target, pending=()):
-    """The least place B #target can have: a B call comes after the B calls before it on every rank, so its
-    place is at least theirs: the known places (rule 1), and for an earlier B call that two ranks or more
-    issued (in flight for them, say), the least place at which one issued it (a rank that skipped an A call
-    before it, or issued it early, puts it lower than the program does, never higher); and where two ranks or
-    more of the pair have not issued B #target yet (``pending``: the last A call each started), the least of
-    those: each started it before B #target, as the program has it, unless it skipped B #target, which the
-    least of two or more leaves out (the fuzzer's seed 7000533: three ranks in world #13 place barrier #8 on
-    their half after it; the rank that skipped world #13 issued it after #12)."""
-    low = max([n for k, n in (known or {}).items() if k < target] or [0])
-    for k in set(s for got in places.values() for s in got if s < target):
-        at = [got[k] for got in places.values() if k in got]
-        if len(at) >= 2:
-            low = max(low, min(at))
-    if len(pending) >= 2:
-        # one rank may be off either way (one that skipped an A call before has a count too low): of three or
-        # more, the second least is an in-order rank's (real gloo, seed 9000040: the culprit's world count)
-        low = max(low, sorted(pending)[1 if len(pending) >= 3 else 0])
-    return low
-
-
-def _places(calls, counted, other, last_other):
-    """{seq: n} for each `counted` call of one rank whose place is known: n is the last `other` call the
-    rank started before it (0: none)."""
-    others = {c.seq: c.started_at for c in calls if c.stream == other and c.started_at is not None}
-    out = {}
-    times = set(others.values())
-    if any(t != t for t in times):  # a NaN start: its comparisons as the plain reading makes them
-        return _places_plain(calls, counted, others, last_other)
-    # the other calls by start, each with the greatest seq started up to it: n, the last other call started
-    # before a counted one, is a bisection (a rank's 32 calls a stream, each against the other's 32: the
-    # ordering rules' most frequent reading, 2026-12-01)
-    order = sorted((t, q) for q, t in others.items())
-    starts = [t for t, _ in order]
-    most, top = [0], None
-    for _, q in order:
-        top = q if top is None or q > top else top
-        most.append(top)
-    for c in calls:
-        t = c.started_at
-        if c.stream != counted or t is None or t in times:
-            continue
-        n = most[bisect.bisect_left(starts, t)]
-        after = others.get(n + 1)
-        if n >= last_other or (after is not None and after > t):
-            out[c.seq] = n  # else the history lacks the other call that came next
-    return out
-
-
-def _places_plain(calls, counted, others, last_other):
-    """_places, each counted call against every other call (no ordering of the starts)."""
-    out = {}
-    for c in calls:
-        if c.stream != counted or c.started_at is None or c.started_at in others.values():
-            continue
-        n = max([s for s, t in others.items() if t < c.started_at] or [0])
-        after = others.get(n + 1)
-        if n >= last_other or (after is not None and after > c.started_at):
-            out[c.seq] = n  # else the history lacks the other call that came next
-    return out
-
-
-def _consensus(places, last):
-    """{seq: place} of the calls that ranks went on past, or None where two ranks put one at different places."""
-    known = {}
-    for r, got in places.items():
-        for seq, n in got.items():
-            if seq < last[r] and known.setdefault(seq, n) != n:
-                return None
-    return known
-
-
-def _expected(places, known, target, rank, like_places=None, end=True):
-    """(place of call #target, other ranks that issued it there, the A calls a period of the pattern spans
-    where the place comes from the pattern alone (else None), the pattern's period in B calls where the
-    pattern gave the place (else None), whether the pattern is its run's end only (``patterns.extrapolate``; never
-    where ``end`` is False)), or None where nothing decides it.  Rule 3 reads the like groups'
-    ranks too (``like_places``): where they agree (two or more), they speak for the place unless the pair's
-    other ranks, two or more, agree on another (one rank alone may be the culprit)."""
-    if known is None:
-        return None
-    guess, stride, period, at_end = known.get(target), None, None, False
-    if guess is None:
-        guess, stride, period, at_end = extrapolate(known, target, end=end)
-    others = {r: got[target] for r, got in places.items() if r != rank and target in got}
-    if guess is None:
-        own = set(others.values())
-        like = [got[target] for got in (like_places or {}).values() if target in got]
-        if len(own) == 1 and (not like or set(like) == own):
-            guess = own.pop()
-        elif len(set(like)) == 1 and len(like) >= 2 and len(others) <= 1:
-            guess = like[0]
-        else:
-            return None
-    witnesses = sorted(r for r, n in others.items() if n == guess)
-    return guess, witnesses, stride if not witnesses else None, period, at_end
 
 
 def _op(histories, r, stream, seq):

@@ -15,7 +15,7 @@ waiting in a call where another rank waits too that had made #k or more calls on
 as many as m on m's other groups (the counts run from the program's start, so they show a skip of any age;
 alone they would not tell m from a program whose groups of one family make different numbers of calls),
 and whose place of each B call among its calls on another group S (the S calls it started before it, as
-ordering._places reads them) is more, by the same d > 0 on each of the last MIN_SHARED calls both show
+places.places_of reads them) is more, by the same d > 0 on each of the last MIN_SHARED calls both show
 (and never less before them), than the places at which two ranks or more issued those calls (on B, or on a
 group like B, among their calls on S or a group like S: analogs.like), who all agree, one of them m's own
 partner on B.  m then issued d calls on S too early for its calls on B, or left out a call on B: either way
@@ -23,7 +23,8 @@ it left the program the others kept, and it is named.  Nothing is said where few
 where they disagree among themselves, where m's places move about rather than shift once, or where the
 shift is the other way (m would be waiting in B, not missing from it).  Pure: no torch, no files, no clock.
 """
-from .ordering import Found, _op, _places
+from .ordering import Found, _op
+from .places import places_of
 
 MIN_SHARED = 4  # B calls whose places both ranks show, and that shift by one same d
 MIN_WITNESSES = 2  # ranks that agree on the places, one of them m's partner on B
@@ -104,7 +105,7 @@ def _same_place(last_started, last_completed, members, like_of, waiting_in, m, b
 def _shift(histories, last_started, members, like_of, m, b, s):
     """(d, the first B call found shifted or None, witnesses, m's places, the witnesses' places) where m's B
     calls sit d places later among its S calls than the witnesses' (module docstring), else None."""
-    mine = _places(histories[m], b, s, last_started[m].get(s, 0))
+    mine = places_of(histories[m], b, s, last_started[m].get(s, 0))
     if len(mine) < MIN_SHARED:
         return None
     likes_b = [b] + [x for x in (like_of(b) or ()) if x != b]
@@ -117,7 +118,7 @@ def _shift(histories, last_started, members, like_of, m, b, s):
             s2 = [t for t in likes_s if x in members.get(t, ())]
             if len(s2) != 1:
                 continue  # no group like S, or more than one: nothing to compare
-            got = _places(histories[x], b2, s2[0], last_started[x].get(s2[0], 0))
+            got = places_of(histories[x], b2, s2[0], last_started[x].get(s2[0], 0))
             for seq, n in got.items():
                 if theirs.setdefault(seq, n) != n:
                     return None  # the witnesses disagree: no one program to hold m to

@@ -36,8 +36,9 @@ from .files import (RECORD_DOCS_UP_TO, RECORD_FORMAT, SAME_JOB_S, load, load_doc
 from .outcome import with_outcome
 from . import render as _render
 from .stacks import frame_text, is_library, main_thread_frames, whereabouts
+from .fields import public
 from .types import (Category, Culprit, Hang, Level, Mismatch, MismatchKind, Ordering, Outcome, OutcomeState, Straggler,
-                    Verdict, Where, Whereabouts, public)
+                    Verdict, Where, Whereabouts)
 from .view import RankView
 
 __all__ = ["VERSION", "analyze", "culprit_entry", "phase_text", "RECORD_DOCS_UP_TO", "RECORD_FORMAT", "SAME_JOB_S",

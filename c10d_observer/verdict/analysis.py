@@ -18,7 +18,8 @@ from .categories import categorize
 from .cycles import in_cycle, order_cycles
 from .deaths import ABORTED_WORDS, aborted_alone, aborted_beside_another, raised_on_a_death
 from .mismatch import ROOT_TEXT, by_program, mismatch
-from .types import MISMATCH_WORDS, Culprit, Draft, Hang, Host, Resolved, Straggler, Verdict, Whereabouts
+from .fields import Draft
+from .types import MISMATCH_WORDS, Culprit, Hang, Host, Resolved, Straggler, Verdict, Whereabouts
 
 VERSION = 1  # of the verdict's JSON (report --json)
 

@@ -7,7 +7,8 @@ from .. import shifts as _shifts
 from .. import streams as _streams
 from ..levels import Where
 from ..text import describe
-from .types import Draft, Ordering, Whereabouts
+from .fields import Draft
+from .types import Ordering, Whereabouts
 
 
 def _reaches(hangs, a, b):

@@ -3,7 +3,8 @@ of a rank that received a collective of another size; a rank that raised once a 
 from .. import analogs as _analogs
 from ..levels import MismatchKind
 from ..text import call_words, describe, rank_list
-from .types import Draft, Mismatch
+from .fields import Draft
+from .types import Mismatch
 
 
 # A rank that died of SIGABRT beside another rank that explains the hang: gloo aborts a rank that receives a

@@ -10,7 +10,8 @@ from ..report import ReportError
 from .analysis import analyze
 from .outcome import _main_record, with_outcome
 from .render import format_text, worded
-from .types import Culprit, Verdict, public
+from .fields import public
+from .types import Culprit, Verdict
 from .view import RankView, compact, from_view_file, view_file
 
 RECORD_FORMAT = "c10d_observer.verdict_record"

@@ -7,7 +7,8 @@ from .. import analogs as _analogs
 from ..levels import MismatchKind
 from ..streams import is_p2p
 from ..text import rank_list
-from .types import Draft, Mismatch
+from .fields import Draft
+from .types import Mismatch
 
 
 ROOT_TEXT = re.compile(r"(, |^)(root \d+)$")  # the root a size text ends with (callword.decode_sig)

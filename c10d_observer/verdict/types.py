@@ -19,7 +19,7 @@ into its type once) is ``fields.py``.  No torch and no files here.
 import json
 
 from ..levels import MISMATCH_WORDS, Category, Level, MismatchKind, OutcomeState, Where
-from .fields import F, Draft, Part, Value, as_list, dump_enum, dump_list, enum_of, list_of, of, public, ranks_of
+from .fields import F, Draft, Part, Value, as_list, dump_enum, dump_list, enum_of, list_of, of, ranks_of
 from .render import format_text
 
 __all__ = ["Level", "Where", "MismatchKind", "OutcomeState", "Category", "MISMATCH_WORDS", "Whereabouts", "Mismatch",

@@ -628,7 +628,7 @@ def test_two_faults_at_once_never_name_a_rank_outside_them_but_where_they_mimic_
 
 # Undecided cases the fuzzer found that a rule now decides, kept as seeds (run.py's: valid while the generator
 # is unchanged).  7000533: the least place of a call, bounded by the ranks that have not issued it yet
-# (ordering._lower_bound); 7001400: one rank out of order against the ranks of groups like its own
+# (places.lower_bound); 7001400: one rank out of order against the ranks of groups like its own
 # (ordering._one_against_many).
 NOW_DECIDED = ((7000533, None), (7001400, None), (7000084, "swap"),  # 7000084: ordering.majority_culprit
                (7000099, None), (7001302, None),  # a mismatch decided by the group's own period (analogs.period_call)

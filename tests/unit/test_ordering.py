@@ -356,8 +356,8 @@ def test_one_rank_of_many_at_another_place_neither_blocks_nor_names_and_the_skip
 
 
 def test_the_least_bound_of_a_place_outvotes_one_rank_only_among_three():
-    # _lower_bound: of two ranks that have not issued B #3, either may be the one off; of three, one
-    from c10d_observer.ordering import _lower_bound
+    # places.lower_bound: of two ranks that have not issued B #3, either may be the one off; of three, one
+    from c10d_observer.places import lower_bound as _lower_bound
     assert _lower_bound({}, {}, 3, pending=[2, 5]) == 2
     assert _lower_bound({}, {}, 3, pending=[1, 5, 5]) == 5
     assert _lower_bound({}, {}, 3, pending=[5, 5, 9]) == 5
