@@ -162,7 +162,7 @@ def _holds(hangs, by_rank, now):
     latest = None
     for h in hangs:
         waits_on = [r for r in h.missing_ranks if h.missing[str(r)].state != Where.STUCK]
-        phases = [(r, by_rank[r].phase) for r in waits_on if by_rank.get(r) is not None and by_rank[r].phase]
+        phases = [(r, by_rank[r].phase) for r in waits_on if by_rank[r] is not None and by_rank[r].phase]
         if not waits_on or len(phases) != len(waits_on):
             continue
         until = max(ph.until or (now + (h.timeout or 0)) for _, ph in phases)
@@ -174,11 +174,20 @@ def _holds(hangs, by_rank, now):
     return latest
 
 
+class ByRank(dict):
+    """What the rules read by rank ({rank: RankDoc}, {rank: main-thread frames}): a rank that wrote no document
+    reads None (``by_rank[r]``), one rule for every rule of the analysis."""
+    __slots__ = ()
+
+    def __missing__(self, rank):
+        return None
+
+
 def analyze(by_rank, world_size=None, now=None, stragglers=None):
     """The verdict (a Verdict) from one document per rank (RankDoc, or its JSON); ``stragglers``: the node's
     stragglers document (arrivals.py), named in the verdict."""
-    by_rank = {r: _documents.RankDoc.of(d) for r, d in by_rank.items()}
-    frames = {r: main_thread_frames(doc) for r, doc in by_rank.items()}
+    by_rank = ByRank((r, _documents.RankDoc.of(d)) for r, d in by_rank.items())
+    frames = ByRank((r, main_thread_frames(doc)) for r, doc in by_rank.items())
     # each rank as its device stands: an NCCL rank's calls issued behind the one its GPU waits in left out
     queued = {}
     for r, doc in list(by_rank.items()):
@@ -207,7 +216,7 @@ def analyze(by_rank, world_size=None, now=None, stragglers=None):
                 culprits.discard(r)
                 m.state, m.text = Where.RAISED, "%s; %s" % (m.text or "it is in no collective", why)
     for h in hangs:
-        unknown = [r for r in h.missing_ranks if by_rank.get(r) is None]
+        unknown = [r for r in h.missing_ranks if by_rank[r] is None]
         if unknown:
             undecided.append("%s: %s sent nothing; whether they are dead, unreachable or elsewhere is unknown"
                              % (describe(h), rank_list(unknown)))
@@ -231,7 +240,7 @@ def _facts(hangs, culprits, held, undecided, by_rank, world_size, frames, cands,
                undecided=undecided, stack_groups=_stack_groups(frames), resolved=_resolved(by_rank, cands),
                hosts={str(r): Host(host=d.host, pid=d.pid, py_spy_dump=_existing(d.py_spy_dump),
                                    node=d.node) for r, d in sorted(by_rank.items())},
-               culprits=[_culprit(r, by_rank.get(r)) for r in sorted(culprits)])
+               culprits=[_culprit(r, by_rank[r]) for r in sorted(culprits)])
     if stragglers:  # the node's stragglers document, as arrivals.py (its owner) reads it
         out.update(stragglers=[Straggler.from_json(s) for s in _arrivals.named(stragglers)],
                    straggler_lines=_arrivals.lines(stragglers, now))
@@ -255,7 +264,7 @@ def _stuck_calls(by_rank, cands, now):
         # a rank that never arrived may be waiting in a call of its own, younger than the timeout: look
         # at that call too, so that a cascade is named by its root even before the root is overdue
         for r in h.missing_ranks:
-            doc = by_rank.get(r)
+            doc = by_rank[r]
             if doc is None or doc.dead:
                 continue
             for g in doc.groups:
@@ -293,8 +302,8 @@ def _place_missing(hangs, by_rank, frames, now, queued=None):
                     "it issued this call, queued on its GPU behind" if behind else "it waits in",
                     describe(hangs[j])), in_hang=j)
             else:
-                h.missing[str(r)] = _where(by_rank.get(r), frames.get(r), now)
-                if by_rank.get(r) is not None:
+                h.missing[str(r)] = _where(by_rank[r], frames[r], now)
+                if by_rank[r] is not None:
                     culprits.add(r)
         for r in aborted_beside_another(h, by_rank, waiting_in):
             culprits.discard(r)
@@ -340,7 +349,7 @@ def _evaluate(by_rank, stream, seq, e, now):
     never entered it, its op and size, how long it is stuck, and a desync at its seq where the ranks differ."""
     waiting, missing, finished, ended_after, died, calls = [], [], [], [], [], {}
     for r in _members(e, stream):
-        doc = by_rank.get(r)
+        doc = by_rank[r]
         pos = doc.position(stream) if doc is not None else None
         if pos is None or pos.last_started < seq:
             missing.append(r)

@@ -63,7 +63,7 @@ def _all_arrived(h, by_rank, undecided):
     """Why a call every member entered is stuck (``category_why``); returns the ranks that are its culprits: the
     frozen ones beside ranks that are not, or the ranks whose NCCL work never started while the others' did."""
     call = describe(h)
-    frozen = sorted(r for r in h.waiting_ranks if by_rank.get(r) is not None and by_rank[r].frozen)
+    frozen = sorted(r for r in h.waiting_ranks if by_rank[r] is not None and by_rank[r].frozen)
     if frozen:
         h.frozen_in_it = frozen
     others = sorted(r for r in h.waiting_ranks if r not in frozen)
@@ -109,7 +109,7 @@ def _gpu_states(h, by_rank):
     whether each of those dumps had start events: without them "scheduled" says nothing)."""
     out, timed = {}, True
     for r in h.waiting_ranks:
-        p = by_rank[r].position(h.stream) if by_rank.get(r) is not None else None
+        p = by_rank[r].position(h.stream) if by_rank[r] is not None else None
         if p is not None and p.gpu_state and p.in_flight is not None and p.in_flight.seq == h.seq:
             out[r] = p.gpu_state
             timed = timed and bool(p.gpu_timing)

@@ -63,7 +63,7 @@ def _places_on(by_rank, stream, against):
     """{seq: the last call of ``against`` that the sender of p2p ``stream`` issued before its call #seq there (0:
     none, where its history shows the first), where its history shows it}."""
     src = _streams.p2p_ends(stream)[0]
-    doc = by_rank.get(src)
+    doc = by_rank[src]
     calls = doc.history() if doc is not None else ()
     # before its first call of ``against``: place 0 where the history holds that stream's #1 (none before it)
     out, last = {}, 0 if any(s == against and c.seq == 1 for _, s, c in calls) else None

@@ -20,7 +20,7 @@ def aborted_beside_another(h, by_rank, waiting_in):
     collective, frozen, dead otherwise) is there to name: else none (an abort alone is named)."""
     aborted, others = [], []
     for r in h.missing_ranks:
-        doc = by_rank.get(r)
+        doc = by_rank[r]
         if doc is None or r in waiting_in:
             continue
         if doc.dead and "(SIGABRT)" in (doc.exit_reason or ""):
@@ -42,7 +42,7 @@ def aborted_alone(h, by_rank, waiting_in):
       odd ranks are the peers whose call is another (named, the dead rank a symptom), or [] where every peer
       issued the program's call;
     - else ``odd`` is None: nothing decides, the hang says why."""
-    missing = [r for r in h.missing_ranks if by_rank.get(r) is not None and r not in waiting_in]
+    missing = [r for r in h.missing_ranks if by_rank[r] is not None and r not in waiting_in]
     if len(missing) != 1:
         return None  # none, or aborted_beside_another's case
     r = missing[0]
@@ -93,11 +93,11 @@ def raised_on_a_death(r, by_rank, culprits):
     others, is one it issued no call on (seed 19000025 on torch 1.8.1, the patch source: rank 0 exited before
     its pair's first barrier, which raised in rank 1).  Only in that direction: a rank that stalls outside collectives
     while a peer dies waiting for it never entered a call that the dead rank did not."""
-    doc = by_rank.get(r)
+    doc = by_rank[r]
     if doc is None or doc.dead or doc.frozen or doc.phase or any(g.in_flight is not None for g in doc.groups):
         return None
     for d in sorted(culprits):
-        dead = by_rank.get(d)
+        dead = by_rank[d]
         if d == r or dead is None or not dead.dead:
             continue
         for g in doc.groups:

@@ -10,13 +10,32 @@ from ..report import ReportError
 from .analysis import analyze
 from .outcome import _main_record, with_outcome
 from .render import format_text, worded
-from .fields import public
+from .fields import F, Value, public
 from .types import Culprit, Verdict
 from .view import RankView, compact, from_view_file, view_file
 
 RECORD_FORMAT = "c10d_observer.verdict_record"
 SAME_JOB_S = 120.0  # watchdogs of one job start within this of each other (older files are another job's)
 RECORD_DOCS_UP_TO = 1024  # a record keeps the documents it was built from up to this many ranks
+
+
+def _as_it_is(v):
+    return v
+
+
+class RecordFile(Value):
+    """A record (``verdict-<gather id>.json``): its ``format`` and ``version``, the ``verdict``'s JSON and, up to
+    RECORD_DOCS_UP_TO ranks, the ``documents`` it was built from (their JSON)."""
+    __slots__ = ()
+    # the verdict and the documents go out as the JSON they are (a verdict of 16,384 ranks is 1.9 MB: no copy)
+    FIELDS = (F("format"), F("version"), F("verdict", dump=_as_it_is),
+              F("documents", dump=_as_it_is, optional=True))
+
+    @classmethod
+    def of(cls, doc):
+        """The record ``doc`` holds, or None where it is none (a bare verdict, anything else)."""
+        rec = cls._loaded(doc) if isinstance(doc, dict) else None
+        return rec if rec is not None and rec.format == RECORD_FORMAT else None
 
 # -- loading ------------------------------------------------------------------------------------------
 def _read_docs(dd, live=False, loaded=None):
@@ -100,8 +119,8 @@ def load_records(directory):
     dd = _dumpdir.DumpDir(directory)
     out, seen = [], {}
     for path in dd.glob(_dumpdir.RECORD_GLOB):
-        rec = _dumpdir.read_json(path)
-        v = verdict_of(rec) if isinstance(rec, dict) and rec.get("format") == RECORD_FORMAT else None
+        rec = RecordFile.of(_dumpdir.read_json(path))
+        v = verdict_of(rec.verdict) if rec is not None else None
         if v is None:
             continue
         docs = _record_documents(rec, path)
@@ -147,7 +166,7 @@ def load(directory, default_dir=None):
         return v.with_exit_code(), problems, directory
     v = with_outcome(records, docs)
     if not v.has("culprits"):  # a record written before culprits carried their node: the host stands for it
-        v = v.replace(culprits=[_host_culprit(r, (v.hosts or {}).get(str(r))) for r in v.culprit_ranks or ()])
+        v = v.replace(culprits=[_host_culprit(r, v.host(r)) for r in v.culprit_ranks or ()])
     return v.with_exit_code(), problems, directory
 
 
@@ -219,11 +238,8 @@ def rank_view(dd, rank):
 def view_of(doc, rank):
     """Rank ``rank``'s view (a view.RankView) of a verdict's JSON (bare, or a record's), or None where ``doc``
     holds none."""
-    if isinstance(doc, dict) and doc.get("format") == RECORD_FORMAT:
-        doc = doc.get("verdict")
-    if not isinstance(doc, dict) or not isinstance(doc.get("hangs"), list):
-        return None
-    return RankView(compact(doc), rank)
+    doc = _verdict_json(doc)
+    return RankView(compact(doc), rank) if doc is not None else None
 
 
 def verdict_of(doc):
@@ -231,16 +247,22 @@ def verdict_of(doc):
     ``doc`` holds none; a Verdict as it is.  Every verdict read back from a file or the store is read here."""
     if isinstance(doc, Verdict):
         return doc
-    if isinstance(doc, dict) and doc.get("format") == RECORD_FORMAT:
-        doc = doc.get("verdict")
-    if not isinstance(doc, dict) or not isinstance(doc.get("hangs"), list):
-        return None
-    return Verdict.from_json(doc)
+    doc = _verdict_json(doc)
+    return Verdict.from_json(doc) if doc is not None else None
+
+
+def _verdict_json(doc):
+    """The verdict's JSON in ``doc`` (bare, or a record's), or None where ``doc`` holds none (no list of hangs):
+    the one rule by which a verdict is read (``verdict_of``) and a rank's view of it (``view_of``)."""
+    rec = RecordFile.of(doc)
+    if rec is not None:
+        doc = rec.verdict
+    return doc if isinstance(doc, dict) and isinstance(doc.get("hangs"), list) else None
 
 
 def _record_documents(rec, path):
     """The rank documents a record holds ([RankDoc]), or None where it holds none or one is unreadable."""
-    docs = rec.get("documents")
+    docs = rec.documents
     if not isinstance(docs, list):
         return None
     try:
@@ -252,10 +274,13 @@ def _record_documents(rec, path):
 def record(v, docs=None, _public=None):
     """The record of a verdict: the verdict and, up to RECORD_DOCS_UP_TO ranks, the documents it was built
     from (so that the page draws the job as it was at hang time).  ``_public``: public(v), where made already."""
-    rec = {"format": RECORD_FORMAT, "version": 1, "verdict": public(v) if _public is None else _public}
-    if docs is not None and len(docs) <= RECORD_DOCS_UP_TO:
-        rec["documents"] = [d.to_json() for _, d in sorted(docs.items())]
-    return rec
+    return _record_file(docs, public(v) if _public is None else _public).to_json()
+
+
+def _record_file(docs, doc):
+    kept = {} if docs is None or len(docs) > RECORD_DOCS_UP_TO else {
+        "documents": [d.to_json() for _, d in sorted(docs.items())]}
+    return RecordFile(format=RECORD_FORMAT, version=1, verdict=doc, **kept)
 
 
 def write(dd, v, docs=None, text=None):
@@ -299,15 +324,13 @@ def _write_files(dd, doc, gather_id, text, docs):
         pass  # each watchdog reads the verdict itself, as the digest then says
     dd.write_text(_dumpdir.VERDICT_JSON, body)
     if gather_id:
-        rec = record(None, docs, doc)
-        dd.write_text(_dumpdir.record_name(gather_id), _record_text(rec, body))
+        dd.write_text(_dumpdir.record_name(gather_id), _record_text(_record_file(docs, doc), body))
 
 
 def _record_text(rec, body):
-    """json_text(rec), where ``body`` is json_text(rec["verdict"]): a record without its documents is the
-    verdict's text inside its own two keys (the same bytes as json.dumps with sorted keys makes them)."""
-    if set(rec) != {"format", "version", "verdict"}:
-        return _dumpdir.json_text(rec)
-    return '{"format": %s, "verdict": %s, "version": %s}\n' % (
-        json.dumps(rec["format"]), body[:-1], json.dumps(rec["version"]))
+    """json_text of RecordFile ``rec``, where ``body`` is json_text(rec.verdict): a record without its documents is
+    the verdict's text inside its own two keys (the same bytes as json.dumps with sorted keys makes them)."""
+    if rec.has("documents") or rec.extra:
+        return _dumpdir.json_text(rec.to_json())
+    return '{"format": %s, "verdict": %s, "version": %s}\n' % (json.dumps(rec.format), body[:-1], json.dumps(rec.version))
 

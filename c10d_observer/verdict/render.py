@@ -7,7 +7,7 @@ from ..levels import MISMATCH_WORDS, Level, Where
 from ..text import clock, describe, format_ranks, rank_list, short_clock
 
 def _who(v, r):
-    h = (v.hosts or {}).get(str(r))
+    h = v.host(r)
     if h is not None and h.host:
         return "rank %d (%s, pid %s)" % (r, h.host, h.pid)
     return "rank %d" % r
@@ -112,17 +112,17 @@ def _hang_lines(v, i, h):
     if h.category:
         lines.append("  kind: %s: %s" % (str(h.category).replace("_", " "), h.category_why))
     odd = set(h.mismatch.odd_ranks if h.mismatch else ())
-    ops = (h.mismatch.ops if h.mismatch else None) or {}
+    op_of = h.mismatch.op_of if h.mismatch else (lambda r: None)
 
     def note(ranks):
-        return "".join(" (rank %d issued %s: the odd one out)" % (r, ops.get(str(r))) for r in ranks if r in odd)
+        return "".join(" (rank %d issued %s: the odd one out)" % (r, op_of(r)) for r in ranks if r in odd)
 
     lines.append("  waiting in it: %s%s" % (rank_list(h.waiting_ranks), note(h.waiting_ranks)))
     for r in h.died_waiting or []:
         lines.append("  ended while waiting in it: %s: %s" % (
-            _who(v, r), (v.exits or {}).get(str(r)) or "its process is gone"))
+            _who(v, r), v.exit_reason(r) or "its process is gone"))
     for r in h.other_op_ranks or []:
-        lines.append("  issued another op at this seq: %s (%s, the odd one out)" % (_who(v, r), ops.get(str(r))))
+        lines.append("  issued another op at this seq: %s (%s, the odd one out)" % (_who(v, r), op_of(r)))
     if h.finished_ranks:
         then = h.finished_then_ended or []
         lines.append("  finished it: %s%s%s" % (rank_list(h.finished_ranks), note(h.finished_ranks),

@@ -27,6 +27,12 @@ __all__ = ["Level", "Where", "MismatchKind", "OutcomeState", "Category", "MISMAT
            "Verdict", "Draft"]
 
 
+def _of_rank(by_rank, rank):
+    """The value of rank ``rank`` (an int) in one of the verdict's {"<rank>": value} (``hosts``, ``exits``,
+    ``missing``, a mismatch's ``ops``: JSON's keys are strings), or None: the one place that knows it."""
+    return (by_rank or {}).get(str(rank))
+
+
 class Whereabouts(Value):
     """Where a rank that never arrived is instead (``Hang.missing[rank]``): ``state`` (``Where``), ``text``;
     the calls it is in (``calls``), the phase it declared (``phase``), what its main thread is doing
@@ -45,6 +51,10 @@ class Mismatch(Value):
     __slots__ = ()
     FIELDS = (F("kind", enum_of(MismatchKind), dump_enum), F("ops"), F("expected_op"),
               F("odd_ranks", as_list, dump_list), F("text"), F("evidence", optional=True))
+
+    def op_of(self, rank):
+        """The op rank ``rank`` issued at this seq, or None."""
+        return _of_rank(self.ops, rank)
 
 
 class Ordering(Value):
@@ -155,7 +165,7 @@ class Hang(Value):
 
     def whereabouts(self, rank):
         """Where rank ``rank`` (an int) is, if it never arrived, else None."""
-        return (self.missing or {}).get(str(rank))
+        return _of_rank(self.missing, rank)
 
 
 class Verdict(Part):
@@ -185,6 +195,14 @@ class Verdict(Part):
         if "exit_code" in out:  # derived only: what the rule says of this verdict, whatever a file held
             out["exit_code"] = self.exit_code
         return out
+
+    def host(self, rank):
+        """Rank ``rank``'s process (a Host), or None."""
+        return _of_rank(self.hosts, rank)
+
+    def exit_reason(self, rank):
+        """How dead rank ``rank``'s process ended, in words, or None."""
+        return _of_rank(self.exits, rank)
 
     def with_exit_code(self):
         """This verdict with its ``exit_code`` in its JSON (``report --json`` prints it)."""

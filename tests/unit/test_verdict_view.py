@@ -123,5 +123,6 @@ def test_a_relayed_verdict_is_written_byte_for_byte_as_the_typed_one_was(tmp_pat
         with open(os.path.join(typed, name), "rb") as a, open(os.path.join(relayed, name), "rb") as b:
             assert a.read() == b.read(), name
     assert verdict.write_relayed(relayed, {"no": "hangs"}, "t") is None
-    rec = verdict.record(None, None, verdict.public(v))
-    assert verdict.files._record_text(rec, dumpdir.json_text(rec["verdict"])) == dumpdir.json_text(rec)
+    rec = verdict.files._record_file(None, verdict.public(v))
+    assert verdict.files._record_text(rec, dumpdir.json_text(rec.verdict)) == dumpdir.json_text(
+        verdict.record(None, None, verdict.public(v)))
