@@ -17,6 +17,9 @@ def format_ranks(ranks):
     n = len(ranks)
     if n > 1 and ranks[-1] - ranks[0] == n - 1 and ranks == list(range(ranks[0], ranks[0] + n)):
         return "%d-%d" % (ranks[0], ranks[-1])  # one run, found in C: a call's group of 16,384 ranks was 3.6 ms
+    step = (ranks[-1] - ranks[0]) // (n - 1) if n > STRIDED_OVER else 0
+    if step > 1 and ranks == list(range(ranks[0], ranks[-1] + 1, step)):
+        return "%d-%d step %d" % (ranks[0], ranks[-1], step)  # one strided run (a data-parallel group), in C too
     return ",".join(_parts(ranks, 2))
 
 

@@ -291,6 +291,7 @@ def _place_missing(hangs, by_rank, frames, now, queued=None):
         for r in h.waiting_ranks:
             waiting_in.setdefault(r, i)
     culprits, undecided = set(), []
+    called = {}  # hang index -> its call in words, made once: a cascade's 2,048 missing ranks wait in one call
     for i, h in enumerate(hangs):
         h.missing, caused_by = {}, []
         for r in h.missing_ranks:
@@ -298,9 +299,11 @@ def _place_missing(hangs, by_rank, frames, now, queued=None):
             if j is not None and j != i:
                 caused_by.append(j)
                 behind = h.seq in queued.get(r, {}).get(h.stream, ())
+                if j not in called:
+                    called[j] = describe(hangs[j])
                 h.missing[str(r)] = Draft(Whereabouts, state=Where.STUCK, text="%s %s" % (
                     "it issued this call, queued on its GPU behind" if behind else "it waits in",
-                    describe(hangs[j])), in_hang=j)
+                    called[j]), in_hang=j)
             else:
                 h.missing[str(r)] = _where(by_rank[r], frames[r], now)
                 if by_rank[r] is not None:

@@ -69,6 +69,10 @@ def test_ranks_as_runs_and_in_words_are_what_the_loops_gave():
             assert words == _format_ranks_loop(ranks), ranks
         assert channel.runs_of(ranks) == _rank_runs_loop(ranks) and channel.runs_of(ranks) is channel.runs_of(ranks)
     assert text.format_ranks(range(7, 16384, 8)) == "7-16383 step 8"  # 11 kB of words before (issue 44)
+    for strided in (list(range(3, 16384, 8)), list(range(0, 40, 2)), list(range(5, 5 + 17 * 3, 3))):
+        # one strided run is found in C (a cascade names a data-parallel group's call once per missing rank):
+        # the words the loop gives
+        assert text.format_ranks(strided) == ",".join(text._parts(strided, 2)), strided
     assert text.format_ranks(list(range(0, 32, 2))) == _format_ranks_loop(range(0, 32, 2))  # 16: as they were
     assert text.format_ranks([0, 1, 2] + list(range(10, 100, 3)) + [200, 201]) == "0-2,10-97 step 3,200-201"
     members = list(range(0, 64, 2))
