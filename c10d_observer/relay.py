@@ -67,6 +67,10 @@ PREFIX = "c10d_observer/"
 STACKS_TAIL = 256 * 1024  # bytes of a stacks file sent: its last dump is at the end
 SUMMARY_BYTES = 16 * 1024  # at most this much of a rank's stacks goes to another node
 STACKS_WAIT_S = 1.0  # how long a state's asked-for stack dump is waited for before it is sent without
+# a node's bundle waits until every rank of the node whose relay beats has answered, for at most this long after
+# its first answer (one bundle a node where its ranks' answers came in over several relay steps: 1.7 bundles a
+# node at 4,096 ranks, each fetched and read by the merging node, benchmarks/scale.py, 2026-12-02)
+BUNDLE_HOLD_S = STACKS_WAIT_S
 REQUEST_LOOK_S = 0.1  # an idle leader looks (one stat) for its node's gather request 4 times a period, at most this often
 IDLE_READS_PER_S = 256  # the idle reads of the request counter all nodes make together, at most, a second
 # (the store's server spends about 1 % of a core per 300 operations a second: benchmarks/store_load.py)
@@ -154,6 +158,7 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
         self._seen_files = {}  # state file -> (mtime_ns, size) last looked at
         self._node_docs = {}  # rank -> this node's state last bundled
         self._bundled_for = None  # the request number the last bundle was labelled with
+        self._unsent_at = None  # when this node's states changed since its last bundle (None: they did not)
         self._slot = None  # this node's bundle number in the store
         self._ready_all = 0  # the store's bundle counter last seen (collecting)
         self._fetched = {}  # slot -> its counter last fetched
@@ -279,7 +284,7 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
         elif not self.window.open:
             self.collect_arrivals(now)
         if self.window.expire(now):  # the window ended (or none was on): the next gather starts from nothing
-            self._bundled_for = None
+            self._bundled_for, self._unsent_at = None, None
             self._node_docs, self._seen_files = {}, {}
 
     def _host(self):
@@ -382,9 +387,14 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
             if prev is None or not (prev.get("kind") == "state" and doc.kind == "end" and not doc.dead):
                 self._node_docs[doc.rank] = out
             changed = True
+        if changed and self._unsent_at is None:
+            self._unsent_at = now
         window = self.window.number
-        if not self._node_docs or not (changed or window != self._bundled_for):
+        relabel = self._bundled_for is not None and window != self._bundled_for
+        if not self._node_docs or not (self._unsent_at is not None or relabel):
             return
+        if not relabel and now - self._unsent_at < BUNDLE_HOLD_S and not self._node_answered(now):
+            return  # its other ranks' answers are on their way: one bundle, not one for each step they took
         if self._slot is None:
             self._slot = int(self.store.add(self._key("nodes"), 1))
         # labelled with the request this node takes for the merge's: the merging node keeps only bundles
@@ -394,6 +404,16 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
                                                             "docs": list(self._node_docs.values())}))
         self.store.add(self._key("node_ready", self._slot), 1)
         self.store.add(self._key("ready_all"), 1)
+        self._unsent_at = None
+
+    def _node_answered(self, now):
+        """Whether every rank of this node whose relay beats has its answer in the bundle to be sent."""
+        within = 3 * self.period + 1.0
+        for name in self.dd.names():
+            r = _dumpdir.beat_rank(name)
+            if r is not None and r not in self._node_docs and now - (self.dd.mtime(name) or 0) < within:
+                return False
+        return True
 
     def _fetch_states(self):
         """The bundles that changed, each into its file; for at most FETCH_STEP_S a step (a pass over the

@@ -661,3 +661,50 @@ def test_unpack_undoes_runs_and_columns_as_the_walk_over_the_object_did():
     packed = wire.pack(doc)
     assert "__rows__" in zlib.decompress(base64.b64decode(packed)).decode("utf-8")
     assert wire.unpack(packed) == walked(packed) == doc
+
+
+def test_a_nodes_states_go_as_one_bundle_once_every_rank_of_it_answered(tmp_path):
+    """Issue 44: a node's ranks answer a gather over several relay steps; each step that found a new answer sent
+    the node's bundle again (1.7 bundles a node at 4,096 ranks, each fetched and read by the merging node).
+    Now the bundle waits until every rank of the node whose relay beats has answered, at most
+    BUNDLE_HOLD_S after its first answer: a node whose rank never answers still sends what it has."""
+    from torch import distributed as dist
+    store, clock = dist.HashStore(), Clock()
+    dirs, (r0, r2) = node_relays(tmp_path, (0, 2), store, clock)
+    d0, d1 = dirs
+    mate = started(_relay.StoreRelay(d1, 3, JOB, 1.0, 5.0, store_factory=lambda: store, clock=clock))
+    mate.started_at -= 2.0
+    for r in (r0, r2, mate):
+        r.step()  # connected; rank 3's relay beats beside rank 2's (it leads nothing: rank 2 is lower)
+    request(d0, "gA", 0)
+    state(d0, 0, "gA")
+    state(d0, 1, "gA")
+    r0.step()
+    r2.step()  # takes gA
+    state(d1, 2, "gA")
+    r2.step()  # rank 3 has not answered yet: nothing goes out
+    assert store.add(_relay.PREFIX + "ready_all", 0) == 0
+    state(d1, 3, "gA")
+    r2.step()  # both: one bundle
+    assert store.add(_relay.PREFIX + "ready_all", 0) == 1
+    r0.step()
+    assert sorted(states_in(d0)) == [0, 1, 2, 3]
+    # the next gather: rank 3 never answers; its node's bundle goes once BUNDLE_HOLD_S has passed
+    clock.advance(10.0)
+    for r in (r0, r2, mate):
+        r.step()  # the window of gA expired
+    request(d0, "gB", 0, at=clock())
+    state(d0, 0, "gB")
+    r0.step()
+    clock.advance(1.0)  # rank 2's relay reads the store once a period while no gather is on
+    r2.step()
+    state(d1, 2, "gB")
+    r2.step()
+    assert r2.window.open and store.add(_relay.PREFIX + "ready_all", 0) == 1
+    mate.step()  # rank 3's relay still beats, its rank silent
+    clock.advance(_relay.BUNDLE_HOLD_S)
+    r2.step()
+    assert store.add(_relay.PREFIX + "ready_all", 0) == 2
+    r0.step()
+    got = states_in(d0)
+    assert got[2].gather_id == "gB" and 3 not in got  # what node1 has: rank 2's answer
