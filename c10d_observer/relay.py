@@ -21,7 +21,8 @@ start together).  The leader, every ``period``:
   numbered after the first one a node read are counted, not read.  Answers to any request of the window
   count for the winner; during a gather a node that does not merge reads the store once a period;
 - while a gather is on, the node's states (also a dead or frozen rank's, which cannot relay itself) go out
-  as one bundle per node (zlib + base64 JSON; ``<P>node/<slot>``, then ``<P>node_ready/<slot>`` += 1 and
+  as one bundle per node, once every rank of the node whose relay beats has answered (at most BUNDLE_HOLD_S
+  after the first answer; a later change goes out again) (zlib + base64 JSON; ``<P>node/<slot>``, then ``<P>node_ready/<slot>`` += 1 and
   ``<P>ready_all`` += 1), labelled with the number of the request the node takes for the merge's, each
   state with a summary of its stacks: the main thread of the last dump (what the verdict reads), not the
   whole file, which stays on its node (``stacks_remote`` names host and path);
