@@ -9,6 +9,7 @@ import json
 from typing import NamedTuple, Optional
 
 from . import channel as _ch
+from . import wire as _wire
 from .levels import CallEnd
 from .text import describe_call
 
@@ -20,7 +21,6 @@ __all__ = ["Call", "Position", "Overdue", "RankDoc", "load"]
 FORMAT = "c10d_observer.report"
 VERSION = 2  # 2: calls carry their start time, documents of kind "end", node files label their answers
 READS = (1, 2)  # the versions this release reads (1: written before 2026-11-25)
-RUNS_OVER = _ch.RUNS_OVER  # a ranks list longer than this is written as runs [first, count, step] (channel.rank_runs)
 
 
 class DocumentError(ValueError):
@@ -28,7 +28,7 @@ class DocumentError(ValueError):
 
 
 def _ranks_out(d, key, ranks):
-    if isinstance(ranks, (list, tuple)) and len(ranks) > RUNS_OVER:
+    if isinstance(ranks, (list, tuple)) and len(ranks) > _ch.RUNS_OVER:  # as runs [first, count, step]
         d[key], d[key + "_runs"] = None, _ch.runs_of(ranks)
     else:
         d[key] = list(ranks) if isinstance(ranks, (list, tuple)) else ranks
@@ -64,8 +64,6 @@ class Call(NamedTuple):
 
 
 GPU_STATES = ("scheduled", "started")
-
-
 ASYNC_P2P_APIS = ("batch_isend_irecv", "isend", "irecv")  # p2p ops not waited one by one (RankDoc.at_device)
 
 
@@ -467,11 +465,13 @@ _KNOWN = {}  # RankDoc (a class) -> the keys of a document that are not ``extra`
 NODE_KIND = "node_states"
 
 
-def node_states_json(host, gather_id, docs):
+def node_states_json(host, gather_id, docs=(), packed=None):
     """A node's states as one document (relay.py): ``answers`` is the gather they count for on this node;
-    each state keeps the gather it answered on its own node."""
-    return {"format": FORMAT, "version": VERSION, "kind": NODE_KIND, "host": host, "answers": gather_id,
-            "docs": [d.to_json() if isinstance(d, RankDoc) else d for d in docs]}
+    each state keeps the gather it answered on its own node.  ``packed``: the states as another node's relay
+    packed them (wire.labelled), kept so (``load`` unpacks them), in place of ``docs``."""
+    return dict({"format": FORMAT, "version": VERSION, "kind": NODE_KIND, "host": host, "answers": gather_id},
+                **({"packed": packed} if packed is not None else
+                   {"docs": [d.to_json() if isinstance(d, RankDoc) else d for d in docs]}))
 
 
 def load(path):
@@ -488,7 +488,7 @@ def load(path):
             raise DocumentError("%s is not a node-states document this release reads" % path)
         out = []
         answers = d.get("answers", d.get("gather_id"))
-        for item in d.get("docs") or ():
+        for item in (_wire.unpack(d["packed"]) if "packed" in d else d.get("docs")) or ():
             if isinstance(item, dict):
                 doc = RankDoc.from_json(item, path)
                 extra = dict(doc.extra or {}, answered_gather_id=doc.gather_id)

@@ -22,7 +22,8 @@ start together).  The leader, every ``period``:
   count for the winner; during a gather a node that does not merge reads the store once a period;
 - while a gather is on, the node's states (also a dead or frozen rank's, which cannot relay itself) go out
   as one bundle per node, once every rank of the node whose relay beats has answered (at most BUNDLE_HOLD_S
-  after the first answer; a later change goes out again) (zlib + base64 JSON; ``<P>node/<slot>``, then ``<P>node_ready/<slot>`` += 1 and
+  after the first answer; a later change goes out again) (a line of JSON, its request's number and its
+  host, then the states as zlib + base64 JSON; ``<P>node/<slot>``, then ``<P>node_ready/<slot>`` += 1 and
   ``<P>ready_all`` += 1), labelled with the number of the request the node takes for the merge's, each
   state with a summary of its stacks: the main thread of the last dump (what the verdict reads), not the
   whole file, which stays on its node (``stacks_remote`` names host and path);
@@ -401,8 +402,8 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
         # labelled with the request this node takes for the merge's: the merging node keeps only bundles
         # of its own (sent again, relabelled, when this node learns of an earlier request)
         self._bundled_for = window
-        self.store.set(self._key("node", self._slot), _wire.pack({"window": window, "host": self._host(),
-                                                            "docs": list(self._node_docs.values())}))
+        self.store.set(self._key("node", self._slot), _wire.labelled({"window": window, "host": self._host()},
+                                                                    list(self._node_docs.values())))
         self.store.add(self._key("node_ready", self._slot), 1)
         self.store.add(self._key("ready_all"), 1)
         self._unsent_at = None
@@ -434,23 +435,21 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
             n = int(self.store.add(self._key("node_ready", slot), 0))
             if n <= self._fetched.get(slot, 0):
                 continue
-            bundle = _wire.unpack(self.store.get(self._key("node", slot)))
+            label, packed = _wire.label_of(self.store.get(self._key("node", slot)))
             self._fetched[slot] = n
             fetched += 1
-            if isinstance(bundle, dict) and bundle.get("window") == self.window.own[0]:
-                self._write_remote(slot, bundle)
+            if label is not None and label.get("window") == self.window.own[0]:
+                self._write_remote(slot, label.get("host"), packed)
         self._fetch_from, self._ready_all = 1, self._pass_total
 
-    def _write_remote(self, slot, bundle):
+    def _write_remote(self, slot, host, packed):
         """One file per node (``states-node<slot>.json``, read by verdict.load_docs): a file per rank cost
         the merging node 2 ms each to create at 1,024 ranks, on the path to the verdict.  It is labelled with
-        the gather its states count for here (``answers``); each state keeps what it answered on its node."""
-        docs = []
-        for doc in bundle.get("docs") or ():
-            doc["relayed_from"] = doc.get("host")
-            docs.append(doc)
+        the gather its states count for here (``answers``); each state keeps what it answered on its node, and
+        reads as relayed from ``host`` (documents.load).  The states stay packed as they came: the watchdog
+        unpacks them once."""
         self.dd.write_json(_dumpdir.node_states_name(slot),
-                           _documents.node_states_json(bundle.get("host"), self.window.own[1], docs))
+                           _documents.node_states_json(host, self.window.own[1], packed=packed))
 
     def _send_verdict(self):
         n, gid = self.window.own

@@ -5,12 +5,29 @@ import json
 import zlib
 
 from . import channel as _ch
-from . import documents as _documents
 
 
 def pack(obj):
     return base64.b64encode(zlib.compress(json.dumps(_squeeze(obj), separators=(",", ":")).encode("utf-8"),
                                           6)).decode("ascii")
+
+
+def labelled(label, obj):
+    """``pack(obj)`` behind a line of JSON (``label``) that a reader takes without unpacking what follows: a
+    node's bundle is labelled with its request and host, and the merging node writes what follows into a
+    file as it came, its watchdog unpacking it once (``documents.load``), rather than unpacking it, writing
+    it out as JSON and the watchdog parsing that again (0.4 of a bundle's 0.55 ms at 16,384 ranks)."""
+    return json.dumps(label, separators=(",", ":")) + "\n" + pack(obj)
+
+
+def label_of(value):
+    """(label, packed) of a ``labelled`` value; (None, None) where it is not one."""
+    head, sep, packed = text(value).partition("\n")
+    try:
+        label = json.loads(head) if sep else None
+    except ValueError:
+        label = None
+    return (label, packed) if isinstance(label, dict) else (None, None)
 
 
 def unpack(value):
@@ -41,7 +58,7 @@ def _flat(obj):
     start] pairs): nothing in it to squeeze or to unsqueeze.  A node's share at 2,048 nodes is 6,144 such
     pairs; walked one call per item, packing it took 22 ms and unpacking 16 ms, and the collector unpacks
     every node's each round (2,047 in 41 s)."""
-    return all(type(x) in _SCALARS or (type(x) is list and len(x) <= _documents.RUNS_OVER
+    return all(type(x) in _SCALARS or (type(x) is list and len(x) <= _ch.RUNS_OVER
                                        and all(type(y) in _SCALARS for y in x)) for x in obj)
 
 
@@ -50,11 +67,11 @@ def _squeeze(obj):
     node): a long list of ints -> runs; a long map rank -> record of the same fields -> columns.  At 4,096
     ranks the verdict's per-rank map alone was 63 KiB per node, compressed."""
     if isinstance(obj, list):
-        if len(obj) > _documents.RUNS_OVER and all(type(x) is int for x in obj):
+        if len(obj) > _ch.RUNS_OVER and all(type(x) is int for x in obj):
             return {_RUNS: _ch.rank_runs(obj)}
         return obj if _flat(obj) else [_squeeze(x) for x in obj]
     if isinstance(obj, dict):
-        if len(obj) > _documents.RUNS_OVER and all(isinstance(v, dict) for v in obj.values()):
+        if len(obj) > _ch.RUNS_OVER and all(isinstance(v, dict) for v in obj.values()):
             fields = sorted(set(k for v in obj.values() for k in v))
             if all(len(v) == len(fields) for v in obj.values()) and all(k.isdigit() for k in obj):
                 keys = list(obj)

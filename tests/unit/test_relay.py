@@ -280,8 +280,8 @@ def test_a_node_that_took_itself_for_the_merging_one_sends_its_answers_once_it_l
     r1.clock.advance(0.1)
     r1.step()  # reads number 1: the merge is node0's; its answers go out, labelled for node0's request
     assert not r1._collecting() and store.add(_relay.PREFIX + "nodes", 0) == 1
-    bundle = _wire.unpack(store.get(_relay.PREFIX + "node/1"))
-    assert bundle["window"] == n and [doc["rank"] for doc in bundle["docs"]] == [2]
+    label, packed = _wire.label_of(store.get(_relay.PREFIX + "node/1"))
+    assert label["window"] == n and [doc["rank"] for doc in _wire.unpack(packed)] == [2]
     relayed = _dumpdir.read_json(os.path.join(d1, _dumpdir.GATHER))
     assert relayed["id"] == "gA" and relayed["supersedes"] == "gB"
 
@@ -296,7 +296,7 @@ def test_a_merging_node_keeps_only_bundles_labelled_for_its_request(nodes):
         doc = {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": "state", "rank": rank,
                "pid": 1, "host": "node1", "gather_id": "g%d" % window, "alive": True}
         store.add(_relay.PREFIX + "nodes", 1)
-        store.set(_relay.PREFIX + "node/%d" % slot, _wire.pack({"window": window, "host": "node1", "docs": [doc]}))
+        store.set(_relay.PREFIX + "node/%d" % slot, _wire.labelled({"window": window, "host": "node1"}, [doc]))
         store.add(_relay.PREFIX + "node_ready/%d" % slot, 1)
         store.add(_relay.PREFIX + "ready_all", 1)
     r0.step()
