@@ -229,13 +229,13 @@ class Sim(object):
                         return self
                     kind = stops[r][1]
                     t = max(T0 + self.calls[r][i].at, when + EPS) if i < len(prep) else when + EPS  # (after its last)
-                    state[r], clock[r] = kind, t
+                    state[r], clock[r], blocked[r] = kind, t, None
                     if kind == "frozen":
                         frozen_at[r] = t
                     lp = max(lp, t)
                     continue
                 if i >= len(prep):
-                    state[r] = "done"
+                    state[r], blocked[r] = "done", None
                     lp = max(lp, when)
                     continue
                 if i == stop_at[r]:  # its stop: it freezes in the call it enters (never an op of a batch)
@@ -327,12 +327,12 @@ class Sim(object):
                 lp = end
             gone = through.pop(key, None) if through else None
             stream, seq = key
-            if gone is None and not posts:  # no member let through, no batch: the loop below without its tests
+            if gone is None and not posts:  # no member let through, no batch: the loop below without its tests,
+                # and a member's state and call left as they are ("blocked" in this one) until the rank is taken
+                # off the stack: then it issues its next call (state and call set), stops, or ends (set there)
                 for m in members:
                     completed_of[m][stream] = seq
                     clock[m] = end
-                    state[m] = "ready"
-                    blocked[m] = None
                 ready.extend(members)  # (pushed in the members' order)
             else:
                 for m in members:
