@@ -19,6 +19,7 @@ another (see ``undecidable``).
 
 Deterministic: a case is a function of its seed (``make_case(seed)``).  Python 3.8.
 """
+import itertools
 import random
 from collections import namedtuple
 
@@ -340,41 +341,70 @@ def _steps(calls, template, made, steps, world):
     on which slots run at it (``every``): each rank's calls of such a set, with their offsets in the step, are
     made once (the same floats: ``s * STEP_S + (i + 1) * STEP_S / n``), and ranks whose calls of a step are
     alike (the members of one group: a world collective's every rank) share the step's Call values (immutable;
-    made once, not once a rank)."""
+    made once, not once a rank).  The Calls of one such set of calls at every step it runs at are made in one
+    pass (``map`` over their fields' columns, no Python code a call), then handed out step by step."""
     new = tuple.__new__
-    plans = {}  # which slots run -> [(a rank's list, [(group, op, size, root, peer, slot, offset)])]
+    plans = {}  # which slots run -> [its steps, [(a rank's list, [(group, op, size, root, peer, slot, offset)])]]
     everys = [slot.every for slot in template]
-    for s in range(steps):
-        runs = tuple([s % e == e - 1 for e in everys])
-        plan = plans.get(runs)
-        if plan is None:
-            per_rank = {}
-            for on, by_rank in zip(runs, made):
-                if not on:
-                    continue
-                for r, cs in by_rank.items():
-                    got = per_rank.get(r)
-                    if got is None:
-                        per_rank[r] = list(cs)
-                    else:
-                        got.extend(cs)
-            plan = plans[runs] = []
-            alike = {}  # a rank's items -> the lists of the ranks whose items they are
-            for r in range(world):
-                cs = per_rank.get(r)
-                if not cs:
-                    continue
-                n = len(cs) + 1
-                items = tuple([(c[0], c[1], c[2], c[3], c[4], c[6], (i + 1) * STEP_S / n) for i, c in enumerate(cs)])
-                outs = alike.get(items)
-                if outs is None:
-                    outs = alike[items] = []
-                    plan.append((items, outs))
-                outs.append(calls[r])
-        base = s * STEP_S
-        for items, outs in plan:  # the ranks of one group issue the same calls: each Call made once, shared
-            step_calls = [new(Call, (g, op, size, root, peer, s, slot, base + off))
-                          for g, op, size, root, peer, slot, off in items]
+    order = []  # the plan of each step
+    if all(e == 1 for e in everys):
+        runs = tuple([True] * len(everys))
+        plans[runs] = [list(range(steps)), None]
+        order = [plans[runs]] * steps
+    else:
+        for s in range(steps):
+            runs = tuple([s % e == e - 1 for e in everys])
+            plan = plans.get(runs)
+            if plan is None:
+                plan = plans[runs] = [[], runs]
+            plan[0].append(s)
+            order.append(plan)
+    for runs, plan in plans.items():
+        per_rank = {}
+        for on, by_rank in zip(runs, made):
+            if not on:
+                continue
+            for r, cs in by_rank.items():
+                got = per_rank.get(r)
+                if got is None:
+                    per_rank[r] = list(cs)
+                else:
+                    got.extend(cs)
+        groups = []
+        alike = {}  # a rank's items -> the lists of the ranks whose items they are
+        for r in range(world):
+            cs = per_rank.get(r)
+            if not cs:
+                continue
+            n = len(cs) + 1
+            items = tuple([(c[0], c[1], c[2], c[3], c[4], c[6], (i + 1) * STEP_S / n) for i, c in enumerate(cs)])
+            outs = alike.get(items)
+            if outs is None:
+                outs = alike[items] = []
+                groups.append((items, outs))
+            outs.append(calls[r])
+        # each group's Calls at every step of the plan, in one pass: the fields' columns, a step's calls after
+        # the step before's
+        its = plan[0]
+        made_groups = []
+        for items, outs in groups:
+            n, k = len(items), len(its)
+            cols = [[it[f] for it in items] * k for f in range(6)]
+            made_groups.append((n, list(map(new, itertools.repeat(Call), zip(
+                cols[0], cols[1], cols[2], cols[3], cols[4], [s for s in its for _ in items], cols[5],
+                [s * STEP_S + it[6] for s in its for it in items]))), outs))
+        plan[1] = made_groups
+    if len(plans) == 1:  # every step the same calls: each list takes its group's Calls at once
+        for n, all_calls, outs in order[0][1] if order else ():
+            for out in outs:
+                out.extend(all_calls)
+        return
+    done = {}  # id(plan) -> the steps of it handed out
+    for plan in order:
+        k = done.get(id(plan), 0)
+        done[id(plan)] = k + 1
+        for n, all_calls, outs in plan[1]:
+            step_calls = all_calls[k * n:(k + 1) * n]
             for out in outs:
                 out.extend(step_calls)
 

@@ -229,13 +229,13 @@ class Sim(object):
                         return self
                     kind = stops[r][1]
                     t = max(T0 + self.calls[r][i].at, when + EPS) if i < len(prep) else when + EPS  # (after its last)
-                    state[r], clock[r] = kind, t
+                    state[r], clock[r], blocked[r] = kind, t, None
                     if kind == "frozen":
                         frozen_at[r] = t
                     lp = max(lp, t)
                     continue
                 if i >= len(prep):
-                    state[r] = "done"
+                    state[r], blocked[r] = "done", None
                     lp = max(lp, when)
                     continue
                 if i == stop_at[r]:  # its stop: it freezes in the call it enters (never an op of a batch)
@@ -327,12 +327,12 @@ class Sim(object):
                 lp = end
             gone = through.pop(key, None) if through else None
             stream, seq = key
-            if gone is None and not posts:  # no member let through, no batch: the loop below without its tests
+            if gone is None and not posts:  # no member let through, no batch: the loop below without its tests,
+                # and a member's state and call left as they are ("blocked" in this one) until the rank is taken
+                # off the stack: then it issues its next call (state and call set), stops, or ends (set there)
                 for m in members:
                     completed_of[m][stream] = seq
                     clock[m] = end
-                    state[m] = "ready"
-                    blocked[m] = None
                 ready.extend(members)  # (pushed in the members' order)
             else:
                 for m in members:
@@ -716,7 +716,7 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
     seen = {}  # stream -> (the last rank's recent calls of it, their documents.Call values): the members of a
     # group mostly show the same calls (typed: made once, shared)
     for r in range(p.world):
-        off = (skew or {}).get(r, 0.0)
+        off = skew.get(r, 0.0) if skew else 0.0
         st = sim.state[r]
         written = now
         kind, alive, why = "state", True, None
@@ -740,7 +740,7 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
                     started_of[stream] = seq
                     hist_of[stream] = hist_of.get(stream, []) + [(seq, op, text, t)]
         groups, overdue = [], []
-        for stream in sorted(streams, key=_stream_key) if len(streams) > 1 else streams:
+        for stream in _sorted_streams(streams) if len(streams) > 1 else streams:
             gid, skind, peer, src, dst = streams[stream]
             g = p.groups[gid]
             started = started_of.get(stream, 0)
@@ -770,7 +770,7 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
                 if last is not None and last[0] == hist:
                     made = last[1]
                 else:
-                    made = tuple([_new(_documents.Call, (q, op, size, t, "")) for q, op, size, t in hist])
+                    made = _calls(hist)
                     seen[stream] = (hist, made)
                 groups.append(_new(_documents.Position, (
                     stream, gid, skind, g.ranks, backend, peer, src, dst, 1800.0, started, completed,
@@ -806,6 +806,13 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
 
 
 _new = tuple.__new__  # a namedtuple built from its fields' tuple, without its __new__'s call (thousands a case)
+_CALL, _NO_API = itertools.repeat(_documents.Call), itertools.repeat("")
+
+
+def _calls(hist):
+    """(documents.Call(seq, op, size, started_at, "") of each (seq, op, size, started_at) of ``hist``), made in
+    one pass (the columns zipped with the api, no Python code a call)."""
+    return tuple(map(_new, _CALL, zip(*zip(*hist), _NO_API))) if hist else ()
 
 
 def _position(typed, stream, gid, kind, ranks, backend, peer, src, dst, started, completed, hist, fly):
@@ -830,8 +837,8 @@ def _overdue(typed, stream, gid, seq, op, size, ranks, kind, peer, backend, t, d
     """An ``overdue`` entry (level hard, the call in flight past the timeout): its JSON, or, ``typed``, the
     documents.Overdue Overdue.from_json reads of it."""
     if typed:
-        return _documents.Overdue(stream, gid, seq, op, "", size, ranks, kind, peer, backend, t, detected,
-                                  round(detected - t, 3), True, None, None, None, "hard", TIMEOUT_S, None)
+        return _new(_documents.Overdue, (stream, gid, seq, op, "", size, ranks, kind, peer, backend, t, detected,
+                                         round(detected - t, 3), True, None, None, None, "hard", TIMEOUT_S, None))
     return {"stream": stream, "group": gid, "seq": seq, "op": op, "api": "", "size": size,
             "group_ranks": list(ranks), "kind": kind, "peer": peer, "backend": backend,
             "started_at": t, "detected_at": detected, "age_s": round(detected - t, 3),
@@ -840,11 +847,19 @@ def _overdue(typed, stream, gid, seq, op, size, ranks, kind, peer, backend, t, d
             "held_until": None}
 
 
+def _index(sim, r, key):
+    """The index of rank ``r``'s call ``key`` (stream, seq) in its list (the call in flight is most often the
+    last it issued: looked at first), or ValueError."""
+    keys, i = sim.preps[r][1], sim.ptr[r] - 1
+    if 0 <= i < len(keys) and keys[i] == key:
+        return i
+    return keys.index(key)  # (a list's keys are unique: the one index)
+
+
 def _in_batch(sim, r, stream, seq):
     """Whether rank ``r``'s call ``seq`` on ``stream`` is an op of a batch (the api its document gives it)."""
-    keys, batch = sim.preps[r][1], sim.preps[r][3]
     try:
-        return bool(batch[keys.index((stream, seq))])
+        return bool(sim.preps[r][3][_index(sim, r, (stream, seq))])
     except ValueError:
         return False
 
@@ -852,7 +867,7 @@ def _in_batch(sim, r, stream, seq):
 def _api_of(sim, r, stream, seq):
     """The api of rank ``r``'s call ``seq`` on a group's ``stream``: an object collective's, else ''."""
     try:
-        op = sim.calls[r][sim.preps[r][1].index((stream, seq))].op
+        op = sim.calls[r][_index(sim, r, (stream, seq))].op
     except (ValueError, IndexError):
         return ""
     return op.split(".")[0] if op.split(".")[0] in OBJECT_OPS else ""
@@ -880,6 +895,19 @@ def _frames(sim, r, waits=None):
 def _stream_key(stream):
     head = stream.split(":")[0]
     return (int(head) if head.isdigit() else 0, stream)
+
+
+_SORTED = {}  # a rank's streams (a tuple, in its dict's order) -> them sorted by _stream_key: a few sets a run
+
+
+def _sorted_streams(streams):
+    key = tuple(streams)
+    got = _SORTED.get(key)
+    if got is None:
+        if len(_SORTED) > 4096:
+            _SORTED.clear()
+        got = _SORTED[key] = sorted(key, key=_stream_key)
+    return got
 
 
 MODES = ("late", "early")
