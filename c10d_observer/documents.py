@@ -13,7 +13,6 @@ from . import wire as _wire
 from .levels import CallEnd
 from .text import describe_call
 
-
 __all__ = ["Call", "Position", "Overdue", "RankDoc", "load"]
 
 
@@ -466,9 +465,8 @@ NODE_KIND = "node_states"
 
 
 def node_states_json(host, gather_id, docs=(), packed=None):
-    """A node's states as one document (relay.py): ``answers`` is the gather they count for on this node;
-    each state keeps the gather it answered on its own node.  ``packed``: the states as another node's relay
-    packed them (wire.labelled), kept so (``load`` unpacks them), in place of ``docs``."""
+    """A node's states as one document (relay.py): ``answers`` is the gather they count for on this node; each
+    state keeps the gather it answered on its own node.  ``packed``: as another node's relay packed them."""
     return dict({"format": FORMAT, "version": VERSION, "kind": NODE_KIND, "host": host, "answers": gather_id},
                 **({"packed": packed} if packed is not None else
                    {"docs": [d.to_json() if isinstance(d, RankDoc) else d for d in docs]}))
@@ -481,6 +479,8 @@ def load(path):
     try:
         with open(path) as f:
             d = json.load(f)
+        if isinstance(d, dict) and "packed" in d:  # a node's states as its relay packed them (wire.labelled)
+            d = dict(d, docs=_wire.unpack(d.pop("packed")))
     except ValueError as e:
         raise DocumentError("%s is not JSON: %s" % (path, e))
     if isinstance(d, dict) and d.get("kind") == NODE_KIND:
@@ -488,7 +488,7 @@ def load(path):
             raise DocumentError("%s is not a node-states document this release reads" % path)
         out = []
         answers = d.get("answers", d.get("gather_id"))
-        for item in (_wire.unpack(d["packed"]) if "packed" in d else d.get("docs")) or ():
+        for item in d.get("docs") or ():
             if isinstance(item, dict):
                 doc = RankDoc.from_json(item, path)
                 extra = dict(doc.extra or {}, answered_gather_id=doc.gather_id)

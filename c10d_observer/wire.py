@@ -35,7 +35,11 @@ def unpack(value):
     them (its object hook, called once a dict), where a walk over the whole object cost a Python call per
     list and scalar: a node's bundle of 8 states, 720 calls, 0.6 of the merging node's 0.8 ms a bundle
     (benchmarks/scale.py at 4,096 ranks under cProfile, 2026-12-01)."""
-    return json.loads(zlib.decompress(base64.b64decode(text(value))).decode("utf-8"), object_hook=_undo)
+    try:
+        raw = zlib.decompress(base64.b64decode(text(value)))
+    except zlib.error as e:  # every other fault of a value that is not packed is a ValueError already
+        raise ValueError("not a packed value: %s" % e)
+    return json.loads(raw.decode("utf-8"), object_hook=_undo)
 
 
 def _undo(obj):

@@ -175,3 +175,25 @@ def test_the_ops_of_a_batch_run_together_but_a_p2p_call_waited_on_holds_the_next
     later op is not held by the earlier one; a plain recv, waited on, holds the send issued after it."""
     doc = RankDoc("state", 0, groups=(_p2p("0:p2p:1->0", 1, 0, 3, 10.0, api), _p2p("0:p2p:0->2", 0, 2, 3, 10.001, api)))
     assert doc.at_device()[1] == left_out
+
+
+def test_a_node_file_of_packed_states_reads_as_its_states_and_a_damaged_one_is_refused(tmp_path):
+    """Issue 44: the merging node keeps another node's states packed as its relay sent them (wire.labelled);
+    documents.load unpacks them once, each relayed from the node's host.  A file whose packed states do not
+    unpack (a damaged copy) is a DocumentError, which every reader of dump_dir skips, never an exception that
+    would stop a watchdog's scan."""
+    from c10d_observer import wire
+    states = [{"format": documents.FORMAT, "version": documents.VERSION, "kind": "state", "rank": r, "pid": 1,
+               "host": "node1", "gather_id": "theirs", "alive": True, "groups": []} for r in (2, 3)]
+    label, packed = wire.label_of(wire.labelled({"window": 1, "host": "node1"}, states))
+    assert label == {"window": 1, "host": "node1"}
+    path = str(tmp_path / dumpdir.node_states_name(1))
+    dumpdir.write_json(path, documents.node_states_json("node1", "ours", packed=packed))
+    got = documents.load(path)
+    assert [(d.rank, d.gather_id, d.relayed_from, d.extra["answered_gather_id"]) for d in got] == [
+        (2, "ours", "node1", "theirs"), (3, "ours", "node1", "theirs")]
+    for damaged in (packed[:-8], "not base64 at all!", packed[::-1]):
+        dumpdir.write_json(path, documents.node_states_json("node1", "ours", packed=damaged))
+        with pytest.raises(documents.DocumentError):
+            documents.load(path)
+    assert wire.label_of("no label line") == (None, None) and wire.label_of("[1]\nx") == (None, None)
