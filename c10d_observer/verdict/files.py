@@ -332,5 +332,6 @@ def _record_text(rec, body):
     the verdict's text inside its own two keys (the same bytes as json.dumps with sorted keys makes them)."""
     if rec.has("documents") or rec.extra:
         return _dumpdir.json_text(rec.to_json())
-    return '{"format": %s, "verdict": %s, "version": %s}\n' % (json.dumps(rec.format), body[:-1], json.dumps(rec.version))
+    return '{"format": %s, "verdict": %s, "version": %s}\n' % (
+        json.dumps(rec.format), body[:-1], json.dumps(rec.version))
 
