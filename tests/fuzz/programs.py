@@ -606,6 +606,146 @@ def undecidable(program, fault, faulty=None):
 SHOWN = 32  # calls per stream a document shows (rank_docs.HISTORY, simulate.HISTORY)
 
 
+def undecidable_at_hang(program, fault, faulty, started, blocked):
+    """Why no verdict can name the culprit, from the faulty run's state at the hang (``started``: {rank: {stream:
+    the last seq it started}}, ``blocked``: {rank: (stream, seq) it waits in}), where ``undecidable`` (the program
+    and the fault alone) found no reason: a reason, or None.  Two twins a user's program may be, each leaving
+    the documents the case leaves with another rank at fault (tests/unit/test_fuzz_twins.py builds both, for
+    seeds of this generator, and holds their documents equal to the case's):
+
+    - a desync, or a skip after which the rank's next call is another, on a group of two ranks whose family has
+      other groups (a job of pairs), where no member of those groups shows the place in its document: each
+      went past it more than SHOWN calls ago, or has not reached it.  They ran the same slot, but what they
+      issued there is out of their records, so they say nothing of it, and the case is the one ``undecidable``
+      judges for a pair no group mirrors (its slot's first call, or a call at the place the pair's own record
+      never showed: a one-off of the program, issued by every pair, the other rank at fault).
+
+    - a skip of a call on group W after which the rank's next call is on a group S of two ranks (itself and a
+      rank p of W) that no other group mirrors, where the rank waits in that S call and p waits in the W call
+      it skipped: the program with one more call on S at that step, ahead of the W call (a slot that runs every
+      few steps, first run there, as the call the rank issued), which p skipped, leaves the same documents
+      (p waits in the W call, the rank in the S call, for each other).  The verdict makes the same argument
+      (``ordering._twin_of_a_sparse_call``).
+    """
+    if fault.kind not in ("skip", "mismatch_op", "mismatch_size", "mismatch_root"):
+        return None
+    c = fault.call
+    if c.op in P2P_OPS:
+        return None
+    group = program.groups.get(c.group)
+    if group is None:
+        return None
+    rank, own = fault.rank, program.calls[fault.rank]
+    place = 1 + sum(1 for x in own[:fault.index] if x.group == c.group)
+    if fault.kind == "skip":
+        sparse = _sparse_twin(program, fault, faulty, place, started, blocked)
+        if sparse is not None:
+            return sparse
+    if len(group.ranks) != 2:
+        return None
+    if fault.kind == "skip":
+        shifted = _shifted_to_a_first_call(program, fault, faulty, place, blocked)
+        if shifted is not None:
+            return shifted
+    siblings = [g for g in program.families.get(group.family, ()) if g != group.gid]
+    if not siblings:
+        return None  # ``undecidable`` judged it
+    if not any(blocked.get(x) == (c.group, place) for x in group.ranks):
+        return None  # the hang is elsewhere (a skip that shifted the rank's calls on the group by one)
+    for gid in siblings:
+        for x in program.groups[gid].ranks:
+            n = started.get(x, {}).get(gid, 0)  # a collective group's stream is its gid (simulate.coll_stream)
+            if place <= n < place + SHOWN:
+                return None  # its record shows what the program issues there
+    if fault.kind == "skip":
+        nxt = fault.index + (2 if c.op in OBJECT_OPS else 1)
+        after = own[nxt] if nxt < len(own) else None
+        if after is None or (after.group, after.op, after.size, after.root) == (c.group, c.op, c.size, c.root):
+            return None
+    first = c.step <= 0 or c.step >= program.steps or c.step <= _first_step(program, c)
+    unseen = None if first else _unseen_at_place(program, fault, faulty)
+    if first or unseen is not None:
+        return ("%s on group %s (ranks %s) at %s, where no rank of the other groups of its family shows the "
+                "place in its record (the last %d calls): a program with a one-off call there, the other rank at "
+                "fault, leaves the same documents" % (
+                    fault.kind, c.group, ", ".join(map(str, group.ranks)),
+                    "the first call of its slot" if first else "%s, a call the group's record never showed" % unseen,
+                    SHOWN))
+    return None
+
+
+def _shifted_to_a_first_call(program, fault, faulty, place, blocked):
+    """``undecidable_at_hang``'s third twin: a reason, or None.  A skip on a group of two ranks that issue no call on
+    any other group (the world of a 2-rank job), after which the rank's calls on it shift by one, its partner one
+    behind, until the rank issues a call the run did not hold, at seq m, where both wait: if that call is the
+    first of its slot (the epilogue's barrier, a slot's first run) or one the group's record never showed, the
+    program with one call fewer in the run (a step fewer), its partner issuing the run's call at m in place of
+    that one (a mismatch), leaves the same documents."""
+    c, rank = fault.call, fault.rank
+    partner = [x for x in program.groups[c.group].ranks if x != rank][0]
+    if any(x.group != c.group for q in (rank, partner) for x in program.calls[q]):
+        return None  # another group of the two pins the steps: the run's length is no guess
+    at = blocked.get(rank)
+    if at is None or at[0] != c.group or at[1] <= place or blocked.get(partner) != at:
+        return None
+    mine = faulty[rank]
+    issued = mine[_nth(mine, c.group, at[1])]
+    theirs = faulty[partner][_nth(faulty[partner], c.group, at[1])]
+    if (theirs.op, theirs.size, theirs.root) != (c.op, c.size, c.root):
+        return None
+    first = issued.step <= 0 or issued.step >= program.steps or issued.step <= _first_step(program, issued)
+    before = [x for x in mine if x.group == c.group][max(0, at[1] - 1 - SHOWN):at[1] - 1]
+    unseen = (issued.op.split(".")[0], issued.size, issued.root) not in {
+        (x.op.split(".")[0], x.size, x.root) for x in before}
+    if not (first or unseen):
+        return None
+    return ("a skip on group %s (ranks %s, their only group), after which rank %d's calls shift by one until it "
+            "issues %s at #%d, %s: the program with one call fewer in the run, rank %d issuing the run's call in "
+            "place of that one, leaves the same documents" % (
+                c.group, ", ".join(map(str, program.groups[c.group].ranks)), rank, _words(issued, program), at[1],
+                "the first call of its slot" if first else "a call the group's record never showed", partner))
+
+
+def _nth(calls, group, seq):
+    """The index in ``calls`` of the ``seq``-th call on ``group``."""
+    n = 0
+    for i, x in enumerate(calls):
+        if x.group == group:
+            n += 1
+            if n == seq:
+                return i
+    raise ValueError("no call #%d on group %s" % (seq, group))
+
+
+def _sparse_twin(program, fault, faulty, place, started, blocked):
+    """``undecidable_at_hang``'s second twin: a reason, or None.  The S call the rank waits in is its next call
+    after the skipped one (a call between them, on a group with ranks of W, would be in the twin's program ahead
+    of the W call, where those ranks have not issued it)."""
+    rank, c = fault.rank, fault.call
+    at = blocked.get(rank)
+    mine = faulty[rank]
+    if at is None or fault.index >= len(mine) or mine[fault.index].group != at[0]:
+        return None
+    if 1 + sum(1 for x in mine[:fault.index] if x.group == at[0]) != at[1]:
+        return None
+    s_gid = at[0]
+    s_group = program.groups.get(s_gid)
+    if s_group is None or s_gid == c.group or len(s_group.ranks) != 2 or rank not in s_group.ranks:
+        return None
+    if any(g != s_gid for g in program.families.get(s_group.family, ())):
+        return None  # other groups of its family show where the program puts their calls
+    partner = [x for x in s_group.ranks if x != rank][0]
+    if partner not in program.groups[c.group].ranks or blocked.get(partner) != (c.group, place):
+        return None
+    if started.get(partner, {}).get(s_gid, 0) != at[1] - 1 or started.get(rank, {}).get(c.group, 0) != place - 1:
+        return None
+    return ("a skip of %s #%d on group %s, after which rank %d waits in call #%d on group %s (ranks %s), which no "
+            "other group mirrors, and rank %d in the call skipped: a program with one more call on group %s there "
+            "(a slot first run at that step), which rank %d skipped, leaves the same documents" % (
+                c.op, place, c.group, rank, at[1], s_gid, ", ".join(map(str, s_group.ranks)), partner, s_gid,
+                partner))
+
+
 def _unseen_at_place(program, fault, faulty):
     """The call (in words) that one of the two ranks issued at the place of a desync or skip on a group of two,
     where the group's calls shown before it (the last SHOWN) never held it, or None (``undecidable``)."""

@@ -38,6 +38,7 @@ import random
 from c10d_observer import documents as _documents
 from c10d_observer import streams as _streams
 
+from . import programs
 from .programs import ASYNC_OPS, DATA, OBJECT_OPS, P2P_OPS, POSTED_OPS
 
 T0 = 1800000000.0  # the job's first step, Unix seconds
@@ -997,6 +998,22 @@ def divergence(preps, other, stop):
 def healthy_docs(sim, typed=False):
     """The documents of a run that ended (every rank done): states with nothing in flight."""
     return documents(sim, "late", typed=typed)
+
+
+# the source models whose documents are a function of the calls each rank ran, so that a twin's calls that no
+# rank ran (past a rank's hang) leave them alike: programs.undecidable_at_hang's flags hold (test_fuzz_twins).
+# Not the NCCL model: a rank's Python issues the calls after the one its GPU waits in, and a twin's differ.
+AT_HANG_SOURCES = ("exact", "recorder")
+
+
+def flag_at_hang(case, faulty):
+    """The case, flagged undecidable where the faulty run's state at the hang shows a twin
+    (programs.undecidable_at_hang; ``faulty``: the case's Sim, run)."""
+    world = case.program.world
+    blocked = {r: faulty.blocked[r] for r in range(world) if faulty.state[r] == "blocked"}
+    why = programs.undecidable_at_hang(case.program, case.fault, case.calls, dict(enumerate(faulty.started)),
+                                       blocked)
+    return case._replace(undecidable=True, why_undecidable=why) if why else case
 
 
 def classify(case, culprits):

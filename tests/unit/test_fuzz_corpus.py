@@ -38,6 +38,8 @@ def _record(i):
     if i % HEALTHY_EVERY == 0:
         hv = verdict.analyze(simulate.healthy_docs(healthy))
         healthy_verdict = hv.summary if hv.hangs or hv.culprit_ranks else ""
+    if v is not None and not case.undecidable:
+        case = simulate.flag_at_hang(case, faulty)  # and the flags that read the hang's state
     return Record(case.seed, case.fault, case.expected, case.undecidable, tuple(healthy.state), healthy.hung, healthy_verdict,
                   faulty.hung if faulty is not None else None,
                   faulty.state[case.fault.rank] if faulty is not None else None,
@@ -101,7 +103,8 @@ def test_no_case_names_a_rank_outside_its_culprits(corpus):
 def test_a_case_another_programs_fault_would_leave_the_same_documents_of_is_never_named(corpus):
     """programs.undecidable flags the cases whose documents a program with another rank at fault leaves too (a
     desync on an unmirrored pair at its slot's first call, or where a call at the place is one the pair's shown
-    calls never held): naming anyone there is a bet, and the verdict makes none."""
+    calls never held), and programs.undecidable_at_hang those the hang's state shows (test_fuzz_twins builds
+    their twins): naming anyone there is a bet, and the verdict makes none."""
     flagged = [rec for rec in corpus if rec.fault is not None and rec.undecidable]
     named = [(rec.seed, rec.culprits) for rec in flagged if rec.culprits]
     assert flagged and not named, (len(flagged), named[:5])
@@ -308,7 +311,7 @@ def test_a_period_longer_than_a_pair_shows_and_a_chains_sender_never_name_the_ra
     (cycles._same_places)."""
     from fuzz import run
     res = run.judge(seed, check_healthy=False, source=source)
-    assert res.outcome in ("exact", "undecided"), (res.culprits, sorted(res.case.expected), res.summary)
+    assert res.outcome in ("exact", "undecided", "undecided_ok"), (res.culprits, sorted(res.case.expected), res.summary)
 
 
 SHAPE_CASES = 300 if CORPUS > 1000 else 150  # each shape drawn only where asked: more on the corpus's line
@@ -352,7 +355,7 @@ def test_a_rings_links_that_carry_fewer_calls_never_speak_for_the_one_rank_again
     they speak only from the call before the seq (ordering._like_order): "cannot decide"."""
     from fuzz import run
     res = run.judge(seed, check_healthy=False, shape="ring")
-    assert res.outcome in ("exact", "undecided"), (res.culprits, sorted(res.case.expected), res.summary)
+    assert res.outcome in ("exact", "undecided", "undecided_ok"), (res.culprits, sorted(res.case.expected), res.summary)
 
 
 def test_bursts_of_async_all_reduces_end_healthy_complete_in_order_and_never_name_another_rank():
@@ -597,7 +600,8 @@ def test_a_skip_that_an_nccl_rank_ran_past_names_it_from_where_its_gpu_stands(se
     from fuzz import run
     res = run.judge(seed, check_healthy=False, source="nccl")
     assert res.outcome == outcome, (res.culprits, sorted(res.case.expected), res.summary)
-    assert res.outcome == run.judge(seed, check_healthy=False, source="recorder").outcome
+    assert res.culprits == run.judge(seed, check_healthy=False, source="recorder").culprits  # (7000180 is flagged
+    # undecidable under the recorder model, whose documents the hang's twin leaves too: simulate.AT_HANG_SOURCES)
 
 
 def test_the_nccl_model_never_names_a_rank_outside_its_culprits():
