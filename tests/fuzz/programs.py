@@ -695,8 +695,7 @@ def _shifted_to_a_first_call(program, fault, faulty, place, blocked):
         return None
     first = issued.step <= 0 or issued.step >= program.steps or issued.step <= _first_step(program, issued)
     before = [x for x in mine if x.group == c.group][max(0, at[1] - 1 - SHOWN):at[1] - 1]
-    unseen = (issued.op.split(".")[0], issued.size, issued.root) not in {
-        (x.op.split(".")[0], x.size, x.root) for x in before}
+    unseen = (shown_op(issued.op), issued.size, issued.root) not in {(shown_op(x.op), x.size, x.root) for x in before}
     if not (first or unseen):
         return None
     return ("a skip on group %s (ranks %s, their only group), after which rank %d's calls shift by one until it "
@@ -751,7 +750,7 @@ def _unseen_at_place(program, fault, faulty):
     where the group's calls shown before it (the last SHOWN) never held it, or None (``undecidable``)."""
     c, calls = fault.call, program.calls[fault.rank]
     before = [x for x in calls[:fault.index] if x.group == c.group][-SHOWN:]
-    seen = {(x.op.split(".")[0], x.size, x.root) for x in before}
+    seen = {(shown_op(x.op), x.size, x.root) for x in before}
     if fault.kind == "skip":
         after = [x for x in calls[fault.index + 1:] if x.group == c.group]
         if c.op in OBJECT_OPS:
@@ -760,9 +759,17 @@ def _unseen_at_place(program, fault, faulty):
     else:
         mine = faulty[fault.rank][fault.index]  # the call it issued instead
     for x in (c, mine):
-        if x is not None and (x.op.split(".")[0], x.size, x.root) not in seen:
+        if x is not None and (shown_op(x.op), x.size, x.root) not in seen:
             return _words(x, program)
     return None
+
+
+def shown_op(op):
+    """The op a document shows for a call of this op: an object collective's two calls show its inner op's (the
+    sizes' all_gather, then the bytes': simulate.INNER), so a plain all_gather of the sizes' one int64 is one
+    the record showed."""
+    base = op.split(".")[0]
+    return base.split("_object")[0] if base in OBJECT_OPS else base
 
 
 def _exchange_twin(program, fault):

@@ -139,3 +139,17 @@ def test_a_shifted_skip_is_not_flagged_by_the_places_of_other_pairs():
     assert not simulate.flag_at_hang(case, faulty).undecidable
     docs = simulate.documents(faulty, simulate.mode_of(case.seed), period=simulate.period_of(case.seed))
     assert verdict.analyze(docs).culprit_ranks == [case.fault.rank]
+
+
+@pytest.mark.parametrize("seed", [81002092, 81009787, 81009827])
+def test_an_object_collectives_size_call_is_one_the_record_showed(seed):
+    """A document shows an object collective's two calls as its inner op's (the sizes' all_gather of one int64,
+    then the bytes'), so a plain all_gather of one int64 issued in its place is a call the record showed, not
+    one it never showed: no twin, and the verdict names the rank (``--shape ops``, seed 81: three cases flagged
+    and named, run.py's count of cases named in spite of their flag, before programs.shown_op)."""
+    case = programs.make_case(seed, shape="ops")
+    assert not case.undecidable, case.why_undecidable
+    faulty = _faulty(case)
+    assert not simulate.flag_at_hang(case, faulty).undecidable
+    docs = simulate.documents(faulty, simulate.mode_of(seed), period=simulate.period_of(seed))
+    assert verdict.analyze(docs).culprit_ranks == [case.fault.rank]
