@@ -585,7 +585,7 @@ def undecidable(program, fault, faulty=None):
         calls = program.calls[fault.rank]
         nxt = fault.index + (2 if c.op in OBJECT_OPS else 1)
         after = calls[nxt] if nxt < len(calls) else None
-        if after is None or (after.group, after.op, after.size, after.root) == (c.group, c.op, c.size, c.root):
+        if after is None or (after.group, shown_op(after.op), after.size, after.root) == (c.group, shown_op(c.op), c.size, c.root):
             return None  # the rank's calls shift by one (or it ends): it ends one call short, never a desync here
     siblings = [g for g in program.families.get(group.family, ()) if g != group.gid]
     if siblings:
@@ -660,7 +660,7 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
     if fault.kind == "skip":
         nxt = fault.index + (2 if c.op in OBJECT_OPS else 1)
         after = own[nxt] if nxt < len(own) else None
-        if after is None or (after.group, after.op, after.size, after.root) == (c.group, c.op, c.size, c.root):
+        if after is None or (after.group, shown_op(after.op), after.size, after.root) == (c.group, shown_op(c.op), c.size, c.root):
             return None
     first = c.step <= 0 or c.step >= program.steps or c.step <= _first_step(program, c)
     unseen = None if first else _unseen_at_place(program, fault, faulty)
@@ -691,7 +691,7 @@ def _shifted_to_a_first_call(program, fault, faulty, place, blocked):
     mine = faulty[rank]
     issued = mine[_nth(mine, c.group, at[1])]
     theirs = faulty[partner][_nth(faulty[partner], c.group, at[1])]
-    if (theirs.op, theirs.size, theirs.root) != (c.op, c.size, c.root):
+    if (shown_op(theirs.op), theirs.size, theirs.root) != (shown_op(c.op), c.size, c.root):
         return None
     first = issued.step <= 0 or issued.step >= program.steps or issued.step <= _first_step(program, issued)
     before = [x for x in mine if x.group == c.group][max(0, at[1] - 1 - SHOWN):at[1] - 1]
@@ -767,7 +767,9 @@ def _unseen_at_place(program, fault, faulty):
 def shown_op(op):
     """The op a document shows for a call of this op: an object collective's two calls show its inner op's (the
     sizes' all_gather, then the bytes': simulate.INNER), so a plain all_gather of the sizes' one int64 is one
-    the record showed."""
+    the record showed; an all_reduce issued with async_op=True shows as all_reduce."""
+    if op in ASYNC_OPS:
+        return "all_reduce"
     base = op.split(".")[0]
     return base.split("_object")[0] if base in OBJECT_OPS else base
 

@@ -141,13 +141,15 @@ def test_a_shifted_skip_is_not_flagged_by_the_places_of_other_pairs():
     assert verdict.analyze(docs).culprit_ranks == [case.fault.rank]
 
 
-@pytest.mark.parametrize("seed", [81002092, 81009787, 81009827])
-def test_an_object_collectives_size_call_is_one_the_record_showed(seed):
+@pytest.mark.parametrize("seed,shape", [(81002092, "ops"), (81009787, "ops"), (81009827, "ops"), (71006345, "async")])
+def test_a_call_is_judged_by_the_op_its_document_shows(seed, shape):
     """A document shows an object collective's two calls as its inner op's (the sizes' all_gather of one int64,
     then the bytes'), so a plain all_gather of one int64 issued in its place is a call the record showed, not
-    one it never showed: no twin, and the verdict names the rank (``--shape ops``, seed 81: three cases flagged
-    and named, run.py's count of cases named in spite of their flag, before programs.shown_op)."""
-    case = programs.make_case(seed, shape="ops")
+    one it never showed; and an all_reduce issued with async_op=True as all_reduce, so a skipped all_reduce
+    before one shifts the rank's calls.  No twin, and the verdict names the rank (``--shape ops``, seed 81:
+    three cases flagged and named, ``--shape async``, seed 71: one; run.py's count of cases named in spite of
+    their flag, before programs.shown_op)."""
+    case = programs.make_case(seed, shape=shape)
     assert not case.undecidable, case.why_undecidable
     faulty = _faulty(case)
     assert not simulate.flag_at_hang(case, faulty).undecidable
