@@ -594,6 +594,9 @@ def undecidable(program, fault, faulty=None):
     if first:
         return ("%s at the first call of its slot on group %s, whose two ranks no other group mirrors: either "
                 "may be the odd one" % (fault.kind, c.group))
+    if fault.kind == "swap":
+        return None  # the call it issued instead is another group's: whether the pair's record showed it says
+        # nothing; the order of the two groups' calls its earlier steps show does (the verdict's rule 2)
     unseen = _unseen_at_place(program, fault, faulty) if faulty is not None else None
     if unseen is not None:
         return ("%s on group %s, whose two ranks no other group mirrors, where %s at the place is a call the "

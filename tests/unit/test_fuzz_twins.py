@@ -155,3 +155,15 @@ def test_a_call_is_judged_by_the_op_its_document_shows(seed, shape):
     assert not simulate.flag_at_hang(case, faulty).undecidable
     docs = simulate.documents(faulty, simulate.mode_of(seed), period=simulate.period_of(seed))
     assert verdict.analyze(docs).culprit_ranks == [case.fault.rank]
+
+
+@pytest.mark.parametrize("seed", [13000480, 13000499, 13001046])
+def test_a_swap_is_not_flagged_for_another_groups_call_its_pair_never_showed(seed):
+    """A swap issues another group's call at the pair's place, which the pair's record never shows, of course:
+    that says nothing of a twin, and the order the earlier steps kept names the rank (``--kind swap``, seed 13:
+    20 cases of 5,000 flagged by _unseen_at_place and named, before the rule left swaps out)."""
+    case = programs.make_case(seed, kind="swap")
+    assert not case.undecidable, case.why_undecidable
+    faulty = _faulty(case)
+    docs = simulate.documents(faulty, simulate.mode_of(seed), period=simulate.period_of(seed))
+    assert verdict.analyze(docs).culprit_ranks == [case.fault.rank]
