@@ -568,6 +568,10 @@ def undecidable(program, fault, faulty=None):
       b skipping its send, leaves the same documents (each rank's first call with the other a recv, at the
       same seq of the same streams), and the same for a skipped first recv (each waits to send).
 
+    The flags that need the hang's state (which ranks wait where): ``undecidable_at_hang`` (run.py and real.py
+    apply it after the run; test_fuzz_twins builds each of its twins).  A swap takes the first rule only: the
+    call it issued instead is another group's.
+
     Not flagged, though strictly undecidable too: a program may hold a slot that runs every k steps, so a
     divergence of two ranks at any step could be the other rank skipping such a slot's call that the history
     never showed (its last 32 calls per stream); the verdict that names a rank there bets on the program
