@@ -97,6 +97,8 @@ STUCK_OP = ch.encode_op("all_reduce") | ch.encode_sig(ch.DTYPE_CODES.get("float3
 class Counter(object):
     def __init__(self):
         self.ops = self.bytes = 0
+        self.arrivals_ops = self.arrivals_bytes = 0  # of them, the straggler exchange's (relay_arrivals: its
+        # keys hold "arrival" or "stragglers")
 
 
 class CountingStore(object):
@@ -107,7 +109,12 @@ class CountingStore(object):
 
     def _n(self, *parts):
         self._c.ops += 1
-        self._c.bytes += sum(len(p) for p in parts)
+        n = sum(len(p) for p in parts)
+        self._c.bytes += n
+        key = parts[0]
+        if "arrival" in key or "stragglers" in key:
+            self._c.arrivals_ops += 1
+            self._c.arrivals_bytes += n
 
     def set(self, key, value):
         self._s.set(key, value)
@@ -302,16 +309,18 @@ RESOLVER_ENV = {"RES_OPTIONS": "timeout:1 attempts:1"}
 
 
 def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, limit_s=30.0, keep=None,
-        serial_parts=False):
+        serial_parts=False, arrivals=True):
     """One simulated job; ``idle_s`` and ``limit_s`` are simulated seconds; ``keep``: a path to copy the merging
     node's dump_dir to.  WORLD_SIZE and LOCAL_WORLD_SIZE
-    are the job's, as torchrun sets them in each rank (the relays read how many nodes the job spans)."""
+    are the job's, as torchrun sets them in each rank (the relays read how many nodes the job spans).
+    ``arrivals``: the relays run the straggler exchange beside the gather, as they do in a job (False: none of
+    it, every relay's share put off past the run: what the exchange costs the gather, side by side)."""
     env = dict(RESOLVER_ENV, WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(per_node))
     before = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     gc_was = gc.isenabled()
     try:
-        return _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, serial_parts)
+        return _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, serial_parts, arrivals)
     finally:
         if gc_was:
             gc.enable()
@@ -322,7 +331,7 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
                 os.environ[k] = v
 
 
-def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, serial_parts=False):
+def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, serial_parts=False, arrivals=True):
     rng = random.Random(seed)
     nodes_n = world // per_node
     # every node's dump_dir in memory: one disk here takes the writes of up to 2,048 nodes' watchdogs and
@@ -375,6 +384,10 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, 
     nodes = [Node(n, range(n * per_node, (n + 1) * per_node), pids, world, root, groups_of, poll, timeout, shm,
                   store_factory, clock) for n in range(nodes_n)]
     ranks = [r for n in nodes for r in n.ranks]
+    if not arrivals:
+        for n in nodes:
+            for rel in n.relays:
+                rel.arrivals_every = 1e12  # its share (and the collector's reads) never due
     culprit = world // 3 + 5
     for r in ranks:
         r.calls("0", 3)
@@ -385,7 +398,7 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, 
     if scenario == "silent":
         silent = set(rng.sample([r for r in world_ranks if r != culprit], max(1, world // 20)))
     result = {"ranks": world, "nodes": nodes_n, "per_node": per_node, "scenario": scenario, "poll_s": poll,
-              "parts": "serial" if serial_parts else "side by side",
+              "parts": "serial" if serial_parts else "side by side", "arrivals": arrivals,
               "timeout_s": timeout, "relays": sum(len(n.relays) for n in nodes)}
     # every simulated rank's objects live in this one process: a full collection of its heap (seconds at
     # 4,096 ranks) would land in whichever node's turn it falls, where a real rank's small heap costs
@@ -532,11 +545,16 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, 
     while sim["now"] - t_start < 3 * poll * 1e9:  # relays start, one per node comes to act (the others
         round_()                                   # see its beat and close their store clients)
     gc.collect()
-    ops0, cpu0, t0 = counter.ops, server_cpu_s(server.pid), sim["now"]
+    ops0, cpu0, t0, a0 = counter.ops, server_cpu_s(server.pid), sim["now"], counter.arrivals_ops
     while sim["now"] - t0 < idle_s * 1e9:
         round_()
     el = (sim["now"] - t0) / 1e9
     result["idle_store_ops_per_min"] = round((counter.ops - ops0) * 60.0 / el, 1)
+    result["idle_arrivals_ops_per_min"] = round((counter.arrivals_ops - a0) * 60.0 / el, 1)
+    # the gather's own, the exchange's left out (a share of a round falls in the idle time or not: 1.0 to 1.5 an
+    # operation a node and poll at 3 nodes)
+    result["idle_gather_ops_per_node_per_poll"] = round(
+        (counter.ops - ops0 - (counter.arrivals_ops - a0)) * poll / el / nodes_n, 3)
     result["idle_store_ops_per_node_per_poll"] = round((counter.ops - ops0) * poll / el / nodes_n, 3)
     result["idle_server_cpu_pct"] = round(100.0 * (server_cpu_s(server.pid) - cpu0) / el, 2)
     result["server_connections"] = round((settled_connections(server.pid) - base_connections) / float(per_client), 2)
@@ -556,6 +574,7 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, 
         elif r.rank != culprit:
             r.enter("0", t_hang)
     ops0, bytes0, cpu0 = counter.ops, counter.bytes, server_cpu_s(server.pid)
+    a_ops0, a_bytes0 = counter.arrivals_ops, counter.arrivals_bytes
     rounds = []
     longest = gather_wait_max(poll, world, per_node)
     while sim["now"] - t_hang < limit_s * 1e9:
@@ -571,6 +590,8 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, 
     result["verdicts_written"] = len(verdicts)
     result["gather_store_ops"] = counter.ops - ops0
     result["gather_store_mib"] = round((counter.bytes - bytes0) / 2.0 ** 20, 2)
+    result["gather_arrivals_ops"] = counter.arrivals_ops - a_ops0  # of them, the straggler exchange's
+    result["gather_arrivals_mib"] = round((counter.arrivals_bytes - a_bytes0) / 2.0 ** 20, 2)
     result["gather_server_cpu_s"] = round(server_cpu_s(server.pid) - cpu0, 2)
     result["slowest_steps"] = [{"s": round(s, 3), "after_hang_s": at, "host": host, "part": kind, "rank": rank}
                                for s, at, host, kind, rank in sorted(slow, reverse=True)]
@@ -633,6 +654,9 @@ def main(argv=None):
     ap.add_argument("--poll", type=float, default=0.5)
     ap.add_argument("--json", default=os.path.join(RESULTS, "scale.json"))
     ap.add_argument("--keep", default=None, help="copy the merging node's dump_dir here (one size and scenario)")
+    ap.add_argument("--no-arrivals", action="store_true",
+                    help="no straggler exchange beside the gather (every relay's share put off past the run): the "
+                         "gather alone, to compare")
     ap.add_argument("--serial-parts", action="store_true",
                     help="a node's parts one after another in its turn (before 2026-12-02: pessimistic, as a node's "
                          "watchdogs and relays are processes of their own)")
@@ -642,12 +666,14 @@ def main(argv=None):
     scenarios = ["culprit", "cascade", "two", "silent"] if args.scenario == "all" else [args.scenario]
     rows = []
     cols = ("ranks", "nodes", "scenario", "verdict_s", "all_verdicts_s", "merges", "verdicts_written", "verdicts_ok",
-            "gather_store_ops", "gather_store_mib", "idle_store_ops_per_node_per_poll", "server_connections",
+            "gather_store_ops", "gather_arrivals_ops", "gather_store_mib", "idle_store_ops_per_node_per_poll",
+            "server_connections",
             "idle_server_cpu_pct", "gather_server_cpu_s", "rss_per_rank_kib", "round_max_s", "sim_wall_s")
     print(" ".join("%-10s" % c[:10] for c in cols))
     for n in sizes:
         for sc in scenarios:
-            r = run(n, args.per_node, sc, poll=args.poll, keep=args.keep, serial_parts=args.serial_parts)
+            r = run(n, args.per_node, sc, poll=args.poll, keep=args.keep, serial_parts=args.serial_parts,
+                    arrivals=not args.no_arrivals)
             rows.append(r)
             print(" ".join("%-10s" % (r.get(c),) for c in cols), flush=True)
             for s in r.get("slowest_steps", [])[:4]:  # where the simulated time goes: the rounds they lengthened
