@@ -137,8 +137,9 @@ class Sim(object):
         the run is known without taking its calls one by one, and what it leaves is what ``run()`` leaves.
         Returns self, or None (nothing changed) where that is not shown: a run with stops, gaps, batches or
         ``nccl_sizes``, a stream whose members do not issue the same calls on it, a call that would start
-        late, or a rank whose last call is a broadcast, gather or scatter (a member let through before every
-        member entered keeps the end it left at: the order of the loop's steps, not known here).
+        late, or a rank whose last call is a broadcast, gather or scatter in which a member it waits for did
+        not start last (a member let through before every member entered keeps the end it left at, then not
+        the instance's: whether it was is the order of the loop's steps, not known here).
 
         Why it is the run: a call starts at its nominal time where the rank's previous call ended at least EPS
         before it (``run``: ``t < when + EPS``); an instance (stream, seq) ends END_S after its members' latest
@@ -146,8 +147,8 @@ class Sim(object):
         its rank's previous instance, every call starts nominally (by induction over the instances in the
         order of those latest starts), that order increases along each rank's calls, and the first instance
         not yet complete in it has every member at it: none waits forever, every rank ends.  A broadcast's
-        member let through ends no later than the instance (its clock, where that is its last call: left
-        to ``run``).  Each check is a pass over columns (map, zip, compress: no Python code a call), once per
+        member let through ends no later than the instance, so its next call starts nominally too (its clock,
+        where that is its last call: the instance's end where a member it waits for started last).  Each check is a pass over columns (map, zip, compress: no Python code a call), once per
         prepared list (a group's members share theirs) and stream: a healthy run of a program of no batch
         (seed 7: 91 % of the calls are in such runs) costs that, not the loop's some 9 k instructions a call."""
         if self.gaps is not None or self.stop or self.nccl_sizes or self.paused or any(self.ptr):
@@ -164,7 +165,7 @@ class Sim(object):
             if got is not None:
                 got[1].append(r)
                 continue
-            if out[-1][7] is not None or any(batch):
+            if any(batch):
                 return None
             keys = preps[r][1]
             streams = list(map(_STREAM, keys))
@@ -201,6 +202,15 @@ class Sim(object):
                 latest[s] = list(map(max, noms, *[list(map(_NOMINAL, c)) for c in theirs])) if theirs else noms
         ends = []  # each list's last call's end
         for out, ranks, on, streams in lists.values():
+            tree = out[-1][7]
+            if tree is not None:  # its last call a broadcast, gather or scatter: a member let through ends at
+                # its parents' and children's latest start, which must be the instance's (else left to ``run``)
+                s = streams[-1]
+                top = latest[s][-1]
+                for r in ranks:
+                    need = next(need for m, need in tree[r] if m == r)
+                    if max([lists[id(preps[y][0])][2][s][-1][5] for y in need]) != top:
+                        return None
             noms = list(map(_NOMINAL, out))
             if len(on) == 1:
                 lat = latest[streams[0]]
