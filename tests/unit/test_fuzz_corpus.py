@@ -199,6 +199,24 @@ def test_the_runs_of_a_pair_are_the_runs_alone(shape, kind, two):
     assert shared > 0  # calls before a fault, run once
 
 
+@pytest.mark.parametrize("shape", [None, "ring", "async", "ops", "mesh3d"])
+def test_a_run_finished_at_once_is_the_run(shape):
+    """Sim.finish gives a healthy run without its loop where every call starts at its nominal time: where it
+    does, the run is what Sim.run leaves, to every clock, call and dict's order; where it does not, nothing
+    changed (the loop runs it)."""
+    finished = 0
+    for i in range(40 if shape == "mesh3d" else 120):
+        case = programs.make_case(4000000 + i, shape=shape)
+        ran = simulate.Sim(case.program, case.program.calls).run()
+        sim = simulate.Sim(case.program, case.program.calls)
+        if sim.finish() is None:
+            assert repr(_run_state(sim.run())) == repr(_run_state(ran)), case.seed
+            continue
+        finished += 1
+        assert repr(_run_state(sim)) == repr(_run_state(ran)) and _run_state(sim) == _run_state(ran), case.seed
+    assert finished > (0 if shape in ("ring", "async") else 20)
+
+
 def _alike(a, b):
     """Equal, and of the same types all the way down (1 == 1.0, True == 1: not alike here)."""
     if type(a) is not type(b):
