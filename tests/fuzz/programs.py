@@ -696,8 +696,8 @@ def _shifted_to_a_first_call(program, fault, faulty, place, blocked):
     if at is None or at[0] != c.group or at[1] <= place or blocked.get(partner) != at:
         return None
     mine = faulty[rank]
-    issued = mine[_nth(mine, c.group, at[1])]
-    theirs = faulty[partner][_nth(faulty[partner], c.group, at[1])]
+    issued = mine[nth_call(mine, c.group, at[1])]
+    theirs = faulty[partner][nth_call(faulty[partner], c.group, at[1])]
     if (shown_op(theirs.op), theirs.size, theirs.root) != (shown_op(c.op), c.size, c.root):
         return None
     first = issued.step <= 0 or issued.step >= program.steps or issued.step <= _first_step(program, issued)
@@ -712,7 +712,7 @@ def _shifted_to_a_first_call(program, fault, faulty, place, blocked):
                 "the first call of its slot" if first else "a call the group's record never showed", partner))
 
 
-def _nth(calls, group, seq):
+def nth_call(calls, group, seq):
     """The index in ``calls`` of the ``seq``-th call on ``group``."""
     n = 0
     for i, x in enumerate(calls):

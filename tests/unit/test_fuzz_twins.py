@@ -38,17 +38,6 @@ def _healthy_ends(program, calls):
     return not sim.hung
 
 
-def _index(calls, group, seq):
-    """The index in ``calls`` of the ``seq``-th call on ``group``."""
-    n = 0
-    for i, c in enumerate(calls):
-        if c.group == group:
-            n += 1
-            if n == seq:
-                return i
-    raise AssertionError("no call #%d on group %s" % (seq, group))
-
-
 def _sparse_twin(case, faulty):
     """The program with one more call on S ahead of the W call the partner waits in (the call the rank waits in,
     on both ranks of S), and that fault: the partner skipped it.  (twin program, twin faulty calls, its culprit)"""
@@ -60,9 +49,9 @@ def _sparse_twin(case, faulty):
     extra = case.calls[rank][f.index]  # the S call the rank issued after the skip, and waits in
     healthy = {q: list(cs) for q, cs in case.program.calls.items()}
     for q in (rank, partner):
-        healthy[q].insert(_index(healthy[q], w_gid, place), extra)
+        healthy[q].insert(programs.nth_call(healthy[q], w_gid, place), extra)
     twin_faulty = {q: list(cs) for q, cs in healthy.items()}
-    del twin_faulty[partner][_index(healthy[partner], w_gid, place) - 1]
+    del twin_faulty[partner][programs.nth_call(healthy[partner], w_gid, place) - 1]
     return healthy, twin_faulty, partner
 
 
@@ -97,7 +86,7 @@ def _shifted_twin(case, faulty):
     gid, seq = faulty.blocked[f.rank]
     partner = [x for x in case.program.groups[gid].ranks if x != f.rank][0]
     mine, theirs = case.calls[f.rank], case.program.calls[partner]
-    i, j = _index(mine, gid, seq), _index(theirs, gid, seq)
+    i, j = programs.nth_call(mine, gid, seq), programs.nth_call(theirs, gid, seq)
     healthy = {q: list(cs) for q, cs in case.program.calls.items()}
     healthy[f.rank] = list(mine)
     healthy[partner] = theirs[:j] + [mine[i]._replace(at=theirs[j].at)] + mine[i + 1:]
