@@ -683,7 +683,7 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
 
 def _shifted_to_a_first_call(program, fault, faulty, place, blocked):
     """``undecidable_at_hang``'s third twin: a reason, or None.  A skip on a group of two ranks that issue no call on
-    any other group (the world of a 2-rank job), after which the rank's calls on it shift by one, its partner one
+    any other group, and that no other group mirrors (the world of a 2-rank job), after which the rank's calls on it shift by one, its partner one
     behind, until the rank issues a call the run did not hold, at seq m, where both wait: if that call is the
     first of its slot (the epilogue's barrier, a slot's first run) or one the group's record never showed, the
     program with one call fewer in the run (a step fewer), its partner issuing the run's call at m in place of
@@ -692,6 +692,9 @@ def _shifted_to_a_first_call(program, fault, faulty, place, blocked):
     partner = [x for x in program.groups[c.group].ranks if x != rank][0]
     if any(x.group != c.group for q in (rank, partner) for x in program.calls[q]):
         return None  # another group of the two pins the steps: the run's length is no guess
+    if any(g != c.group for g in program.families.get(program.groups[c.group].family, ())):
+        return None  # other groups run the same program: their records and counts show the run (the corpus's
+        # seed 1009422: pairs of a job of pairs, the others done, their records showing the place)
     at = blocked.get(rank)
     if at is None or at[0] != c.group or at[1] <= place or blocked.get(partner) != at:
         return None
