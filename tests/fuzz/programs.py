@@ -589,7 +589,7 @@ def undecidable(program, fault, faulty=None):
         calls = program.calls[fault.rank]
         nxt = fault.index + (2 if c.op in OBJECT_OPS else 1)
         after = calls[nxt] if nxt < len(calls) else None
-        if after is None or (after.group, shown_op(after.op), after.size, after.root) == (c.group, shown_op(c.op), c.size, c.root):
+        if after is None or _signature(after) == _signature(c):
             return None  # the rank's calls shift by one (or it ends): it ends one call short, never a desync here
     siblings = [g for g in program.families.get(group.family, ()) if g != group.gid]
     if siblings:
@@ -616,8 +616,8 @@ SHOWN = 32  # calls per stream a document shows (rank_docs.HISTORY, simulate.HIS
 def undecidable_at_hang(program, fault, faulty, started, blocked):
     """Why no verdict can name the culprit, from the faulty run's state at the hang (``started``: {rank: {stream:
     the last seq it started}}, ``blocked``: {rank: (stream, seq) it waits in}), where ``undecidable`` (the program
-    and the fault alone) found no reason: a reason, or None.  Two twins a user's program may be, each leaving
-    the documents the case leaves with another rank at fault (tests/unit/test_fuzz_twins.py builds both, for
+    and the fault alone) found no reason: a reason, or None.  Three twins a user's program may be, each leaving
+    the documents the case leaves with another rank at fault (tests/unit/test_fuzz_twins.py builds each, for
     seeds of this generator, and holds their documents equal to the case's):
 
     - a desync, or a skip after which the rank's next call is another, on a group of two ranks whose family has
@@ -633,6 +633,9 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
       few steps, first run there, as the call the rank issued), which p skipped, leaves the same documents
       (p waits in the W call, the rank in the S call, for each other).  The verdict makes the same argument
       (``ordering._twin_of_a_sparse_call``).
+
+    - a skip on a 2-rank job's only group, no group like it, that shifts the rank's calls by one up to a call the
+      run did not hold (``_shifted_to_a_first_call``).
     """
     if fault.kind not in ("skip", "mismatch_op", "mismatch_size", "mismatch_root"):
         return None
@@ -667,7 +670,7 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
     if fault.kind == "skip":
         nxt = fault.index + (2 if c.op in OBJECT_OPS else 1)
         after = own[nxt] if nxt < len(own) else None
-        if after is None or (after.group, shown_op(after.op), after.size, after.root) == (c.group, shown_op(c.op), c.size, c.root):
+        if after is None or _signature(after) == _signature(c):
             return None
     first = c.step <= 0 or c.step >= program.steps or c.step <= _first_step(program, c)
     unseen = None if first else _unseen_at_place(program, fault, faulty)
@@ -682,12 +685,12 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
 
 
 def _shifted_to_a_first_call(program, fault, faulty, place, blocked):
-    """``undecidable_at_hang``'s third twin: a reason, or None.  A skip on a group of two ranks that issue no call on
-    any other group, and that no other group mirrors (the world of a 2-rank job), after which the rank's calls on it shift by one, its partner one
-    behind, until the rank issues a call the run did not hold, at seq m, where both wait: if that call is the
-    first of its slot (the epilogue's barrier, a slot's first run) or one the group's record never showed, the
-    program with one call fewer in the run (a step fewer), its partner issuing the run's call at m in place of
-    that one (a mismatch), leaves the same documents."""
+    """``undecidable_at_hang``'s third twin: a reason, or None.  A skip on a group of two ranks that issue no call
+    on any other group, and that no other group mirrors (the world of a 2-rank job), after which the rank's calls
+    on it shift by one, its partner one behind, until the rank issues a call the run did not hold, at seq m, where
+    both wait: if that call is the first of its slot (the epilogue's barrier, a slot's first run) or one the
+    group's record never showed, the program with one call fewer in the run (a step fewer), its partner issuing
+    the run's call at m in place of that one (a mismatch), leaves the same documents."""
     c, rank = fault.call, fault.rank
     partner = [x for x in program.groups[c.group].ranks if x != rank][0]
     if any(x.group != c.group for q in (rank, partner) for x in program.calls[q]):
@@ -772,6 +775,11 @@ def _unseen_at_place(program, fault, faulty):
         if x is not None and (shown_op(x.op), x.size, x.root) not in seen:
             return _words(x, program)
     return None
+
+
+def _signature(call):
+    """A call as its document shows it: (group, op, size, root)."""
+    return call.group, shown_op(call.op), call.size, call.root
 
 
 def shown_op(op):

@@ -18,7 +18,8 @@ from fuzz import programs, simulate  # noqa: E402
 SPARSE = (7001379, 7003226, 7001350, 7001875)  # a skip on W, the rank then waits in a call on a pair S
 SIBLING = (7001624, 7000189, 7001986, 7002340, 7003440)  # a desync of a pair of a job of pairs, out of the others'
 # records (7003440: a skip)
-SHIFTED = (7000236, 11000972, 11001218)  # a skip on a 2-rank world, the rank's calls shifted by one to the epilogue's barrier
+SHIFTED = (7000236, 11000972, 11001218)  # a skip on a 2-rank world, the rank's calls shifted by one to the
+# epilogue's barrier
 
 
 def _faulty(case):
