@@ -42,7 +42,8 @@ Scenarios (each checks its verdict: the culprit named exactly, the silent ranks 
     python benchmarks/scale.py --ranks 16384 --scenario culprit   # 2,048 nodes (docs/scale.md: minutes)
 
 Measured per run: seconds from the first detection to the merged verdict, store operations and bytes
-from the first detection until every verdict is written, store operations per minute while idle (all
+from the first detection until every verdict is written (of them, the straggler exchange's, which the real
+relays run beside the gather: ``--no-arrivals`` runs the gather without it), store operations per minute while idle (all
 relays' periods, nothing overdue), the store server's connections and CPU, and this process's resident
 memory per simulated rank (the rank side: channel reader, watchdog, relay).
 """
