@@ -708,7 +708,7 @@ def _shifted_to_a_first_call(program, fault, faulty, place, blocked):
         return None
     first = issued.step <= 0 or issued.step >= program.steps or issued.step <= _first_step(program, issued)
     before = [x for x in mine if x.group == c.group][max(0, at[1] - 1 - SHOWN):at[1] - 1]
-    unseen = (shown_op(issued.op), issued.size, issued.root) not in {(shown_op(x.op), x.size, x.root) for x in before}
+    unseen = _signature(issued)[1:] not in {_signature(x)[1:] for x in before}
     if not (first or unseen):
         return None
     return ("a skip on group %s (ranks %s, their only group), after which rank %d's calls shift by one until it "
@@ -763,7 +763,7 @@ def _unseen_at_place(program, fault, faulty):
     where the group's calls shown before it (the last SHOWN) never held it, or None (``undecidable``)."""
     c, calls = fault.call, program.calls[fault.rank]
     before = [x for x in calls[:fault.index] if x.group == c.group][-SHOWN:]
-    seen = {(shown_op(x.op), x.size, x.root) for x in before}
+    seen = {_signature(x)[1:] for x in before}
     if fault.kind == "skip":
         after = [x for x in calls[fault.index + 1:] if x.group == c.group]
         if c.op in OBJECT_OPS:
@@ -772,7 +772,7 @@ def _unseen_at_place(program, fault, faulty):
     else:
         mine = faulty[fault.rank][fault.index]  # the call it issued instead
     for x in (c, mine):
-        if x is not None and (shown_op(x.op), x.size, x.root) not in seen:
+        if x is not None and _signature(x)[1:] not in seen:
             return _words(x, program)
     return None
 
