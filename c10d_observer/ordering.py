@@ -9,7 +9,7 @@ Pure: no torch, no files, no clock.
 from collections import namedtuple
 
 from .analogs import MIN_GROUPS
-from .patterns import as_the_pattern, b_as_the_pattern
+from .patterns import as_the_pattern, b_as_the_pattern, multiples
 from .places import consensus, expected_place, lower_bound, places_of
 from .streams import is_p2p, p2p_ends
 
@@ -234,13 +234,13 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
         got, target = last_started[r].get(a, 0), last[r] + 1
         like_only = {k: p for k, p in all_places.items() if k not in places}
         expected = expected_place(places, known, target, r, like_only)
-        if expected is not None and expected[3] is not None and not b_as_the_pattern(
-                histories, b, target, expected[3]):
+        ks = _as_the_pattern_by(histories, b, target, known, expected)
+        if not ks:
             if not expected[4]:
                 return None  # B #target is not the pattern's call there: the pattern says nothing of it
             expected = expected_place(places, known, target, r, like_only, end=False)  # nor its end's pattern
-            if expected is not None and expected[3] is not None and not b_as_the_pattern(
-                    histories, b, target, expected[3]):
+            ks = _as_the_pattern_by(histories, b, target, known, expected)
+            if not ks:
                 return None
         if expected is None:
             many = _many(places, target, r)
@@ -252,8 +252,8 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
             if got > lower_bound(all_places, known, target, pending):
                 return None  # it may be out of order; nothing says where B #target goes
         elif got > expected[0]:
-            if expected[2] is not None and not as_the_pattern(histories[r], a, expected[0] + 1,
-                                                                expected[2]):
+            if expected[2] is not None and not any(as_the_pattern(histories[r], a, expected[0] + 1, k * expected[2])
+                                                   for k in ks):
                 return None  # the call it issued there is not the pattern's: the pattern may be wrong
             agree = [k for k, p in all_places.items() if k not in places and p.get(target) == expected[0]]
             likes = sorted({k[1] for k in agree})
@@ -263,6 +263,16 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
                           (target in known, likes, len({k[2:] for k in agree}),
                            a if any(k[2] != a for k in agree) else b)))
     return found
+
+
+def _as_the_pattern_by(histories, b, target, known, expected):
+    """The multiples k of the pattern's period (``patterns.multiples``) by which B #target is the pattern's call
+    (``b_as_the_pattern`` over k periods), [] where by none; [1] where the pattern gave no place (nothing to
+    check)."""
+    if expected is None or expected[3] is None:
+        return [1]
+    return [k for k in multiples(known, target, expected[3], expected[4])
+            if b_as_the_pattern(histories, b, target, k * expected[3])]
 
 
 def _twin_of_a_sparse_call(a, target, known, likes, witnesses, members, like, last):

@@ -15,6 +15,23 @@ def b_as_the_pattern(histories, stream, seq, period):
     return True
 
 
+def multiples(known, target, period, at_end):
+    """The k for which the pattern of ``period`` B calls (``extrapolate``'s) holds as a pattern of k periods too,
+    k = 1 first: one that held over the whole run of known places just before ``target`` holds with period kp
+    wherever that run spans 2kp + 1 places, and puts the same place at ``target``.  A B call that is not the
+    one the period puts at ``target`` (a world's calls of two sizes in turn, their places one a step: period one
+    among the places, two among the calls) may be the one kp puts there (the fuzzer's ``--kind swap``, seed
+    13000147).  Only k = 1 where the period held over the run's end only."""
+    if at_end:
+        return [1]
+    last = max([s for s in known if s < target] or [0])
+    start = last
+    while start - 1 in known:
+        start -= 1
+    length = last - start + 1 if last else 0
+    return [1] + [k for k in range(2, length + 1) if 2 * k * period + 1 <= length]
+
+
 def alike(x, y):
     """Two calls' (op, size) are the same call of a program: the same op, and the same size where both
     sizes are known (an in-flight call's may not be)."""

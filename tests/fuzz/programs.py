@@ -632,12 +632,13 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
       it skipped: the program with one more call on S at that step, ahead of the W call (a slot that runs every
       few steps, first run there, as the call the rank issued), which p skipped, leaves the same documents
       (p waits in the W call, the rank in the S call, for each other).  The verdict makes the same argument
-      (``ordering._twin_of_a_sparse_call``).
+      (``ordering._twin_of_a_sparse_call``).  A swap of the W call and the S call after it is the same case:
+      the S call issued first is the twin's extra call (the only twin a swap takes here).
 
     - a skip on a 2-rank job's only group, no group like it, that shifts the rank's calls by one up to a call the
       run did not hold (``_shifted_to_a_first_call``).
     """
-    if fault.kind not in ("skip", "mismatch_op", "mismatch_size", "mismatch_root"):
+    if fault.kind not in ("skip", "swap", "mismatch_op", "mismatch_size", "mismatch_root"):
         return None
     c = fault.call
     if c.op in P2P_OPS:
@@ -647,6 +648,8 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
         return None
     rank, own = fault.rank, program.calls[fault.rank]
     place = 1 + sum(1 for x in own[:fault.index] if x.group == c.group)
+    if fault.kind == "swap":  # the S call issued ahead of the W call is the sparse twin's extra call
+        return _sparse_twin(program, fault, faulty, place, started, blocked)
     if fault.kind == "skip":
         sparse = _sparse_twin(program, fault, faulty, place, started, blocked)
         if sparse is not None:
@@ -751,11 +754,11 @@ def _sparse_twin(program, fault, faulty, place, started, blocked):
         return None
     if started.get(partner, {}).get(s_gid, 0) != at[1] - 1 or started.get(rank, {}).get(c.group, 0) != place - 1:
         return None
-    return ("a skip of %s #%d on group %s, after which rank %d waits in call #%d on group %s (ranks %s), which no "
-            "other group mirrors, and rank %d in the call skipped: a program with one more call on group %s there "
+    return ("a %s of %s #%d on group %s, after which rank %d waits in call #%d on group %s (ranks %s), which no "
+            "other group mirrors, and rank %d in the call %s: a program with one more call on group %s there "
             "(a slot first run at that step), which rank %d skipped, leaves the same documents" % (
-                c.op, place, c.group, rank, at[1], s_gid, ", ".join(map(str, s_group.ranks)), partner, s_gid,
-                partner))
+                fault.kind, c.op, place, c.group, rank, at[1], s_gid, ", ".join(map(str, s_group.ranks)), partner,
+                "skipped" if fault.kind == "skip" else "issued later", s_gid, partner))
 
 
 def _unseen_at_place(program, fault, faulty):
