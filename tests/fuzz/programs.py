@@ -637,6 +637,10 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
 
     - a skip on a 2-rank job's only group, no group like it, that shifts the rank's calls by one up to a call the
       run did not hold (``_shifted_to_a_first_call``).
+
+    - a swap of a call on a group W of two ranks, no group like it, and the first call of another slot (the
+      epilogue's barrier, a slot's first run), where each rank of W waits in the call it issued first
+      (``_swapped_first_run``).
     """
     if fault.kind not in ("skip", "swap", "mismatch_op", "mismatch_size", "mismatch_root"):
         return None
@@ -649,7 +653,8 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
     rank, own = fault.rank, program.calls[fault.rank]
     place = 1 + sum(1 for x in own[:fault.index] if x.group == c.group)
     if fault.kind == "swap":  # the S call issued ahead of the W call is the sparse twin's extra call
-        return _sparse_twin(program, fault, faulty, place, started, blocked)
+        return _sparse_twin(program, fault, faulty, place, started, blocked) or _swapped_first_run(
+            program, fault, place, blocked)
     if fault.kind == "skip":
         sparse = _sparse_twin(program, fault, faulty, place, started, blocked)
         if sparse is not None:
@@ -719,6 +724,35 @@ def _shifted_to_a_first_call(program, fault, faulty, place, blocked):
             "place of that one, leaves the same documents" % (
                 c.group, ", ".join(map(str, program.groups[c.group].ranks)), rank, _words(issued, program), at[1],
                 "the first call of its slot" if first else "a call the group's record never showed", partner))
+
+
+def _swapped_first_run(program, fault, place, blocked):
+    """``undecidable_at_hang``'s fourth twin: a reason, or None.  A swap of call X on a group W of two ranks (the
+    rank and p) that no other group mirrors, and the call Y after it, the first call of its slot on group S (the
+    epilogue's barrier, or a slot's first run: no earlier step showed where it goes among W's calls), where p's
+    call after X is Y too and p waits in X, the rank in Y: the program with Y before X on both ranks (a user may
+    put a final barrier before a pair's last call), p issuing them the other way round, is the same run, call for
+    call: the same documents, p at fault."""
+    c, rank = fault.call, fault.rank
+    w = program.groups[c.group]
+    if len(w.ranks) != 2 or any(g != c.group for g in program.families.get(w.family, ())):
+        return None
+    own = program.calls[rank]
+    y = own[fault.index + 1]
+    partner = [x for x in w.ranks if x != rank][0]
+    theirs = program.calls[partner]
+    i = nth_call(theirs, c.group, place)
+    if i + 1 >= len(theirs) or (theirs[i + 1].group, theirs[i + 1].step, theirs[i + 1].slot) != (
+            y.group, y.step, y.slot):
+        return None
+    first = y.step <= 0 or y.step >= program.steps or y.step <= _first_step(program, y)
+    y_place = 1 + sum(1 for x in own[:fault.index + 1] if x.group == y.group)
+    if not first or blocked.get(partner) != (c.group, place) or blocked.get(rank) != (y.group, y_place):
+        return None
+    return ("a swap of %s #%d on group %s (ranks %s), which no other group mirrors, and %s, the first call of its "
+            "slot, where each rank of the group waits in the one it issued first: the program with them the other "
+            "way round, rank %d swapping them, is the same run" % (
+                c.op, place, c.group, ", ".join(map(str, w.ranks)), _words(y, program), partner))
 
 
 def nth_call(calls, group, seq):

@@ -23,6 +23,8 @@ SHIFTED = (7000236, 11000972, 11001218)  # a skip on a 2-rank world, the rank's 
 SPARSE_SWAPS = (13000674, 13000047, 13000115, 13000832)  # ``--kind swap --seed 13``: a W call and the S call after
 # it issued the other way round, the S call the sparse twin's extra one (13000047: S, the 2-rank world's epilogue
 # barrier; the others a subset pair at steps 28-51)
+SWAPPED = (13000284, 13000670)  # ``--kind swap --seed 13``: a pair's last call and the epilogue's barrier issued
+# the other way round
 
 
 def _faulty(case):
@@ -99,14 +101,34 @@ def _shifted_twin(case, faulty):
     return healthy, twin_faulty, partner
 
 
-TWINS = {"sparse": _sparse_twin, "sibling": _sibling_twin, "shifted": _shifted_twin, "sparse_swap": _sparse_twin}
-PREFIX = {"sparse": "a skip of", "shifted": "a skip on group", "sparse_swap": "a swap of"}
+def _swapped_twin(case, faulty):
+    """The program with the W call and the first call of the other slot the other way round on both ranks of W,
+    and that fault: the partner issued them in the case's program order (a swap).  (twin program, twin faulty
+    calls, its culprit)"""
+    f = case.fault
+    w = case.program.groups[f.call.group]
+    partner = [x for x in w.ranks if x != f.rank][0]
+    place = 1 + sum(1 for x in case.program.calls[f.rank][:f.index] if x.group == f.call.group)
+    j = programs.nth_call(case.program.calls[partner], f.call.group, place)
+    healthy = {q: list(cs) for q, cs in case.program.calls.items()}
+    healthy[f.rank] = list(case.calls[f.rank])  # the rank's calls as it issued them are the twin's program
+    x, y = healthy[partner][j], healthy[partner][j + 1]
+    healthy[partner][j], healthy[partner][j + 1] = y._replace(at=x.at), x._replace(at=y.at)
+    twin_faulty = {q: list(cs) for q, cs in healthy.items()}
+    twin_faulty[partner] = list(case.program.calls[partner])  # the partner swapped them back: a swap, one fault
+    return healthy, twin_faulty, partner
+
+
+TWINS = {"sparse": _sparse_twin, "sibling": _sibling_twin, "shifted": _shifted_twin, "sparse_swap": _sparse_twin,
+         "swapped": _swapped_twin}
+PREFIX = {"sparse": "a skip of", "shifted": "a skip on group", "sparse_swap": "a swap of", "swapped": "a swap of"}
 
 
 @pytest.mark.parametrize("seed,kind", [(s, "sparse") for s in SPARSE] + [(s, "sibling") for s in SIBLING] +
-                         [(s, "shifted") for s in SHIFTED] + [(s, "sparse_swap") for s in SPARSE_SWAPS])
+                         [(s, "shifted") for s in SHIFTED] + [(s, "sparse_swap") for s in SPARSE_SWAPS] +
+                         [(s, "swapped") for s in SWAPPED])
 def test_a_case_flagged_at_the_hang_has_a_twin_with_the_same_documents(seed, kind):
-    case = programs.make_case(seed, kind="swap" if kind == "sparse_swap" else None)
+    case = programs.make_case(seed, kind="swap" if kind in ("sparse_swap", "swapped") else None)
     assert not case.undecidable  # the program and the fault alone do not flag it
     faulty = _faulty(case)
     flagged = simulate.flag_at_hang(case, faulty)
