@@ -661,7 +661,9 @@ NOW_DECIDED = ((7000533, None), (7001400, None), (7000084, "swap"),  # 7000084: 
                # ordering._twin_of_a_sparse_call: test_a_pattern_and_one_witness_under_test_...)
                (7003238, None), (7004529, None),  # ordering._like_order: the other links of a chain
                (7000267, None), (7000211, None),  # cycles._many_like: groups of its size at a group's first calls
-               (7013233, None), (7005738, None))  # left_out: a chain's middle stage left one send out mid-run
+               (7013233, None), (7005738, None),  # left_out: a chain's middle stage left one send out mid-run
+               (13000147, "swap"), (7005329, None), (7005825, None))  # patterns.multiples: B calls of two
+# sizes in turn, their places one a step: the pattern's call by two periods
 
 
 @pytest.mark.parametrize("seed,kind", NOW_DECIDED)

@@ -459,6 +459,19 @@ def test_a_prologue_before_the_loop_leaves_the_loops_pattern_to_speak_and_a_shor
     assert _extrapolate(broken, 9) == (None, None, None, False)
 
 
+def test_a_pattern_holds_over_the_multiples_of_its_period_its_run_spans():
+    """patterns.multiples: a period p that held over the whole run of 2kp + 1 places or more holds as kp too (the
+    same place at the target), so a B call of two sizes in turn (the world's all_reduces of a pair's step, one a
+    step among the pair's calls: period 1 among the places, 2 among the calls) is the pattern's call by two
+    periods (the fuzzer's ``--kind swap`` seed 13000147).  Over the run's end only: the period alone."""
+    from c10d_observer.patterns import multiples
+    one_a_step = dict((s, s) for s in range(1, 13))
+    assert multiples(one_a_step, 13, 1, False) == [1, 2, 3, 4, 5]
+    assert multiples(one_a_step, 13, 2, False) == [1, 2]
+    assert multiples(one_a_step, 13, 1, True) == [1]
+    assert multiples({1: 0, 2: 1, 3: 2}, 4, 1, False) == [1]
+
+
 def test_a_p2p_call_a_rank_never_issued_is_named_by_its_part_on_the_stream():
     from c10d_observer.ordering import Call, _op
     histories = {5: [Call("0:p2p:5->6", 7, "send", 1.0)], 6: [Call("0", 9, "all_gather", 2.0)]}
