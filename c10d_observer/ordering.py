@@ -9,7 +9,7 @@ Pure: no torch, no files, no clock.
 from collections import namedtuple
 
 from .analogs import MIN_GROUPS
-from .patterns import as_the_pattern, b_as_the_pattern, multiples
+from .patterns import alike, as_the_pattern, b_as_the_pattern, multiples
 from .places import consensus, expected_place, lower_bound, places_of
 from .streams import is_p2p, p2p_ends
 
@@ -271,8 +271,13 @@ def _as_the_pattern_by(histories, b, target, known, expected):
     check)."""
     if expected is None or expected[3] is None:
         return [1]
-    return [k for k in multiples(known, target, expected[3], expected[4])
-            if b_as_the_pattern(histories, b, target, k * expected[3])]
+    ks = multiples(known, target, expected[3], expected[4])
+    if len(ks) == 1:
+        return ks if b_as_the_pattern(histories, b, target, expected[3]) else []
+    shown = [m for m in (dict((c.seq, (c.op, c.size)) for c in calls if c.stream == b)
+                         for calls in histories.values()) if target in m]  # the ranks' B calls, read once
+    return [k for k in ks if all(alike(m[target], m[target - k * expected[3]]) for m in shown
+                                 if target - k * expected[3] in m)]
 
 
 def _twin_of_a_sparse_call(a, target, known, likes, witnesses, members, like, last):
