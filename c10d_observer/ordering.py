@@ -257,7 +257,8 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
                 return None  # the call it issued there is not the pattern's: the pattern may be wrong
             agree = [k for k, p in all_places.items() if k not in places and p.get(target) == expected[0]]
             likes = sorted({k[1] for k in agree})
-            if _twin_of_a_sparse_call(a, target, known, likes, expected[1], members, like, last):
+            if _twin_of_a_sparse_call(a, target, known, likes, expected[1], members, like, last) and not _past_its_slot(
+                    histories[r], a, b, target, expected[0]):
                 return None
             found.append((r, a, b, expected[0], target, expected[1], places[r],
                           (target in known, likes, len({k[2:] for k in agree}),
@@ -294,6 +295,31 @@ def _twin_of_a_sparse_call(a, target, known, likes, witnesses, members, like, la
     checkpoints do."""
     return (target not in known and not likes and not is_p2p(a) and len(members.get(a) or ()) == 2
             and not (like or {}).get(a) and len(witnesses) == 1 and last[witnesses[0]] == target)
+
+
+def _past_its_slot(calls, a, b, target, n):
+    """Whether a rank whose calls put B #target after A #n issued, after A #n, a call on a third stream whose
+    call before it came, in its previous step, after B #(target - 1) and before the A call that followed it: it
+    went past B #target's place in its step without it.  A call on A inserted just ahead of B #target (the
+    twin ``_twin_of_a_sparse_call`` weighs) would have it wait there before that third call, so that twin's
+    documents are not these.  The fuzzer's ring seed 61000299: rank 0 of a 2-rank world left its isend to
+    rank 1 out of its batch, and its irecv from rank 1, posted after it each step, completed; it then waits in
+    the world's all_reduce, rank 1 in its recv."""
+    at = dict(((c.stream, c.seq), c.started_at) for c in calls if c.started_at is not None)
+    before, since = at.get((b, target - 1)), at.get((a, n))
+    if before is None or since is None or since < before:
+        return False
+    later = [t for (s, _), t in at.items() if s == a and t > before]
+    if not later:
+        return False
+    after = min(later)
+    for (s, q), t in at.items():
+        if s in (a, b) or t <= since:
+            continue
+        prev = at.get((s, q - 1))
+        if prev is not None and before < prev < after:
+            return True
+    return False
 
 
 def _pair_places(a, b, histories, last_started, members, like, last_completed, suspects, ranks):
