@@ -464,6 +464,19 @@ def test_a_left_out_isend_is_named_by_the_rings_other_links():
     assert res.outcome == "exact", (res.culprits, res.summary)
 
 
+@pytest.mark.parametrize("seed", [61000299, 61000991, 61002209])
+def test_a_left_out_isend_of_a_two_rank_ring_is_named_where_the_rank_went_past_it_in_its_step(seed):
+    """Seed 61000299: rank 0 of a 2-rank world left its isend to rank 1 out of its batch at step 27; its irecv
+    from rank 1, posted after the isend each step, completed, and it waits in the world's all_reduce, rank 1 in
+    its recv.  Rank 1 is the one witness, itself under test, on a world of two: the twin of a call on the world
+    run every few steps, inserted ahead of the send (``ordering._twin_of_a_sparse_call``), would have rank 0
+    wait in it before its irecv, so that twin leaves other documents (``ordering._past_its_slot``), and rank 0
+    is named.  (61000991, 61002209: the same at steps 32 and 11.)"""
+    from fuzz import run
+    res = run.judge(seed, check_healthy=False, shape="ring")
+    assert res.outcome == "exact", (res.culprits, res.summary)
+
+
 def test_the_other_end_of_a_p2p_stream_never_speaks_for_a_rank_as_a_like_groups_rank():
     """The fuzzer's first 3D mesh (seed 50000055: pp 2 x dp 3 x tp 2): rank 3 skipped its send to rank 9;
     its dp call, one send early, spoke for where rank 9's dp call goes among its recvs (a rank of a group

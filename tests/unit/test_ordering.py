@@ -472,6 +472,25 @@ def test_a_pattern_holds_over_the_multiples_of_its_period_its_run_spans():
     assert multiples({1: 0, 2: 1, 3: 2}, 4, 1, False) == [1]
 
 
+def test_a_rank_that_went_past_its_slot_in_its_step_leaves_no_twin_of_a_sparse_call():
+    """ordering._past_its_slot: each step rank 0 sends on 0->1 (B), receives on 1->0, then all_reduces on the
+    world (A); at step 3 it left the send out, received, and waits in the world's #4.  Its recv #3 came after
+    A #3 and its recv #2 between B #2 and A #3: it went past B #3's place.  Without that recv, nothing says so."""
+    from c10d_observer import ordering
+    C = ordering.Call
+    calls = []
+    for k in (1, 2):
+        calls += [C("g:p2p:0->1", k, "send", 10.0 * k), C("g:p2p:1->0", k, "recv", 10.0 * k + 1),
+                  C("g", k + 1, "all_reduce", 10.0 * k + 2)]
+    calls += [C("g", 1, "broadcast", 1.0), C("g:p2p:1->0", 3, "recv", 31.0), C("g", 4, "all_reduce", 32.0)]
+    assert ordering._past_its_slot(calls, "g", "g:p2p:0->1", 3, 3)
+    assert not ordering._past_its_slot([c for c in calls if (c.stream, c.seq) != ("g:p2p:1->0", 3)],
+                                       "g", "g:p2p:0->1", 3, 3)
+    # a recv that came before the send each step is no call past the send's place
+    early = [c._replace(started_at=c.started_at - 2) if c.stream == "g:p2p:1->0" else c for c in calls]
+    assert not ordering._past_its_slot(early, "g", "g:p2p:0->1", 3, 3)
+
+
 def test_a_p2p_call_a_rank_never_issued_is_named_by_its_part_on_the_stream():
     from c10d_observer.ordering import Call, _op
     histories = {5: [Call("0:p2p:5->6", 7, "send", 1.0)], 6: [Call("0", 9, "all_gather", 2.0)]}
