@@ -89,8 +89,11 @@ def _like_order(s_call, t_call, members, like, last_started, x_side=False):
     pairs that wait in the world's barrier without their pair's #3 (the fuzzer's seed 7000122); the other
     links of a chain whose receivers wait in their own recv at the seq the head never sent (seed 7003238).
     ``x_side``: S is the call the one rank did not issue first; a rank of a group like it that waits in T
-    having issued its own call at S's seq counts for neither (in the first steps, the p2p streams like S's by
-    their sizes may be another slot's, issued before T each step: the fuzzer's mesh3d seed 5000640).  Nor does
+    having issued its own call at S's seq issued S first too (the other pairs of a job of pairs that issued
+    their pair's #1, then the world's all_gather, where one rank issued the world's first: the fuzzer's
+    ``--kind swap`` seed 13000302; a p2p stream's rank only where it plays the part the ranks of both calls play
+    on S, ``parts``; the mesh3d seed 5000640, whose p2p streams were like S's by their sizes alone, from another
+    slot, names nobody else: test_fuzz_corpus).  Nor does
     a link's rank that waits in T's stream's first call without its call at S's seq: no call of T's stream
     before it showed where the link's slot goes among them (``cycles._same_places`` had nothing to compare),
     and a link of another slot, of S's sizes, may come after T where S's comes before (the fuzzer's seed
@@ -114,7 +117,8 @@ def _like_order(s_call, t_call, members, like, last_started, x_side=False):
                 # reaches the seq: the fuzzer's ring seeds 61010852, 61011177, 61013297)
                 if not issued and (x_side or not p2p or (got == s_call[1] - 1 and t_call[1] > 1)):
                     t_first.add(r)
-                elif not x_side or p2p:
+                else:  # it issued its own call at S's seq, then T (on X's side, a collective group like X's
+                    # too: the other pairs of a job of pairs that issued their pair's call, then the world's)
                     s_first.add(r)
             elif r in t_call[3] and issued:
                 s_first.add(r)
