@@ -675,8 +675,10 @@ NOW_DECIDED = ((7000533, None), (7001400, None), (7000084, "swap"),  # 7000084: 
                (7003238, None), (7004529, None),  # ordering._like_order: the other links of a chain
                (7000267, None), (7000211, None),  # cycles._many_like: groups of its size at a group's first calls
                (7013233, None), (7005738, None),  # left_out: a chain's middle stage left one send out mid-run
-               (13000147, "swap"), (7005329, None), (7005825, None))  # patterns.multiples: B calls of two
-# sizes in turn, their places one a step: the pattern's call by two periods
+               (13000147, "swap"), (7005329, None), (7005825, None),  # patterns.multiples: B calls of two
+               # sizes in turn, their places one a step: the pattern's call by two periods
+               (13000302, "swap"), (7000301, None), (7001336, None))  # ordering._like_order: the ranks of
+# collective groups like X's that issued their own call at X's seq, then Y (the other pairs of a job of pairs)
 
 
 @pytest.mark.parametrize("seed,kind", NOW_DECIDED)
