@@ -256,8 +256,7 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
             if got > lower_bound(all_places, known, target, pending):
                 return None  # it may be out of order; nothing says where B #target goes
         elif got > expected[0]:
-            if expected[2] is not None and not any(as_the_pattern(histories[r], a, expected[0] + 1, k * expected[2])
-                                                   for k in ks):
+            if expected[2] is not None and not _a_as_the_pattern(histories[r], a, expected[0] + 1, expected[2], ks):
                 return None  # the call it issued there is not the pattern's: the pattern may be wrong
             agree = [k for k, p in all_places.items() if k not in places and p.get(target) == expected[0]]
             likes = sorted({k[1] for k in agree})
@@ -271,18 +270,42 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
 
 
 def _as_the_pattern_by(histories, b, target, known, expected):
-    """The multiples k of the pattern's period (``patterns.multiples``) by which B #target is the pattern's call
-    (``b_as_the_pattern`` over k periods), [] where by none; [1] where the pattern gave no place (nothing to
-    check)."""
+    """The multiples k of the pattern's period p (``patterns.multiples``) by which B #target is the pattern's
+    call: k = 1 where it is the call p before it (``b_as_the_pattern``), k > 1 where the ranks' B calls repeat
+    with period kp over the 2kp calls up to it (``_repeats``: no call between breaks it, as a barrier every nine
+    steps between two all_gathers kp apart would: the fuzzer's seed 7033940).  [] where by none; [1] where the
+    pattern gave no place (nothing to check)."""
     if expected is None or expected[3] is None:
         return [1]
-    ks = multiples(known, target, expected[3], expected[4])
-    if len(ks) == 1:
-        return ks if b_as_the_pattern(histories, b, target, expected[3]) else []
-    shown = [m for m in (dict((c.seq, (c.op, c.size)) for c in calls if c.stream == b)
-                         for calls in histories.values()) if target in m]  # the ranks' B calls, read once
-    return [k for k in ks if all(alike(m[target], m[target - k * expected[3]]) for m in shown
-                                 if target - k * expected[3] in m)]
+    period = expected[3]
+    out = [1] if b_as_the_pattern(histories, b, target, period) else []
+    more = multiples(known, target, period, expected[4])[1:]
+    if more:
+        shown = [m for m in (_signatures(calls, b) for calls in histories.values()) if target in m]
+        out += [k for k in more if all(_repeats(m, target, k * period) for m in shown)]
+    return out
+
+
+def _signatures(calls, stream):
+    """{seq: (op, size)} of one rank's calls on ``stream``."""
+    return dict((c.seq, (c.op, c.size)) for c in calls if c.stream == stream)
+
+
+def _repeats(shown, seq, q):
+    """Whether the calls up to #seq repeat with period q over 2q calls (each the call q before it, where
+    ``shown`` has both), call #seq and the one q before it shown."""
+    return seq - q in shown and all(alike(shown[s], shown[s - q]) for s in range(seq - 2 * q + 1, seq + 1)
+                                     if s in shown and s - q in shown)
+
+
+def _a_as_the_pattern(calls, a, seq, stride, ks):
+    """Whether the A call a rank issued past the pattern's place (#seq) is the pattern's call: the call one
+    period (``stride`` A calls) before it (``patterns.as_the_pattern``), or, by a multiple k of it that B's check
+    allowed (``ks``), its A calls repeating with period k * stride over twice that (``_repeats``)."""
+    if 1 in ks and as_the_pattern(calls, a, seq, stride):
+        return True
+    shown = _signatures(calls, a)
+    return seq in shown and any(_repeats(shown, seq, k * stride) for k in ks if k > 1)
 
 
 def _twin_of_a_sparse_call(a, target, known, likes, witnesses, members, like, last):

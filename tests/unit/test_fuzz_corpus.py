@@ -280,7 +280,10 @@ def test_a_call_the_pattern_does_not_put_there_never_makes_the_rank_that_issued_
 # (ordering._twin_of_a_sparse_call); 7092466, an exchange's link of a chain's link's size, waiting in the world's
 # first all_reduce, counted as putting the chain's link after it (ordering._like_order: no call of the world
 # before showed where either slot goes).
-FOUND_AT_100K = (7059038, 7092466)
+FOUND_AT_100K = (7059038, 7092466,
+                 7033940)  # 2026-12-02, found by the 100,000-case run of a rule being written (a pattern read over
+# a multiple of its period, patterns.multiples): a world's all_gather after a barrier every nine steps, compared
+# with the all_gather two calls before it, passed as the pattern's call; the multiple must hold over 2kp calls
 
 
 @pytest.mark.parametrize("source", simulate.SOURCES)
