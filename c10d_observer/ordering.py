@@ -9,7 +9,7 @@ Pure: no torch, no files, no clock.
 from collections import namedtuple
 
 from .analogs import MIN_GROUPS
-from .patterns import alike, as_the_pattern, b_as_the_pattern, multiples
+from .patterns import as_the_pattern, b_as_the_pattern, multiples, repeats, signatures
 from .places import consensus, expected_place, lower_bound, places_of
 from .streams import is_p2p, p2p_ends
 
@@ -272,7 +272,7 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
 def _as_the_pattern_by(histories, b, target, known, expected):
     """The multiples k of the pattern's period p (``patterns.multiples``) by which B #target is the pattern's
     call: k = 1 where it is the call p before it (``b_as_the_pattern``), k > 1 where the ranks' B calls repeat
-    with period kp over the 2kp calls up to it (``_repeats``: no call between breaks it, as a barrier every nine
+    with period kp over the 2kp calls up to it (``patterns.repeats``: no call between breaks it, as a barrier every nine
     steps between two all_gathers kp apart would: the fuzzer's seed 7033940).  [] where by none; [1] where the
     pattern gave no place (nothing to check)."""
     if expected is None or expected[3] is None:
@@ -281,31 +281,19 @@ def _as_the_pattern_by(histories, b, target, known, expected):
     out = [1] if b_as_the_pattern(histories, b, target, period) else []
     more = multiples(known, target, period, expected[4])[1:]
     if more:
-        shown = [m for m in (_signatures(calls, b) for calls in histories.values()) if target in m]
-        out += [k for k in more if all(_repeats(m, target, k * period) for m in shown)]
+        shown = [m for m in (signatures(calls, b) for calls in histories.values()) if target in m]
+        out += [k for k in more if all(repeats(m, target, k * period) for m in shown)]
     return out
-
-
-def _signatures(calls, stream):
-    """{seq: (op, size)} of one rank's calls on ``stream``."""
-    return dict((c.seq, (c.op, c.size)) for c in calls if c.stream == stream)
-
-
-def _repeats(shown, seq, q):
-    """Whether the calls up to #seq repeat with period q over 2q calls (each the call q before it, where
-    ``shown`` has both), call #seq and the one q before it shown."""
-    return seq - q in shown and all(alike(shown[s], shown[s - q]) for s in range(seq - 2 * q + 1, seq + 1)
-                                     if s in shown and s - q in shown)
 
 
 def _a_as_the_pattern(calls, a, seq, stride, ks):
     """Whether the A call a rank issued past the pattern's place (#seq) is the pattern's call: the call one
     period (``stride`` A calls) before it (``patterns.as_the_pattern``), or, by a multiple k of it that B's check
-    allowed (``ks``), its A calls repeating with period k * stride over twice that (``_repeats``)."""
+    allowed (``ks``), its A calls repeating with period k * stride over twice that (``patterns.repeats``)."""
     if 1 in ks and as_the_pattern(calls, a, seq, stride):
         return True
-    shown = _signatures(calls, a)
-    return seq in shown and any(_repeats(shown, seq, k * stride) for k in ks if k > 1)
+    shown = signatures(calls, a)
+    return any(repeats(shown, seq, k * stride) for k in ks if k > 1)
 
 
 def _twin_of_a_sparse_call(a, target, known, likes, witnesses, members, like, last):

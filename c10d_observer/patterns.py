@@ -9,7 +9,7 @@ def b_as_the_pattern(histories, stream, seq, period):
     same op and size as call #(seq - period); False only where a rank's history shows both and they differ
     (a call that runs every k steps), True where none shows both."""
     for calls in histories.values():
-        mine = dict((c.seq, (c.op, c.size)) for c in calls if c.stream == stream)
+        mine = signatures(calls, stream)
         if seq in mine and seq - period in mine and not alike(mine[seq], mine[seq - period]):
             return False
     return True
@@ -24,12 +24,29 @@ def multiples(known, target, period, at_end):
     13000147).  Only k = 1 where the period held over the run's end only."""
     if at_end:
         return [1]
+    _, _, length = _run_before(known, target)
+    return [1] + [k for k in range(2, length + 1) if 2 * k * period + 1 <= length]
+
+
+def _run_before(known, target):
+    """(its first seq, its last, its length) of the run of consecutive known places just before ``target``."""
     last = max([s for s in known if s < target] or [0])
     start = last
     while start - 1 in known:
         start -= 1
-    length = last - start + 1 if last else 0
-    return [1] + [k for k in range(2, length + 1) if 2 * k * period + 1 <= length]
+    return start, last, last - start + 1 if last else 0
+
+
+def signatures(calls, stream):
+    """{seq: (op, size)} of one rank's calls on ``stream``."""
+    return dict((c.seq, (c.op, c.size)) for c in calls if c.stream == stream)
+
+
+def repeats(shown, seq, q):
+    """Whether the calls up to #seq (``shown``: ``signatures``) repeat with period q over 2q calls (each the call q
+    before it, where both are shown), call #seq and the one q before it shown."""
+    return seq in shown and seq - q in shown and all(
+        alike(shown[s], shown[s - q]) for s in range(seq - 2 * q + 1, seq + 1) if s in shown and s - q in shown)
 
 
 def alike(x, y):
@@ -41,7 +58,7 @@ def alike(x, y):
 def as_the_pattern(calls, stream, seq, stride):
     """Whether a rank's call #seq on `stream` is the call its pattern puts there: the same op and size as its
     call #(seq - stride), one period before; False where either is not in its history."""
-    mine = dict((c.seq, (c.op, c.size)) for c in calls if c.stream == stream)
+    mine = signatures(calls, stream)
     now, before = mine.get(seq), mine.get(seq - stride) if stride > 0 else None
     return now is not None and before is not None and alike(now, before)
 
@@ -56,11 +73,7 @@ def extrapolate(known, target, end=True):
     holds only over a short end is a coincidence of a longer one (seed 7001375: three world calls every two
     sends, whose last three places rise by one each).  Where B #target is not the call the end's period puts
     there (a call that runs every k steps), the caller asks again without it (``end`` False)."""
-    last = max([s for s in known if s < target] or [0])
-    start = last
-    while start - 1 in known:
-        start -= 1
-    length = last - start + 1 if last else 0
+    start, last, length = _run_before(known, target)
     for whole in (True, False) if end else (True,):
         for p in range(1, (length - 1) // 2 + 1):
             step = known[last] - known[last - p]

@@ -616,7 +616,7 @@ SHOWN = 32  # calls per stream a document shows (rank_docs.HISTORY, simulate.HIS
 def undecidable_at_hang(program, fault, faulty, started, blocked):
     """Why no verdict can name the culprit, from the faulty run's state at the hang (``started``: {rank: {stream:
     the last seq it started}}, ``blocked``: {rank: (stream, seq) it waits in}), where ``undecidable`` (the program
-    and the fault alone) found no reason: a reason, or None.  Three twins a user's program may be, each leaving
+    and the fault alone) found no reason: a reason, or None.  Four twins a user's program may be, each leaving
     the documents the case leaves with another rank at fault (tests/unit/test_fuzz_twins.py builds each, for
     seeds of this generator, and holds their documents equal to the case's):
 
