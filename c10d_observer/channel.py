@@ -180,15 +180,27 @@ def expand_runs(runs):
 
 
 RUNS_OVER = 16  # a ranks list longer than this goes into a document as runs (documents, arrivals)
-_EXPANDED = {}  # runs (JSON) -> the ranks they stand for: one tuple per group, however many documents
+_EXPANDED = {}  # runs (_runs_key) -> the ranks they stand for: one tuple per group, however many documents
 
 
-_LISTS = {}  # runs (JSON) -> the members list they stand for: members_list
+_LISTS = {}  # runs (_runs_key) -> the members list they stand for: members_list
+
+
+def _runs_key(runs):
+    """``runs`` as a key: its tuples (a document's runs are lists of three ints), else its JSON (json.dumps for
+    every group of every document was 0.15 s of a 4,096-rank merge's 1.6 s under cProfile, 2026-12-02)."""
+    try:
+        k = tuple(map(tuple, runs))
+        hash(k)
+        return k
+    except TypeError:  # not lists of numbers: as before
+        return json.dumps(runs)
 
 
 def _once_per_runs(memo, runs, make):
-    """make(expand_runs(runs)), made once per runs (by their JSON) in this process; shared: not to be changed."""
-    k = json.dumps(runs)
+    """make(expand_runs(runs)), made once per runs (by their value) in this process; shared: not to be
+    changed."""
+    k = _runs_key(runs)
     got = memo.get(k)
     if got is None:
         if len(memo) > 1024:
