@@ -59,6 +59,19 @@ def test_long_rank_lists_are_written_as_runs_and_read_back_whole(tmp_path):
     assert back.groups[0].ranks == ranks and back.overdue[0].group_ranks == ranks
 
 
+def test_the_documents_of_one_group_share_its_ranks_and_runs_of_another_shape_still_read():
+    from c10d_observer import channel
+    ranks = tuple(range(1, 4096, 4))
+    a, b = (RankDoc.from_json(json.loads(json.dumps(RankDoc("state", r, 4096, groups=(_position(ranks=ranks),))
+                                                    .to_json()))) for r in (1, 5))
+    assert a.groups[0].ranks == ranks and a.groups[0].ranks is b.groups[0].ranks  # one tuple per group
+    # runs of tuples (not the JSON's lists) stand for the same ranks; runs the key cannot hash (a list inside a
+    # run) are keyed by their JSON, as before, and fail where they cannot be expanded, as before
+    assert channel.ranks_from_runs([(1, 1024, 4)]) is a.groups[0].ranks
+    with pytest.raises(TypeError):
+        channel.ranks_from_runs([[0, [2], 1]])
+
+
 def test_a_node_file_labels_its_states_with_the_gather_they_answer_here(tmp_path):
     states = [RankDoc("state", r, 4, gather_id="theirs", stacks_size_before=100, groups=(_position(),))
               for r in (2, 3)]
