@@ -20,13 +20,26 @@ It bets on the program repeating, over the calls shown, what it did before and a
 analogs.own_pattern does: a program whose slot does not run at that one step, and whose other rank issued a
 call there the program does not have, leaves the same documents.  The break must sit inside the span (a whole
 period after it): a last step that differs (a pipeline's drain, a last batch) never decides.  A call left out
-of a period of one call (a chain's first stage, which only sends) leaves no break: nothing is said.  Pure: no
-torch, no files, no clock.
+of a period of one call (a chain's first stage, which only sends) leaves no break: nothing is said.
+
+The same at the last step, for an op of a pair (``batch_culprit``): a ring's rank posts, each step, its send to
+the next rank and its recv from the one before, one beside the other (``batch_isend_irecv``); if it leaves the
+recv out, its send completes, it goes on to the next step's barrier, and the rank before it waits in its send
+while every other rank waits in the barrier: a cycle of two stuck calls whose order each side finds the other
+out of, with no period resumed after the place.  Its own calls say it: on two of its p2p streams they went one
+for one, call #j beside call #j with nothing between, over the last ``MIN_PAIRED`` calls or more, every one its
+history shows; at #k it issued the one and not the other, and went on.  The rank is named where it is the one
+rank of the cycle whose paired streams part that way (a rank that waits in the call it issued of such a pair,
+its other op not posted yet, parts none: a pipeline's blocking send before its recv), the ranks waiting in the
+call it left out posted their half of #k, and it went past every call of its own before (its last call there
+completed).  Pure: no torch, no files, no clock.
 """
 from .ordering import Found
+from .streams import is_p2p, p2p_ends
 
 MAX_PERIOD = 16  # calls in one period, at most
 MIN_REPEATS = 3  # whole periods shown before the place
+MIN_PAIRED = 3  # calls of two paired streams shown one beside the other before the place (batch_culprit)
 
 
 def left_out_culprit(histories, last_started, last_completed, cycle, group_name=None):
@@ -172,3 +185,103 @@ def _words(token, name):
 
 def _period_words(period, name):
     return "[%s]" % ", ".join("%s on %s" % (op, name(stream)) for stream, op, _ in period)
+
+
+def batch_culprit(histories, last_started, last_completed, cycle, group_name=None):
+    """The rank that left one op of a pair out at its last step (module docstring: ``batch_culprit``), or None.
+    Arguments as ``left_out_culprit``'s; returns an ordering.Found."""
+    name = group_name or (lambda stream: "group %s" % stream)
+    in_cycle = set()
+    for _, _, waiting, missing in cycle:
+        in_cycle.update(waiting)
+        in_cycle.update(missing)
+    found = []
+    for stream, seq, waiting, missing in cycle:
+        if not is_p2p(stream) or not waiting:
+            continue
+        for m in missing:
+            got = _left_out_of_pair(histories.get(m) or (), last_started.get(m) or {},
+                                    last_completed.get(m) or {}, stream, seq)
+            if got is not None:
+                found.append((m, stream, seq, waiting, got))
+    if len(found) != 1:
+        return None
+    m, stream, seq, waiting, (other, after, shown) = found[0]
+    if not all((last_started.get(w) or {}).get(stream, 0) >= seq for w in waiting):
+        return None  # the ranks waiting there did not all post their half of #seq
+    for r in sorted(in_cycle - {m}):
+        if _parted(histories.get(r) or (), last_started.get(r) or {}):
+            return None  # another rank's pairs part too: which one left the program is not shown
+    issued = _issued(cycle, m)
+    text = ("rank %d left out %s #%d on %s: its calls there went one for one with its calls on %s (#%d-#%d, each "
+            "beside the other), and it issued #%d on %s without it, then %s; rank%s %s wait%s in #%d" % (
+                m, _half(stream, m), seq, name(stream), name(other), shown[0], shown[1], seq, name(other),
+                _words(after, name), "s" if len(waiting) > 1 else "", ", ".join(map(str, sorted(waiting))),
+                "" if len(waiting) > 1 else "s", seq))
+    return Found(m, issued or (after[0], after[2]), (stream, seq), [], text)
+
+
+def _half(stream, rank):
+    ends = p2p_ends(stream)
+    return "its send" if ends and ends[0] == rank else "its recv"
+
+
+def _order(calls):
+    return sorted((c for c in calls if c.started_at is not None), key=lambda c: (c.started_at, str(c.stream), c.seq))
+
+
+def _pairs(timed):
+    """{(stream a, stream b): the seqs j at which the rank's call a #j and call b #j sit side by side}, over its
+    p2p streams, where every call of ``a`` its history shows sits beside b's call of its seq."""
+    where = {}
+    for i, c in enumerate(timed):
+        if is_p2p(c.stream):
+            where.setdefault(c.stream, {})[c.seq] = i
+    out = {}
+    for a, mine in where.items():
+        for b, theirs in where.items():
+            if a == b:
+                continue
+            if all(j in theirs and abs(theirs[j] - i) == 1 for j, i in mine.items()):
+                out[(a, b)] = sorted(mine)
+    return out
+
+
+def _left_out_of_pair(calls, started, completed, stream, seq):
+    """(the stream paired with ``stream``, the rank's first call after its #seq there, the seqs shown paired)
+    where the rank went past its call #seq - 1 on ``stream`` and not further, and issued #seq of a stream whose
+    calls went one for one with it (``MIN_PAIRED`` shown, ending at #seq - 1), then a call of another stream;
+    else None."""
+    if started.get(stream, 0) != seq - 1 or completed.get(stream, 0) != seq - 1 or seq - 1 < MIN_PAIRED:
+        return None
+    timed = _order(calls)
+    for (a, b), seqs in sorted(_pairs(timed).items()):
+        if a != stream or started.get(b, 0) < seq or completed.get(b, 0) < seq:
+            continue
+        if seqs[-1] != seq - 1 or seqs[-MIN_PAIRED:] != list(range(seq - MIN_PAIRED, seq)) or len(seqs) < MIN_PAIRED:
+            continue
+        at = next((i for i, c in enumerate(timed) if c.stream == b and c.seq == seq), None)
+        if at is None:
+            continue
+        after = next((c for c in timed[at + 1:] if c.stream not in (a, b)), None)
+        if after is None:
+            continue  # it went nowhere else: not past the place
+        return b, (after.stream, after.op, after.seq), (seqs[0], seqs[-1])
+    return None
+
+
+def _parted(calls, started):
+    """Whether the rank's paired p2p streams (``_pairs``, ``MIN_PAIRED`` shown) part: it issued more calls on
+    one than on the other and issued a call of another stream after its last call of the one (it went on);
+    a rank whose last call is that one's, the other op not posted yet, parts none."""
+    timed = _order(calls)
+    if not timed:
+        return False
+    last = timed[-1].stream
+    for (a, b), seqs in _pairs(timed).items():
+        if len(seqs) < MIN_PAIRED:
+            continue
+        na, nb = started.get(a, 0), started.get(b, 0)
+        if nb > na and last != b:
+            return True
+    return False

@@ -124,6 +124,8 @@ def order_cycles(hangs, cycles, by_rank, undecided):
                                                    like=_many_like(by_rank, like, cyc), last_started=last_started)
             if not found:  # one rank's own period, broken once by the call it never arrived at
                 found = _left_out.left_out_culprit(histories, last_started, last_completed, cyc, group_name=name)
+            if not found:  # one rank's pair of p2p ops, one left out at its last step
+                found = _left_out.batch_culprit(histories, last_started, last_completed, cyc, group_name=name)
         except Exception:  # the history is odd: undecided, never a crash of the verdict
             found = None
         if not found:

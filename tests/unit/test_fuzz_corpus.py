@@ -480,6 +480,20 @@ def test_a_left_out_isend_of_a_two_rank_ring_is_named_where_the_rank_went_past_i
     assert res.outcome == "exact", (res.culprits, res.summary)
 
 
+@pytest.mark.parametrize("seed,shape,skew", [(61000437, "ring", False), (61000522, "ring", False),
+                                             (61000749, "ring", False), (61000854, "ring", False),
+                                             (7000884, None, False), (31000549, None, True)])
+def test_an_op_left_out_of_a_batch_at_its_last_step_is_named_by_the_rank_s_own_pairs(seed, shape, skew):
+    """Seed 61000437: rank 2 of a ring of four (a world of five) left its irecv from rank 1 out of its batch at
+    step 12 and went on to the world's barrier #19; rank 1 waits in its send #13, every other rank in the
+    barrier.  Each side of the two stuck calls finds the other out of order, and no period resumes after the
+    place (left_out_culprit); rank 2's own sends and recvs went one for one, side by side, up to #12, and it
+    issued send #13 alone (``left_out.batch_culprit``).  The others: rings, a p2p program, clocks skewed."""
+    from fuzz import run
+    res = run.judge(seed, check_healthy=False, shape=shape, skew=skew)
+    assert res.outcome == "exact", (res.culprits, res.summary)
+
+
 def test_the_other_end_of_a_p2p_stream_never_speaks_for_a_rank_as_a_like_groups_rank():
     """The fuzzer's first 3D mesh (seed 50000055: pp 2 x dp 3 x tp 2): rank 3 skipped its send to rank 9;
     its dp call, one send early, spoke for where rank 9's dp call goes among its recvs (a rank of a group

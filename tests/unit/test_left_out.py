@@ -2,7 +2,7 @@
 pipeline stage that skips one send mid-run hangs the job only at its end, an ordering cycle the order rules
 leave undecided), from histories of simulated programs (test_ordering.run: real blocking matching, each rank
 on its own clock, histories shuffled and cut to the last ``keep`` calls a stream)."""
-from c10d_observer.left_out import left_out_culprit
+from c10d_observer.left_out import batch_culprit, left_out_culprit
 from c10d_observer.ordering import ordering_culprit
 from c10d_observer.streams import p2p_name
 
@@ -78,3 +78,89 @@ def test_a_period_of_one_call_shows_no_break():
 
 def test_a_break_older_than_the_history_decides_nothing():
     assert culprit(*chain(skipper=6, at=3, steps=40, keep=16)) is None
+
+
+# -- batch_culprit: one op of a pair left out at the last step --------------------------------------------------
+def ring(left_out=None, at=6, blocking=None, steps=None):
+    """A ring 0 -> 1 -> 2 -> 0 on group "g" and a world barrier: each step a barrier, then each rank posts its
+    send to the next rank and its recv from the one before, side by side (batch_isend_irecv), for ``at`` + 1
+    steps; at the last, rank ``left_out[0]`` leaves out its op on stream ``left_out[1]`` and goes on to the next
+    barrier, where every rank but the one waiting for it stands (what the fuzzer's ring programs leave, as each
+    rank's watchdog reads its own calls).  ``blocking``: (rank, stream) that instead waits in its op of that
+    stream with its other op not posted yet (a pipeline's send before its recv).  Returns (histories,
+    last_started, last_completed, the cycle's stuck calls)."""
+    from c10d_observer.ordering import Call
+    links = {r: (p2p_name("g", r, (r + 1) % 3), p2p_name("g", (r - 1) % 3, r)) for r in range(3)}
+    hist, started = {r: [] for r in range(3)}, {r: {} for r in range(3)}
+    t = 0.0
+    for step in range(at + 1):
+        for r in range(3):
+            t += 1.0
+            started[r]["g"] = started[r].get("g", 0) + 1
+            hist[r].append(Call("g", started[r]["g"], "barrier", t))
+            for s, op in ((links[r][0], "send"), (links[r][1], "recv")):
+                if step == at and (r, s) == left_out:
+                    continue
+                if step == at and blocking is not None and blocking[0] == r and s != blocking[1]:
+                    continue
+                t += 0.1
+                started[r][s] = started[r].get(s, 0) + 1
+                hist[r].append(Call(s, started[r][s], op, t))
+    done = {r: dict(v) for r, v in started.items()}
+    cycle = []
+    if left_out is not None:
+        m, s = left_out
+        peer = [r for r in range(3) if r != m and s in links[r]][0]
+        for r in range(3):
+            if r != peer:  # the next barrier: every rank but the one waiting in the op left out
+                t += 1.0
+                started[r]["g"] += 1
+                hist[r].append(Call("g", started[r]["g"], "barrier", t))
+        done[peer][s] = started[peer][s] - 1
+        for r in range(3):
+            done[r]["g"] = started[r]["g"] - (0 if r == peer else 1)
+        cycle = [(s, at + 1, [peer], [m]), ("g", at + 2, [r for r in range(3) if r != peer], [peer])]
+    return hist, started, done, cycle
+
+
+def test_a_recv_left_out_of_a_ring_s_last_batch_names_the_rank_from_its_own_pairs():
+    hist, started, done, cycle = ring(left_out=(1, p2p_name("g", 0, 1)))
+    got = batch_culprit(hist, started, done, cycle)
+    assert got is not None and got.rank == 1 and got.skipped == (p2p_name("g", 0, 1), 7)
+    assert "rank 1 left out its recv #7" in got.text and "rank 0 waits in #7" in got.text
+    assert left_out_culprit(hist, started, done, cycle) is None  # the last step: no period resumed after it
+
+
+def test_a_send_left_out_of_a_ring_s_last_batch_names_the_rank_too():
+    got = batch_culprit(*ring(left_out=(2, p2p_name("g", 2, 0))))
+    assert got is not None and got.rank == 2 and "its send #7" in got.text
+
+
+def test_too_few_pairs_shown_decide_nothing():
+    assert batch_culprit(*ring(left_out=(1, p2p_name("g", 0, 1)), at=2)) is None
+    assert batch_culprit(*ring(left_out=(1, p2p_name("g", 0, 1)), at=3)) is not None
+
+
+def test_ops_that_were_not_side_by_side_decide_nothing():
+    hist, started, done, cycle = ring(left_out=(1, p2p_name("g", 0, 1)))
+    # a call between rank 1's send #3 and recv #3: its two streams did not go one for one beside each other
+    from c10d_observer.ordering import Call
+    recv3 = next(c for c in hist[1] if c.stream == p2p_name("g", 0, 1) and c.seq == 3)
+    hist[1].append(Call("h", 1, "all_reduce", recv3.started_at - 0.05))
+    assert batch_culprit(hist, started, done, cycle) is None
+
+
+def test_a_second_rank_whose_pairs_part_leaves_it_undecided():
+    hist, started, done, cycle = ring(left_out=(1, p2p_name("g", 0, 1)))
+    # rank 2 too issued its send #7 without its recv #7 and went on: which one left the program is not shown
+    from c10d_observer.ordering import Call
+    hist[2] = [c for c in hist[2] if (c.stream, c.seq) != (p2p_name("g", 1, 2), 7)]
+    started[2][p2p_name("g", 1, 2)] = done[2][p2p_name("g", 1, 2)] = 6
+    assert batch_culprit(hist, started, done, cycle) is None
+
+
+def test_a_rank_waiting_in_the_op_it_posted_first_parts_nothing():
+    from c10d_observer.left_out import _parted
+    hist, started, done, _ = ring(blocking=(0, p2p_name("g", 0, 1)))
+    assert started[0][p2p_name("g", 0, 1)] == 7 and started[0][p2p_name("g", 2, 0)] == 6
+    assert not _parted(hist[0], started[0])
