@@ -30,9 +30,13 @@ out of, with no period resumed after the place.  Its own calls say it: on two of
 for one, call #j beside call #j with nothing between, over the last ``MIN_PAIRED`` calls or more, every one its
 history shows; at #k it issued the one and not the other, and went on.  The rank is named where it is the one
 rank of the cycle whose paired streams part that way (a rank that waits in the call it issued of such a pair,
-its other op not posted yet, parts none: a pipeline's blocking send before its recv), the ranks waiting in the
-call it left out posted their half of #k, and it went past every call of its own before (its last call there
-completed).  Pure: no torch, no files, no clock.
+its other op not posted yet, parts none: a pipeline's blocking send before its recv), each rank waiting in the
+call it left out posted its half of #k beside the other op of its own pair (its step as every step before:
+the ring's symmetry), and it went past every call of its own before (its last call there completed).  A chain
+of blocking calls whose stage leaves its send out at the last step is not decided: its next stage waits in a
+recv with nothing beside it, and a program whose last step has no send there, with that stage's recv one too
+many, leaves the same documents (``left_out_culprit``: a last step never decides).  Pure: no torch, no files,
+no clock.
 """
 from .ordering import Found
 from .streams import is_p2p, p2p_ends
@@ -207,8 +211,10 @@ def batch_culprit(histories, last_started, last_completed, cycle, group_name=Non
     if len(found) != 1:
         return None
     m, stream, seq, waiting, (other, after, shown) = found[0]
-    if not all((last_started.get(w) or {}).get(stream, 0) >= seq for w in waiting):
-        return None  # the ranks waiting there did not all post their half of #seq
+    for w in waiting:  # each posted its half of #seq beside the other op of its own pair: its step as ever
+        pairs = _pairs(_order(histories.get(w) or ()))
+        if not any(a == stream and seq in seqs for (a, b), seqs in pairs.items()):
+            return None  # a blocking recv with nothing beside it (a chain's next stage): a drain's twin stands
     for r in sorted(in_cycle - {m}):
         if _parted(histories.get(r) or (), last_started.get(r) or {}):
             return None  # another rank's pairs part too: which one left the program is not shown
@@ -232,7 +238,8 @@ def _order(calls):
 
 def _pairs(timed):
     """{(stream a, stream b): the seqs j at which the rank's call a #j and call b #j sit side by side}, over its
-    p2p streams, where every call of ``a`` its history shows sits beside b's call of its seq."""
+    p2p streams, where every call of ``a`` its history shows from b's first shown seq on sits beside b's call of
+    its seq (a stream's history keeps its last calls: the two may begin a call apart)."""
     where = {}
     for i, c in enumerate(timed):
         if is_p2p(c.stream):
@@ -242,8 +249,10 @@ def _pairs(timed):
         for b, theirs in where.items():
             if a == b:
                 continue
-            if all(j in theirs and abs(theirs[j] - i) == 1 for j, i in mine.items()):
-                out[(a, b)] = sorted(mine)
+            first = min(theirs)
+            both = sorted(j for j in mine if j >= first)
+            if both and all(j in theirs and abs(theirs[j] - mine[j]) == 1 for j in both):
+                out[(a, b)] = both
     return out
 
 

@@ -164,3 +164,10 @@ def test_a_rank_waiting_in_the_op_it_posted_first_parts_nothing():
     hist, started, done, _ = ring(blocking=(0, p2p_name("g", 0, 1)))
     assert started[0][p2p_name("g", 0, 1)] == 7 and started[0][p2p_name("g", 2, 0)] == 6
     assert not _parted(hist[0], started[0])
+
+
+def test_a_chain_s_stage_that_left_its_send_out_at_the_last_step_stays_undecided():
+    # its next stage waits in a blocking recv with nothing beside it: a last step with no send, that stage's recv
+    # one too many, leaves the same documents
+    assert batch_culprit(*chain(skipper=6, at=11)) is None
+    assert batch_culprit(*chain(skipper=6, at=11, back=True)) is None
