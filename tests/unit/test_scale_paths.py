@@ -119,9 +119,14 @@ def test_a_threads_frames_are_what_the_parse_gave_however_its_block_ends():
     dump = stackfile.format_dump("asked", [(0x10, [("a.py", 1, "f"), ("b.py", 2, "g")]), (0x20, [("c.py", 3, "h")])])
     texts = [dump, dump + dump.replace('"a.py", line 1', '"z.py", line 9'), dump.rstrip("\n"),
              dump.replace('  File "b.py"', "  <no Python frame>\n  File \"b.py\""), dump.replace("\n\n", "\r\n\r\n"),
-             "Thread 0x10 (most recent call first):\n  File \"x.py\", line 5 in k", ""]
+             "Thread 0x10 (most recent call first):\n  File \"x.py\", line 5 in k", "",
+             # faulthandler's padded ids, an id whose digits end another's, "Current thread", two dumps
+             "Thread 0x0000000000258000 (most recent call first):\n  File \"a.py\", line 1 in f\n\n"
+             "Current thread 0x00007f3a00258000 (most recent call first):\n  File \"b.py\", line 2 in g\n\n"
+             "Thread 0x0000000000000010 (most recent call first):\n  File \"c.py\", line 3 in h\n",
+             "Thread 0x00007f3a00258000 (most recent call first):\n  File \"d.py\", line 4 in k\n" + dump]
     for text in texts:
-        for thread in (0x10, 0x20, 0x30, None):
+        for thread in (0x10, 0x20, 0x30, None, 0x258000, 0x7f3a00258000, 0x3a00258000):
             got = stackfile.thread_frames(text, thread)
             assert got == _thread_frames_loop(text, thread), (text, thread)
             if got:
