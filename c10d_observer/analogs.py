@@ -21,8 +21,6 @@ in its own record (the program's period is longer than the few calls shown), nor
 shows broken after calls of it (``_broken_before``: a slot that runs every few steps).  Pure: no torch, no files, no
 clock.
 """
-import operator
-
 MIN_SHARED = 4  # seqs two groups must both show, and agree on, before one speaks for the other
 MIN_GROUPS = 2  # groups that must agree at the place
 MIN_SHARED_EARLY, MIN_GROUPS_EARLY = 2, 3  # in the first steps, as few shared calls where this many groups agree
@@ -34,27 +32,11 @@ MAX_PERIOD = 16  # calls in one period, at most
 OWN_REPEATS = 3
 
 
-_LAST = (None, (), None)  # the last (by_rank, its documents, _streams' table of them): _streams
-
-
 def _streams(by_rank):
     """{stream: {"ranks", "calls": {seq: (op, size)}, "done", "clash": seqs whose members disagree}} from
-    every rank's document: its collective streams' recent calls and the call in flight.  Made once for one
-    verdict's documents (the same mapping of the same documents: a cycle's rules ask for it a stream at a time),
-    and shared: not to be changed."""
-    global _LAST
-    docs = tuple(by_rank.values())
-    last = _LAST  # (one read: a consistent three)
-    if last[0] is by_rank and len(last[1]) == len(docs) and all(map(operator.is_, last[1], docs)):
-        return last[2]
-    out = _make_streams(docs)
-    _LAST = (by_rank, docs, out)
-    return out
-
-
-def _make_streams(docs):
+    every rank's document: its collective streams' recent calls and the call in flight."""
     out = {}
-    for doc in docs:
+    for doc in by_rank.values():
         for g in doc.groups:
             if g.kind != "collective" or not g.ranks:
                 continue

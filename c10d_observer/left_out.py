@@ -107,7 +107,7 @@ def _span(calls, last_started, last_completed):
     """The rank's completed calls, in its order, over the span in which its history shows each stream it made
     calls on (a stream that keeps fewer calls than it made starts later than the others), as tokens
     (stream, op, size) with their calls; None where an op is not known."""
-    timed = sorted((c for c in calls if c.started_at is not None), key=lambda c: (c.started_at, str(c.stream), c.seq))
+    timed = _order(calls)
     done = [c for c in timed if c.seq <= (last_completed.get(c.stream) or 0)]
     first = {}
     for i, c in enumerate(done):
@@ -233,6 +233,7 @@ def _half(stream, rank):
 
 
 def _order(calls):
+    """The rank's calls with a start, in the order it issued them (its own clock)."""
     return sorted((c for c in calls if c.started_at is not None), key=lambda c: (c.started_at, str(c.stream), c.seq))
 
 
@@ -267,8 +268,8 @@ def _left_out_of_pair(calls, started, completed, stream, seq):
     for (a, b), seqs in sorted(_pairs(timed).items()):
         if a != stream or started.get(b, 0) < seq or completed.get(b, 0) < seq:
             continue
-        if seqs[-1] != seq - 1 or seqs[-MIN_PAIRED:] != list(range(seq - MIN_PAIRED, seq)) or len(seqs) < MIN_PAIRED:
-            continue
+        if seqs[-MIN_PAIRED:] != list(range(seq - MIN_PAIRED, seq)):
+            continue  # fewer than MIN_PAIRED shown side by side, or not up to #seq - 1
         at = next((i for i, c in enumerate(timed) if c.stream == b and c.seq == seq), None)
         if at is None:
             continue

@@ -171,10 +171,15 @@ class Value(Record):
         if not known.issuperset(values):
             raise TypeError("%s has no field %s" % (type(self).__name__, ", ".join(sorted(set(values) - known))))
         extra = values.pop("extra", None) or {}
-        given = dict(defaults)  # every field, in FIELDS' order: its value where given, else its default
+        self._fill(defaults, values, dict(extra))
+
+    def _fill(self, defaults, values, extra):
+        """Set the slots: every field, in FIELDS' order, its value where given, else its default; ``extra``
+        kept as given (the caller's own dict)."""
+        given = dict(defaults)
         given.update(values)
         _set(self, "_values", given)
-        _set(self, "extra", dict(extra))
+        _set(self, "extra", extra)
         _set(self, "_present", frozenset(values))
 
     def __init_subclass__(cls, **kwargs):
@@ -232,11 +237,7 @@ class Value(Record):
         # what __init__ makes of them, without its checks: every name is a field (a verdict's values are built
         # thousands at a time: the fuzzer's cases, a merge's missing ranks)
         self = object.__new__(cls)
-        given = dict(defaults)
-        given.update(values)
-        _set(self, "_values", given)
-        _set(self, "extra", extra)
-        _set(self, "_present", frozenset(values))
+        self._fill(defaults, values, extra)
         return self
 
     def to_json(self):
