@@ -9,6 +9,8 @@ act, each on one thing, and never decide.  No torch.
 
 The rank's documents are rank_docs.py's; the rank's end (on_timeout="abort"), watchdog_end.py's; what /proc says of a process, procs.py's.
 """
+import contextlib
+import gc
 import os
 import socket
 import subprocess
@@ -29,6 +31,22 @@ from .text import short_clock
 
 PY_SPY_EVERY_S = 60.0
 PY_SPY_LIMIT_S = 30.0
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """No automatic collection of cycles inside: a merge reads every rank's document, millions of tuples at
+    16,384 ranks, and the collector, woken by their allocations, walked the growing heap again and again (0.8 s of
+    a 2.3 s merge, benchmarks/scale.py's merging node's files read offline, 2026-12-02; the harness itself
+    runs with the collector off, so its times had left that out).  The watchdog's own process only (the job's
+    is never touched); what the merge leaves holds no cycles, and a later collection finds any."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class _Part(object):
@@ -303,20 +321,22 @@ class GatherFiles(_Part):
         """Count the answer files that changed since the last look (a merge across nodes looks at up to one
         file per rank every 50 ms) into the Gather protocol."""
         gid = gather.owned[0]
-        for p in self.dd.glob(_dumpdir.STATE_GLOB) + self.dd.glob(_dumpdir.END_GLOB) + self.dd.glob(_dumpdir.NODE_GLOB):
-            try:
-                st = os.stat(p)
-            except OSError:
-                continue
-            key = (st.st_mtime_ns, st.st_size)
-            if gather.known(p, key):
-                continue
-            try:
-                docs = _documents.load(p)
-                self.loaded[p] = (key, docs)
-            except (_documents.DocumentError, OSError):
-                docs = ()  # written atomically: never half a file; read again if it changes
-            gather.count(p, key, [d for d in docs if d.job_id == self.cfg.job_id], gid)
+        with collector_paused():
+            for p in self.dd.glob(_dumpdir.STATE_GLOB) + self.dd.glob(_dumpdir.END_GLOB) + self.dd.glob(
+                    _dumpdir.NODE_GLOB):
+                try:
+                    st = os.stat(p)
+                except OSError:
+                    continue
+                key = (st.st_mtime_ns, st.st_size)
+                if gather.known(p, key):
+                    continue
+                try:
+                    docs = _documents.load(p)
+                    self.loaded[p] = (key, docs)
+                except (_documents.DocumentError, OSError):
+                    docs = ()  # written atomically: never half a file; read again if it changes
+                gather.count(p, key, [d for d in docs if d.job_id == self.cfg.job_id], gid)
 
     def write_arrivals(self, doc):
         self.dd.write_json(_dumpdir.arrivals_name(doc["rank"], doc["pid"]), doc)
@@ -339,12 +359,13 @@ class GatherFiles(_Part):
         """verdict.txt, verdict.json and the record, from every rank's answer to ``gid``; the summary line.
         The answers the scan read are taken as it read them where their files did not change since (at
         16,384 ranks 2,047 files of another node's states, 0.6 s of the merge read twice, 2026-12-01)."""
-        docs, _ = _verdict.load_docs(self.cfg.dump_dir, gather_id=gid, loaded=self.loaded)
-        self.loaded = {}
-        v = _verdict.analyze(docs, world_size=self.reader.rank()[1] or None,
-                             stragglers=_arrivals.read(self.cfg.dump_dir))
-        v = v.replace(gather_id=gid, gather_s=round(waited_s, 3), verdict_at=self.wall())
-        _verdict.write(self.dd, v, docs)
+        with collector_paused():
+            docs, _ = _verdict.load_docs(self.cfg.dump_dir, gather_id=gid, loaded=self.loaded)
+            self.loaded = {}
+            v = _verdict.analyze(docs, world_size=self.reader.rank()[1] or None,
+                                 stragglers=_arrivals.read(self.cfg.dump_dir))
+            v = v.replace(gather_id=gid, gather_s=round(waited_s, 3), verdict_at=self.wall())
+            _verdict.write(self.dd, v, docs)
         req = self.request()
         if req is not None and req.id == gid:  # a later detection starts a new gather rather than join this one
             req.replace(merged_at=v.verdict_at).write(self.dd)
