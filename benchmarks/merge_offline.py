@@ -18,14 +18,13 @@ import hashlib
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _harness import machine, today, write_json  # noqa: E402
+from _harness import machine, median, today, write_json  # noqa: E402
 from c10d_observer import arrivals as _arrivals  # noqa: E402
 from c10d_observer import documents as _documents  # noqa: E402
 from c10d_observer import dumpdir as _dumpdir  # noqa: E402
@@ -81,7 +80,7 @@ def main():
             took, v = once(a.kept, req["id"], req.get("world_size"), collector)
             runs.append(took)
         row = {"collector": "on" if collector else "off", "repeat": a.repeat}
-        row.update({k: round(statistics.median(r[k] for r in runs), 3) for k in PHASES})
+        row.update({k: round(median([r[k] for r in runs]), 3) for k in PHASES})
         row["total"] = round(sum(row[k] for k in PHASES), 3)
         row["verdict_sha1"] = hashlib.sha1(json.dumps(v.to_json(), sort_keys=True).encode("utf-8")).hexdigest()
         row["summary"] = v.summary
