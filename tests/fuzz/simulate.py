@@ -156,6 +156,8 @@ class Sim(object):
             return None
         if self.preps is None:
             self._begin()
+        for prep in self.preps:
+            prep.whole()
         preps, world, clock, mine = self.preps, self.program.world, self.clock, self.streams
         lists = {}  # id(a prepared list) -> [its calls, its ranks, {stream: its calls on it}]
         for r in range(world):
@@ -324,7 +326,8 @@ class Sim(object):
                 stop_at[r] = i
         lp = self.last_progress
         gaps = self.gaps
-        # a rank's calls before ``lim`` need no test of a stop or of the end: one comparison a call
+        # a rank's calls before ``lim`` need no test of a stop, of the end or of the calls made so far
+        # (_Prepared.more): one comparison a call
         lim = [min(len(calls_of[r]), stop_at[r]) if stop_at[r] >= 0 else len(calls_of[r]) for r in range(world)]
         freezing = -1  # the rank entering the call it freezes in (its call's key put in ``held`` before it)
         while ready:
@@ -332,7 +335,11 @@ class Sim(object):
             i = ptr[r]
             when = clock[r]
             if i >= lim[r]:
-                prep = calls_of[r]
+                prep = preps[r].calls  # (its whole list)
+                if i >= len(calls_of[r]) and i < len(prep):  # made up to here: more
+                    preps[r].more(i)
+                lim[r] = min(len(calls_of[r]), stop_at[r]) if stop_at[r] >= 0 else len(calls_of[r])  # (a list
+                # of ranks alike is made further by any of them)
                 if i == stop_at[r] and (pause or stops[r][1] != "frozen_in"):
                     if pause:  # before the call: the rank back on the stack, the run as it was
                         push(r)
@@ -535,8 +542,9 @@ def _prepared(program, calls, r):
         if other == mine:  # another rank's calls, the same (a group's members: programs._steps shares them)
             break
     else:
-        out = _prepare(program.groups, calls, r, program)
-        if not out[2]:  # no p2p stream: nothing of it is the rank's own (a p2p call's stream names its rank)
+        out = _prepare(mine, r, program)
+        if _P2P.isdisjoint(map(_op_of, mine)):  # no p2p call: nothing of it is the rank's own (a p2p call's
+            # stream names its rank)
             same = alike.setdefault(len(mine), [])
             if len(same) < 8:
                 same.append((mine, out))
@@ -545,45 +553,71 @@ def _prepared(program, calls, r):
     return out
 
 
-def _prepare(groups, calls, r, program):
-    """([(key: (stream, seq), op, size text, signature, members, nominal start, root, a broadcast's _tree)] per
-    call, [(stream, seq)] per call, [(index, stream, its Sim.streams entry)] per p2p stream at the first call on
-    it, batch flags per call).  A rank issues the calls of its slots again at every step: what a call's group,
-    op, size, root and peer give is made once per list (``made``), with its stream's counter of calls
-    (itertools.count, one per stream)."""
-    out, pairs, firsts, made, counts = [], [], [], {}, {}
-    add, pair = out.append, pairs.append
-    for c in calls:
-        what = c[:5]  # group, op, size, root, peer
-        got = made.get(what)
-        if got is None:
-            gid, op, size, root, peer = what
-            if op in P2P_OPS:  # a batch's isend and irecv are the send and recv of their streams
-                sends = op == "send" or op == "isend"
-                src, dst = (r, peer) if sends else (peer, r)
-                stream, info = _streams.p2p_name(gid, src, dst), (gid, "p2p", peer, src, dst)  # p2p_stream
-                got = ("send" if sends else "recv", size, ("p2p", size), (src, dst), None)
-            else:  # coll_stream: the group
-                if op in ASYNC_OPS:
-                    op = op[1:]  # iall_reduce: an all_reduce with async_op=True
-                op = INNER.get(op, op)  # an object collective's two calls: its inner op's
-                text = size if root is None else size_text(c, program)
-                members = groups[gid].ranks
-                tree = None
-                if root in members and op in TREES:
-                    tree = TREES[op](members, root)
-                stream, info = gid, None
-                got = (op, text, (op, text), members, tree)
-            count = counts.get(stream)
-            if count is None:
-                count = counts[stream] = itertools.count(1)
-                if info is not None:  # a p2p stream: this call is its first
-                    firsts.append((len(out), stream, info))
-            got = made[what] = (stream, count) + got
-        stream, count, op, text, sig, members, tree = got
-        key = (stream, next(count))
-        pair(key)
-        add((key, op, text, sig, members, T0 + c[7], c[3], tree))
+class _Prepared(tuple):
+    """What ``_prepare`` makes of a rank's list of calls: the tuple ([(key: (stream, seq), op, size text,
+    signature, members, nominal start, root, a broadcast's _tree)] per call, [(stream, seq)] per call, [(index,
+    stream, its Sim.streams entry)] per p2p stream at the first call on it, batch flags per call), its first
+    two lists (and the third) made as far as a run asks (``more``): a faulty run ends at its hang, some 40 % of
+    the calls its lists hold (seed 7), and what comes after is never read; ``whole()`` makes every call (a run
+    that ``finish``es at once, ``divergence``).  The batch flags are made for the whole list at once (a run
+    needs to know whether any rank posts)."""
+
+    def more(self, i):
+        """Make the calls up to index ``i`` at least (CHUNK more where there are): a rank issues the calls of
+        its slots again at every step, so what a call's group, op, size, root and peer give is made once per
+        list (``made``), with its stream's counter of calls (itertools.count, one per stream)."""
+        out, pairs, firsts = self[0], self[1], self[2]
+        calls, made, counts, program = self.calls, self.made, self.counts, self.program
+        start = len(out)
+        end = min(len(calls), max(i + 1, start + CHUNK))
+        add, pair, r = out.append, pairs.append, self.r
+        for j in range(start, end):
+            c = calls[j]
+            what = c[:5]  # group, op, size, root, peer
+            got = made.get(what)
+            if got is None:
+                gid, op, size, root, peer = what
+                if op in P2P_OPS:  # a batch's isend and irecv are the send and recv of their streams
+                    sends = op == "send" or op == "isend"
+                    src, dst = (r, peer) if sends else (peer, r)
+                    stream, info = _streams.p2p_name(gid, src, dst), (gid, "p2p", peer, src, dst)  # p2p_stream
+                    got = ("send" if sends else "recv", size, ("p2p", size), (src, dst), None)
+                else:  # coll_stream: the group
+                    if op in ASYNC_OPS:
+                        op = op[1:]  # iall_reduce: an all_reduce with async_op=True
+                    op = INNER.get(op, op)  # an object collective's two calls: its inner op's
+                    text = size if root is None else size_text(c, program)
+                    members = program.groups[gid].ranks
+                    tree = None
+                    if root in members and op in TREES:
+                        tree = TREES[op](members, root)
+                    stream, info = gid, None
+                    got = (op, text, (op, text), members, tree)
+                count = counts.get(stream)
+                if count is None:
+                    count = counts[stream] = itertools.count(1)
+                    if info is not None:  # a p2p stream: this call is its first
+                        firsts.append((j, stream, info))
+                got = made[what] = (stream, count) + got
+            stream, count, op, text, sig, members, tree = got
+            key = (stream, next(count))
+            pair(key)
+            add((key, op, text, sig, members, T0 + c[7], c[3], tree))
+        return self
+
+    def whole(self):
+        """Every call made (``more``)."""
+        if len(self[0]) < len(self.calls):
+            self.more(len(self.calls) - 1)
+        return self
+
+
+CHUNK = 32  # calls a list's preparation makes at least at once (``_Prepared.more``): seed 7's faulty runs
+# read about 40 % of their lists' calls; 32 at a time make some 60 %, the calls of a step or two past a hang
+
+
+def _prepare(calls, r, program):
+    """Rank ``r``'s list of calls as the run needs it (``_Prepared``), its first CHUNK calls made."""
     # a batch (batch_isend_irecv): the consecutive isends and irecvs of one step's slot; 1 for each op of it
     # but its last, 2 for its last (the rank waits there for every op of it), 0 for a call of no batch
     batch = [0] * len(calls)
@@ -592,10 +626,13 @@ def _prepare(groups, calls, r, program):
             if c[1] in POSTED_OPS:
                 nxt = calls[i + 1] if i + 1 < len(calls) else None
                 batch[i] = 1 if nxt is not None and nxt[1] in POSTED_OPS and (nxt[5], nxt[6]) == (c[5], c[6]) else 2
-    return out, pairs, firsts, batch
+    prep = _Prepared(([], [], [], batch))
+    prep.calls, prep.r, prep.program, prep.made, prep.counts = calls, r, program, {}, {}
+    return prep.more(0) if calls else prep
 
 
 _POSTED = frozenset(POSTED_OPS)
+_P2P = frozenset(P2P_OPS)
 _STREAM = operator.itemgetter(0)  # a key's stream
 _KEY, _OP, _TEXT, _SIG, _NOMINAL = (operator.itemgetter(i) for i in (0, 1, 2, 3, 5))  # of a prepared call (_prepare)
 _SEQ = operator.itemgetter(1)  # a key's seq
@@ -794,7 +831,7 @@ def ahead(sim, r):
     GPU waits in no call)."""
     if sim.state[r] != "blocked":
         return [], None
-    calls, prep = sim.calls[r], sim.preps[r][0]
+    calls, prep = sim.calls[r], sim.preps[r][0]  # (made as far as the run went: ``more`` past it)
     i = sim.ptr[r] - 1
     if calls[i].op == "barrier":
         return [], "barrier"
@@ -803,6 +840,8 @@ def ahead(sim, r):
     for j in range(i + 1, len(calls)):
         if j == stop or calls[j].step != step:
             return out, "step"
+        if j >= len(prep):
+            sim.preps[r].more(j)
         key, op, text = prep[j][0], prep[j][1], prep[j][2]
         t = max(prep[j][5], t + EPS)
         out.append((key[0], key[1], op, text, t))
@@ -1099,7 +1138,7 @@ def divergence(preps, other, stop):
     out = {}
     for r, (mine, theirs) in enumerate(zip(preps, other)):
         if mine is not theirs:
-            a, b, flags_a, flags_b = mine[0], theirs[0], mine[3], theirs[3]
+            a, b, flags_a, flags_b = mine.whole()[0], theirs.whole()[0], mine[3], theirs[3]
             n = min(len(a), len(b))
             i = 0
             while i < n and a[i] == b[i] and flags_a[i] == flags_b[i]:
