@@ -32,6 +32,24 @@ MAX_PERIOD = 16  # calls in one period, at most
 OWN_REPEATS = 3
 
 
+def _memo(make):
+    """``make(by_rank)`` once per verdict: where ``by_rank`` is the analysis's (verdict.analysis.ByRank, which
+    holds its tables in ``memo`` once its documents are final), the table it made first; else made again.  Held
+    by the verdict's own documents, so gone with them (a module's cache of the last one kept a merging
+    watchdog's every document alive: 16,384 ranks')."""
+    def tables(by_rank):
+        memo = getattr(by_rank, "memo", None)
+        if memo is None:
+            return make(by_rank)
+        got = memo.get(make)
+        if got is None:
+            got = memo[make] = make(by_rank)
+        return got
+    tables.__doc__ = make.__doc__
+    return tables
+
+
+@_memo
 def _streams(by_rank):
     """{stream: {"ranks", "calls": {seq: (op, size)}, "done", "clash": seqs whose members disagree}} from
     every rank's document: its collective streams' recent calls and the call in flight."""
@@ -50,6 +68,7 @@ def _streams(by_rank):
     return out
 
 
+@_memo
 def _p2p_streams(by_rank):
     """{stream: {"ranks": (src, dst), "group", "calls": {seq: size}, "clash", "done"}} of every p2p stream: a
     send and its recv are one call of it; ``done``, the last call both halves completed."""

@@ -181,8 +181,10 @@ def _holds(hangs, by_rank, now):
 
 class ByRank(dict):
     """What the rules read by rank ({rank: RankDoc}, {rank: main-thread frames}): a rank that wrote no document
-    reads None (``by_rank[r]``), one rule for every rule of the analysis."""
-    __slots__ = ()
+    reads None (``by_rank[r]``), one rule for every rule of the analysis.  ``memo``: once the documents are
+    final (``analyze``), the tables the rules make of them, each made once a verdict (analogs' tables of the
+    groups' calls: two to nine times a verdict that reads them, seed 7)."""
+    __slots__ = ("memo",)
 
     def __missing__(self, rank):
         return None
@@ -201,6 +203,7 @@ def analyze(by_rank, world_size=None, now=None, stragglers=None):
         by_rank[r], left_out = doc.at_device()
         if left_out:
             queued[r] = left_out
+    by_rank.memo = {}  # (the documents final)
     if world_size is None:
         world_size = max([d.world_size or 0 for d in by_rank.values()] or [0])
     now = now if now is not None else max([d.written_at or 0 for d in by_rank.values()] or [0])
