@@ -909,8 +909,9 @@ def documents(sim, mode="late", stacks=True, skew=None, source="exact", period=N
                 hist = [(q, op, size, t + off) for q, op, size, t in hist]
             fly = None
             if started > completed:
-                seq, op, size, t = next(h for h in hist if h[0] == completed + 1) if hist[0][0] <= completed + 1 \
-                    else hist[0]
+                j = completed + 1 - hist[0][0]  # (a stream's calls shown are consecutive: seq j places on)
+                seq, op, size, t = hist[j] if 0 <= j < len(hist) and hist[j][0] == completed + 1 else next(
+                    h for h in hist if h[0] == completed + 1) if hist[0][0] <= completed + 1 else hist[0]
                 api = "batch_isend_irecv" if skind == "p2p" and _in_batch(sim, r, stream, seq) else \
                     _api_of(sim, r, stream, seq) if skind == "collective" else ""
                 fly = (seq, op, size, t, api)
@@ -1023,7 +1024,13 @@ def _api_of(sim, r, stream, seq):
         op = sim.calls[r][_index(sim, r, (stream, seq))].op
     except (ValueError, IndexError):
         return ""
-    return op.split(".")[0] if op.split(".")[0] in OBJECT_OPS else ""
+    api = _APIS.get(op)
+    if api is None:
+        api = _APIS[op] = op.split(".")[0] if op.split(".")[0] in OBJECT_OPS else ""
+    return api
+
+
+_APIS = {}  # a Call's op -> the api its document gives it (_api_of): a few ops a program
 
 
 def _frames(sim, r, waits=None):
