@@ -196,3 +196,23 @@ def test_a_size_the_links_period_does_not_hold_or_a_period_broken_before_decides
                         c[2] = "1 x float32"  # the period broken two calls before the place
     v = verdict.analyze(new)
     assert v.culprit_ranks == [], v.summary
+
+
+def test_the_groups_tables_are_made_once_a_verdict_and_kept_by_its_documents_only():
+    """analogs' tables of the groups' calls (``_streams``, ``_p2p_streams``): made once for the analysis's
+    documents (verdict.analysis.ByRank's ``memo``, which a verdict's rules read several times), each time for any
+    other mapping (no module-level cache holds a verdict's documents after it: a merging watchdog's 16,384)."""
+    from c10d_observer import analogs
+    from c10d_observer.documents import RankDoc
+    from c10d_observer.verdict.analysis import ByRank
+    _, docs = _docs()
+    plain = {r: RankDoc.of(d) for r, d in docs.items()}
+    for table in (analogs._streams, analogs._p2p_streams):
+        assert table(plain) == table(plain) and table(plain) is not table(plain)
+        held = ByRank(plain)
+        held.memo = {}
+        first = table(held)
+        assert table(held) is first and first == table(plain)
+        assert table(ByRank(plain)) is not table(ByRank(plain))  # (its documents not final: no memo yet)
+    # the verdict of these documents is the one the tables made anew give (the rule that reads them names rank 1)
+    assert verdict.analyze(docs).culprit_ranks == [1]

@@ -199,6 +199,29 @@ def test_the_runs_of_a_pair_are_the_runs_alone(shape, kind, two):
     assert shared > 0  # calls before a fault, run once
 
 
+@pytest.mark.parametrize("shape", [None, "ring", "async", "ops"])
+def test_a_run_prepares_only_the_calls_it_reads_and_a_list_made_in_pieces_is_the_list_made_at_once(shape):
+    """simulate._Prepared.more: a faulty run makes its ranks' prepared calls as far as it reads them (a step or two
+    past its hang, 32 at a time), and the lists made so, piece by piece, then whole, are what one pass over each
+    list makes (each stream's seqs counted on across the pieces, each p2p stream's first call where it is)."""
+    short = 0
+    for i in range(40):
+        case = programs.make_case(3100000 + i, shape=shape)
+        if case.fault is None:
+            continue
+        simulate._PREPARED.clear()
+        sim = simulate.Sim(case.program, case.calls, case.stop).run()
+        for r, prep in enumerate(sim.preps):
+            assert len(prep[0]) >= sim.ptr[r] and len(prep[0]) == len(prep[1])
+            short += len(prep[0]) < len(prep.calls)
+            at_once = simulate._prepare(prep.calls, prep.r, case.program)
+            at_once.more(len(prep.calls) - 1)
+            assert len(at_once[0]) == len(prep.calls)
+            prep.whole()
+            assert tuple(prep) == tuple(at_once), (case.seed, r)
+    assert short  # some runs ended before their lists' last calls, which were not made
+
+
 @pytest.mark.parametrize("shape", [None, "ring", "async", "ops", "mesh3d"])
 def test_a_run_finished_at_once_is_the_run(shape):
     """Sim.finish gives a healthy run without its loop where every call starts at its nominal time: where it
