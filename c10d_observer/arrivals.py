@@ -47,12 +47,22 @@ class ArrivalLog(object):
 
     def __init__(self):
         self.starts = {}  # stream name -> OrderedDict(seq -> (wall start, wall time it was seen, rooted))
+        self.last = {}  # stream name -> the last seq seen
+        self.gap = None  # the latest start after a call not seen (lost to a ring, not read, dropped past KEEP)
+        self.until = None  # where a recorder's group has calls not on its arrivals stream yet: the last start put
 
     def observe(self, snapshot, now_ns, wall_now, exact=()):
         """``snapshot``: the streams' calls passed since the last poll, with their starts; ``exact``: the
         arrivals streams (channel.ARRIVALS) on which a recorder source puts the exact starts of the calls it
-        read: their group's own stream has only the times its reader first saw its calls, and is left out."""
-        read_later = {str(st.desc.get("stream")) for st in exact}
+        read: their group's own stream has only the times its reader first saw its calls, and is left out.
+
+        What the documents hold whole (``gap``, ``until``: ``document``'s ``since`` and ``until``): a call seen
+        after a seq it did not see (a ring overrun between polls, a recorder's entries lost, a watchdog started
+        late) leaves the calls before it unknown; a stream's calls dropped past KEEP too; a group whose own
+        stream has calls its arrivals stream has not yet (a recorder's read put over several polls) leaves its
+        calls after the last put unknown."""
+        read_later = {str(st.desc.get("stream")): st for st in exact}
+        own = {str(st.desc.get("stream")): st for st in snapshot if st.desc.get("kind") != "arrivals"}
         for st in list(snapshot) + list(exact):
             if not st.passed or (st.desc.get("kind") != "arrivals" and str(st.desc.get("stream")) in read_later):
                 continue
@@ -60,20 +70,40 @@ class ArrivalLog(object):
             d = self.starts.get(name)
             if d is None:
                 d = self.starts[name] = collections.OrderedDict()
+            want = self.last.get(name, 0) + 1
             for seq, op, t in st.passed:
-                d[seq] = (wall_now - (now_ns - t) / 1e9, wall_now, (op & _cw.OP_MASK) in ROOTED_CODES)
+                at = wall_now - (now_ns - t) / 1e9
+                if seq != want:
+                    self.gap = at if self.gap is None else max(self.gap, at)
+                want = seq + 1
+                d[seq] = (at, wall_now, (op & _cw.OP_MASK) in ROOTED_CODES)
+            self.last[name] = want - 1
             while len(d) > KEEP:
-                d.popitem(last=False)
+                _, (at, _, _) = d.popitem(last=False)
+                self.gap = at if self.gap is None else max(self.gap, at)
+        self.until = None
+        for name, st in read_later.items():
+            g = own.get(name)
+            if g is not None and g.last_started > st.last_started:
+                d = self.starts.get(name)
+                at = next(reversed(d.values()))[0] if d else 0.0
+                self.until = at if self.until is None else min(self.until, at)
 
     def document(self, rank, pid, job_id, wall_now, members, host=None, period_s=PERIOD_S):
         """The starts seen in the last RECENT_PERIODS periods (the leader joins each call once every member's
         start is in: it keeps what it joined).  ``period_s``: PERIOD_S, else config.Timing's (tests).  A
         group's members over RUNS_OVER ranks go as runs (members_json); ``rooted``: the seqs of each stream's
-        calls whose members do not leave together (ROOTED_CODES), where it has any."""
+        calls whose members do not leave together (ROOTED_CODES), where it has any; ``whole``: the span whose
+        every call is here or in the rank's documents before, {"since", "until"[, "gap"]}: the calls started
+        from ``since`` to ``until``, but none before ``gap`` (a join reads a rank's calls between two of a
+        group's as all it issued only over the span its documents cover: Timelines)."""
         since = wall_now - RECENT_PERIODS * period_s
         rooted = {s: [q for q, (t, seen, ro) in d.items() if ro and seen >= since] for s, d in self.starts.items()}
+        whole = {"since": since, "until": wall_now if self.until is None else min(wall_now, self.until)}
+        if self.gap is not None:
+            whole["gap"] = self.gap
         return {"format": "c10d_observer.arrivals", "version": 2, "rank": rank, "pid": pid, "job_id": job_id,
-                "written_at": wall_now, "members": members_json(members), "host": host,
+                "written_at": wall_now, "whole": whole, "members": members_json(members), "host": host,
                 "streams": {s: [[q, round(t, 6)] for q, (t, seen, _) in d.items() if seen >= since]
                             for s, d in self.starts.items()},
                 "rooted": {s: q for s, q in rooted.items() if q}}
@@ -288,15 +318,22 @@ class Stragglers(object):
         self.hosts = {}  # rank -> its host (whose clock its starts are on)
         self.timelines = Timelines()  # each rank's recent calls: whose lateness a late arrival is
 
-    def update(self, docs, members, wall_now, host=None):
+    def update(self, docs, members, wall_now, host=None, whole=None):
         """Join the documents; returns the stragglers document.  Calls wait in ``pending`` until every member's
         start is in (another node's come by its relay, later).  Starts of ranks on other hosts are joined in
         ``host``'s clock, once ``clock_offsets`` knows how far each other host's is; until then their calls
-        wait."""
+        wait.  ``whole``: this node's ranks' documents as written, where ``docs`` holds them with some streams
+        left out of the join (watchdog_io.join_node): each rank's timeline takes every call it issued.  A
+        document marked ``relayed`` is another node's sample (relay_arrivals); any other is whole over the span
+        its ``whole`` says (ArrivalLog.document; from its rank's start to now where it says none: a test's)."""
         for d in docs:
             self.hosts[d.get("rank")] = d.get("host") or host
         calls = join(docs)
-        self.timelines.add(calls, rooted(docs))  # every stream's: a rank's calls between two of a group's
+        seen = docs if whole is None else list(whole) + [d for d in docs if d.get("relayed")]
+        # every stream's: a rank's calls between two of a group's, over the span its documents cover
+        self.timelines.add(calls, rooted(seen), {d["rank"]: d.get("whole") or {} for d in seen if not d.get("relayed")},
+                           {d["rank"]: d.get("rank_streams") for d in seen if d.get("relayed")},
+                           None if whole is None else join(whole))
         calls = {st: c for st, c in calls.items() if not _streams.is_p2p(st)}  # a p2p stream is no group to
         merge_calls(self.pending, calls, KEEP)  # join (its documents give it its group's members)
         clocks = {}

@@ -103,8 +103,9 @@ class ArrivalsShare(object):
                 if _arrivals.spans(members.get(st), here):
                     every[st] = max(every.get(st, ARRIVALS_BLOCK), block_every(rate_of(pairs), round_s))
         for d in fresh:  # a document read before holds nothing new
-            k = self._kept.setdefault(d["rank"], {"streams": {}, "rooted": {}})
+            k = self._kept.setdefault(d["rank"], {"streams": {}, "rooted": {}, "all": set()})
             k["doc"] = d
+            k["all"].update(d.get("streams") or (), d.get("members") or ())  # every stream the rank has had
             rooted = d.get("rooted") or {}
             for st, pairs in (d.get("streams") or {}).items():
                 n = every.get(st)
@@ -137,10 +138,13 @@ class ArrivalsShare(object):
             k = self._kept[r]
             members = k["doc"].get("members") or {}
             streams = {st: [[q, mine[q]] for q in sorted(mine)] for st, mine in k["streams"].items() if mine}
-            if streams:
-                out.append(dict(k["doc"], streams=streams, members={st: members.get(st) for st in streams},
-                                rooted={st: sorted(k["rooted"].get(st, ())) for st in streams
-                                        if k["rooted"].get(st)}))
+            if streams:  # rank_streams: the collector reads a rank's calls between two of a group's (arrivals.
+                # Timelines) only where it has no stream but that group's: its others' calls are not sent
+                d = dict(k["doc"], streams=streams, members={st: members.get(st) for st in streams},
+                         rooted={st: sorted(k["rooted"].get(st, ())) for st in streams if k["rooted"].get(st)},
+                         rank_streams=sorted(k["all"]))
+                d.pop("whole", None)  # a sample is not the rank's every call
+                out.append(d)
         if out:  # the starts as columns, sent and brought so (arrivals.columns)
             out = [dict(d, streams={st: _arrivals.columns(p) for st, p in d["streams"].items()}) for d in out]
             self.store.set(self._key("arrivals", self.rank), _wire.pack({"written_at": now, "docs": out}))

@@ -39,7 +39,17 @@ class Timelines(object):
     A call's end is its last member's start (a collective's members from the join; a p2p call's two ranks from
     its stream's name, ``<group>:p2p:<src>-><dst>``), for each member, but for a call whose members do not
     leave together (a broadcast's tree, a gather's root: ``rooted``), which ended for a member between its own
-    start and that; a call whose end came after the rank issued its next call (async) leaves it not known."""
+    start and that; a call whose end came after the rank issued its next call (async) leaves it not known.
+
+    A rank's walk is read only where its timeline holds every call it issued (``complete``): a call it issued
+    in between that is not here yet (another stream's starts not in, left out of a join as a group across
+    nodes, or a relay's sample that carries some streams only) would read as no call, its wait there as its own
+    lateness: the 2x2 mesh's first join, of ranks 0 and 1 only, named rank 1 in its tp group by the lag it
+    inherited in dp group [1, 3] (the full tier on torch 1.8.1, 4 runs of 10).  A rank's documents as written
+    (every stream; ``whole``: every call started from ``since`` to ``until``, none lost after ``gap``) make it
+    complete from the first one's ``since`` while each next one's begins before the last one's end; a relayed
+    document (another node's sample) makes it complete only where the rank has no other stream
+    (``rank_streams``)."""
 
     KEEP_CALLS = 1024  # a rank's last calls kept (its calls between two of a group's are found among them)
     KEEP_SEQS = 512  # a stream's last calls kept, to read their ends
@@ -55,10 +65,31 @@ class Timelines(object):
         self.by_call = {}  # stream -> {seq: {rank: start}}, the last KEEP_SEQS (keep() where fewer)
         self.rooted = {}  # stream -> {seq}: its calls whose members do not leave together
         self.ends = {}  # (stream, seq) -> _ended's answer, once known: for one update (the clocks may move)
+        self.covered = {}  # rank -> [since, until]: its whole documents' span, unbroken (since None: from its start)
+        self.alone = {}  # rank -> its one stream, or None where it has others: a rank known by a relay's sample
 
-    def add(self, calls, rooted=None):
-        """Take the starts of a join ({stream: {seq: {rank: start}}}) and its rooted calls ({stream: {seq}})."""
+    def add(self, calls, rooted=None, whole=None, alone=None, theirs=None):
+        """Take the starts of a join ({stream: {seq: {rank: start}}}) and its rooted calls ({stream: {seq}}).
+        ``whole``: {rank: {"since", "until", "gap"}} of the ranks whose documents came whole: every call they
+        issued started from ``since`` to ``until`` (their own clocks; None: from their start, to now) but none
+        before ``gap`` (arrivals.ArrivalLog.document); ``alone``: {rank: its streams} of the ranks known by a
+        relay's sample only; ``theirs``: more starts, as ``calls``, for their ranks' timelines only: the
+        calls a join leaves out (a group across nodes: their other members' starts never come, and in
+        ``by_call`` they would push out the relay's sample, whose ends are known)."""
         self.ends = {}
+        for r, w in (whole or {}).items():
+            since, until, gap = w.get("since"), w.get("until"), w.get("gap")
+            c = self.covered.get(r)
+            if c is not None and (since is None or c[1] is None or since <= c[1]):
+                c[0] = None if since is None else c[0]  # the span goes on unbroken
+                c[1] = None if until is None or c[1] is None else max(c[1], until)
+            else:  # its first, or one after a document not read: what it issued before is not known whole
+                c = self.covered[r] = [since, until]
+            if gap is not None and (c[0] is None or gap > c[0]):
+                c[0] = gap
+        for r, names in (alone or {}).items():
+            names = set(names or ())
+            self.alone[r] = next(iter(names)) if len(names) == 1 else None
         for stream, seqs in (rooted or {}).items():
             mine = self.rooted.setdefault(stream, set())
             mine.update(seqs)
@@ -69,7 +100,7 @@ class Timelines(object):
         # new); a rank's calls are sorted only when the rule reads them (_calls_of) or they pile up: at the
         # collector of thousands of nodes, few ranks are ever read (the last and first arrivers of calls apart)
         of_rank, dirty, by_call = self.of_rank, self.dirty, self.by_call
-        for stream, by_seq in calls.items():
+        for stream, by_seq in list(calls.items()) + list((theirs or {}).items()):
             had = by_call.get(stream, {})
             for seq, starts in by_seq.items():
                 seen = had.get(seq, ())
@@ -138,6 +169,8 @@ class Timelines(object):
             return None
         if t0 is None:
             return FIRST if seq == 1 else None
+        if not self.complete(rank, stream, t0, t):
+            return None
         mine = self._calls_of(rank)
         i0, i = bisect.bisect_left(mine, (t0, stream, seq - 1)), bisect.bisect_left(mine, (t, stream, seq))
         if (i >= len(mine) or mine[i][1:] != (stream, seq) or i0 >= i or mine[i0][1:] != (stream, seq - 1)
@@ -158,6 +191,15 @@ class Timelines(object):
             if together:
                 waited[0] += max(0.0, lo - (at + err))
         return left, waited
+
+    def complete(self, rank, stream, since, until):
+        """Whether rank ``rank``'s timeline holds every call it issued from ``since`` to ``until`` (its clock):
+        its whole documents cover that span, or it has no stream but ``stream`` (a rank of another node's
+        sample)."""
+        c = self.covered.get(rank)
+        if c is not None and (c[0] is None or c[0] <= since) and (c[1] is None or until <= c[1]):
+            return True
+        return self.alone.get(rank) == stream
 
     def own(self, stream, members, shift, error=lambda r: 0.0):
         """own(seq, starts, last) for last_arrivals: whether the last arriver's lateness at call (stream, seq)

@@ -491,6 +491,7 @@ def join_node(stragglers, local, relayed, wall_now, host):
     too (relay_arrivals: the same seqs everywhere, brought by the collector's relay): its ranks' every start
     here would never complete, and would push the sample's calls out of what the join keeps."""
     here = {d["rank"] for d in local}
+    whole = local  # each rank's timeline takes every stream (arrivals.Timelines: a call left out reads as none)
     local = [dict(d, streams={st: v for st, v in (d.get("streams") or {}).items()
                               if not _arrivals.spans((d.get("members") or {}).get(st), here)})
              for d in local]
@@ -500,4 +501,4 @@ def join_node(stragglers, local, relayed, wall_now, host):
         for k, v in (d.get("members") or {}).items():
             if v and k not in known:
                 known[k] = _arrivals.ranks_of(v)
-    return stragglers.update(docs, known, wall_now, host)
+    return stragglers.update(docs, known, wall_now, host, whole)

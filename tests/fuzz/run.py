@@ -282,6 +282,9 @@ def main(argv=None):
                          "rule: stragglers.py)")
     ap.add_argument("--nodes", type=int, default=1, help="--kind slow: the ranks on this many nodes, each "
                                                           "node's clock off by up to 1 s")
+    ap.add_argument("--periods", action="store_true", help="--kind slow: the documents written and joined every "
+                                                           "2 s as the watchdogs do (stragglers.periodic), not "
+                                                           "all at once at the end")
     ap.add_argument("--healthy-every", type=int, default=1, metavar="N",
                     help="run and judge the healthy program of every N-th case only (1: each; it checks the "
                          "generator, and costs more than the faulty run)")
@@ -290,7 +293,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.kind == "slow":
         got = stragglers.run(a.cases, a.seed, shape=a.shape, nodes=max(1, a.nodes),
-                             healthy_every=max(1, a.healthy_every))
+                             healthy_every=max(1, a.healthy_every), periods=a.periods)
         return 1 if got["wrong"] or got["false"] else 0
     if a.replay is not None:
         replay(a.replay, skew=a.skew, two=a.two, source=a.source, shape=a.shape, kind=a.kind)

@@ -90,15 +90,101 @@ def arrivals_docs(sim, hosts=None):
     return docs
 
 
-def named(case, slow=True, nodes=1):
+def named(case, slow=True, nodes=1, periods=False):
     """(the ranks the straggler rule names, the stragglers document) of the case's run, its ranks on ``nodes``
-    nodes (joined on node0, in its clock, as the relay's collector joins them: arrivals.clock_offsets)."""
+    nodes (joined on node0, in its clock, as the relay's collector joins them: arrivals.clock_offsets).
+    ``periods``: as the watchdogs write and join them (``periodic``), not all at once at the end."""
     sim = simulate.Sim(case.program, case.program.calls, gaps=gaps(case, slow)).run()
     assert not sim.hung, "a program without a fault hangs"
     members = {gid: list(g.ranks) for gid, g in case.program.groups.items()}
     hosts = hosts_of(case, nodes) if nodes > 1 else None
+    if periods:
+        return periodic(case, sim, members, hosts or {r: (HOST, 0.0) for r in range(case.program.world)})
     doc = _arrivals.Stragglers().update(arrivals_docs(sim, hosts), members, sim.last_progress, HOST)
     return sorted({s["rank"] for s in _arrivals.named(doc)}), doc
+
+
+PERIOD_S = 2.0  # arrivals.PERIOD_S: each watchdog writes its rank's document, each node's leader joins
+POLL_S = 0.05  # a watchdog sees a call at its first poll after the rank's next call began (the call ended)
+
+
+def periodic(case, sim, members, hosts):
+    """The rule as the watchdogs run it: each rank's document written every PERIOD_S at a phase of its own
+    (ranks start apart), holding the starts it saw in the last RECENT_PERIODS periods (a call is seen at the
+    watchdog's first poll after the rank's next call began); each node's leader joins its ranks' latest
+    documents every PERIOD_S (watchdog_io.join_node: a group across nodes left out of its join), and node0's
+    also the relay's sample of every node's ranks on groups across nodes (relay_arrivals.sampled, its last
+    ARRIVALS_BLOCKS blocks, a round or two old).  Returns (every rank any join named at any time, node0's
+    last stragglers document): a rank named for a while is named in ``watch`` and in any verdict then."""
+    from c10d_observer import relay_arrivals as _ra
+    from c10d_observer import watchdog_io as _io
+    rng = random.Random("periods-%d" % case.seed)
+    world = case.program.world
+    seen = {}  # rank -> [(seen, stream, seq, start)]
+    for r in range(world):
+        calls = sorted((t, s, q, op in _cw.ROOTED) for s, h in sim.hist[r].items() for q, op, _, t in h)
+        nxt = [c[0] for c in calls[1:]] + [sim.last_progress]
+        off = hosts[r][1]
+        seen[r] = sorted(((int(b / POLL_S) + 1) * POLL_S + off, s, q, t + off, ro)
+                         for (t, s, q, ro), b in zip(calls, nxt))
+    base = min(x[3] - hosts[r][1] for r in range(world) for x in seen[r][:1]) if any(seen.values()) else 0.0
+    phase = {r: base + rng.uniform(0.0, PERIOD_S) + (rng.uniform(0.0, PERIOD_S) if rng.random() < 0.3 else 0.0)
+             for r in range(world)}  # when its first document is written, after one period (some ranks start late)
+    ranks_of = {r: sorted(g for g, m in members.items() if r in m) for r in range(world)}
+
+    def doc(r, when):
+        """Rank r's latest document written by ``when`` (the simulator's clock; its times on its host's), or
+        None."""
+        k = int((when - phase[r]) // PERIOD_S)
+        if k < 1:
+            return None
+        w = phase[r] + k * PERIOD_S + hosts[r][1]
+        since = w - _arrivals.RECENT_PERIODS * PERIOD_S
+        out, rooted = {}, {}
+        for t_seen, s, q, t, ro in seen[r]:
+            if since <= t_seen <= w:
+                out.setdefault(s, []).append([q, t])
+                if ro:
+                    rooted.setdefault(s, []).append(q)
+        return {"format": "c10d_observer.arrivals", "version": 2, "rank": r, "pid": 1000 + r, "job_id": "fuzz",
+                "written_at": w, "whole": {"since": since, "until": w}, "host": hosts[r][0],
+                "members": {g: members[g] for g in ranks_of[r]}, "streams": out, "rooted": rooted}
+
+    nodes = sorted({h for h, _ in hosts.values()})
+    on = {n: [r for r in range(world) if hosts[r][0] == n] for n in nodes}
+    joins = {n: _arrivals.Stragglers() for n in nodes}
+    spans = {g for g, m in members.items() if len({hosts[r][0] for r in m}) > 1}
+    lag = {n: rng.uniform(0.0, 2 * _ra.ARRIVALS_EVERY_S) for n in nodes}  # how old the collector's copy is
+    named, last = set(), None
+    t, end = base + PERIOD_S, sim.last_progress + 2 * PERIOD_S
+    while t <= end:
+        for n in nodes:
+            leader = on[n][0]
+            when = phase[leader] + int((t - phase[leader]) // PERIOD_S) * PERIOD_S  # it joins as it writes
+            local = [d for d in (doc(r, when) for r in on[n]) if d is not None]
+            relayed = []
+            if n == nodes[0] and spans:
+                for m in nodes:
+                    for r in on[m]:
+                        d = doc(r, when - lag[m])
+                        if d is None:
+                            continue
+                        sent = {}
+                        for s, pairs in d["streams"].items():
+                            if s in spans:
+                                every = _ra.block_every(_ra.rate_of(pairs), _ra.ARRIVALS_EVERY_S)
+                                sent[s] = [p for p in pairs if _ra.sampled(p[0], every)]
+                        if any(sent.values()):
+                            relayed.append(dict(d, streams=sent, relayed=True, whole=None,
+                                                rank_streams=sorted(set(ranks_of[r]) | set(sim.hist[r]))))
+            if not local and not relayed:
+                continue
+            out = _io.join_node(joins[n], local, relayed, when + hosts[leader][1], n)
+            named |= {x["rank"] for x in _arrivals.named(out)}
+            if n == nodes[0]:
+                last = out
+        t += PERIOD_S
+    return sorted(named), last
 
 
 def classify(case, ranks):
@@ -108,7 +194,7 @@ def classify(case, ranks):
     return "exact" if ranks == [case.rank] else "wrong"
 
 
-def run(cases, seed, shape=None, nodes=1, out=sys.stdout, healthy_every=1):
+def run(cases, seed, shape=None, nodes=1, out=sys.stdout, healthy_every=1, periods=False):
     """``cases`` slow-rank cases from ``seed``: the table (by shape, by how much slower), each wrong case and
     each healthy program (of every ``healthy_every``-th case) the rule named anyone in; {"wrong": [...],
     "false": [...], "by_shape": ..., "by_factor": ...}."""
@@ -117,14 +203,14 @@ def run(cases, seed, shape=None, nodes=1, out=sys.stdout, healthy_every=1):
     wrong, false = [], []
     for i in range(cases):
         case = make_slow_case(seed * 1000000 + i, shape)
-        ranks, _ = named(case, nodes=nodes)
+        ranks, _ = named(case, nodes=nodes, periods=periods)
         outcome = classify(case, ranks)
         by_shape[case.program.shape][outcome] += 1
         by_factor["%3d %% slower" % round(100 * case.factor)][outcome] += 1
         if outcome == "wrong":
             wrong.append((case, ranks))
         if i % healthy_every == 0:
-            ranks, _ = named(case, slow=False, nodes=nodes)
+            ranks, _ = named(case, slow=False, nodes=nodes, periods=periods)
             if ranks:
                 false.append((case, ranks))
     dt = time.time() - t
@@ -133,6 +219,9 @@ def run(cases, seed, shape=None, nodes=1, out=sys.stdout, healthy_every=1):
         cases, seed, ", shape %s" % shape if shape else "", ", %d nodes, clocks off by up to 1 s" % nodes
         if nodes > 1 else "", dt, cases / dt if dt else 0, "each healthy run included" if healthy_every == 1
         else "a healthy run every %d cases" % healthy_every))
+    if periods:
+        w("as the watchdogs write and join the documents: every %.0f s, at each rank's own phase (stragglers."
+          "periodic)\n\n" % PERIOD_S)
     for title, rows in (("shape", by_shape), ("slower", by_factor)):
         width = max([len(title)] + [len(k) for k in rows])
         w("%-*s %6s %s\n" % (width, title, "cases", " ".join("%11s" % o for o in OUTCOMES)))

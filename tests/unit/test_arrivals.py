@@ -211,3 +211,78 @@ def test_a_rank_held_by_a_straggler_in_one_group_is_not_named_in_the_next():
     assert named == {"2": 3, "4": 3}, doc
     without = arrivals.Stragglers().update(_mesh_docs(factor=0.0), members, 5000.0)
     assert not any(g["straggler"] for g in without["groups"]), without
+
+
+def test_a_rank_whose_other_groups_starts_are_not_in_yet_is_not_named_by_the_lag_it_inherited_there():
+    """The join of a node's leader, as its watchdog runs it (watchdog_io.join_node, every 2 s), of the 2x2 mesh
+    with rank 3 slow, each rank's documents written every 2 s with its starts of the last 3 s: ranks 2 and 3
+    write theirs 20 ms after ranks 0 and 1, so the first join holds ranks 0 and 1 only.  Their dp groups [0, 2]
+    and [1, 3] span a rank not in, and were left out of that join, timelines too: rank 1 was last at its tp
+    calls with rank 0 by the lag it inherited waiting for rank 3 in dp, read as its own, and named (the full
+    tier's mesh test on torch 1.8.1: 4 runs of 10).  Each rank's timeline takes every call it issued, and is
+    read only over the span its documents cover whole (arrivals.Timelines.complete)."""
+    from c10d_observer import watchdog_io
+    members = {0: {"1": [0, 1], "3": [0, 2]}, 1: {"1": [0, 1], "4": [1, 3]}, 2: {"2": [2, 3], "3": [0, 2]},
+               3: {"2": [2, 3], "4": [1, 3]}}
+    full = _mesh_docs(steps=400)
+    end = max(t for d in full for pairs in d["streams"].values() for _, t in pairs)
+
+    def doc(r, w):
+        return {"rank": r, "job_id": "j", "written_at": w, "members": members[r], "host": "node0",
+                "whole": {"since": w - 3.0, "until": w},
+                "streams": {s: [[q, t] for q, t in pairs if w - 3.0 <= t <= w] for s, pairs in full[r]["streams"].items()}}
+    s, named, w = arrivals.Stragglers(), set(), 1000.0 + 2.0
+    while w < end + 4.0:
+        docs = [doc(0, w), doc(1, w)] + ([doc(2, w - 1.98), doc(3, w - 1.98)] if w > 1003.0 else [])
+        out = watchdog_io.join_node(s, docs, [], w, "node0")
+        named |= {(g["stream"], g["straggler"]["rank"]) for g in out["groups"] if g["straggler"]}
+        w += 2.0
+    assert {r for _, r in named} == {3}, named
+
+
+def _state(stream, passed, kind=None, last=None):
+    from c10d_observer.channel_reader import StreamState
+    desc = {"stream": stream, "ranks": [0, 1]}
+    if kind:
+        desc["kind"] = kind
+    last = max([q for q, _, _ in passed] or [0]) if last is None else last
+    st = StreamState(0, desc, last, last, None, 0)
+    st.passed = passed
+    return st
+
+
+def test_a_document_says_over_which_span_it_holds_every_call_its_rank_issued():
+    """A call seen after a seq not seen (a ring overrun between two polls) leaves the calls before it unknown
+    (``gap``); a recorder's group whose own stream has calls its arrivals stream has not yet leaves the calls
+    after its last start put unknown (``until``); neither where every call came."""
+    log = arrivals.ArrivalLog()
+    ns = 10 ** 9
+    log.observe([_state("1", [(1, 0, 1 * ns), (2, 0, 2 * ns)])], 10 * ns, 1010.0)
+    assert log.document(0, 1, "j", 1010.0, {})["whole"] == {"since": 1007.0, "until": 1010.0}
+    log.observe([_state("1", [(3, 0, 3 * ns), (6, 0, 6 * ns)])], 10 * ns, 1010.0)  # 4 and 5 lost
+    assert log.document(0, 1, "j", 1010.0, {})["whole"]["gap"] == 1006.0
+    log = arrivals.ArrivalLog()  # a recorder source: calls 1-3 read, its group's stream has seen 5 begin
+    log.observe([_state("1", [], last=5)], 10 * ns, 1010.0,
+                [_state("1", [(q, 0, q * ns) for q in (1, 2, 3)], kind="arrivals")])
+    assert log.document(0, 1, "j", 1010.0, {})["whole"] == {"since": 1007.0, "until": 1003.0}
+    log.observe([_state("1", [], last=5)], 10 * ns, 1010.0,
+                [_state("1", [(q, 0, q * ns) for q in (4, 5)], kind="arrivals")])
+    assert log.document(0, 1, "j", 1010.0, {})["whole"] == {"since": 1007.0, "until": 1010.0}
+
+
+def test_a_ranks_calls_between_two_of_a_group_are_read_only_where_its_documents_hold_them_all():
+    """A rank's timeline (arrivals.Timelines.complete): whole from its first document's ``since`` while each
+    next one begins before the last one ended; a document not read breaks it, a gap moves its start; another
+    node's sample (relayed) only where the rank has no stream but the group's."""
+    from c10d_observer.timelines import Timelines
+    tl = Timelines()
+    tl.add({}, whole={0: {"since": 997.0, "until": 1000.0}})
+    tl.add({}, whole={0: {"since": 999.0, "until": 1002.0}})
+    assert tl.complete(0, "1", 997.5, 1001.5) and not tl.complete(0, "1", 996.0, 1001.0)
+    assert not tl.complete(0, "1", 1000.0, 1002.5)  # not come yet
+    tl.add({}, whole={0: {"since": 1003.0, "until": 1006.0}})  # the one until 1004 was not read
+    assert not tl.complete(0, "1", 1002.5, 1004.0) and tl.complete(0, "1", 1003.5, 1005.0)
+    tl.add({}, whole={0: {"since": 1005.0, "until": 1008.0, "gap": 1005.5}})
+    assert not tl.complete(0, "1", 1004.0, 1007.0) and tl.complete(0, "1", 1005.5, 1007.0)
+    tl.add({}, alone={5: ["1"], 6: ["1", "4"]})
+    assert tl.complete(5, "1", 0.0, 1e9) and not tl.complete(5, "4", 0.0, 1.0) and not tl.complete(6, "1", 0.0, 1.0)
