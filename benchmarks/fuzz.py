@@ -13,7 +13,7 @@ verdict engine; the tables by fault kind, shape and fault step, and every wrong 
     python benchmarks/fuzz.py --kind swap --seed 13 --cases 20000      # two collectives swapped across groups
     python benchmarks/fuzz.py --real-only --real 40 --seed 5  # 40 programs by real gloo ranks (2-8 each)
     python benchmarks/fuzz.py --real-only --real 20 --kind freeze_in --seed 17   # a rank stopped (SIGSTOP) in a call
-    python benchmarks/fuzz.py --kind slow --cases 2000 --seed 11 [--nodes 4]     # one slow rank: the straggler rule
+    python benchmarks/fuzz.py --kind slow --cases 2000 --seed 11 [--nodes 4] [--periods]  # one slow rank: the straggler rule
 
 Source models (``--source``): ``exact``, the patch wrappers and torch's pre/post hooks: every call a rank
 issued is in its document, as the watchdog writes it; ``recorder``, torch's gloo recorder (the default source
@@ -77,6 +77,8 @@ def main(argv=None):
                          "where asked; slow: one slow rank, no hang, judged by the straggler rule, simulated only: "
                          "tests/fuzz/stragglers.py)")
     ap.add_argument("--nodes", type=int, default=1, help="--kind slow: the ranks on this many nodes, clocks apart")
+    ap.add_argument("--periods", action="store_true", help="--kind slow: the documents written and joined every 2 s "
+                                                           "as the watchdogs do (tests/fuzz/stragglers.periodic)")
     ap.add_argument("--source", default="exact", choices=("exact", "recorder", "nccl", "nccl-sizes"),
                     help="the source model of the documents: exact (patch, hooks), recorder (torch's gloo "
                          "recorder, the default source on 2.8+) or nccl (torch's NCCL recorder, each rank's "
@@ -142,19 +144,21 @@ def _slow(a):
     from fuzz import stragglers  # tests/fuzz/stragglers.py
     every = max(1, a.healthy_every)
     t0 = time.time()
-    got = stragglers.run(a.cases, a.seed, shape=a.shape, nodes=max(1, a.nodes), healthy_every=every)
+    got = stragglers.run(a.cases, a.seed, shape=a.shape, nodes=max(1, a.nodes), healthy_every=every,
+                         periods=a.periods)
     dt = time.time() - t0
     doc = {"command": "python benchmarks/fuzz.py --kind slow --cases %d --seed %d%s%s%s" % (
                a.cases, a.seed, " --shape %s" % a.shape if a.shape else "", " --nodes %d" % a.nodes if a.nodes > 1
-               else "", " --healthy-every %d" % every if every > 1 else ""),
+               else "", " --healthy-every %d" % every if every > 1 else "") + (" --periods" if a.periods else ""),
            "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "machine": "%s, %d cores, Python %s" % (platform.machine(), os.cpu_count() or 0, platform.python_version()),
            "cases": a.cases, "seconds": round(dt, 1), "healthy_every": every,
            "by_shape": _counts(got["by_shape"]), "by_factor": _counts(got["by_factor"]),
            "wrong": [{"seed": c.seed, "slow": c.rank, "named": r} for c, r in got["wrong"]],
            "false_alarms": [{"seed": c.seed, "named": r} for c, r in got["false"]]}
-    out = a.out or os.path.join(HERE, "results", "fuzz_slow_seed%d%s%s.json" % (
-        a.seed, "_" + a.shape if a.shape else "", "_nodes%d" % a.nodes if a.nodes > 1 else ""))
+    out = a.out or os.path.join(HERE, "results", "fuzz_slow_seed%d%s%s%s.json" % (
+        a.seed, "_" + a.shape if a.shape else "", "_nodes%d" % a.nodes if a.nodes > 1 else "",
+        "_periods" if a.periods else ""))
     with open(out, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")
