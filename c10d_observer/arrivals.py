@@ -24,7 +24,7 @@ from . import callword as _cw
 from . import channel as _ch
 from . import dumpdir as _dumpdir
 from . import streams as _streams
-from .timelines import END_SKEW_S, NOT_OWN, UNKNOWN, Timelines, merge_calls
+from .timelines import DEFER, END_SKEW_S, NOT_OWN, UNKNOWN, Timelines, merge_calls
 
 PERIOD_S = 2.0  # how often a watchdog writes its rank's starts, and the node's leader joins them
 RECENT_PERIODS = 1.5  # a document carries the starts seen in this many periods (a leader a little late still
@@ -34,6 +34,9 @@ KEEP = 2000  # starts a watchdog keeps per stream until it writes them
 MIN_CALLS = 50  # calls of a group joined before the rule names anyone
 MIN_LAG_S = 0.001  # a lag worth counting: at least this, and a tenth of the time between calls (straggler)
 MIN_OFFSET_CALLS = 20  # calls whose bounds agree on a host's clock offset before its starts are joined
+WAIT_WALK_S = 15.0  # how long a call waits for the walk of another node's rank (relay_arrivals.NodeWalks) to
+# come: the relay's share after the one that brought its start (a round, ARRIVALS_EVERY_S), and the collector's
+# reads of that round; past this its last arriver's lateness is not known (UNKNOWN)
 
 
 # The ops whose members do not leave together (a broadcast's tree, a gather's or scatter's root): the end of
@@ -167,6 +170,70 @@ def join(docs):
     return out
 
 
+def walks_of(docs):
+    """{stream: {seq: {rank: walk}}} from relayed documents' ``walks`` (relay_arrivals.NodeWalks.column: its
+    column beside the stream's seqs, read back by ``walk_column``)."""
+    out = {}
+    for doc in docs:
+        r = doc.get("rank")
+        for stream, col in (doc.get("walks") or {}).items():
+            pairs = (doc.get("streams") or {}).get(stream) or ()
+            by_seq = out.setdefault(stream, {})
+            for (seq, t), w in zip(pairs, walk_column(col)):
+                by_seq.setdefault(seq, {})[r] = w if w is None or w == DEFER else (t - w[0],) + w[1:]
+    return out
+
+
+WALK_UNIT_S = 1e-5  # a walk's times go in whole units of 10 us: the lags the rule reads are 1 ms or more
+
+
+def walk_column(col):
+    """A relayed stream's walks (``walks_column``) as [(before its start, least, most waited) or None or DEFER]."""
+    out = []
+    u = WALK_UNIT_S
+    for x in (col or "").split(","):
+        if x == "?":
+            out.append(DEFER)
+        elif not x:
+            out.append(None)
+        else:
+            f = x.split(":")
+            d = int(f[0]) * u
+            if len(f) == 1:
+                out.append((d, 0.0, 0.0))
+            elif len(f) == 2:
+                out.append((d, int(f[1]) * u, (int(f[1]) + 1) * u))
+            else:
+                out.append((d, int(f[1]) * u if f[1] else None, int(f[2]) * u if f[2] else None))
+    return out
+
+
+def walks_column(starts, walks):
+    """``walks`` ([Timelines.walk's (next start, least, most) or None or DEFER], one per start of ``starts``, a
+    stream's starts of the same calls) as a relay sends them: "d:lo:hi" in whole WALK_UNIT_S, ``d`` how long
+    before the call's start the rank's call after the group's call before started, "d:w" where the least and
+    the most are within [w, w + 1] (most often: one, known to the microsecond), "d" where both are none (no call
+    came in between: "0"), "d::" where only ``d`` is known, "" not
+    known, "?" not yet; comma-separated.  Each rounded the safe way: ``d`` and ``lo`` down, ``hi`` up (the
+    share at 20 calls a second: 28 kB a node with "d:lo:hi" in microseconds, against 7.7 kB of starts;
+    benchmarks/node_walks.py)."""
+    out = []
+    u = WALK_UNIT_S
+    for t, w in zip(starts, walks):
+        if w == DEFER:
+            out.append("?")
+        elif w is None:
+            out.append("")
+        else:
+            d = max(0, int(math.floor((t - w[0]) / u + 1e-6)))
+            if w[1] is None:  # the walk not known, the start after the call before known
+                out.append("%d::" % d)
+                continue
+            lo, hi = max(0, int(math.floor(w[1] / u + 1e-6))), int(math.ceil(w[2] / u - 1e-6))
+            out.append("%d" % d if hi == 0 else "%d:%d" % (d, lo) if hi - lo <= 1 else "%d:%d:%d" % (d, lo, hi))
+    return ",".join(out)
+
+
 def rooted(docs):
     """{stream: {seq}}: the calls whose members do not leave together, as the documents say (``rooted``)."""
     out = {}
@@ -176,7 +243,7 @@ def rooted(docs):
     return out
 
 
-def clock_offsets(calls, members, host_of, ref):
+def clock_offsets(calls, members, host_of, ref, after=None):
     """How far each other host's clock is from ``ref``'s, from the calls their ranks share: {host: {"offset_s",
     "error_s", "calls"}} (a start on ``host`` is ``offset_s`` ahead of the same instant on ``ref``), for the
     hosts whose calls say it clearly.
@@ -189,7 +256,13 @@ def clock_offsets(calls, members, host_of, ref):
     the estimate is the middle of the range inside the most intervals, and is kept only where at least half
     of them (and MIN_OFFSET_CALLS) agree on it: a call issued before the previous one ended (async) gives a
     wrong interval, outvoted.  ``error_s`` is half that range: the estimate is within it of the offset the
-    intervals allow.  {stream: {seq: {rank: start}}}, members {stream: ranks}, host_of {rank: host}."""
+    intervals allow.  {stream: {seq: {rank: start}}}, members {stream: ranks}, host_of {rank: host}.
+
+    ``after(rank, stream, seq, start)``: the start of the rank's next call of any stream, where known (its
+    timeline; another node's, as its relay sent it: NodeWalks), which bounds the end too: a mesh's dp call of
+    one a step, followed at once by a tp call, ends within microseconds of that, where the next dp call comes a
+    step later (2 nodes: errors of 13-180 ms, against lags of a few ms, with the same stream's next call only;
+    the fuzzer's meshes)."""
     intervals = collections.defaultdict(list)
     for stream, by_seq in calls.items():
         ranks = [r for r in members.get(stream) or () if r in host_of]
@@ -199,17 +272,22 @@ def clock_offsets(calls, members, host_of, ref):
         if ref not in hosts or len(hosts) < 2 or len(ranks) != len(members.get(stream) or ()):
             continue
         for seq in sorted(by_seq):
-            cur, nxt = by_seq[seq], by_seq.get(seq + 1)
-            if nxt is None or not all(r in cur and r in nxt for r in ranks):
+            cur, nxt = by_seq[seq], by_seq.get(seq + 1) or {}
+            if not all(r in cur for r in ranks):
                 continue
-            lo0, hi0 = max(cur[r] for r in hosts[ref]), min(nxt[r] for r in hosts[ref])
-            if hi0 < lo0:
+
+            def bound(r):  # the earliest start after the call, of the stream's next or another's
+                a = after(r, stream, seq, cur[r]) if after is not None else None
+                b = nxt.get(r)
+                return b if a is None else a if b is None else min(a, b)
+            lo0, hi0 = max(cur[r] for r in hosts[ref]), _least(bound(r) for r in hosts[ref])
+            if hi0 is None or hi0 < lo0:
                 continue  # the next call was issued before this one ended on ref: no bound from it
             for h, hr in hosts.items():
                 if h == ref:
                     continue
-                lo, hi = max(cur[r] for r in hr), min(nxt[r] for r in hr)
-                if hi >= lo:
+                lo, hi = max(cur[r] for r in hr), _least(bound(r) for r in hr)
+                if hi is not None and hi >= lo:
                     intervals[h].append((lo - hi0 - END_SKEW_S, hi - lo0 + END_SKEW_S))
     out = {}
     for h, iv in intervals.items():
@@ -231,11 +309,23 @@ def clock_offsets(calls, members, host_of, ref):
     return out
 
 
-def last_arrivals(calls, members, own=None):
+def _least(values):
+    """The least of ``values``, or None where one is None (not known)."""
+    out = None
+    for v in values:
+        if v is None:
+            return None
+        out = v if out is None or v < out else out
+    return out
+
+
+def last_arrivals(calls, members, own=None, wait_since=None):
     """[(seq, last rank, lag s, first start)] for the calls every member's start is known of, in seq order.
     ``own(seq, starts, last)``: whether the last arriver's lateness is its own (``Timelines.own``); where it is
     not, the call is still one the ranks did not arrive together at, and its last rank is NOT_OWN (None);
-    where that cannot be told, UNKNOWN (the rule leaves the call out)."""
+    where that cannot be told, UNKNOWN (the rule leaves the call out); where it cannot be told yet (DEFER:
+    another node's relay sends its rank's walk a round after its start), the list ends before the call, for
+    the next join, unless its first start is before ``wait_since`` (then UNKNOWN)."""
     out = []
     need = set(members)
     for seq in sorted(calls):
@@ -247,6 +337,10 @@ def last_arrivals(calls, members, own=None):
         lag = starts[last] - first
         if own is not None and lag >= MIN_LAG_S:
             mine = own(seq, starts, last)
+            if mine == DEFER:
+                if wait_since is None or first >= wait_since:
+                    break
+                mine = None
             if mine is not True:
                 last = NOT_OWN if mine is False else UNKNOWN
         out.append((seq, last, lag, first))
@@ -314,6 +408,8 @@ class Stragglers(object):
         self.done = {}  # stream -> the highest seq joined
         self.named = {}  # stream -> (rank, since wall)
         self.clock_calls = {}  # the calls of groups that span hosts, kept to estimate the hosts' clocks
+        self.clock_after = {}  # stream -> {seq: {rank: its next call's start}}: other nodes' ranks', by their
+        # relays' walks (a bound of the call's end on their clock: clock_offsets)
         self.pending = {}  # stream -> {seq: {rank: start}}: calls not joined yet (a member's start not in)
         self.hosts = {}  # rank -> its host (whose clock its starts are on)
         self.timelines = Timelines()  # each rank's recent calls: whose lateness a late arrival is
@@ -330,17 +426,23 @@ class Stragglers(object):
             self.hosts[d.get("rank")] = d.get("host") or host
         calls = join(docs)
         seen = docs if whole is None else list(whole) + [d for d in docs if d.get("relayed")]
+        walks = walks_of(d for d in docs if d.get("relayed"))
         # every stream's: a rank's calls between two of a group's, over the span its documents cover
         self.timelines.add(calls, rooted(seen), {d["rank"]: d.get("whole") or {} for d in seen if not d.get("relayed")},
                            {d["rank"]: d.get("rank_streams") for d in seen if d.get("relayed")},
-                           None if whole is None else join(whole))
+                           None if whole is None else join(whole), walks,
+                           {st for d in docs if d.get("relayed") for st in d.get("streams") or ()})
         calls = {st: c for st, c in calls.items() if not _streams.is_p2p(st)}  # a p2p stream is no group to
         merge_calls(self.pending, calls, KEEP)  # join (its documents give it its group's members)
         clocks = {}
         multi = host is not None and len(set(self.hosts.values())) > 1
         if multi:
             merge_calls(self.clock_calls, calls, KEEP)
-            clocks = clock_offsets(self.clock_calls, members, self.hosts, host)
+            merge_calls(self.clock_after, {st: {q - 1: {r: w[0] for r, w in by_rank.items()
+                                                        if w is not None and w != DEFER}
+                                                for q, by_rank in by_seq.items()}
+                                           for st, by_seq in walks.items()}, KEEP)
+            clocks = clock_offsets(self.clock_calls, members, self.hosts, host, self._after(host))
 
         def shift(r, t):  # a start in this host's clock, or None where its host's offset is not known yet
             h = self.hosts.get(r, host)
@@ -366,9 +468,11 @@ class Stragglers(object):
                 if None not in shifted.values():
                     complete[q] = shifted
             w = self.windows.setdefault(stream, collections.deque(maxlen=WINDOW))
-            for item in last_arrivals(complete, ranks, self.timelines.own(stream, members, shift, error)):
+            for item in last_arrivals(complete, ranks, self.timelines.own(stream, members, shift, error),
+                                      wall_now - WAIT_WALK_S):
                 w.append(item)
                 self.done[stream] = item[0]
+            self.timelines.forget(stream, self.done.get(stream, 0))
             for q in [q for q in by_seq if q <= self.done.get(stream, 0)]:
                 del by_seq[q]
             errors = [clocks[h]["error_s"] for h in {self.hosts.get(r, host) for r in ranks} if h in clocks]
@@ -388,6 +492,16 @@ class Stragglers(object):
         if multi:  # how far each other host's clock is from this one's, as the calls say it (None: not yet)
             out["clocks"] = {h: clocks.get(h) for h in sorted(set(self.hosts.values()) - {host}, key=str)}
         return out
+
+    def _after(self, host):
+        """clock_offsets's ``after``: another node's rank's next start after a call, as its relay's walk said;
+        one of this host's, from its timeline."""
+        def after(r, stream, seq, start):
+            got = self.clock_after.get(stream, {}).get(seq, {}).get(r)
+            if got is None and self.hosts.get(r, host) == host:
+                got = self.timelines.next_start(r, stream, seq, start)
+            return got
+        return after
 
 
 def named(doc):

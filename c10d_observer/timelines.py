@@ -25,6 +25,15 @@ def merge_calls(old, new, keep):
 FIRST = "first"  # Timelines._between: the call is its stream's first
 NOT_OWN = None  # last_arrivals: the last arriver's lateness came from the call it waited in before
 UNKNOWN = -1  # last_arrivals: whose lateness it was cannot be told (the rule leaves the call out)
+DEFER = "defer"  # last_arrivals: not told yet (another node's relay has not walked the rank's calls so far)
+
+
+def _same_clock(r, t):
+    return t
+
+
+def _no_error(r):
+    return 0.0
 
 
 class Timelines(object):
@@ -67,16 +76,40 @@ class Timelines(object):
         self.ends = {}  # (stream, seq) -> _ended's answer, once known: for one update (the clocks may move)
         self.covered = {}  # rank -> [since, until]: its whole documents' span, unbroken (since None: from its start)
         self.alone = {}  # rank -> its one stream, or None where it has others: a rank known by a relay's sample
+        self.relayed = set()  # the streams whose starts come by the relays (of groups across nodes): a call of one
+        # whose starts are not all in yet may be read at a later join (DEFER)
+        self.seen_to = {}  # stream -> {rank: the highest seq of its starts come}, of the relayed streams
+        self.walks = {}  # stream -> {seq: {rank: walk()'s answer, None or DEFER}}: another node's ranks', as its
+        # relay sent them (the collector's), until the call is joined (``forget``)
 
-    def add(self, calls, rooted=None, whole=None, alone=None, theirs=None):
+    def add(self, calls, rooted=None, whole=None, alone=None, theirs=None, walks=None, relayed=()):
         """Take the starts of a join ({stream: {seq: {rank: start}}}) and its rooted calls ({stream: {seq}}).
         ``whole``: {rank: {"since", "until", "gap"}} of the ranks whose documents came whole: every call they
         issued started from ``since`` to ``until`` (their own clocks; None: from their start, to now) but none
         before ``gap`` (arrivals.ArrivalLog.document); ``alone``: {rank: its streams} of the ranks known by a
         relay's sample only; ``theirs``: more starts, as ``calls``, for their ranks' timelines only: the
         calls a join leaves out (a group across nodes: their other members' starts never come, and in
-        ``by_call`` they would push out the relay's sample, whose ends are known)."""
+        ``by_call`` they would push out the relay's sample, whose ends are known); ``walks``: {stream: {seq: {rank:
+        walk}}} of ranks of other nodes, as their relays sent them (``walk``; None: not known; DEFER: not yet);
+        ``relayed``: the streams of relayed documents."""
         self.ends = {}
+        self.relayed.update(relayed)
+        for stream in self.relayed.intersection(calls):
+            top = self.seen_to.setdefault(stream, {})
+            for seq, starts in calls[stream].items():
+                for r in starts:
+                    if top.get(r, 0) < seq:
+                        top[r] = seq
+        for stream, by_seq in (walks or {}).items():
+            mine = self.walks.setdefault(stream, {})
+            for seq, by_rank in by_seq.items():
+                had = mine.setdefault(seq, {})
+                for r, w in by_rank.items():
+                    if w != DEFER or had.get(r, DEFER) == DEFER:  # a walk once known stays
+                        had[r] = w
+            if len(mine) > self.KEEP_SEQS:
+                for seq in sorted(mine)[:len(mine) - self.KEEP_SEQS]:
+                    del mine[seq]
         for r, w in (whole or {}).items():
             since, until, gap = w.get("since"), w.get("until"), w.get("gap")
             c = self.covered.get(r)
@@ -116,6 +149,13 @@ class Timelines(object):
                         self._calls_of(r)
         merge_calls(self.by_call, calls, min(self.KEEP_SEQS, keep_calls))
 
+    def forget(self, stream, done):
+        """The walks of ``stream``'s calls up to #done dropped: joined, they are read no more."""
+        mine = self.walks.get(stream)
+        if mine:
+            for seq in [q for q in mine if q <= done]:
+                del mine[seq]
+
     def keep(self):
         """How many calls a rank keeps, and a stream's seqs at most (KEEP_CALLS, KEEP_SEQS): within BUDGET."""
         return max(2 * self.WALK, min(self.KEEP_CALLS, self.BUDGET // max(1, len(self.of_rank))))
@@ -154,43 +194,95 @@ class Timelines(object):
         got = lo, hi, seq not in self.rooted.get(stream, ())
         if lo is not None:
             self.ends[(stream, seq)] = got
+        elif stream in self.relayed and ranks:  # the other nodes' starts come by their relays, a round or two
+            top = self.seen_to.get(stream, {})  # later, but for a call not in their sample (past it already)
+            if any(top.get(r, 0) < seq for r in ranks if r not in starts):
+                return DEFER, None, got[2]
         return got
 
     def _between(self, rank, stream, seq, members, shift, error):
         """What rank ``rank`` went through from the group's call before, (stream, seq - 1), to its start of
         (stream, seq): ((earliest, latest) it left that call, (least, most) it waited in the calls it issued in
         between), in the join's clock; FIRST where (stream, seq) is the stream's first call; None where not
-        known (a call not kept, a start not in, a call it had not waited for when it issued the next: async).
-        A call whose members leave together ended at its last member's start (give or take the clocks'
-        errors) for each; one whose members do not (``rooted``) ended for it between its own start and that."""
+        known (a call not kept, a start not in, a call it had not waited for when it issued the next: async);
+        DEFER where its node's relay has not walked it yet (``walks``).  A call whose members leave together
+        ended at its last member's start (give or take the clocks' errors) for each; one whose members do not
+        (``rooted``) ended for it between its own start and that."""
         calls = self.by_call.get(stream, {})
         t, t0 = calls.get(seq, {}).get(rank), calls.get(seq - 1, {}).get(rank)
         if t is None:
             return None
         if t0 is None:
             return FIRST if seq == 1 else None
-        if not self.complete(rank, stream, t0, t):
-            return None
-        mine = self._calls_of(rank)
+        err = error(rank)
+        if self.complete(rank, stream, t0, t):
+            got = self._walk(rank, stream, seq, t0, t, members, shift, error)
+        else:  # another node's rank: the walk its relay made (relay_arrivals.NodeWalks), in the rank's clock
+            got = self.walks.get(stream, {}).get(seq, {}).get(rank)
+            if got is not None and got != DEFER:
+                got = shift(rank, got[0]), None if got[1] is None else [got[1], got[2]]
+        if got is None or got == DEFER:
+            return got
+        nxt, waited = got
+        if waited is None or waited == DEFER or nxt is None:
+            return waited if waited == DEFER else None
+        lo, hi, together = self._ended((t0, stream, seq - 1), members, shift, error)
+        at = shift(rank, t0)
+        if lo == DEFER:
+            return DEFER
+        if lo is None or at is None or lo > nxt + END_SKEW_S:
+            return None  # not known, or async: it may have waited for it at any time after
+        return (lo if together else at - err, min(hi, nxt + err)), waited
+
+    def _walk(self, rank, stream, seq, t0, t, members, shift, error):
+        """(its next start after (stream, seq - 1), [least, most] it waited in the calls it issued from then
+        to (stream, seq), which started at ``t0`` and ``t``, or None where not known, DEFER where not yet), or
+        None where the calls are not kept."""
+        mine, err = self._calls_of(rank), error(rank)
         i0, i = bisect.bisect_left(mine, (t0, stream, seq - 1)), bisect.bisect_left(mine, (t, stream, seq))
         if (i >= len(mine) or mine[i][1:] != (stream, seq) or i0 >= i or mine[i0][1:] != (stream, seq - 1)
                 or i - i0 > self.WALK):
             return None
-        err = error(rank)
-        left, waited = None, [0.0, 0.0]
-        for k in range(i0, i):
+        first = shift(rank, mine[i0 + 1][0])
+        waited = [0.0, 0.0]
+        for k in range(i0 + 1, i):
             lo, hi, together = self._ended(mine[k], members, shift, error)
             at, nxt = shift(rank, mine[k][0]), shift(rank, mine[k + 1][0])
+            if lo == DEFER:
+                return first, DEFER
             if lo is None or at is None or nxt is None or lo > nxt + END_SKEW_S:
-                return None  # not known, or async: it may have waited for it at any time after
-            latest = min(hi, nxt + err)
-            if k == i0:
-                left = (lo if together else at - err, latest)
-                continue
-            waited[1] += max(0.0, latest - (at - err))
+                return first, None  # not known, or async: it may have waited for it at any time after
+            waited[1] += max(0.0, min(hi, nxt + err) - (at - err))
             if together:
                 waited[0] += max(0.0, lo - (at + err))
-        return left, waited
+        return first, waited
+
+    def walk(self, rank, stream, seq, members):
+        """(start of its call after (stream, seq - 1), least, most it waited in the calls it issued from then to
+        (stream, seq)), on its own clock (least and most None where not known), or None where not known at
+        all: what a node's relay sends with its rank's start of a call on a group across nodes
+        (relay_arrivals.NodeWalks), for the collector, which knows when the group's call before ended but not
+        the node's own calls in between, to read the rank's lateness (``_between``), and, by the start after
+        it, how far the node's clock is from its own (arrivals.clock_offsets).  Only over the span its
+        documents cover (``complete``)."""
+        calls = self.by_call.get(stream, {})
+        t, t0 = calls.get(seq, {}).get(rank), calls.get(seq - 1, {}).get(rank)
+        if t is None or t0 is None or not self.complete(rank, stream, t0, t):
+            return None
+        got = self._walk(rank, stream, seq, t0, t, members, _same_clock, _no_error)
+        if got is None:
+            return None
+        return (got[0], None, None) if got[1] is None or got[1] == DEFER else (got[0], got[1][0], got[1][1])
+
+    def next_start(self, rank, stream, seq, t):
+        """The start of rank ``rank``'s call after (stream, seq), which started at ``t``, any stream's, on its
+        clock, where its timeline holds it: a synchronous call ended before it (arrivals.clock_offsets), whatever
+        calls of the rank's may be missing in between."""
+        mine = self._calls_of(rank)
+        i = bisect.bisect_left(mine, (t, stream, seq))
+        if i + 1 >= len(mine) or mine[i][1:] != (stream, seq):
+            return None
+        return mine[i + 1][0]
 
     def complete(self, rank, stream, since, until):
         """Whether rank ``rank``'s timeline holds every call it issued from ``since`` to ``until`` (its clock):
@@ -215,6 +307,8 @@ class Timelines(object):
             b = self._between(first, stream, seq, members, shift, error)
             if a is FIRST or b is FIRST:
                 return True
+            if a == DEFER or b == DEFER:
+                return DEFER
             if a is None or b is None:
                 return None
             half = 0.5 * (starts[last] - starts[first])

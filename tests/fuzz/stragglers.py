@@ -108,7 +108,7 @@ PERIOD_S = 2.0  # arrivals.PERIOD_S: each watchdog writes its rank's document, e
 POLL_S = 0.05  # a watchdog sees a call at its first poll after the rank's next call began (the call ended)
 
 
-def periodic(case, sim, members, hosts):
+def periodic(case, sim, members, hosts, walk=True):
     """The rule as the watchdogs run it: each rank's document written every PERIOD_S at a phase of its own
     (ranks start apart), holding the starts it saw in the last RECENT_PERIODS periods (a call is seen at the
     watchdog's first poll after the rank's next call began); each node's leader joins its ranks' latest
@@ -155,6 +155,7 @@ def periodic(case, sim, members, hosts):
     joins = {n: _arrivals.Stragglers() for n in nodes}
     spans = {g for g, m in members.items() if len({hosts[r][0] for r in m}) > 1}
     lag = {n: rng.uniform(0.0, 2 * _ra.ARRIVALS_EVERY_S) for n in nodes}  # how old the collector's copy is
+    walks = {n: _ra.NodeWalks() for n in nodes}
     named, last = set(), None
     t, end = base + PERIOD_S, sim.last_progress + 2 * PERIOD_S
     while t <= end:
@@ -165,18 +166,20 @@ def periodic(case, sim, members, hosts):
             relayed = []
             if n == nodes[0] and spans:
                 for m in nodes:
-                    for r in on[m]:
-                        d = doc(r, when - lag[m])
-                        if d is None:
-                            continue
-                        sent = {}
+                    mine = [d for d in (doc(r, when - lag[m]) for r in on[m]) if d is not None]
+                    walks[m].feed(mine)  # the node's relay reads its ranks' documents (NodeWalks)
+                    for d in mine:
+                        r, sent = d["rank"], {}
                         for s, pairs in d["streams"].items():
                             if s in spans:
                                 every = _ra.block_every(_ra.rate_of(pairs), _ra.ARRIVALS_EVERY_S)
                                 sent[s] = [p for p in pairs if _ra.sampled(p[0], every)]
-                        if any(sent.values()):
+                        sent = {s: p for s, p in sent.items() if p}
+                        if sent:
                             relayed.append(dict(d, streams=sent, relayed=True, whole=None,
-                                                rank_streams=sorted(set(ranks_of[r]) | set(sim.hist[r]))))
+                                                rank_streams=sorted(set(ranks_of[r]) | set(sim.hist[r])),
+                                                walks=None if not walk else
+                                                {s: walks[m].column(r, s, p, on[m]) for s, p in sent.items()}))
             if not local and not relayed:
                 continue
             out = _io.join_node(joins[n], local, relayed, when + hosts[leader][1], n)

@@ -389,6 +389,43 @@ def test_a_straggler_joined_on_the_collecting_node_reaches_the_other_node(nodes)
     assert store.add(_relay.PREFIX + "stragglers_ready", 0) == sent
 
 
+def test_a_node_sends_with_its_ranks_starts_what_they_went_through_on_its_own_groups_in_between(nodes):
+    """The collector knows when a group across nodes ended its call, not what a rank of another node did on
+    that node's own groups before its next call of it.  Node1's relay reads its ranks' calls between two dp
+    calls (relay_arrivals.NodeWalks) and sends that beside the starts: rank 2 waited 20 ms in tp for rank 3
+    there (its lateness at dp #2 is rank 3's), rank 3 waited none; the collector's dump_dir holds both."""
+    from c10d_observer import arrivals as _arrivals
+    from c10d_observer import watchdog_io
+    store, (d0, d1), (r0, r1) = nodes
+    now = r0.clock()
+    t = now - 1.0
+    members = {0: {"1": [0, 1], "3": [0, 2]}, 1: {"1": [0, 1], "4": [1, 3]}, 2: {"2": [2, 3], "3": [0, 2]},
+               3: {"2": [2, 3], "4": [1, 3]}}
+    streams = {0: {"1": [[1, t + 0.01]], "3": [[1, t], [2, t + 0.04]]},
+               1: {"1": [[1, t + 0.01]], "4": [[1, t], [2, t + 0.04]]},
+               2: {"2": [[1, t + 0.01]], "3": [[1, t], [2, t + 0.04]]},  # waits in tp #1 for rank 3
+               3: {"2": [[1, t + 0.03]], "4": [[1, t], [2, t + 0.05]]}}
+    for d, ranks in ((d0, (0, 1)), (d1, (2, 3))):
+        for r in ranks:
+            _dumpdir.write_json(os.path.join(d, _dumpdir.ARRIVALS % (r, 100 + r)), {
+                "format": "c10d_observer.arrivals", "version": 2, "rank": r, "pid": 100 + r, "job_id": JOB,
+                "written_at": now, "whole": {"since": now - 3.0, "until": now}, "members": members[r],
+                "host": os.path.basename(d), "streams": streams[r]})
+    r0.step()  # node0 shares first: the collector
+    r1.step()
+    r0.clock.advance(r0.arrivals_every)
+    r0.step()  # node0 reads node1's share
+    got = watchdog_io.read_relayed_arrivals(_dumpdir.DumpDir(d0), JOB, 0.0)
+    walks = _arrivals.walks_of(got)
+    assert sorted(walks) == ["3", "4"] and set(walks["3"][2]) == {0, 2}  # node0's ranks' too (no call between)
+    nxt, lo, hi = walks["3"][2][2]
+    u = _arrivals.WALK_UNIT_S + 2e-6  # sent in its units, rounded the safe way; the starts to the microsecond
+    assert t + 0.01 - 2e-6 <= nxt <= t + 0.01 + u and lo <= 0.02 + 1e-6 <= hi + 2e-6 and hi - lo <= 2 * u
+    nxt, lo, hi = walks["4"][2][3]
+    assert t + 0.03 - 2e-6 <= nxt <= t + 0.03 + u and lo == 0.0 and hi <= u
+    assert walks["3"][1][2] is None  # its call before is not in: not known
+
+
 class _Counting(object):
     """The store, counting the reads of the request counter (an idle relay's one operation)."""
 
