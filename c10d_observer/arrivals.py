@@ -243,7 +243,7 @@ def rooted(docs):
     return out
 
 
-def clock_offsets(calls, members, host_of, ref, after=None):
+def clock_offsets(calls, members, host_of, ref, after=None, rooted=None):
     """How far each other host's clock is from ``ref``'s, from the calls their ranks share: {host: {"offset_s",
     "error_s", "calls"}} (a start on ``host`` is ``offset_s`` ahead of the same instant on ``ref``), for the
     hosts whose calls say it clearly.
@@ -262,7 +262,10 @@ def clock_offsets(calls, members, host_of, ref, after=None):
     timeline; another node's, as its relay sent it: NodeWalks), which bounds the end too: a mesh's dp call of
     one a step, followed at once by a tp call, ends within microseconds of that, where the next dp call comes a
     step later (2 nodes: errors of 13-180 ms, against lags of a few ms, with the same stream's next call only;
-    the fuzzer's meshes)."""
+    the fuzzer's meshes).  ``rooted``: {stream: {seq}}, calls whose members do not leave together (a broadcast's
+    root leaves before its last member arrives), which bound nothing: with the next call on any stream, a world
+    broadcast's root's next start made a wrong interval at every step, and the offset it won named a rank of the
+    joining node (the fuzzer's seed 8000531, three nodes)."""
     intervals = collections.defaultdict(list)
     for stream, by_seq in calls.items():
         ranks = [r for r in members.get(stream) or () if r in host_of]
@@ -271,9 +274,10 @@ def clock_offsets(calls, members, host_of, ref, after=None):
             hosts[host_of[r]].append(r)
         if ref not in hosts or len(hosts) < 2 or len(ranks) != len(members.get(stream) or ()):
             continue
+        skip = (rooted or {}).get(stream, ())
         for seq in sorted(by_seq):
             cur, nxt = by_seq[seq], by_seq.get(seq + 1) or {}
-            if not all(r in cur for r in ranks):
+            if seq in skip or not all(r in cur for r in ranks):
                 continue
 
             def bound(r):  # the earliest start after the call, of the stream's next or another's
@@ -428,7 +432,8 @@ class Stragglers(object):
         seen = docs if whole is None else list(whole) + [d for d in docs if d.get("relayed")]
         walks = walks_of(d for d in docs if d.get("relayed"))
         # every stream's: a rank's calls between two of a group's, over the span its documents cover
-        self.timelines.add(calls, rooted(seen), {d["rank"]: d.get("whole") or {} for d in seen if not d.get("relayed")},
+        ro = rooted(seen)
+        self.timelines.add(calls, ro, {d["rank"]: d.get("whole") or {} for d in seen if not d.get("relayed")},
                            {d["rank"]: d.get("rank_streams") for d in seen if d.get("relayed")},
                            None if whole is None else join(whole), walks,
                            {st for d in docs if d.get("relayed") for st in d.get("streams") or ()})
@@ -437,12 +442,14 @@ class Stragglers(object):
         clocks = {}
         multi = host is not None and len(set(self.hosts.values())) > 1
         if multi:
-            merge_calls(self.clock_calls, calls, KEEP)
+            merge_calls(self.clock_calls, {st: {q: c for q, c in by_seq.items() if q not in ro.get(st, ())}
+                                           for st, by_seq in calls.items()}, KEEP)  # a rooted call bounds nothing
             merge_calls(self.clock_after, {st: {q - 1: {r: w[0] for r, w in by_rank.items()
                                                         if w is not None and w != DEFER}
                                                 for q, by_rank in by_seq.items()}
                                            for st, by_seq in walks.items()}, KEEP)
-            clocks = clock_offsets(self.clock_calls, members, self.hosts, host, self._after(host))
+            clocks = clock_offsets(self.clock_calls, members, self.hosts, host, self._after(host),
+                                   self.timelines.rooted)
 
         def shift(r, t):  # a start in this host's clock, or None where its host's offset is not known yet
             h = self.hosts.get(r, host)

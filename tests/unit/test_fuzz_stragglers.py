@@ -78,3 +78,15 @@ def test_as_the_watchdogs_write_and_join_the_documents_the_rule_never_names_anot
     Timelines.complete."""
     got, text = _run(max(8, int(cases * SHARE * 2)), 3, shape=shape, nodes=nodes, periods=True, healthy_every=4)
     assert not got["wrong"] and not got["false"], text
+
+
+@pytest.mark.parametrize("seed, shape, nodes", [(8000531, None, 3)])
+def test_cases_the_fuzzer_found_as_the_watchdogs_join_them_name_the_slow_rank_or_nobody(seed, shape, nodes):
+    """8000531: three nodes, each step a subset and a world broadcast and a world all_reduce; once a host's clock
+    was bounded by each rank's next call on any stream, a broadcast's root, which leaves before its last member
+    arrives, bounded it wrongly at every step, the offset those calls agreed on won, and rank 0 of the joining
+    node was named (rank 4 slow): a call whose members do not leave together bounds no clock now
+    (arrivals.clock_offsets)."""
+    case = stragglers.make_slow_case(seed, shape)
+    ranks, doc = stragglers.named(case, nodes=nodes, periods=True)
+    assert ranks in ([], [case.rank]), doc
