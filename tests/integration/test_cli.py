@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -209,14 +210,11 @@ def test_two_nodes_on_loopback_gather_through_the_c10d_store(tmp_path):
             assert any("train_script.py" in f for g in v["stack_groups"] if 3 in g["ranks"] for f in g["frames"])
 
 
-@pytest.mark.full  # tests/README.md: the full tier
-@pytest.mark.timeout(480)
-def test_a_straggler_on_another_node_is_named(tmp_path):
-    """Issue 31: two torchrun agents on loopback, two ranks each, each node with its own dump_dir; rank 3 (on
-    the second node) computes 40 % longer every step.  Its starts reach the first node's join through the
-    store (relay.py), in that node's clock (arrivals.clock_offsets), and it is named well before the end; and
-    (issue 44) that join reaches the other node too, whose report and watch name it (arrivals.read)."""
-    from c10d_observer import arrivals
+def _two_agents_with_a_straggler(tmp_path, rdzv_id, mesh=False):
+    """Two torchrun agents on loopback, two ranks each, each node with its own dump_dir, running
+    straggler_script.py with rank 3 (on the second node) 40 % slower every step (``mesh``: its 2x2 mesh): (the
+    first node's dump_dir that named a straggler, that group, every (stream, rank) any node's join named while
+    the job ran, the dump_dirs, the work dir, the agents' output).  Skips on torch 1.8 (no torchrun)."""
     try:
         import torch.distributed.run  # noqa: F401  (torch 1.9+)
     except ImportError:
@@ -229,13 +227,16 @@ def test_a_straggler_on_another_node_is_named(tmp_path):
     for n in (0, 1):
         log = open(str(tmp_path / ("agent%d.log" % n)), "w+")
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=2",
-               "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:%d" % port, "--rdzv_id=two-nodes-s",
+               "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:%d" % port, "--rdzv_id=%s" % rdzv_id,
                "--max_restarts=0", "-m", "c10d_observer", "run", "--dump-dir", str(dumps[n]),
-               os.path.join(HERE, "straggler_script.py"), str(work), "400", "0.1", "3", "1.4"]
+               os.path.join(HERE, "straggler_script.py"), str(work), "400", "0.1", "3", "1.4"] + (["mesh"] if mesh
+                                                                                                else [])
         procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env()))
         logs.append(log)
+    every = set()  # (stream, rank) named by any node's join at any time
 
     def named():
+        found = None
         for d in dumps:
             try:
                 with open(str(d / "stragglers.json")) as f:
@@ -243,12 +244,23 @@ def test_a_straggler_on_another_node_is_named(tmp_path):
             except (OSError, ValueError):
                 continue
             for g in doc.get("groups") or ():
-                if g.get("straggler") and len(g["ranks"]) == 4:
-                    return d, g
-        return None
+                if g.get("straggler"):
+                    every.add((g["stream"], g["straggler"]["rank"]))
+                    if found is None and (mesh or len(g["ranks"]) == 4):
+                        found = d, g
+        return found
 
     try:
         here, g = wait_until(named, 300, "the straggler named on a node")
+        deadline = time.time() + 150
+        for p in procs:  # the job runs on: whoever else a join names meanwhile
+            while p.poll() is None and time.time() < deadline:
+                named()
+                try:
+                    p.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    pass
+        named()
         codes = [p.wait(timeout=150) for p in procs]
     finally:
         for p in procs:
@@ -261,6 +273,18 @@ def test_a_straggler_on_another_node_is_named(tmp_path):
         for log in logs:
             log.close()
     assert codes == [0, 0], out
+    return here, g, every, dumps, work, out
+
+
+@pytest.mark.full  # tests/README.md: the full tier
+@pytest.mark.timeout(480)
+def test_a_straggler_on_another_node_is_named(tmp_path):
+    """Issue 31: two torchrun agents on loopback, two ranks each, each node with its own dump_dir; rank 3 (on
+    the second node) computes 40 % longer every step.  Its starts reach the first node's join through the
+    store (relay.py), in that node's clock (arrivals.clock_offsets), and it is named well before the end; and
+    (issue 44) that join reaches the other node too, whose report and watch name it (arrivals.read)."""
+    from c10d_observer import arrivals
+    here, g, _, dumps, work, out = _two_agents_with_a_straggler(tmp_path, "two-nodes-s")
     assert g["straggler"]["rank"] == 3 and g["straggler"]["median_lag_s"] > 0.02, (g, out)
     for d in dumps:  # every node names it: its own join, or the one the relay brought
         seen = [x for x in (arrivals.read(str(d)) or {}).get("groups") or () if len(x["ranks"]) == 4]
@@ -276,6 +300,22 @@ def test_a_straggler_on_another_node_is_named(tmp_path):
     # before it names anyone, plus a join period: a generous margin here, in a job long enough for it
     print("straggler named after %d steps of rank 3" % steps_before)
     assert steps_before <= 250, (steps_before, g)
+
+
+@pytest.mark.full  # tests/README.md: the full tier
+@pytest.mark.timeout(480)
+def test_in_a_mesh_over_two_nodes_the_slow_rank_is_named_and_the_rank_it_held_on_its_node_never(tmp_path):
+    """A data-parallel job over two nodes with tensor parallelism within each (straggler_script.py's mesh: tp
+    [2, 3] on the second node, dp [0, 2] and [1, 3] across), rank 3 slow.  Rank 2 waits for it in tp and is last
+    at its dp call with rank 0 by rank 3's lateness; the first node, which joins the dp groups, has no tp call of
+    the second node's, and named nobody (95b8dc5): the second node's relay now sends what its ranks went
+    through in between (relay_arrivals.NodeWalks), and rank 3 is named, rank 2 never, on every node."""
+    from c10d_observer import arrivals
+    here, g, every, dumps, _, out = _two_agents_with_a_straggler(tmp_path, "two-nodes-mesh", mesh=True)
+    assert {r for _, r in every} == {3}, (every, out)
+    for d in dumps:  # every node names it: its own join, or the one the relay brought
+        seen = [x["straggler"]["rank"] for x in (arrivals.read(str(d)) or {}).get("groups") or () if x.get("straggler")]
+        assert seen and set(seen) == {3}, (str(d), seen, out)
 
 
 def _complete(path):
