@@ -76,9 +76,8 @@ class Timelines(object):
         self.ends = {}  # (stream, seq) -> _ended's answer, once known: for one update (the clocks may move)
         self.covered = {}  # rank -> [since, until]: its whole documents' span, unbroken (since None: from its start)
         self.alone = {}  # rank -> its one stream, or None where it has others: a rank known by a relay's sample
-        self.relayed = set()  # the streams whose starts come by the relays (of groups across nodes): a call of one
-        # whose starts are not all in yet may be read at a later join (DEFER)
-        self.seen_to = {}  # stream -> {rank: the highest seq of its starts come}, of the relayed streams
+        self.seen_to = {}  # stream -> {rank: the highest seq of its starts come}: the streams whose starts come by
+        # the relays (groups across nodes), where a call whose starts are not all in yet may be read later (DEFER)
         self.walks = {}  # stream -> {seq: {rank: walk()'s answer, None or DEFER}}: another node's ranks', as its
         # relay sent them (the collector's), until the call is joined (``forget``)
 
@@ -93,10 +92,9 @@ class Timelines(object):
         walk}}} of ranks of other nodes, as their relays sent them (``walk``; None: not known; DEFER: not yet);
         ``relayed``: the streams of relayed documents."""
         self.ends = {}
-        self.relayed.update(relayed)
-        for stream in self.relayed.intersection(calls):
+        for stream in relayed:
             top = self.seen_to.setdefault(stream, {})
-            for seq, starts in calls[stream].items():
+            for seq, starts in calls.get(stream, {}).items():
                 for r in starts:
                     if top.get(r, 0) < seq:
                         top[r] = seq
@@ -194,8 +192,8 @@ class Timelines(object):
         got = lo, hi, seq not in self.rooted.get(stream, ())
         if lo is not None:
             self.ends[(stream, seq)] = got
-        elif stream in self.relayed and ranks:  # the other nodes' starts come by their relays, a round or two
-            top = self.seen_to.get(stream, {})  # later, but for a call not in their sample (past it already)
+        elif stream in self.seen_to and ranks:  # the other nodes' starts come by their relays, a round or two
+            top = self.seen_to[stream]  # later, but for a call not in their sample (past it already)
             if any(top.get(r, 0) < seq for r in ranks if r not in starts):
                 return DEFER, None, got[2]
         return got
