@@ -93,8 +93,8 @@ def judge(seed, check_healthy=True, skew=False, two=False, source="exact", shape
         return Result(case, mode, None, [], "", not why, why, False, None)
     if docs is None:
         return Result(case, mode, "nohang", [], "the fault made no hang", not why, why, False, None)
-    if not case.undecidable and not two and source in simulate.AT_HANG_SOURCES:
-        case = simulate.flag_at_hang(case, faulty)
+    if not case.undecidable and not two:
+        case = simulate.flag_at_hang(case, faulty, source)
     v = _verdict.analyze(docs)
     outcome = simulate.classify(case, v.culprit_ranks)
     if outcome == "wrong" and two and (case.undecidable or _mimicked(case, v.culprit_ranks)):
@@ -252,8 +252,8 @@ def replay(seed, out=sys.stdout, skew=False, two=False, source="exact", shape=No
     if docs is None:
         w("no hang\n")
         return
-    if not case.undecidable and not two and source in simulate.AT_HANG_SOURCES:
-        case = simulate.flag_at_hang(case, faulty)
+    if not case.undecidable and not two:
+        case = simulate.flag_at_hang(case, faulty, source)
         if case.undecidable:
             w("undecidable at the hang: %s\n" % case.why_undecidable)
     v = _verdict.analyze(docs)

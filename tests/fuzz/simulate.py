@@ -1164,18 +1164,31 @@ def healthy_docs(sim, typed=False):
 
 # the source models whose documents are a function of the calls each rank ran, so that a twin's calls that no
 # rank ran (past a rank's hang) leave them alike: programs.undecidable_at_hang's flags hold (test_fuzz_twins).
-# Not the NCCL model: a rank's Python issues the calls after the one its GPU waits in, and a twin's differ.
+# Not the NCCL model: a rank's Python issues the calls after the one its GPU waits in, and a twin's may differ;
+# there a flag holds where its twin, built (twins.same_documents), leaves the same documents.
 AT_HANG_SOURCES = ("exact", "recorder")
 
 
-def flag_at_hang(case, faulty):
+def flag_at_hang(case, faulty, source="exact"):
     """The case, flagged undecidable where the faulty run's state at the hang shows a twin
-    (programs.undecidable_at_hang; ``faulty``: the case's Sim, run)."""
+    (programs.undecidable_at_hang; ``faulty``: the case's Sim, run): under the NCCL model only where that twin,
+    built, leaves the case's NCCL documents; under nccl-sizes (a desync's smaller members finish) never."""
+    if source not in AT_HANG_SOURCES and source != "nccl":
+        return case
     world = case.program.world
     blocked = {r: faulty.blocked[r] for r in range(world) if faulty.state[r] == "blocked"}
     why = programs.undecidable_at_hang(case.program, case.fault, case.calls, dict(enumerate(faulty.started)),
                                        blocked)
-    return case._replace(undecidable=True, why_undecidable=why) if why else case
+    if not why:
+        return case
+    flagged = case._replace(undecidable=True, why_undecidable=why)
+    if source == "nccl":
+        from . import twins  # twins builds on this module
+        kind = twins.same_documents(flagged, faulty, source)
+        if kind is None:
+            return case
+        flagged = flagged._replace(why_undecidable=why + " (its twin built: the same NCCL documents)")
+    return flagged
 
 
 def classify(case, culprits):

@@ -1,0 +1,149 @@
+"""The twins of ``programs.undecidable_at_hang``'s flags, built: for a case and its faulty run, the program a user
+may write and its one fault on another rank that leave the case's documents (issue 42).  Each builder gives
+(the twin program's calls per rank, the twin's faulty calls, the twin's culprit); ``same_documents`` runs them
+and holds their documents against the case's.  tests/unit/test_fuzz_twins.py checks every flag's twin under the
+source models whose documents are a function of the calls the ranks ran (simulate.AT_HANG_SOURCES); under the
+NCCL model, where a rank's Python issues calls past the one its GPU waits in, ``simulate.flag_at_hang`` flags a
+case only where a twin built here leaves the same NCCL documents.  Pure Python, no torch.  Python 3.8."""
+from . import programs, simulate
+
+
+def documents_of(program, calls, seed, source="exact"):
+    """The documents of ``calls`` run on ``program``'s groups, as the case's own are rendered (simulate.run_case)."""
+    sim = simulate.Sim(program._replace(calls=calls), calls).run()
+    return sim, simulate.documents(sim, simulate.mode_of(seed), source=source, period=simulate.period_of(seed))
+
+
+def healthy_ends(program, calls):
+    sim = simulate.Sim(program._replace(calls=calls), calls).run()
+    return not sim.hung
+
+
+def sparse(case, faulty):
+    """The program with one more call on S ahead of the W call the partner waits in (the call the rank waits in,
+    on both ranks of S), and that fault: the partner skipped it.  (twin program, twin faulty calls, its culprit)"""
+    f = case.fault
+    rank = f.rank
+    s_gid, _ = faulty.blocked[rank]
+    partner = [x for x in case.program.groups[s_gid].ranks if x != rank][0]
+    w_gid, place = faulty.blocked[partner]
+    extra = case.calls[rank][f.index]  # the S call the rank issued after the skip (or first, a swap), and waits in
+    healthy = {q: list(cs) for q, cs in case.program.calls.items()}
+    for q in (rank, partner):
+        healthy[q].insert(programs.nth_call(healthy[q], w_gid, place), extra)
+    twin_faulty = {q: list(cs) for q, cs in healthy.items()}
+    del twin_faulty[partner][programs.nth_call(healthy[partner], w_gid, place) - 1]
+    return healthy, twin_faulty, partner
+
+
+def sibling(case, faulty):
+    """The program whose every group of the pair's family issues, at the place, the call the rank issued there (a
+    one-off of the program's), and that fault: the partner issued the program's call of before (a mismatch).
+    (twin program, twin faulty calls, its culprit)"""
+    f, c, program = case.fault, case.fault.call, case.program
+    issued = case.calls[f.rank][f.index]  # a mismatch's call, or the call after a skip (on the same group)
+    assert issued.group == c.group
+    index_of_root = program.groups[c.group].ranks.index(issued.root) if issued.root is not None else None
+    healthy = {q: list(cs) for q, cs in program.calls.items()}
+    for gid in program.families[program.groups[c.group].family]:
+        for q in program.groups[gid].ranks:
+            i = next(i for i, x in enumerate(healthy[q]) if (x.group, x.step, x.slot) == (gid, c.step, c.slot))
+            mine = healthy[q][i]
+            root = program.groups[gid].ranks[index_of_root] if index_of_root is not None else None
+            healthy[q][i] = (issued if q == f.rank else
+                             issued._replace(group=gid, root=root, step=mine.step, slot=mine.slot, at=mine.at))
+    partner = [x for x in program.groups[c.group].ranks if x != f.rank][0]
+    twin_faulty = {q: list(cs) for q, cs in healthy.items()}
+    i = next(i for i, x in enumerate(healthy[partner]) if (x.group, x.step, x.slot) == (c.group, c.step, c.slot))
+    twin_faulty[partner][i] = program.calls[partner][i]
+    return healthy, twin_faulty, partner
+
+
+def shifted(case, faulty):
+    """The program of the rank's calls as it issued them (one call fewer in the run), and that fault: the partner
+    issued the run's call at the seq where both wait, in place of the rank's (a mismatch).  (twin program, twin
+    faulty calls, its culprit)"""
+    f = case.fault
+    gid, seq = faulty.blocked[f.rank]
+    partner = [x for x in case.program.groups[gid].ranks if x != f.rank][0]
+    mine, theirs = case.calls[f.rank], case.program.calls[partner]
+    i, j = programs.nth_call(mine, gid, seq), programs.nth_call(theirs, gid, seq)
+    healthy = {q: list(cs) for q, cs in case.program.calls.items()}
+    healthy[f.rank] = list(mine)
+    healthy[partner] = theirs[:j] + [mine[i]._replace(at=theirs[j].at)] + mine[i + 1:]
+    twin_faulty = {q: list(cs) for q, cs in healthy.items()}
+    twin_faulty[partner][j] = theirs[j]
+    return healthy, twin_faulty, partner
+
+
+def swapped(case, faulty):
+    """The program with the W call and the first call of the other slot the other way round on both ranks of W,
+    and that fault: the partner issued them in the case's program order (a swap).  (twin program, twin faulty
+    calls, its culprit)"""
+    f = case.fault
+    w = case.program.groups[f.call.group]
+    partner = [x for x in w.ranks if x != f.rank][0]
+    place = 1 + sum(1 for x in case.program.calls[f.rank][:f.index] if x.group == f.call.group)
+    j = programs.nth_call(case.program.calls[partner], f.call.group, place)
+    healthy = {q: list(cs) for q, cs in case.program.calls.items()}
+    healthy[f.rank] = list(case.calls[f.rank])  # the rank's calls as it issued them are the twin's program
+    x, y = healthy[partner][j], healthy[partner][j + 1]
+    healthy[partner][j], healthy[partner][j + 1] = y._replace(at=x.at), x._replace(at=y.at)
+    twin_faulty = {q: list(cs) for q, cs in healthy.items()}
+    twin_faulty[partner] = list(case.program.calls[partner])  # the partner swapped them back: a swap, one fault
+    return healthy, twin_faulty, partner
+
+
+BUILDERS = {"sparse": sparse, "sibling": sibling, "shifted": shifted, "sparse_swap": sparse, "swapped": swapped}
+
+
+def synced_as(faulty, program, twin_faulty):
+    """NCCL model: ``twin_faulty`` with each rank's run-ahead cut where the case's was (``faulty``: the case's Sim,
+    run).  A rank whose GPU waits in a call issued the calls after it up to a synchronisation (simulate.ahead):
+    in the case, the end of its step; a program may hold one anywhere (a ``loss.item()``, a flag's all_reduce read
+    back), at any time.  So in the twin, the calls past the one its GPU waits in are enqueued at the case's times
+    and the twin synchronises where the case did: the same calls, if they are the same, leave the same documents
+    (``same_documents`` renders them and holds them equal, which is the check).  The twin's calls per rank."""
+    twin = simulate.Sim(program._replace(calls=twin_faulty), twin_faulty).run()
+    out = dict(twin_faulty)
+    for r in range(program.world):
+        if faulty.state[r] != "blocked" or twin.state[r] != "blocked":
+            continue
+        more, _ = simulate.ahead(faulty, r)
+        calls, i = list(out[r]), twin.ptr[r] - 1
+        if i + len(more) >= len(calls):
+            continue  # the twin has fewer calls there: its documents will differ
+        step = calls[i].step
+        for j, (_, _, _, _, t) in enumerate(more, i + 1):
+            calls[j] = calls[j]._replace(step=step, at=t - simulate.T0)
+        if i + len(more) + 1 < len(calls):
+            calls[i + len(more) + 1] = calls[i + len(more) + 1]._replace(step=step + 0.5)  # a synchronisation
+        out[r] = calls
+    return out
+
+
+def same_documents(case, faulty, source):
+    """The kind of the twin ``case.why_undecidable`` (``programs.undecidable_at_hang``'s reason) describes, built,
+    where its documents under ``source`` are the case's (``faulty``: the case's Sim, run), its culprit another rank,
+    its program ending healthy and its own fault hanging it; or None."""
+    why = case.why_undecidable or ""
+    if why.startswith(("a skip of", "a swap of")):
+        kinds = ("sparse", "swapped") if why.startswith("a swap of") else ("sparse",)
+    elif why.startswith("a skip on group"):
+        kinds = ("shifted",)
+    else:
+        kinds = ("sibling",)
+    _, mine = documents_of(case.program, case.calls, case.seed, source)
+    for kind in kinds:
+        healthy, twin_faulty, culprit = BUILDERS[kind](case, faulty)
+        if culprit in case.expected or not healthy_ends(case.program, healthy):
+            continue
+        twin, theirs = documents_of(case.program, twin_faulty, case.seed, source)
+        if twin.hung and theirs == mine:
+            return kind
+        if source == "nccl":  # the twin with its synchronisations where the case's Pythons stopped
+            twin, theirs = documents_of(case.program, synced_as(faulty, case.program, twin_faulty), case.seed,
+                                        source)
+            if twin.hung and theirs == mine:
+                return kind + ", synchronised where the case's ranks were"
+    return None
