@@ -1,7 +1,7 @@
 """What a node's relay spends reading its ranks' calls between two calls of a group across nodes
 (relay_arrivals.NodeWalks, issue 44): 8 ranks, each step a tp all_reduce on the node's own group and a dp
 all_reduce across nodes, at STEPS steps a second; every KEEP_EVERY_S (1 s) the relay takes the documents
-written since (each holds the last 3 s) and walks the dp calls it keeps (the sample's blocks: block_every at a
+written since (each holds the last RECENT_PERIODS x PERIOD_S, 5 s; 3 s before 2026-12-03) and walks the dp calls it keeps (the sample's blocks: block_every at a
 round of ARRIVALS_EVERY_S, the last ARRIVALS_BLOCKS blocks).  Printed: ms of one core per second of the job
 (the relay's keep), and the share's packed bytes with and without the walks; the mean of 20 s of the job after
 10 s of warm-up.
@@ -44,11 +44,12 @@ def measure(steps_per_s):
     walker = relay_arrivals.NodeWalks()
     every = relay_arrivals.block_every(2.0 * steps_per_s, relay_arrivals.ARRIVALS_EVERY_S)
     spent, share, plain = 0.0, None, None
+    span = arrivals.RECENT_PERIODS * arrivals.PERIOD_S  # what each rank's document holds
     for s in range(3, total + 1):
         now = 1000.0 + s
         docs = [{"rank": r, "job_id": "j", "written_at": now, "members": members[r],
-                 "whole": {"since": now - 3.0, "until": now},
-                 "streams": {st: [p for p in pairs if now - 3.0 <= p[1] <= now] for st, pairs in starts[r].items()}}
+                 "whole": {"since": now - span, "until": now},
+                 "streams": {st: [p for p in pairs if now - span <= p[1] <= now] for st, pairs in starts[r].items()}}
                 for r in range(RANKS)]
         t = time.perf_counter()
         walker.feed(docs)

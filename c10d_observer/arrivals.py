@@ -27,8 +27,12 @@ from . import streams as _streams
 from .timelines import DEFER, END_SKEW_S, NOT_OWN, UNKNOWN, Timelines, merge_calls
 
 PERIOD_S = 2.0  # how often a watchdog writes its rank's starts, and the node's leader joins them
-RECENT_PERIODS = 1.5  # a document carries the starts seen in this many periods (a leader a little late still
-# joins them), at most KEEP a stream
+RECENT_PERIODS = 2.5  # a document carries the starts seen in this many periods, at most KEEP a stream: each
+# watchdog writes at its own phase and the leader joins at its own, each a poll late at times, so the leader's
+# reads of one rank's documents come up to two writes apart (a period's join skipped while the one before
+# runs: more); a document that spans less breaks the rank's timeline there, and a lateness read across the
+# break is not known (UNKNOWN).  At 1.5 (3 s) a 4-rank DDP job on a busy 2-core machine lost 22-40 % of its
+# calls so, and its straggler was named after 86-124 steps where 50 suffice; at 2.5, 2-3 % (2026-12-03)
 WINDOW = 1000  # calls of a group the rule looks at
 KEEP = 2000  # starts a watchdog keeps per stream until it writes them
 MIN_CALLS = 50  # calls of a group joined before the rule names anyone
@@ -102,7 +106,8 @@ class ArrivalLog(object):
         group's as all it issued only over the span its documents cover: Timelines)."""
         since = wall_now - RECENT_PERIODS * period_s
         rooted = {s: [q for q, (t, seen, ro) in d.items() if ro and seen >= since] for s, d in self.starts.items()}
-        whole = {"since": since, "until": wall_now if self.until is None else min(wall_now, self.until)}
+        whole = {"since": self._whole_since(since),
+                 "until": wall_now if self.until is None else min(wall_now, self.until)}
         if self.gap is not None:
             whole["gap"] = self.gap
         return {"format": "c10d_observer.arrivals", "version": 2, "rank": rank, "pid": pid, "job_id": job_id,
@@ -110,6 +115,23 @@ class ArrivalLog(object):
                 "streams": {s: [[q, round(t, 6)] for q, (t, seen, _) in d.items() if seen >= since]
                             for s, d in self.starts.items()},
                 "rooted": {s: q for s, q in rooted.items() if q}}
+
+
+    def _whole_since(self, since):
+        """From when a document of the starts seen since ``since`` holds every call its rank started: each stream's
+        calls are seen in order, so every call that started after the latest start seen before ``since`` (on any
+        stream) was seen since, and is here.  A source that reads its starts late (torch's recorder, read in
+        batches seconds after the calls: 10 s on 2.15 in the full tier's DDP job, 2026-12-03) has its documents
+        whole from there, where ``since`` would leave the calls started before it out of every document's span
+        (a break in the rank's timeline at each one: the lateness at those calls not known).  ``since`` where
+        nothing was seen before it."""
+        latest = None
+        for d in self.starts.values():
+            for t, seen, _ in reversed(d.values()):
+                if seen < since:
+                    latest = t if latest is None else max(latest, t)
+                    break
+        return since if latest is None else min(since, latest)
 
 
 def members_json(members):

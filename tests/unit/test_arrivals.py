@@ -257,17 +257,36 @@ def test_a_document_says_over_which_span_it_holds_every_call_its_rank_issued():
     after its last start put unknown (``until``); neither where every call came."""
     log = arrivals.ArrivalLog()
     ns = 10 ** 9
+    since = 1010.0 - arrivals.RECENT_PERIODS * arrivals.PERIOD_S  # the span a document covers at 1010
     log.observe([_state("1", [(1, 0, 1 * ns), (2, 0, 2 * ns)])], 10 * ns, 1010.0)
-    assert log.document(0, 1, "j", 1010.0, {})["whole"] == {"since": 1007.0, "until": 1010.0}
+    assert log.document(0, 1, "j", 1010.0, {})["whole"] == {"since": since, "until": 1010.0}
     log.observe([_state("1", [(3, 0, 3 * ns), (6, 0, 6 * ns)])], 10 * ns, 1010.0)  # 4 and 5 lost
     assert log.document(0, 1, "j", 1010.0, {})["whole"]["gap"] == 1006.0
     log = arrivals.ArrivalLog()  # a recorder source: calls 1-3 read, its group's stream has seen 5 begin
     log.observe([_state("1", [], last=5)], 10 * ns, 1010.0,
                 [_state("1", [(q, 0, q * ns) for q in (1, 2, 3)], kind="arrivals")])
-    assert log.document(0, 1, "j", 1010.0, {})["whole"] == {"since": 1007.0, "until": 1003.0}
+    assert log.document(0, 1, "j", 1010.0, {})["whole"] == {"since": since, "until": 1003.0}
     log.observe([_state("1", [], last=5)], 10 * ns, 1010.0,
                 [_state("1", [(q, 0, q * ns) for q in (4, 5)], kind="arrivals")])
-    assert log.document(0, 1, "j", 1010.0, {})["whole"] == {"since": 1007.0, "until": 1010.0}
+    assert log.document(0, 1, "j", 1010.0, {})["whole"] == {"since": since, "until": 1010.0}
+
+
+def test_a_document_of_starts_read_late_is_whole_from_the_last_start_read_before_its_span():
+    """A recorder's starts come in batches, read seconds after the calls (10 s on 2.15 in the full tier's DDP job):
+    a document holds the starts seen in its span, and every call started after the latest start seen before the
+    span was seen in it, so it is whole from there, not from the span's start (which left the calls of each late
+    batch out of every document's span: whose lateness it was, not known at any of them).  Where nothing was seen
+    before the span, from the span's start."""
+    ns = 10 ** 9
+    span = arrivals.RECENT_PERIODS * arrivals.PERIOD_S
+    log = arrivals.ArrivalLog()
+    log.observe([_state("1", [(q, 0, q * ns) for q in (1, 2, 3, 4)])], 20 * ns, 1000.0 + 20 - span - 1)  # seen early
+    log.observe([_state("1", [(q, 0, q * ns) for q in range(5, 18)])], 20 * ns, 1020.0)  # a batch read late
+    doc = log.document(0, 1, "j", 1020.0, {})
+    assert [q for q, _ in doc["streams"]["1"]] == list(range(5, 18))
+    assert doc["whole"]["since"] == 1000.0 + 4 - span - 1  # the start of #4, seen before the span: #5 on are here
+    later = log.document(0, 1, "j", 1020.0 + span + 2, {})  # nothing seen since: whole from the last start, #17
+    assert later["streams"]["1"] == [] and later["whole"]["since"] == 1000.0 + 17
 
 
 def test_a_ranks_calls_between_two_of_a_group_are_read_only_where_its_documents_hold_them_all():
@@ -409,3 +428,35 @@ def test_a_hosts_clock_is_read_from_each_ranks_next_call_on_any_stream():
                                    lambda r, st, q, t: nxt[q][r])["b"]
     assert wide["error_s"] > 0.02 and tight["error_s"] < arrivals.END_SKEW_S + 0.0005, (wide, tight)
     assert abs(tight["offset_s"] - 0.37) <= tight["error_s"] + 0.0003
+
+
+def test_a_leader_that_reads_a_ranks_documents_two_writes_apart_still_knows_whose_lateness_it_was():
+    """Each watchdog writes its rank's starts every period at its own phase, and the node's leader joins at its
+    own, each a poll late at times: the leader's reads of one rank's documents come up to two writes apart (and
+    more where a period's join is skipped while the one before runs).  A document spans RECENT_PERIODS periods;
+    at 1.5 (3 s), a rank's timeline broke at each read 4 s after the one before, and at the calls across the
+    break whose lateness it was could not be told (UNKNOWN): a 4-rank DDP job on a busy 2-core machine lost
+    22-40 % of its calls so, its straggler named after 86-124 steps (the full tier's 100-step test failed on
+    2.15, 2026-12-03).  Here: 4 ranks, a step of two calls (DDP's gradients, then the loss right after), rank 3
+    40 % slower; each rank writes every 2 s at its own phase, the leader reads every 4 s."""
+    period = arrivals.PERIOD_S
+    span = arrivals.RECENT_PERIODS * period
+    whole = _docs(4, 300, late=3, slower=0.4, per_step=2, step_s=0.1, jitter=0.01)
+    starts = {d["rank"]: d["streams"]["0"] for d in whole}
+    end = max(t for pairs in starts.values() for _, t in pairs)
+
+    def written(r, at):  # rank r's last document written by ``at`` (its writes every period, at its phase)
+        w = 1000.0 + 0.45 * r + period * ((at - 1000.0 - 0.45 * r) // period)
+        return {"rank": r, "written_at": w, "whole": {"since": w - span, "until": w},
+                "streams": {"0": [p for p in starts[r] if w - span <= p[1] <= w]}}
+
+    s = arrivals.Stragglers()
+    at = 1000.0 + 2.0 * period
+    while at < end + 2.0 * period:
+        docs = [written(r, at) for r in range(4)]
+        doc = s.update(docs, {"0": [0, 1, 2, 3]}, at)
+        at += 2.0 * period  # the leader reads every other write
+    g = doc["groups"][0]
+    assert g["calls"] == 300, g  # every call joined (at 1.5 periods, 104: the others' starts were never read)
+    assert sum(g["last_share"].values()) >= 0.95, g  # and whose lateness it was known at all but a few
+    assert g["straggler"] and g["straggler"]["rank"] == 3 and g["straggler"]["calls"] >= 140, g  # (1.5: nobody)
