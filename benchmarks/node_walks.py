@@ -1,8 +1,8 @@
 """What a node's relay spends reading its ranks' calls between two calls of a group across nodes
 (relay_arrivals.NodeWalks, issue 44): 8 ranks, each step a tp all_reduce on the node's own group and a dp
 all_reduce across nodes, at STEPS steps a second; every KEEP_EVERY_S (1 s) the relay takes the documents
-written since (each holds the last RECENT_PERIODS x PERIOD_S, 5 s; 3 s before 2026-12-03) and walks the dp calls it keeps (the sample's blocks: block_every at a
-round of ARRIVALS_EVERY_S, the last ARRIVALS_BLOCKS blocks).  Printed: ms of one core per second of the job
+written since (each holds the last RECENT_PERIODS x PERIOD_S: 5 s, 3 s before 2026-12-03) and walks the dp
+calls it keeps (the sample's blocks: block_every at a round of ARRIVALS_EVERY_S, the last ARRIVALS_BLOCKS blocks).  Printed: ms of one core per second of the job
 (the relay's keep), and the share's packed bytes with and without the walks; the mean of 20 s of the job after
 10 s of warm-up.
 

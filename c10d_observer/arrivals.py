@@ -32,7 +32,7 @@ RECENT_PERIODS = 2.5  # a document carries the starts seen in this many periods,
 # reads of one rank's documents come up to two writes apart (a period's join skipped while the one before
 # runs: more); a document that spans less breaks the rank's timeline there, and a lateness read across the
 # break is not known (UNKNOWN).  At 1.5 (3 s) a 4-rank DDP job on a busy 2-core machine lost 22-40 % of its
-# calls so, and its straggler was named after 86-124 steps where 50 suffice; at 2.5, 2-3 % (2026-12-03)
+# calls so, and its straggler went unnamed in its 140 steps in 3 runs of 6; at 2.5, 2-3 % (2026-12-03)
 WINDOW = 1000  # calls of a group the rule looks at
 KEEP = 2000  # starts a watchdog keeps per stream until it writes them
 MIN_CALLS = 50  # calls of a group joined before the rule names anyone
@@ -115,7 +115,6 @@ class ArrivalLog(object):
                 "streams": {s: [[q, round(t, 6)] for q, (t, seen, _) in d.items() if seen >= since]
                             for s, d in self.starts.items()},
                 "rooted": {s: q for s, q in rooted.items() if q}}
-
 
     def _whole_since(self, since):
         """From when a document of the starts seen since ``since`` holds every call its rank started: each stream's
