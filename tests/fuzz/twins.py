@@ -97,6 +97,17 @@ def swapped(case, faulty):
 BUILDERS = {"sparse": sparse, "sibling": sibling, "shifted": shifted, "sparse_swap": sparse, "swapped": swapped}
 
 
+def going_on(program, calls):
+    """``calls`` (per rank) with one more world barrier after each rank's last: the program goes on after the
+    place (a ``barrier()`` before the checkpoint it saves at the end, say).  Where every rank of the twin's hang
+    waits before it, no rank issues it, but an NCCL rank whose GPU waits in the last call its Python issued then
+    waits for its step's end, as the case's did, where the program's end would be its wait otherwise."""
+    last = max(c.step for cs in calls.values() for c in cs)
+    at = max(c.at for cs in calls.values() for c in cs) + programs.STEP_S
+    end = programs.Call("0", "barrier", None, None, None, last + 1, len(program.template) + 1, at)
+    return {q: list(cs) + [end] for q, cs in calls.items()}
+
+
 def synced_as(faulty, program, twin_faulty):
     """NCCL model: ``twin_faulty`` with each rank's run-ahead cut where the case's was (``faulty``: the case's Sim,
     run).  A rank whose GPU waits in a call issued the calls after it up to a synchronisation (simulate.ahead):
@@ -141,9 +152,17 @@ def same_documents(case, faulty, source):
         twin, theirs = documents_of(case.program, twin_faulty, case.seed, source)
         if twin.hung and theirs == mine:
             return kind
-        if source == "nccl":  # the twin with its synchronisations where the case's Pythons stopped
-            twin, theirs = documents_of(case.program, synced_as(faulty, case.program, twin_faulty), case.seed,
-                                        source)
+        if source != "nccl":
+            continue
+        # the twin with its synchronisations where the case's Pythons stopped; and going on after the place
+        variants = ((", synchronised where the case's ranks were", healthy, synced_as(faulty, case.program,
+                                                                                         twin_faulty)),
+                    (", going on after the place", going_on(case.program, healthy),
+                     going_on(case.program, twin_faulty)))
+        for how, program_calls, calls in variants:
+            if program_calls is not healthy and not healthy_ends(case.program, program_calls):
+                continue
+            twin, theirs = documents_of(case.program, calls, case.seed, source)
             if twin.hung and theirs == mine:
-                return kind + ", synchronised where the case's ranks were"
+                return kind + how
     return None

@@ -104,18 +104,24 @@ NCCL_ALIKE = ((7000189, "sibling"), (7000044, "sibling"), (7001472, "sparse"), (
 # rank, whose partner skipped the pair's extra call, issues the rest of its step unless the program synchronises
 # after that call) ...
 NCCL_SYNCED = ((7000180, "sparse"), (7000242, "sparse"), (7003440, "sibling"))
-# ... and whose twin does not (22): a rank's Python issued a call past the one its GPU waits in that the twin's
-# does not issue there (7005304: rank 1 issued all_reduce #4 on group 1 where the twin's rank issues group 0's #4)
-NCCL_APART = ((7005304, "sparse"), (7000236, "shifted"), (7008294, "sibling"))
+# ... or with a barrier after the program's end (twins.going_on: 18 of seed 7's 100,000 at step 3+; 7000236:
+# rank 0's GPU waits in broadcast #57, the last call its Python issued; the case's Python then waits at its step's
+# end, for the epilogue's barrier comes after; the twin's, whose program ends at that broadcast, at the program's
+# end: with a barrier after it, at the step's end too) ...
+NCCL_GOING_ON = ((7000236, "shifted"), (7020525, "shifted"))
+# ... and whose twin does not (22 of the first 20,000): a rank's Python issued a call past the one its GPU waits in
+# that the twin's does not issue there (7005304: rank 1 issued all_reduce #4 on group 1 where the twin's rank
+# issues group 0's #4)
+NCCL_APART = ((7005304, "sparse"), (7008294, "sibling"))
 
 
-@pytest.mark.parametrize("seed,kind", NCCL_ALIKE + NCCL_SYNCED + NCCL_APART)
+@pytest.mark.parametrize("seed,kind", NCCL_ALIKE + NCCL_SYNCED + NCCL_GOING_ON + NCCL_APART)
 def test_under_the_nccl_model_a_case_is_flagged_where_its_twin_leaves_the_same_documents(seed, kind):
     """Under the NCCL model each rank's Python runs ahead of its GPU to a synchronisation, so a twin of the exact
     model's flag may leave other documents: the flag holds there only where the twin, built and run, leaves the
-    case's NCCL documents, as built or with a synchronisation where the case's Pythons stopped (a program may
-    hold one anywhere: simulate.flag_at_hang, twins.same_documents), as this test builds it again; and the
-    verdict names nobody in any of the three (where no twin leaves the same documents, the NCCL documents
+    case's NCCL documents, as built, with a synchronisation where the case's Pythons stopped (a program may
+    hold one anywhere) or going on after its end with one more barrier (simulate.flag_at_hang,
+    twins.same_documents), as this test builds it again; and the verdict names nobody in any of them (where no twin leaves the same documents, the NCCL documents
     hold more than the calls the verdict reads: run.py counts those undecided, not flagged)."""
     case = programs.make_case(seed)
     faulty = _faulty(case)
@@ -130,6 +136,12 @@ def test_under_the_nccl_model_a_case_is_flagged_where_its_twin_leaves_the_same_d
     synced_sim, theirs = twins.documents_of(case.program, synced, seed, "nccl")
     assert synced_sim.hung
     assert (theirs == mine) is ((seed, kind) in NCCL_ALIKE + NCCL_SYNCED)
+    on = twins.going_on(case.program, twin_faulty)
+    assert twins.healthy_ends(case.program, twins.going_on(case.program, healthy))
+    on_sim, theirs = twins.documents_of(case.program, on, seed, "nccl")
+    assert on_sim.hung
+    if (seed, kind) not in NCCL_ALIKE:  # (as built alike: the barrier after changes nothing of a rank's wait)
+        assert (theirs == mine) is ((seed, kind) in NCCL_GOING_ON)
     flagged = simulate.flag_at_hang(case, faulty, "nccl")
     assert flagged.undecidable is ((seed, kind) not in NCCL_APART), flagged.why_undecidable
     assert not verdict.analyze(mine).culprit_ranks
