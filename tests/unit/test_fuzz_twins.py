@@ -121,8 +121,9 @@ def test_under_the_nccl_model_a_case_is_flagged_where_its_twin_leaves_the_same_d
     model's flag may leave other documents: the flag holds there only where the twin, built and run, leaves the
     case's NCCL documents, as built, with a synchronisation where the case's Pythons stopped (a program may
     hold one anywhere) or going on after its end with one more barrier (simulate.flag_at_hang,
-    twins.same_documents), as this test builds it again; and the verdict names nobody in any of them (where no twin leaves the same documents, the NCCL documents
-    hold more than the calls the verdict reads: run.py counts those undecided, not flagged)."""
+    twins.same_documents), as this test builds it again; and the verdict names nobody in any of them (where no
+    twin leaves the same documents, the NCCL documents hold more than the calls the verdict reads: run.py counts
+    those undecided, not flagged)."""
     case = programs.make_case(seed)
     faulty = _faulty(case)
     assert simulate.flag_at_hang(case, faulty).undecidable  # the exact model's flag
@@ -140,7 +141,7 @@ def test_under_the_nccl_model_a_case_is_flagged_where_its_twin_leaves_the_same_d
     assert twins.healthy_ends(case.program, twins.going_on(case.program, healthy))
     on_sim, theirs = twins.documents_of(case.program, on, seed, "nccl")
     assert on_sim.hung
-    if (seed, kind) not in NCCL_ALIKE:  # (as built alike: the barrier after changes nothing of a rank's wait)
+    if (seed, kind) not in NCCL_ALIKE:  # (alike as built; with the barrier, a rank that waited at its end differs)
         assert (theirs == mine) is ((seed, kind) in NCCL_GOING_ON)
     flagged = simulate.flag_at_hang(case, faulty, "nccl")
     assert flagged.undecidable is ((seed, kind) not in NCCL_APART), flagged.why_undecidable
