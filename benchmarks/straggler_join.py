@@ -10,6 +10,11 @@ the join holds after PERIODS_MEMORY periods (tracemalloc), within timelines.Time
 
     python benchmarks/straggler_join.py [--ranks 1024 4096 16384]    # results/straggler_join.json
     python benchmarks/straggler_join.py --memory --ranks 1024 4096   # results/straggler_join_memory.json
+    python benchmarks/straggler_join.py --span 2.5    # results/straggler_join_span2.5.json
+
+``--span P``: each period's documents hold the starts of the last P periods, as a watchdog's do
+(arrivals.RECENT_PERIODS: 1.5 until cd49184, 2.5 since), so a call comes in more than one document and the join
+reads each again; without it, each period's calls once (the documents of this benchmark until 2026-12-03).
 """
 import argparse
 import os
@@ -32,13 +37,34 @@ CALLS = 60  # a period's calls of the world group
 PERIODS = 3
 
 
+SPAN = None  # --span: the periods a document holds (None: its own period's calls, each once)
+
+
 def _docs(n, period, rng):
+    if SPAN is not None:
+        return _spanning_docs(n, period, SPAN)
     seq0, t0 = 1 + period * CALLS, 1000.0 + period * 3.0
     out = []
     for r in range(n):
         late = 0.01 if r == n - 1 else 0.0
         streams = {"0": [[seq0 + k, t0 + k * 0.05 + rng.uniform(0, 0.004) + late] for k in range(CALLS)],
                    "0:p2p:%d->%d" % (r, (r + 1) % n): [[seq0 + k, t0 + k * 0.05 + 0.02] for k in range(CALLS)]}
+        out.append({"rank": r, "host": "h0", "streams": streams})
+    return out
+
+
+def _spanning_docs(n, period, span):
+    """``_docs`` where each document holds the calls of the last ``span`` periods (the same start for a call in
+    every document that holds it: its jitter a function of the rank and the seq, 0 to 4 ms)."""
+    last = (period + 1) * CALLS
+    first = max(1, last - int(round(span * CALLS)) + 1)
+    out = []
+    for r in range(n):
+        late = 0.01 if r == n - 1 else 0.0
+        streams = {"0": [[s, 1000.0 + (s - 1) * 0.05 + ((r * 7919 + s * 104729) % 4001) * 1e-6 + late]
+                         for s in range(first, last + 1)],
+                   "0:p2p:%d->%d" % (r, (r + 1) % n): [[s, 1000.0 + (s - 1) * 0.05 + 0.02]
+                                                       for s in range(first, last + 1)]}
         out.append({"rank": r, "host": "h0", "streams": streams})
     return out
 
@@ -125,7 +151,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", type=int, nargs="+", default=[1024, 4096, 16384])
     ap.add_argument("--memory", action="store_true", help="what the join holds (tracemalloc), not its time")
+    ap.add_argument("--span", type=float, help="each period's documents hold the starts of this many periods "
+                    "(arrivals.RECENT_PERIODS); results/straggler_join_span<P>.json")
     a = ap.parse_args(argv)
+    global SPAN
+    if a.span is not None and not a.span >= 1:
+        ap.error("--span: a number of periods, 1 or more (got %s)" % a.span)
+    SPAN = a.span
     if a.memory:
         rows = _memory(a.ranks)
         _harness.write_json(os.path.join(HERE, "results", "straggler_join_memory.json"), {
@@ -146,10 +178,13 @@ def main(argv=None):
                   n, row["as it is"], row["no attribution"], row["no timelines"], took, polls, late * 1e3))
         sys.stdout.flush()
     commit = _commit()
-    _harness.write_json(os.path.join(HERE, "results", "straggler_join.json"), {
-        "command": "python benchmarks/straggler_join.py --ranks %s" % " ".join(map(str, a.ranks)), "commit": commit,
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": _harness.machine(),
-        "loadavg": _harness.loadavg(), "calls_per_period": CALLS, "rows": rows})
+    span = "" if SPAN is None else " --span %g" % SPAN
+    _harness.write_json(os.path.join(HERE, "results", "straggler_join%s.json" % span.replace(" --", "_").replace(
+        " ", "")), {
+        "command": "python benchmarks/straggler_join.py --ranks %s%s" % (" ".join(map(str, a.ranks)), span),
+        "commit": commit, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": _harness.machine(), "loadavg": _harness.loadavg(), "calls_per_period": CALLS,
+        "calls_per_document": CALLS if SPAN is None else int(round(SPAN * CALLS)), "rows": rows})
     return 0
 
 
