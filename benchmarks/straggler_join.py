@@ -35,8 +35,6 @@ import _harness  # noqa: E402  (benchmarks/_harness.py)
 
 CALLS = 60  # a period's calls of the world group
 PERIODS = 3
-
-
 SPAN = None  # --span: the periods a document holds (None: its own period's calls, each once)
 
 
@@ -160,8 +158,9 @@ def main(argv=None):
     SPAN = a.span
     if a.memory:
         rows = _memory(a.ranks)
-        _harness.write_json(os.path.join(HERE, "results", "straggler_join_memory.json"), {
-            "command": "python benchmarks/straggler_join.py --memory --ranks %s" % " ".join(map(str, a.ranks)),
+        _harness.write_json(os.path.join(HERE, "results", "straggler_join_memory%s.json" % _suffix()), {
+            "command": "python benchmarks/straggler_join.py --memory --ranks %s%s" % (
+                " ".join(map(str, a.ranks)), _span_arg()),
             "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": _harness.machine(), "periods": PERIODS_MEMORY, "rows": rows})
         return 0
@@ -178,14 +177,21 @@ def main(argv=None):
                   n, row["as it is"], row["no attribution"], row["no timelines"], took, polls, late * 1e3))
         sys.stdout.flush()
     commit = _commit()
-    span = "" if SPAN is None else " --span %g" % SPAN
-    _harness.write_json(os.path.join(HERE, "results", "straggler_join%s.json" % span.replace(" --", "_").replace(
-        " ", "")), {
-        "command": "python benchmarks/straggler_join.py --ranks %s%s" % (" ".join(map(str, a.ranks)), span),
+    _harness.write_json(os.path.join(HERE, "results", "straggler_join%s.json" % _suffix()), {
+        "command": "python benchmarks/straggler_join.py --ranks %s%s" % (" ".join(map(str, a.ranks)), _span_arg()),
         "commit": commit, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": _harness.machine(), "loadavg": _harness.loadavg(), "calls_per_period": CALLS,
         "calls_per_document": CALLS if SPAN is None else int(round(SPAN * CALLS)), "rows": rows})
     return 0
+
+
+def _span_arg():
+    return "" if SPAN is None else " --span %g" % SPAN
+
+
+def _suffix():
+    """The results file's name's end: "_span2.5" with --span 2.5, else nothing."""
+    return "" if SPAN is None else "_span%g" % SPAN
 
 
 def _commit():
