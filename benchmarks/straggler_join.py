@@ -19,7 +19,6 @@ reads each again; without it, each period's calls once (the documents of this be
 import argparse
 import os
 import select
-import random
 import subprocess
 import sys
 import threading
@@ -38,24 +37,13 @@ PERIODS = 3
 SPAN = None  # --span: the periods a document holds (None: its own period's calls, each once)
 
 
-def _docs(n, period, rng):
-    if SPAN is not None:
-        return _spanning_docs(n, period, SPAN)
-    seq0, t0 = 1 + period * CALLS, 1000.0 + period * 3.0
-    out = []
-    for r in range(n):
-        late = 0.01 if r == n - 1 else 0.0
-        streams = {"0": [[seq0 + k, t0 + k * 0.05 + rng.uniform(0, 0.004) + late] for k in range(CALLS)],
-                   "0:p2p:%d->%d" % (r, (r + 1) % n): [[seq0 + k, t0 + k * 0.05 + 0.02] for k in range(CALLS)]}
-        out.append({"rank": r, "host": "h0", "streams": streams})
-    return out
-
-
-def _spanning_docs(n, period, span):
-    """``_docs`` where each document holds the calls of the last ``span`` periods (the same start for a call in
-    every document that holds it: its jitter a function of the rank and the seq, 0 to 4 ms)."""
+def _docs(n, period):
+    """Each rank's document of a period: its starts of the world group's calls and of its p2p stream over the
+    last ``SPAN`` periods (one: the period's own calls), the last rank 10 ms late.  A call's start is the same in
+    every document that holds it: its jitter, 0 to 4 ms, a function of the rank and the seq (random until
+    2026-12-03, drawn anew per document)."""
     last = (period + 1) * CALLS
-    first = max(1, last - int(round(span * CALLS)) + 1)
+    first = max(1, last - int(round((SPAN or 1) * CALLS)) + 1)
     out = []
     for r in range(n):
         late = 0.01 if r == n - 1 else 0.0
@@ -74,9 +62,9 @@ def _timed(n, mode):
             _arrivals.Timelines.own = lambda self, *a, **k: None
         if mode == "no timelines":
             _arrivals.Timelines.add = lambda self, *a, **k: None
-        s, rng, out = _arrivals.Stragglers(), random.Random(1), []
+        s, out = _arrivals.Stragglers(), []
         for p in range(PERIODS):
-            docs = _docs(n, p, rng)
+            docs = _docs(n, p)
             t = time.time()
             s.update(docs, {"0": list(range(n))}, 2000.0 + p, "h0")
             out.append(round(time.time() - t, 3))
@@ -89,9 +77,9 @@ def _beside_the_loop(n, poll_s=0.01):
     """(seconds the join took on its thread, the longest a poll waited past its time, polls) for one period's
     join of ``n`` ranks while this thread polls every ``poll_s`` (a poll: a select's timeout, then a little
     work, as the watchdog's loop)."""
-    s, rng = _arrivals.Stragglers(), random.Random(1)
-    s.update(_docs(n, 0, rng), {"0": list(range(n))}, 2000.0, "h0")  # its first period: calls wait for the next
-    docs = _docs(n, 1, rng)
+    s = _arrivals.Stragglers()
+    s.update(_docs(n, 0), {"0": list(range(n))}, 2000.0, "h0")  # its first period: calls wait for the next
+    docs = _docs(n, 1)
     took = []
 
     def join():
@@ -119,13 +107,13 @@ def _held(n, budget=None):
     """MB the join (an arrivals.Stragglers) holds after PERIODS_MEMORY periods of ``n`` ranks, and the calls
     kept per rank; ``budget``: Timelines.BUDGET, None as it is."""
     import tracemalloc
-    s, rng = _arrivals.Stragglers(), random.Random(1)
+    s = _arrivals.Stragglers()
     if budget is not None:
         s.timelines.BUDGET = budget
     tracemalloc.start()
     try:
         for p in range(PERIODS_MEMORY):
-            s.update(_docs(n, p, rng), {"0": list(range(n))}, 2000.0 + p, "h0")
+            s.update(_docs(n, p), {"0": list(range(n))}, 2000.0 + p, "h0")
         held = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
