@@ -66,7 +66,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--skew", action="store_true", help="each rank's clock off by up to 2 h")
     ap.add_argument("--two", action="store_true", help="two faults at once, on two ranks")
-    ap.add_argument("--shape", choices=("mesh3d", "ring", "async", "ops"),
+    ap.add_argument("--shape", choices=("mesh3d", "ring", "async", "ops", "stages"),
                     help="every program of this shape, simulated and real (mesh3d: pp x dp x tp, 8-64 ranks; ring: "
                          "batch_isend_irecv rings beside world collectives; async: bursts of async all_reduces; "
                          "ops: every collective kind, rooted, coalesced and object ones; drawn only where asked)")

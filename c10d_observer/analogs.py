@@ -93,9 +93,16 @@ def like_p2p(by_rank, stream, min_shared=MIN_SHARED):
 
 
 def like(by_rank, stream, min_shared=MIN_SHARED):
-    """The collective streams of groups like ``stream``: of its size, other ranks, and issuing what its ranks
-    issued at every seq both show (at least ``min_shared`` of them)."""
-    return _like(_streams(by_rank), stream, min_shared, lambda h, me: len(h["ranks"]) == len(me["ranks"]))
+    """The collective streams of groups like ``stream``: of its size, other ranks, issuing what its ranks issued at
+    every seq both show (at least ``min_shared`` of them), and running its program as far as the calls of the
+    groups both are in show (``same_steps``).  Where some groups of its size issue what it issued and still run
+    another program, groups of one size run different programs in this job (a pipeline's stages): fewer than
+    ``MIN_GROUPS`` like it are then none (the fuzzer's shape "stages", seed 95009167: of six pairs, four ran one
+    call a step, and pair 0-1 two, with the world's call after them; the stuck pair ran two, with the world's
+    between them, which the one call of the world on record did not show; pair 0-1 spoke for its order)."""
+    found = _like(_streams(by_rank), stream, min_shared, lambda h, me: len(h["ranks"]) == len(me["ranks"]))
+    kept = [o for o in found if same_steps(by_rank, stream, o)]
+    return kept if len(kept) == len(found) or len(kept) >= MIN_GROUPS else []
 
 
 def _like(streams, stream, min_shared, fits):
@@ -110,7 +117,8 @@ def _like(streams, stream, min_shared, fits):
         if other == stream or not fits(h, me) or set(h["ranks"]) & set(me["ranks"]):
             continue
         common = [s for s in mine if s in h["calls"] and s not in h["clash"]]
-        if len(common) >= min_shared and all(h["calls"][s] == mine[s] for s in common):
+        if len(common) >= min_shared and all(h["calls"][s] == mine[s] for s in common) and _one_period(
+                mine, {q: c for q, c in h["calls"].items() if q not in h["clash"]}):
             out.append(other)
     return sorted(out, key=_natural)
 
@@ -148,13 +156,237 @@ def _one_call(past, min_groups):
     return call, sorted(who, key=_natural), (min(shared), max(shared))
 
 
+@_memo
+def collective_members(by_rank):
+    """{stream: frozenset of its ranks} of every collective stream the documents hold."""
+    out = {}
+    for doc in by_rank.values():
+        for g in doc.groups:
+            if g.kind == "collective" and g.ranks and g.stream not in out:
+                out[g.stream] = frozenset(g.members())
+    return out
+
+
+def places_on(by_rank, rank, stream, against):
+    """{seq: the last call of ``against`` that ``rank`` issued before its call #seq on ``stream`` (0: none, where
+    its history shows the first)}, for each call of ``stream`` its history shows after a call of ``against`` (or
+    after where its first would be)."""
+    doc = by_rank.get(rank)
+    calls = doc.history() if doc is not None else ()
+    out, last = {}, 0 if any(s == against and c.seq == 1 for _, s, c in calls) else None
+    for _, s, c in calls:
+        if s == against:
+            last = c.seq
+        elif s == stream and last is not None:
+            out[c.seq] = last
+    return out
+
+
+def alike_in_a_step(by_rank, stream, other, seq):
+    """Whether group ``other`` is shown to run ``stream``'s program for a whole step of it before #seq.  At a
+    group's first calls, groups of its size that agree with it call for call may still run another program: a
+    pipeline's last stage runs its loss's all_reduce on its own tensor-parallel group, a stage of more layers
+    one more all_reduce a step; before a whole step of it is on record nothing tells them apart (the fuzzer's
+    shape "stages": at step 0, seeds 96002866 and 96014116, and at step 1, 97001005, where a pair ran two
+    barriers a step, one each side of the world's all_reduce: the other pairs spoke for a program their pair
+    did not run, and the rank that kept it was named).
+
+    A step is on record where, for a group that both groups' ranks are in and whose calls fall between
+    ``other``'s (the world's, each step), a rank of ``stream`` issued some of its calls between two of that
+    group's calls, and calls of its own after the second (the step closed before its fault: the step of its
+    fault is short by the call it left out, ``_steps``); ``other`` runs its program where each of its ranks
+    issued as many calls in each such step as such a rank did, and its calls where that rank did, at every
+    seq both show.  Where no such group's calls fall between ``other``'s: where ``stream``'s record runs
+    unbroken over one period of ``other``'s calls and one call more before #seq (``_period``)."""
+    members = collective_members(by_rank)
+    mine, theirs = members.get(stream), members.get(other)
+    if not mine or not theirs or not same_steps(by_rank, stream, other):
+        return False
+    stepped_once = False
+    for a, in_a in members.items():
+        if a in (stream, other) or not (mine | theirs) <= in_a:
+            continue
+        theirs_places = [places_on(by_rank, y, other, a) for y in sorted(theirs)]
+        if not any(len(set(p.values())) >= 2 for p in theirs_places):
+            continue  # its calls do not fall between the other group's: no step shows by them
+        ours = [(p, _steps(p)) for p in (places_on(by_rank, x, stream, a) for x in sorted(mine))]
+        ours = [(p, n) for p, n in ours if n]
+        if not ours:
+            continue
+        for got in theirs_places:
+            theirs_steps = _steps(got)
+            if not any(all(p[q] == n for q, n in got.items() if q in p)
+                       and set(steps) & set(theirs_steps)
+                       and all(theirs_steps[k] == v for k, v in steps.items() if k in theirs_steps)
+                       for p, steps in ours):
+                return False
+        stepped_once = True
+    if stepped_once:
+        return True
+    table = _streams(by_rank)
+    p = _period(table[other])
+    if p is None:
+        return False
+    run = 0
+    while seq - 1 - run in table[stream]["calls"] and seq - 1 - run not in table[stream]["clash"]:
+        run += 1
+    return run >= p + 1
+
+
+def same_steps(by_rank, stream, other):
+    """Whether group ``other`` may run ``stream``'s program as far as the calls of the groups both groups' ranks
+    are in (the world's) show: each rank of ``other`` issued its calls where some rank of ``stream`` did among
+    that group's calls, at every seq both show (``places_on``), and as many calls before each of that group's
+    calls (``_counts_before``), as every rank of ``stream`` that shows it but one at most, whose are one more or
+    fewer from some call on (that rank's fault: a call left out or issued early moves what follows by one,
+    ``_one_fault_apart``); what no rank of ``stream`` shows says nothing.  Groups of one size and one kind of call are not one program where one of them runs
+    more calls a step, or runs them on the other side of the world's call (the fuzzer's shape "stages": seed
+    95004349, pair 0-1 issued a broadcast, the world's all_reduce, a broadcast each step, pair 2-3 two
+    broadcasts and then the all_reduce; seed 97006561, one pair ran two all_reduces a step where the others ran
+    one, and its ranks, five calls in at the world's all_reduce where the stuck pair's were three, said where
+    the stuck pair's #4 goes; seeds 95003939, 97005422: pairs whose counts at the world's barrier were 12, 24
+    and 8 spoke for each other's order).  True where no such group shows anything."""
+    members = collective_members(by_rank)
+    mine, theirs = members.get(stream), members.get(other)
+    if not mine or not theirs:
+        return True
+    for a, in_a in members.items():
+        if a in (stream, other) or not (mine | theirs) <= in_a:
+            continue
+        ours = [(places_on(by_rank, x, stream, a), _counts_before(by_rank, x, stream, a)) for x in sorted(mine)]
+        for y in sorted(theirs):
+            got, counts = places_on(by_rank, y, other, a), _counts_before(by_rank, y, other, a)
+            apart = [(p, c) for p, c in ours if any(p[q] != n for q, n in got.items() if q in p)
+                     or any(c[m] != k for m, k in counts.items() if m in c)]
+            if len(apart) > 1 or any(not (_one_fault_apart(p, got) and _one_fault_apart(c, counts)) for p, c in apart):
+                return False  # more than one rank's fault moves
+    return True
+
+
+def _one_fault_apart(mine, theirs):
+    """Whether a rank's places (or counts), ``mine`` ({key: n}), are another rank's, ``theirs``, but for one fault of
+    the first: they agree up to some key, and from it on each is one more, or each one fewer (an A call left out,
+    or issued early), or each is the other's at the next key, or at the key before (a call of the group's own
+    left out: its calls from there are the program's next ones); or they differ by one at one key alone (two
+    calls issued the other way round)."""
+    keys = sorted(k for k in theirs if k in mine)
+    first = next((k for k in keys if mine[k] != theirs[k]), None)
+    if first is None:
+        return True
+    if [k for k in keys if mine[k] != theirs[k]] == [first] and abs(mine[first] - theirs[first]) == 1:
+        return True  # one call issued the other way round (a swap), and the rest as the other's
+    for shift, add in ((0, 1), (0, -1), (1, 0), (-1, 0)):
+        if first + shift in theirs and all(mine[k] == theirs[k + shift] + add for k in mine
+                                           if k >= first and k + shift in theirs):
+            return True
+    return False
+
+
+def _counts_before(by_rank, rank, stream, against):
+    """{m: the calls of ``stream`` that ``rank`` issued before its call #m of ``against``} for each call of
+    ``against`` its history shows, where it shows the count (a call of ``stream`` before it, or its #1 after)."""
+    doc = by_rank.get(rank)
+    calls = doc.history() if doc is not None else ()
+    out, last, open_ = {}, None, []
+    for _, s, c in calls:
+        if s == stream:
+            if last is None and c.seq == 1:
+                out.update((m, 0) for m in open_)
+            last = c.seq
+        elif s == against:
+            if last is None:
+                open_.append(c.seq)
+            else:
+                out[c.seq] = last
+    return out
+
+
+def _steps(places):
+    """{n: the calls a rank issued between another group's calls #n and #n + 1} (``places``: places_on's), for
+    each such step whose both ends its record shows and after which it issued calls of its own: a call before
+    the step (the step began within the record) and one after it (it closed, and not at the rank's fault)."""
+    if not places:
+        return {}
+    counts = {}
+    for n in places.values():
+        counts[n] = counts.get(n, 0) + 1
+    lo, hi = min(counts), max(counts)
+    return {n: counts.get(n, 0) for n in range(max(lo + 1, 1), hi)}
+
+
+def _period(h):
+    """The smallest period of a group's calls over the longest unbroken run its record shows (``_period_of``)."""
+    return _period_of(_run_of({q: c for q, c in h["calls"].items() if q not in h["clash"]}))
+
+
+def _run_of(calls):
+    """The calls of the longest unbroken run of seqs in ``calls`` ({seq: call}), in order."""
+    best, run = [], []
+    for q in sorted(calls) + [None]:
+        if q is not None and (not run or q == run[-1] + 1):
+            run.append(q)
+            continue
+        if len(run) > len(best):
+            best = run
+        run = [q] if q is not None else []
+    return [calls[q] for q in best]
+
+
+def _period_of(run):
+    """The smallest period (at most MAX_PERIOD calls) of ``run``, repeated there twice over and one call more;
+    None where none."""
+    for p in range(1, min(MAX_PERIOD, (len(run) - 1) // 2) + 1):
+        if _holds(run, p):
+            return p
+    return None
+
+
+def _holds(run, p):
+    return all(run[i] == run[i - p] for i in range(p, len(run)))
+
+
+def _one_period(mine, theirs):
+    """Whether two groups' records ({seq: call} each) may show one program by their periods: where each shows a
+    period and they differ, one of the records runs with the other's too (a record too short to show a longer
+    period).  Two periods that neither record holds are two programs, though the records agree where they
+    overlap (the fuzzer's shape "stages", seed 97001212: a pair ran five all_reduces a step where the others
+    ran four, one of them twice; their records, 32 calls long, overlapped at four seqs where the steps fell
+    alike, and at the next the other pairs spoke for a call the pair's program did not put there)."""
+    a, b = _run_of(mine), _run_of(theirs)
+    pa, pb = _period_of(a), _period_of(b)
+    return pa is None or pb is None or pa == pb or _holds(a, pb) or _holds(b, pa)
+
+
 def early_call(by_rank, stream, seq):
     """``((op, size), streams, (first, last) or None)``: in the first calls of ``stream`` (fewer than
     ``MIN_SHARED`` before #seq), the call that ``MIN_GROUPS_EARLY`` groups like it or more issued at #seq and
     went past, all the same, each agreeing with every call before the place that both show and that
-    ``stream`` shows (``MIN_SHARED_EARLY`` of them where it shows that many; none at its first call); None
-    where nothing decides.  Many groups of its size that went past its first call, all the same way: the
-    pairs, the tensor-parallel groups of a job made by one loop over ``new_group``."""
+    ``stream`` shows (``MIN_SHARED_EARLY`` of them where it shows that many; none at its first call), and each
+    shown to run its program for a step of it before the place (``alike_in_a_step``); None where nothing
+    decides.  Many groups of its size that went past its first calls, all the same way: the pairs, the
+    tensor-parallel groups of a job made by one loop over ``new_group``."""
+    got = _early_votes(by_rank, stream, seq)
+    if got is None:
+        return None
+    call, who, shared = got
+    who = [o for o in who if alike_in_a_step(by_rank, stream, o, seq)]
+    if len(who) < MIN_GROUPS_EARLY:
+        return None
+    return call, who, shared
+
+
+def early_lead(by_rank, stream, seq):
+    """``((op, size), streams)``: where ``early_call`` decides nothing only because ``stream``'s record shows less
+    than a step of the program of the groups that agree with it (``alike_in_a_step``), the call they issued at
+    #seq: a lead for the text, never a culprit.  None otherwise."""
+    got = _early_votes(by_rank, stream, seq)
+    if got is None or early_call(by_rank, stream, seq) is not None:
+        return None
+    return got[0], got[1]
+
+
+def _early_votes(by_rank, stream, seq):
+    """``early_call``'s votes before the check of a step: (call, streams, shared seqs or None), or None."""
     me = _streams(by_rank).get(stream)
     if me is None:
         return None
@@ -173,7 +405,11 @@ def early_call(by_rank, stream, seq):
 def past_calls(by_rank, stream, seq, min_shared=MIN_SHARED):
     """``({(op, size): [streams]}, seqs)``: the calls that groups like ``stream`` issued at #seq and went past,
     and the seqs before it on which they agree with ``stream``'s ranks (at least ``min_shared``)."""
-    return _past(_streams(by_rank), stream, seq, min_shared, lambda h, me: len(h["ranks"]) == len(me["ranks"]))
+    votes, shared = _past(_streams(by_rank), stream, seq, min_shared,
+                          lambda h, me: len(h["ranks"]) == len(me["ranks"]))
+    votes = {call: kept for call, kept in ((call, [o for o in who if same_steps(by_rank, stream, o)])
+                                            for call, who in votes.items()) if kept}
+    return votes, shared
 
 
 def _past(streams, stream, seq, min_shared, fits):
@@ -191,6 +427,8 @@ def _past(streams, stream, seq, min_shared, fits):
         common = [s for s in mine if s in h["calls"] and s not in h["clash"]]
         if len(common) < min_shared or any(h["calls"][s] != mine[s] for s in common):
             continue  # another program, or too little to tell
+        if not _one_period(mine, {q: c for q, c in h["calls"].items() if q not in h["clash"]}):
+            continue  # another program, whose steps fell alike where the records overlap
         votes.setdefault(h["calls"][seq], []).append(other)
         shared += common
     return votes, shared

@@ -115,8 +115,14 @@ def _like_order(s_call, t_call, members, like, last_started, x_side=False):
                 # for the one rank against many: a link's rank speaks for T first only from the call before S's
                 # seq (a ring's link that carries one call a step, where the stuck one carries two, never
                 # reaches the seq: the fuzzer's ring seeds 61010852, 61011177, 61013297)
-                if not issued and (x_side or not p2p or (got == s_call[1] - 1 and t_call[1] > 1)):
+                if not issued and (x_side or got == s_call[1] - 1 and (not p2p or t_call[1] > 1)):
                     t_first.add(r)
+                elif not issued and not p2p:
+                    # a collective group's rank short of the call before S's seq says nothing of the order:
+                    # its group may run fewer calls a step (the fuzzer's shape "stages", seed 95003939: one pair
+                    # ran two all_reduces a step, the other one; the other pair's ranks, 12 calls in, waited in
+                    # the world's barrier and spoke for it against #24)
+                    pass
                 else:  # it issued its own call at S's seq, then T (on X's side, a collective group like X's
                     # too: the other pairs of a job of pairs that issued their pair's call, then the world's)
                     s_first.add(r)
@@ -382,7 +388,10 @@ def _suspect_facts(known, places, last, suspects, issued):
     out = []
     for seq in [q for q in known or () if q > issued]:
         vouch = [k for k, got in places.items() if seq in got and seq < last[k]]
-        if vouch and all(k in suspects for k in vouch):
+        # a like group's rank (its key ("like", rank, A', B')) is a suspect as the pair's own are: the fuzzer's
+        # shape "stages", seed 95001895 (rank 1 skipped its dp group's #84, then issued its tp group's #42, like
+        # the stuck tp group of ranks 2 and 3; its place said where #42 goes, and rank 3 was named)
+        if vouch and all((k[1] if isinstance(k, tuple) else k) in suspects for k in vouch):
             out.append(seq)
     return out
 

@@ -341,6 +341,8 @@ def _place_missing(hangs, by_rank, frames, now, queued=None):
             culprits.update(m.odd_ranks)
         elif m is not None:
             why = "the root of %s is not known" % rank_list(m.unknown) if m.unknown else "none has a majority"
+            if m.evidence:  # a lead that decides nothing (mismatch._early_lead)
+                why += "; %s" % m.evidence
             undecided.append("%s: the ranks in it issued different %s (%s) and %s" % (
                 describe(h), MISMATCH_WORDS[m.kind], m.text, why))
     return culprits, undecided

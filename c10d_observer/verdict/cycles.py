@@ -29,6 +29,7 @@ def _many_like(by_rank, like, cyc):
     MIN_SHARED_EARLY) where they are MIN_GROUPS_EARLY or more: many groups that agree on every call they show;
     and the p2p streams of ``cyc`` likewise (analogs.like_p2p: the other pairs of an exchange)."""
     out = dict(like)
+    colls = [c[0] for c in cyc if not _streams.is_p2p(c[0])]
     for s, seq in {c[0]: c[1] for c in cyc}.items():
         p2p = _streams.is_p2p(s)
         if out.get(s) and not p2p:
@@ -39,9 +40,11 @@ def _many_like(by_rank, like, cyc):
             # at its first calls (fewer than MIN_SHARED_EARLY before the stuck one), as many as it shows
             shared = _analogs.MIN_SHARED_EARLY if p2p or seq > _analogs.MIN_SHARED_EARLY else seq - 1
             found = of(by_rank, s, min_shared=shared)
+            if not p2p:  # groups that agree at its first calls run its program only where a step shows it
+                found = [o for o in found if _analogs.alike_in_a_step(by_rank, s, o, seq)]
             found = found if len(found) >= _analogs.MIN_GROUPS_EARLY else []
         if p2p:
-            found = [o for o in found if _same_places(by_rank, s, o, [c[0] for c in cyc if not _streams.is_p2p(c[0])])]
+            found = [o for o in found if _same_places(by_rank, s, o, colls)]
         out[s] = found
     return out
 
@@ -63,16 +66,9 @@ def _places_on(by_rank, stream, against):
     """{seq: the last call of ``against`` that the sender of p2p ``stream`` issued before its call #seq there (0:
     none, where its history shows the first), where its history shows it}."""
     src = _streams.p2p_ends(stream)[0]
-    doc = by_rank[src]
-    calls = doc.history() if doc is not None else ()
-    # before its first call of ``against``: place 0 where the history holds that stream's #1 (none before it)
-    out, last = {}, 0 if any(s == against and c.seq == 1 for _, s, c in calls) else None
-    for _, s, c in calls:
-        if s == against:
-            last = c.seq
-        elif s == stream and last is not None:
-            out[c.seq] = last
-    return out
+    if src not in by_rank:
+        raise KeyError(src)  # a sender that sent no document: the cycle undecided (order_cycles), as ever
+    return _analogs.places_on(by_rank, src, stream, against)
 
 
 def in_cycle(hangs, start):

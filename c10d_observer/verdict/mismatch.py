@@ -44,7 +44,10 @@ def by_program(m, calls, by_rank, stream, seq):
     if not votes:  # no group like this one went past the place: many groups at its first calls, or its period
         got = _analogs.early_call(by_rank, stream, seq)
         if got is None:
-            return _by_own_pattern(m, calls, by_rank, stream, seq)
+            m = _by_own_pattern(m, calls, by_rank, stream, seq)
+            if not m.odd_ranks:
+                _early_lead(m, by_rank, stream, seq)
+            return m
         return _by_early(m, calls, seq, got)
     got, period = _analogs.program_call(by_rank, stream, seq), None
     if got is None:  # one group like it went past: where this group's own period puts the same call there
@@ -105,6 +108,19 @@ def _by_early(m, calls, seq, got):
         "whose calls #%d-#%d were this group's" % shared if shared else "at this group's first call",
         _call(op, size), seq)
     return m
+
+
+def _early_lead(m, by_rank, stream, seq):
+    """Where many groups of its size went past its first calls one way but its record shows less than a step of
+    their program (analogs.early_lead), what they issued, said and not named on: a group of a pipeline's stage
+    may run calls the others do not."""
+    got = _analogs.early_lead(by_rank, stream, seq)
+    if got is not None:
+        (op, size), streams = got
+        m.evidence = ("%d groups of its size (%s) issued %s at #%d, but this group's record shows less than a "
+                      "step of their program before it: groups of one size may run different calls (a "
+                      "pipeline's stages), so they do not decide" % (len(streams), _few(streams), _call(op, size),
+                                                                      seq))
 
 
 def _by_own_pattern(m, calls, by_rank, stream, seq):

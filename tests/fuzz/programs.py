@@ -35,7 +35,9 @@ Call = namedtuple("Call", "group op size root peer step slot at")
 # A template slot: kind "coll" (op on every group of ``family``; root_index: the root's rank in the group;
 # every: the slot runs at steps s with s % every == every - 1) or "p2p" (pattern "chain": pairs is the chain
 # of ranks, each sends to the next; "exchange": pairs of ranks that send to each other; group: the p2p group).
-Slot = namedtuple("Slot", "kind family op size root_index every pattern pairs group")
+Slot = namedtuple("Slot", "kind family op size root_index every pattern pairs group only")
+# only: the gids of ``family`` the slot runs on, where not every one (shape "stages"); None: every group
+Slot.__new__.__defaults__ = (None,)
 
 Program = namedtuple("Program", "world shape groups families template steps prologue epilogue calls")
 Fault = namedtuple("Fault", "kind rank index call step detail")
@@ -74,7 +76,12 @@ SHAPES = ("world", "pairs", "halves", "subset", "mesh", "p2p")
 # "async": collectives as DDP's buckets issue them: bursts of 2-4 all_reduces with async_op=True on one group,
 # waited together at the burst's end, beside synchronous collectives (issue 42: "async calls waited later").
 # "ops": the groups of one of SHAPES' collective shapes, and slots drawn from COLL_OPS and MORE_OPS.
-EXTRA_SHAPES = ("mesh3d", "ring", "async", "ops")
+# "stages": the groups of pairs, halves or a 2D mesh, and beside the slots every group of a family runs, one or two
+# that only some of its groups run: a pipeline's first or last stage (its embedding's or its loss's collectives on
+# its own tensor-parallel group), stages of uneven depth (one more layer's all_reduce on some groups), a call made on
+# some groups only.  The analogy rules (analogs.py) read groups of one size as one program: this shape is where
+# that is not so.
+EXTRA_SHAPES = ("mesh3d", "ring", "async", "ops", "stages")
 BATCH_OPS = ("isend", "irecv")  # a batch's ops (simulate.py: a rank posts every op of its batch, then waits)
 P2P_OPS = ("send", "recv") + BATCH_OPS
 ASYNC_OPS = ("iall_reduce",)  # an all_reduce with async_op=True (the documents' op: all_reduce)
@@ -147,6 +154,11 @@ def _groups(rng, world, shape):
 
     if shape == "async" and world >= 4 and rng.random() < 0.5:
         shape = "halves"  # bursts on the world or on each half
+    if shape == "stages":
+        shape = rng.choice(("pairs", "halves", "mesh"))
+        if shape == "pairs" and world % 2 or shape == "mesh" and not [
+                d for d in range(2, world) if world % d == 0 and world // d >= 2]:
+            shape = "halves"
     if shape == "ops":
         shape = rng.choice(("world", "pairs", "halves", "subset", "mesh"))
         if shape == "pairs" and world % 2 or shape in ("halves", "mesh") and world < 4 or shape == "subset" and world < 3:
@@ -197,6 +209,8 @@ def _world_for(rng, shape):
         return rng.choice([4, 6, 8, 9, 10, 12, 14, 15, 16])
     if shape == "mesh3d":
         return rng.choice(MESH3D_WORLDS)
+    if shape == "stages":
+        return rng.randint(4, MAX_WORLD)
     return rng.randint(2, MAX_WORLD)
 
 
@@ -232,7 +246,29 @@ def _template(rng, shape, groups, families, world):
         slots.insert(rng.randrange(len(slots) + 1), _async_slot(rng, "world", {"0": groups["0"]}))
     if shape in ("p2p", "ring") and not any(s.kind == "p2p" for s in slots):
         slots.insert(rng.randrange(len(slots) + 1), (_ring_slot if shape == "ring" else _p2p_slot)(rng, world))
+    if shape == "stages":
+        for _ in range(rng.randint(1, 2)):
+            slots.insert(rng.randrange(len(slots) + 1), _stage_slot(rng, slots, groups, families))
     return slots
+
+
+def _stage_slot(rng, slots, groups, families):
+    """A collective that only some groups of a family run (shape "stages"): the first group's or the last's (a
+    pipeline's first stage, its last), or a random part of them; half the time a copy of a slot that every group
+    of the family runs (one more layer on some stages), else a new call (an embedding's, a loss's)."""
+    fam = rng.choice([f for f in families if f != "world" and len(families[f]) >= 2])
+    gids = families[fam]
+    pick = rng.random()
+    if pick < 0.4:
+        only = (gids[-1],)
+    elif pick < 0.7:
+        only = (gids[0],)
+    else:
+        only = tuple(sorted(rng.sample(gids, rng.randint(1, len(gids) - 1)), key=int))
+    same = [s for s in slots if s.kind == "coll" and s.family == fam and s.only is None]
+    if same and rng.random() < 0.5:
+        return rng.choice(same)._replace(only=only)
+    return _coll_slot(rng, fam, {g: groups[g] for g in gids})._replace(only=only)
 
 
 def _template3d(rng, groups, families):
@@ -265,6 +301,8 @@ def _slot_calls(slot, index, step, groups, families):
     out = {}
     if slot.kind == "coll":
         for gid in families[slot.family]:
+            if slot.only is not None and gid not in slot.only:
+                continue
             g = groups[gid]
             root = g.ranks[slot.root_index] if slot.root_index is not None else None
             for r in g.ranks:
@@ -925,7 +963,8 @@ def describe(case):
         if s.kind == "coll":
             lines.append("  slot %d: %s on %s%s%s%s" % (i, s.op, s.family, " (%s)" % s.size if s.size else "",
                                                       " root index %d" % s.root_index if s.root_index is not None
-                                                      else "", " every %d steps" % s.every if s.every > 1 else ""))
+                                                      else "", " every %d steps" % s.every if s.every > 1 else "")
+                         + (" on group%s %s only" % ("s" if len(s.only) > 1 else "", ", ".join(s.only)) if s.only else ""))
         else:
             lines.append("  slot %d: p2p %s %s (%s) on group %s" % (i, s.pattern, list(s.pairs), s.size, s.group))
     f = case.fault

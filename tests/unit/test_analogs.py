@@ -130,32 +130,52 @@ def test_a_call_the_period_does_not_hold_decides_nothing():
 
 
 # a job of four pairs (groups 1-4); rank 2 issued its pair's first all_reduce with int64 where rank 3 and the
-# other three pairs used float32: one each in group 2, nothing before the place, but three groups of its size
-# went past #1 with rank 3's call (analogs.early_call)
+# other three pairs used float32: one each in group 2, nothing before the place; three groups of its size went
+# past #1 with rank 3's call, but no step of group 2 is on record: a program whose pair 2 runs one call more
+# (a pipeline's stage), rank 3 at fault, leaves the same documents (analogs.early_call, alike_in_a_step)
 EARLY = 7000022
+# a job of six pairs (groups 1-6); rank 0 left out its pair's all_reduce of 65536 x int64 at step 1 (#4): its
+# 1048576 x int64 meets rank 1's 65536 x int64 at #4; the other five pairs went past #4 with 65536, and a whole
+# step of pair 1 (#1-#3: two calls a step) is on record before it
+STEPPED = 7000651
 
 
 def _early():
     return _simulated(EARLY)
 
 
-def test_at_a_groups_first_call_the_rank_against_many_groups_of_its_size_is_named_with_the_evidence():
+def test_at_a_groups_first_call_the_groups_of_its_size_give_a_lead_and_name_nobody():
     case, docs = _early()
     v = verdict.analyze(docs)
     h = _stuck(v)
     assert (h.stream, h.seq, case.expected, case.undecidable) == ("2", 1, {2}, False)
-    assert v.culprit_ranks == [2] and h.mismatch.odd_ranks == [2], v.summary
-    assert h.mismatch.evidence == ("no majority in the group; 3 groups of its size (1, 3, 4), at this group's "
-                                   "first call, issued all_reduce of 65536 x float32 at #1 and went past it")
+    assert v.culprit_ranks == [] and not h.mismatch.odd_ranks, v.summary
+    lead = ("3 groups of its size (1, 3, 4) issued all_reduce of 65536 x float32 at #1, but this group's record "
+            "shows less than a step of their program before it: groups of one size may run different calls (a "
+            "pipeline's stages), so they do not decide")
+    assert h.mismatch.evidence == lead
+    assert any(u.endswith("none has a majority; " + lead) for u in v.undecided), v.undecided
+    assert lead in verdict.format_text(v.to_json())
 
 
-def test_at_a_groups_first_call_two_groups_or_groups_that_disagree_decide_nothing():
-    _, docs = _early()
-    v = verdict.analyze(_edit(docs, "4", {1}, "broadcast"))  # one of the three went past #1 another way
+def test_once_a_step_of_the_group_is_on_record_the_groups_of_its_size_name_the_rank_against_them():
+    case, docs = _simulated(STEPPED)
+    v = verdict.analyze(docs)
+    h = _stuck(v)
+    assert (h.stream, h.seq, case.expected) == ("1", 4, {0})
+    assert v.culprit_ranks == [0] and h.mismatch.odd_ranks == [0], v.summary
+    assert h.mismatch.evidence == ("no majority in the group; 5 groups of its size (2, 3, 4, 5 and 1 more), whose "
+                                   "calls #1-#3 were this group's, issued all_reduce of 65536 x int64 at #4 and "
+                                   "went past it")
+
+
+def test_at_a_groups_first_calls_two_groups_or_groups_that_disagree_decide_nothing():
+    _, docs = _simulated(STEPPED)
+    v = verdict.analyze(_edit(docs, "4", {4}, "broadcast"))  # one of the five went past #4 another way
     assert v.culprit_ranks == [] and not _stuck(v).mismatch.odd_ranks, v.summary
     two = copy.deepcopy(docs)
-    for d in two.values():  # group 4's ranks say nothing of it: two groups of its size are left
-        d["groups"] = [g for g in d.get("groups") or () if g.get("stream") != "4"]
+    for d in two.values():  # groups 4-6's ranks say nothing of them: two groups of its size are left
+        d["groups"] = [g for g in d.get("groups") or () if g.get("stream") not in ("4", "5", "6")]
     v = verdict.analyze(two)
     assert v.culprit_ranks == [] and not _stuck(v).mismatch.odd_ranks, v.summary
 
