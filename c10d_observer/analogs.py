@@ -11,6 +11,12 @@ It decides nothing where fewer than two such groups went past the place, where t
 with one history that part at this call: a pipeline's last stage, a call made on some groups only), or
 where the stuck group's own ranks disagree before the place.
 
+Groups of one size and one kind of call may still run different programs (a pipeline's stages: one runs its
+loss's all_reduce, one more layer's): a group is like the stuck one only where the calls of a group both are
+in (the world's) show them running one program (``same_steps``: the same places among its calls, as many
+before each, but for one rank's one fault), and where their periods do not part (``_one_period``); at the
+stuck group's first calls, only once a whole step of it is on record (``alike_in_a_step``).
+
 Where no such groups went past, the stuck group's own earlier steps may speak (``own_pattern``): where its
 calls before the place repeat with one period (each call the one ``period`` seqs before it, over at least
 ``OWN_REPEATS`` periods), the period puts one call at the place; where some of its ranks issued that call and
