@@ -106,6 +106,10 @@ def like(by_rank, stream, min_shared=MIN_SHARED):
     ``MIN_GROUPS`` like it are then none (the fuzzer's shape "stages", seed 95009167: of six pairs, four ran one
     call a step, and pair 0-1 two, with the world's call after them; the stuck pair ran two, with the world's
     between them, which the one call of the world on record did not show; pair 0-1 spoke for its order)."""
+    return list(_once(by_rank, ("like", stream, min_shared), lambda: _like_groups(by_rank, stream, min_shared)))
+
+
+def _like_groups(by_rank, stream, min_shared):
     found = _like(_streams(by_rank), stream, min_shared, lambda h, me: len(h["ranks"]) == len(me["ranks"]))
     kept = [o for o in found if same_steps(by_rank, stream, o)]
     return kept if len(kept) == len(found) or len(kept) >= MIN_GROUPS else []
@@ -173,12 +177,31 @@ def collective_members(by_rank):
     return out
 
 
+def history_of(by_rank, rank):
+    """``rank``'s document's history (``RankDoc.history``), once per verdict where ``by_rank`` holds a ``memo``."""
+    doc = by_rank.get(rank)
+    return _once(by_rank, ("history", rank), lambda: doc.history() if doc is not None else ())
+
+
+def _once(by_rank, key, make):
+    """``make()``, once per verdict where ``by_rank`` holds a ``memo`` (its documents final)."""
+    memo = getattr(by_rank, "memo", None)
+    if memo is None:
+        return make()
+    if key not in memo:
+        memo[key] = make()
+    return memo[key]
+
+
 def places_on(by_rank, rank, stream, against):
     """{seq: the last call of ``against`` that ``rank`` issued before its call #seq on ``stream`` (0: none, where
     its history shows the first)}, for each call of ``stream`` its history shows after a call of ``against`` (or
     after where its first would be)."""
-    doc = by_rank.get(rank)
-    calls = doc.history() if doc is not None else ()
+    return _once(by_rank, ("places_on", rank, stream, against), lambda: _places_on(by_rank, rank, stream, against))
+
+
+def _places_on(by_rank, rank, stream, against):
+    calls = history_of(by_rank, rank)
     out, last = {}, 0 if any(s == against and c.seq == 1 for _, s, c in calls) else None
     for _, s, c in calls:
         if s == against:
@@ -252,6 +275,10 @@ def same_steps(by_rank, stream, other):
     one, and its ranks, five calls in at the world's all_reduce where the stuck pair's were three, said where
     the stuck pair's #4 goes; seeds 95003939, 97005422: pairs whose counts at the world's barrier were 12, 24
     and 8 spoke for each other's order).  True where no such group shows anything."""
+    return _once(by_rank, ("same_steps", stream, other), lambda: _same_steps(by_rank, stream, other))
+
+
+def _same_steps(by_rank, stream, other):
     members = collective_members(by_rank)
     mine, theirs = members.get(stream), members.get(other)
     if not mine or not theirs:
@@ -291,8 +318,11 @@ def _one_fault_apart(mine, theirs):
 def _counts_before(by_rank, rank, stream, against):
     """{m: the calls of ``stream`` that ``rank`` issued before its call #m of ``against``} for each call of
     ``against`` its history shows, where it shows the count (a call of ``stream`` before it, or its #1 after)."""
-    doc = by_rank.get(rank)
-    calls = doc.history() if doc is not None else ()
+    return _once(by_rank, ("counts_before", rank, stream, against),
+                 lambda: _counted_before(history_of(by_rank, rank), stream, against))
+
+
+def _counted_before(calls, stream, against):
     out, last, open_ = {}, None, []
     for _, s, c in calls:
         if s == stream:

@@ -81,7 +81,7 @@ def order_cycles(hangs, cycles, by_rank, undecided):
     followed (ordering.py) is its culprit; the call it skipped is the root.  Returns the culprits."""
     histories, last_started, last_completed, members, names = {}, {}, {}, {}, {}
     for r, doc in by_rank.items():
-        histories[r] = [_ordering.Call(s, c.seq, c.op, t, c.size) for t, s, c in doc.history()]
+        histories[r] = [_ordering.Call(s, c.seq, c.op, t, c.size) for t, s, c in _analogs.history_of(by_rank, r)]
         last_started[r] = {g.stream: g.last_started for g in doc.groups}
         last_completed[r] = {g.stream: g.last_completed for g in doc.groups}
         for g in doc.groups:
