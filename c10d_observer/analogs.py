@@ -357,15 +357,20 @@ def _period(h):
 
 def _run_of(calls):
     """The calls of the longest unbroken run of seqs in ``calls`` ({seq: call}), in order."""
-    best, run = [], []
-    for q in sorted(calls) + [None]:
-        if q is not None and (not run or q == run[-1] + 1):
-            run.append(q)
-            continue
-        if len(run) > len(best):
-            best = run
-        run = [q] if q is not None else []
-    return [calls[q] for q in best]
+    return max(_runs(calls), key=len, default=[])
+
+
+def _runs(calls):
+    """Each unbroken run of seqs in ``calls`` ({seq: call}): the list of its calls, in order."""
+    runs, run = [], []
+    for q in sorted(calls):
+        if run and q != run[-1] + 1:
+            runs.append(run)
+            run = []
+        run.append(q)
+    if run:
+        runs.append(run)
+    return [[calls[q] for q in r] for r in runs]
 
 
 def _period_of(run):
@@ -405,7 +410,7 @@ def early_call(by_rank, stream, seq):
     if got is None:
         return None
     call, who, shared = got
-    who = [o for o in who if alike_in_a_step(by_rank, stream, o, seq)]
+    who = _alike_in_a_step(by_rank, stream, who, seq)
     if len(who) < MIN_GROUPS_EARLY:
         return None
     return call, who, shared
@@ -416,9 +421,14 @@ def early_lead(by_rank, stream, seq):
     than a step of the program of the groups that agree with it (``alike_in_a_step``), the call they issued at
     #seq: a lead for the text, never a culprit.  None otherwise."""
     got = _early_votes(by_rank, stream, seq)
-    if got is None or early_call(by_rank, stream, seq) is not None:
+    if got is None or len(_alike_in_a_step(by_rank, stream, got[1], seq)) >= MIN_GROUPS_EARLY:
         return None
     return got[0], got[1]
+
+
+def _alike_in_a_step(by_rank, stream, who, seq):
+    """The groups of ``who`` that ``alike_in_a_step`` keeps."""
+    return [o for o in who if alike_in_a_step(by_rank, stream, o, seq)]
 
 
 def _early_votes(by_rank, stream, seq):
@@ -558,16 +568,10 @@ def _period_refuted(streams, stream, cycle, fits=None):
     for other, h in streams.items():
         if other == stream or not fits(h, me) or set(h["ranks"]) & set(me["ranks"]):
             continue
-        run = []
-        for s in sorted(h["calls"]) + [None]:
-            if s is not None and s not in h["clash"] and (not run or s == run[-1] + 1):
-                run.append(s)
-                continue
-            calls = [h["calls"][q] for q in run]
+        for calls in _runs({q: c for q, c in h["calls"].items() if q not in h["clash"]}):
             if (len(calls) > MIN_REPEATS * p and set(calls) <= kinds
                     and any(calls[i] != calls[i - p] for i in range(p, len(calls)))):
                 return True
-            run = [s] if s is not None and s not in h["clash"] else []
     return False
 
 

@@ -121,7 +121,8 @@ def _like_order(s_call, t_call, members, like, last_started, x_side=False):
                     # a collective group's rank short of the call before S's seq says nothing of the order:
                     # its group may run fewer calls a step (the fuzzer's shape "stages", seed 95003939: one pair
                     # ran two all_reduces a step, the other one; the other pair's ranks, 12 calls in, waited in
-                    # the world's barrier and spoke for it against #24)
+                    # the world's barrier and spoke for it against #24).  analogs.same_steps does not cover it:
+                    # without it the seeds 95005676, 95008602 and 95013854, named exactly, name nobody
                     pass
                 else:  # it issued its own call at S's seq, then T (on X's side, a collective group like X's
                     # too: the other pairs of a job of pairs that issued their pair's call, then the world's)
