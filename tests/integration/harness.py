@@ -227,9 +227,13 @@ class Job(object):
             out[rep["rank"]] = rep
         return out
 
-    def wait_report(self, rank, timeout=60):
-        return wait_until(lambda: self.reports().get(rank), timeout,
-                          "a report from rank %d\n%s" % (rank, self.log_text()))
+    def wait_report(self, rank, timeout=60, until=None):
+        """Rank ``rank``'s report, once there is one (and ``until(report)`` holds, where given: a later hang's
+        report, where an earlier call may be overdue a moment on a loaded machine)."""
+        def ready():
+            rep = self.reports().get(rank)
+            return rep if rep and (until is None or until(rep)) else None
+        return wait_until(ready, timeout, "a report from rank %d\n%s" % (rank, self.log_text()))
 
     def stacks(self, rank):
         paths = glob.glob(os.path.join(self.dump_dir, "stacks-rank%d-*.txt" % rank))

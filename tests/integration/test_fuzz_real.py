@@ -16,6 +16,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from fuzz import programs, real, run, simulate  # noqa: E402
 
 KINDS = ("skip", "stall", "mismatch_op")
+# the quick tier runs these on every line, the others on the torch 2.13 line only (tox.ini; tests/README.md):
+# a few real programs on each line, one of each source's paths (a collective skipped, a ring's op left out, a
+# rank frozen inside a call, a p2p stage's send left out)
+EVERY_LINE = ("skip", "irecv", "freeze_in")
+
+
+def _once_elsewhere(values, ids=None):
+    """pytest params of ``values``, marked ``once`` but those EVERY_LINE names."""
+    return [pytest.param(v, id=i, marks=() if i in EVERY_LINE else pytest.mark.once)
+            for v, i in zip(values, ids or values)]
 
 
 def _simulated(case):
@@ -40,7 +50,7 @@ def _seeds(kinds=KINDS, kind=None):
     return [out[k] for k in kinds]
 
 
-@pytest.mark.parametrize("seed", _seeds(), ids=KINDS)
+@pytest.mark.parametrize("seed", _once_elsewhere(_seeds(), KINDS))
 def test_a_real_program_with_one_fault_is_named_as_its_simulation_is(seed, tmp_path):
     case = programs.make_case(seed)
     row = real.run_real(seed, wait_s=60.0, timeout=3.0, tmp=str(tmp_path), keep=True,
@@ -75,7 +85,7 @@ def _ring_seed(op, shape="ring"):
     raise AssertionError("no %s case skips an %s in 20,000 seeds" % (shape, op))
 
 
-@pytest.mark.parametrize("op", ["isend", "irecv"])
+@pytest.mark.parametrize("op", _once_elsewhere(["isend", "irecv"]))
 def test_a_real_ring_with_one_op_left_out_of_its_batch_is_named_as_its_simulation_is(op, tmp_path):
     """A ring of batch_isend_irecv (each rank an isend to the next and an irecv from the one before, waited
     together), one rank's isend or irecv left out of its batch at some step (issue 42's "Why"): real gloo
@@ -87,6 +97,7 @@ def test_a_real_ring_with_one_op_left_out_of_its_batch_is_named_as_its_simulatio
     assert row["outcome"] == "exact", (programs.describe(case), row)
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only
 def test_a_real_burst_of_async_all_reduces_with_one_skipped_is_named_as_its_simulation_is(tmp_path):
     """A burst of all_reduces with async_op=True, waited together (DDP's buckets), one skipped by one rank:
     real gloo ranks hang as the simulation's do (a group's works run in order), and the verdict names it."""
@@ -97,6 +108,7 @@ def test_a_real_burst_of_async_all_reduces_with_one_skipped_is_named_as_its_simu
     assert row["outcome"] == "exact", (programs.describe(case), row)
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only
 @pytest.mark.parametrize("op", ["all_gather_object", "gather"])
 def test_a_real_object_collective_or_gather_skipped_is_named_as_its_simulation_is(op, tmp_path):
     """programs.py's shape "ops" (every collective kind): one rank skips an all_gather_object (torch issues two

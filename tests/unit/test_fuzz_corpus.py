@@ -178,6 +178,7 @@ def _run_state(sim):
             sim.entered, sim.through, sim.held, sim.frozen_at, sim.last_progress)
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 @pytest.mark.parametrize("shape,kind,two", [(None, None, False), ("ring", None, False), ("async", None, False),
                                             ("ops", None, False), (None, "swap", False), (None, "freeze", False),
                                             (None, "freeze_in", False), (None, None, True)])
@@ -199,6 +200,7 @@ def test_the_runs_of_a_pair_are_the_runs_alone(shape, kind, two):
     assert shared > 0  # calls before a fault, run once
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 @pytest.mark.parametrize("shape", [None, "ring", "async", "ops"])
 def test_a_run_prepares_only_the_calls_it_reads_and_a_list_made_in_pieces_is_the_list_made_at_once(shape):
     """simulate._Prepared.more: a faulty run makes its ranks' prepared calls as far as it reads them (a step or two
@@ -222,6 +224,7 @@ def test_a_run_prepares_only_the_calls_it_reads_and_a_list_made_in_pieces_is_the
     assert short  # some runs ended before their lists' last calls, which were not made
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 @pytest.mark.parametrize("shape", [None, "ring", "async", "ops", "mesh3d"])
 def test_a_run_finished_at_once_is_the_run(shape):
     """Sim.finish gives a healthy run without its loop where every call starts at its nominal time: where it
@@ -251,6 +254,7 @@ def _alike(a, b):
     return a == b
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 @pytest.mark.parametrize("source", simulate.SOURCES)
 def test_the_typed_documents_are_what_the_verdict_reads_of_their_json(source):
     """run.py hands the verdict the documents typed (simulate.documents(typed=True)): each rank's is the RankDoc
@@ -376,6 +380,7 @@ def _shape_corpus(base, shape, got, n=SHAPE_CASES):
         yield res, simulate.run_case(res.case)[1]
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_batch_isend_irecv_rings_end_healthy_hang_on_one_op_left_out_and_never_name_another_rank():
     """programs.py's shape "ring": each rank of a ring posts an isend to the next and an irecv from the one
     before in one batch and waits for both (simulate.py), so a healthy ring of two, where each sends to the
@@ -402,6 +407,7 @@ def test_a_rings_links_that_carry_fewer_calls_never_speak_for_the_one_rank_again
     assert res.outcome in ("exact", "undecided", "undecided_ok"), (res.culprits, sorted(res.case.expected), res.summary)
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_bursts_of_async_all_reduces_end_healthy_complete_in_order_and_never_name_another_rank():
     """programs.py's shape "async": bursts of 2-4 all_reduces with async_op=True on a group, waited together
     (DDP's buckets).  A healthy program ends; a group's calls complete in order (a call posted after one that
@@ -417,6 +423,7 @@ def test_bursts_of_async_all_reduces_end_healthy_complete_in_order_and_never_nam
     assert several and got["exact"] >= 0.85 * sum(got.values()), (several, got)
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_every_collective_kind_ends_healthy_hangs_as_gloo_and_never_names_another_rank():
     """programs.py's shape "ops": reduce, gather, scatter, all_to_all, all_reduce_coalesced and the object
     collectives (two calls each, named by their api) beside the first four.  Healthy programs end; a rank other
@@ -458,6 +465,7 @@ def test_a_period_the_groups_own_record_shows_broken_by_a_slot_of_every_few_step
     assert res.outcome == "undecided", (res.culprits, sorted(res.case.expected), res.summary)
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_a_send_and_its_recv_of_two_sizes_are_named_by_like_links_and_never_by_another_rank():
     """programs.py's fault mismatch_p2p (drawn only where asked): a send or recv issued with another size than its
     other half.  The pair has no majority; where two p2p streams like it (its group, other ranks, its sizes at
@@ -537,6 +545,7 @@ def test_p2p_streams_like_a_stuck_one_by_their_sizes_alone_never_witness_for_it_
     assert not set(v.culprit_ranks) - case.expected, v.summary
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_3d_meshes_of_up_to_64_ranks_never_name_a_rank_outside_their_culprits():
     """programs.py's mesh3d shape (pp x dp x tp, 8-64 ranks, pipeline sends and recvs beside tp and dp
     collectives): drawn only where asked, so a corpus of its own."""
@@ -550,6 +559,7 @@ def test_3d_meshes_of_up_to_64_ranks_never_name_a_rank_outside_their_culprits():
     assert got["exact"] >= 0.7 * sum(n for k, n in got.items() if k not in (None, "nohang")), got
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_two_collectives_swapped_across_groups_never_name_a_rank_outside_their_culprit():
     """programs.py's swap fault (issue 42: "swap two calls across groups"): drawn only where asked, so a corpus
     of its own; an ordering deadlock, where the swap hangs (a swap between groups whose other ranks do not wait
@@ -562,6 +572,7 @@ def test_two_collectives_swapped_across_groups_never_name_a_rank_outside_their_c
     assert hung >= 50 and got["exact"] >= 0.6 * hung, got
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 @pytest.mark.parametrize("kind,source", [("freeze", "exact"), ("freeze_in", "exact"), ("freeze", "recorder")])
 def test_a_rank_frozen_before_or_inside_a_call_is_named_from_its_watchdogs_document(kind, source):
     """programs.py's freeze faults (issue 42: "freeze before or inside a call"): the rank's process stopped
@@ -592,6 +603,7 @@ def test_a_broadcast_lets_through_the_ranks_gloo_does_not_route_through_a_rank_t
     assert v.culprit_ranks == [3], v.summary
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_the_recorder_model_leaves_unnamed_only_the_calls_a_stalled_or_dead_rank_made_since_its_last_read():
     """simulate.py's "recorder" source model: a rank waiting in a call, or ended (disable() reads once more),
     has every collective named; a stalled or dead rank, its calls since the last multiple of the batch period
@@ -621,6 +633,7 @@ def test_the_recorder_model_leaves_unnamed_only_the_calls_a_stalled_or_dead_rank
     assert seen["stall", True] and seen["dead", True], seen  # the model leaves calls unnamed somewhere
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_the_recorder_model_never_names_a_rank_outside_its_culprits():
     """The corpus's first cases (up to 2,000: the 10^5 are benchmarks/fuzz.py --source recorder's) with the
     documents torch's gloo recorder leaves."""
@@ -632,6 +645,7 @@ def test_the_recorder_model_never_names_a_rank_outside_its_culprits():
     assert got["exact"] >= 0.8 * sum(n for k, n in got.items() if k not in (None, "nohang")), got
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_the_nccl_model_has_a_rank_whose_gpu_waits_issue_the_calls_of_its_step_after_that_call():
     """simulate.py's "nccl" source model: a rank whose GPU waits in a call has its later calls of the step in
     flight too (its Python went on to the step's end, or a barrier), each issued after the one before, its
@@ -675,6 +689,7 @@ def test_a_skip_that_an_nccl_rank_ran_past_names_it_from_where_its_gpu_stands(se
     assert res.culprits == run.judge(seed, check_healthy=False, source="recorder").culprits
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_the_nccl_model_never_names_a_rank_outside_its_culprits():
     """The corpus's first cases (up to 2,000: the 10^5 are benchmarks/fuzz.py --source nccl's) with the
     documents torch's NCCL recorder leaves, Python ahead of the GPU."""
@@ -686,6 +701,7 @@ def test_the_nccl_model_never_names_a_rank_outside_its_culprits():
     assert got["exact"] >= 0.8 * sum(n for k, n in got.items() if k not in (None, "nohang")), got
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_two_faults_at_once_never_name_a_rank_outside_them_but_where_they_mimic_one():
     """Two faults on two ranks (programs.make_case2): the verdict names one or both, or cannot decide; a third
     rank only where the two are half or more of a group of it and so leave one fault's documents on it
@@ -752,6 +768,7 @@ def test_a_pair_desync_whose_call_the_pairs_record_never_showed_is_flagged_and_l
     assert res.outcome == "undecided_ok", (res.culprits, res.summary)
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_a_skipped_first_op_of_an_exchange_at_its_first_step_is_flagged_and_left_undecided():
     """programs.undecidable's exchange twin: rank a skipped its first op of its exchange with rank b at the
     exchange's first step; each then waits in the same op at seq 1 on the other's stream, as in the program
@@ -773,6 +790,7 @@ def test_a_skipped_first_op_of_an_exchange_at_its_first_step_is_flagged_and_left
     assert found >= 3, found
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 @pytest.mark.parametrize("kind", ["freeze", "freeze_in"])
 def test_a_frozen_nccl_rank_whose_kernels_ran_on_is_named(kind):
     """NCCL model (simulate._kernels_ran_on): a rank's process stopped (SIGSTOP) before a call of its step after
@@ -798,6 +816,7 @@ def test_a_frozen_nccl_rank_whose_kernels_ran_on_is_named(kind):
     assert shown >= 0.3 * sum(got.values()), (shown, got)
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_groups_of_one_size_that_run_different_calls_end_healthy_and_never_name_another_rank():
     """programs.py's shape "stages": beside the slots every group of a family runs, one or two that only some of
     its groups run (a pipeline's first or last stage, stages of uneven depth).  Healthy programs end; no rank

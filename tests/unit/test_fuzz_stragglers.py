@@ -28,6 +28,7 @@ def _run(cases, seed, **kw):
     return got, out.getvalue()
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_one_slow_rank_is_named_or_nobody_and_a_healthy_program_names_nobody():
     n = _n(100)
     got, text = _run(n, 3)
@@ -36,6 +37,7 @@ def test_one_slow_rank_is_named_or_nobody_and_a_healthy_program_names_nobody():
     assert exact >= n // 2, text  # the rule still names: half of the cases at least (the table says how many)
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 @pytest.mark.parametrize("shape, cases", [("mesh", 32), ("mesh3d", 6), ("async", 12), ("ring", 16)])
 def test_a_rank_held_by_the_slow_one_in_another_group_is_never_named(shape, cases):
     """A mesh's ranks wait for the slow rank in one group and arrive late in the next (tp then dp): the rule
@@ -69,6 +71,7 @@ def test_cases_the_fuzzer_found_name_the_slow_rank_or_nobody(seed, shape, nodes)
     assert ranks in ([], [case.rank]), doc
 
 
+@pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 @pytest.mark.parametrize("shape, nodes, cases", [("mesh", 2, 24), (None, 3, 24), ("mesh", 1, 24)])
 def test_as_the_watchdogs_write_and_join_the_documents_the_rule_never_names_another_rank(shape, nodes, cases):
     """The documents written every 2 s at each rank's own phase and joined so (stragglers.periodic: a node's
