@@ -30,6 +30,18 @@ class Ctx(object):
     def released(self):
         return os.path.exists(os.path.join(self.work_dir, "release"))
 
+    def rendezvous(self, name, limit=120.0):
+        """Wait until every rank of the job got here, through files in the work dir (no collective: nothing
+        the observer or torch's recorder would see): a job's ranks in step before a call with a deadline
+        of a second, where their start-up may differ by more on a loaded machine."""
+        import time
+        open(os.path.join(self.work_dir, "%s-%d" % (name, self.rank)), "w").close()
+        deadline = time.monotonic() + limit
+        while not all(os.path.exists(os.path.join(self.work_dir, "%s-%d" % (name, r))) for r in range(self.world)):
+            if time.monotonic() > deadline:
+                raise SystemExit("rank %d: the others never reached %s" % (self.rank, name))
+            time.sleep(0.005)
+
     def stall_until_released(self, limit=120.0):
         """The culprit's stall: busy elsewhere until the test has seen the hang."""
         import time

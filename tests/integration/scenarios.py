@@ -98,6 +98,9 @@ def ddp(ctx):
     """A DDP training step in which rank ``culprit`` skips backward."""
     torch.manual_seed(0)
     _enable(ctx)
+    # DDP's construction is a collective (verify_params): the ranks in step first, so that a loaded machine's
+    # start-up skew is not a hang at the tests' deadline of a second (seen on torch 2.15, 2026-12-03)
+    ctx.rendezvous("ddp")
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for step in range(ctx.args.get("steps", 4)):
