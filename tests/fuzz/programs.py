@@ -23,6 +23,8 @@ import itertools
 import random
 from collections import namedtuple
 
+from c10d_observer.analogs import MIN_SHARED
+
 STEP_S = 0.1  # the nominal wall time of one step (the simulator's clock)
 MAX_WORLD = 16
 MAX_STEPS = 60
@@ -629,23 +631,49 @@ def undecidable(program, fault, faulty=None):
         after = calls[nxt] if nxt < len(calls) else None
         if after is None or _signature(after) == _signature(c):
             return None  # the rank's calls shift by one (or it ends): it ends one call short, never a desync here
-    siblings = [g for g in program.families.get(group.family, ()) if g != group.gid]
+    siblings = mirrors(program, group.gid, coll_place(program.calls[fault.rank], fault.index))
     if siblings:
         return None  # another group of the family ran the same slot: its ranks show the program's way
+    unlike = " (its family's other groups run other calls there)" if len(program.families[group.family]) > 1 else ""
     first = c.step <= 0 or c.step >= program.steps or c.step <= _first_step(program, c)
     if first:
-        return ("%s at the first call of its slot on group %s, whose two ranks no other group mirrors: either "
-                "may be the odd one" % (fault.kind, c.group))
+        return ("%s at the first call of its slot on group %s, whose two ranks no other group mirrors%s: either "
+                "may be the odd one" % (fault.kind, c.group, unlike))
     if fault.kind == "swap":
         return None  # the call it issued instead is another group's: whether the pair's record showed it says
         # nothing; the order of the two groups' calls its earlier steps show does (the verdict's rule 2)
     unseen = _unseen_at_place(program, fault, faulty) if faulty is not None else None
     if unseen is not None:
-        return ("%s on group %s, whose two ranks no other group mirrors, where %s at the place is a call the "
+        return ("%s on group %s, whose two ranks no other group mirrors%s, where %s at the place is a call the "
                 "group's last %d calls never showed: a program with a slot run there for the first time or once "
                 "in more steps than they span, the other rank at fault, leaves the same documents"
-                % (fault.kind, c.group, unseen, SHOWN))
+                % (fault.kind, c.group, unlike, unseen, SHOWN))
     return None
+
+
+def desync_at_the_place(program, fault, blocked):
+    """Whether ``undecidable``'s pair rules, which stand for two ranks that went different ways at the place, still
+    describe the hang (``blocked``: {rank: (stream, seq) it waits in}): False for a skip on a group of two whose
+    partner does not wait at the place.  Skipped there, the rank went on to a call on another group and then to
+    its next one on the group, just like the skipped one: its partner's call at the place met that one, and the
+    rank's calls on the group shifted by one (shape "stages", seed 98019728: a tp pair's barrier skipped at step
+    0, a dp broadcast next, the pair's barriers one short at the end, where the verdict names the rank that
+    ended one call short: no twin)."""
+    c = fault.call
+    if fault.kind != "skip" or c.op in P2P_OPS:
+        return True
+    group = program.groups.get(c.group)
+    if group is None or len(group.ranks) != 2:
+        return True
+    partner = [x for x in group.ranks if x != fault.rank][0]
+    return blocked.get(partner) == (c.group, coll_place(program.calls[fault.rank], fault.index))
+
+
+def coll_place(calls, index):
+    """The seq on its group's collective stream of the collective ``calls[index]`` (a p2p call on the group has a
+    stream of its own)."""
+    c = calls[index]
+    return 1 + sum(1 for x in calls[:index] if x.group == c.group and x.op not in P2P_OPS)
 
 
 SHOWN = 32  # calls per stream a document shows (rank_docs.HISTORY, simulate.HISTORY)
@@ -689,7 +717,7 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
     if group is None:
         return None
     rank, own = fault.rank, program.calls[fault.rank]
-    place = 1 + sum(1 for x in own[:fault.index] if x.group == c.group)
+    place = coll_place(own, fault.index)
     if fault.kind == "swap":  # the S call issued ahead of the W call is the sparse twin's extra call
         return _sparse_twin(program, fault, faulty, place, started, blocked) or _swapped_first_run(
             program, fault, place, blocked)
@@ -703,7 +731,7 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
         shifted = _shifted_to_a_first_call(program, fault, faulty, place, blocked)
         if shifted is not None:
             return shifted
-    siblings = [g for g in program.families.get(group.family, ()) if g != group.gid]
+    siblings = mirrors(program, group.gid, place)
     if not siblings:
         return None  # ``undecidable`` judged it
     if not any(blocked.get(x) == (c.group, place) for x in group.ranks):
@@ -741,7 +769,7 @@ def _shifted_to_a_first_call(program, fault, faulty, place, blocked):
     partner = [x for x in program.groups[c.group].ranks if x != rank][0]
     if any(x.group != c.group for q in (rank, partner) for x in program.calls[q]):
         return None  # another group of the two pins the steps: the run's length is no guess
-    if any(g != c.group for g in program.families.get(program.groups[c.group].family, ())):
+    if mirrors(program, c.group, place):
         return None  # other groups run the same program: their records and counts show the run (the corpus's
         # seed 1009422: pairs of a job of pairs, the others done, their records showing the place)
     at = blocked.get(rank)
@@ -773,7 +801,7 @@ def _swapped_first_run(program, fault, place, blocked):
     call: the same documents, p at fault."""
     c, rank = fault.call, fault.rank
     w = program.groups[c.group]
-    if len(w.ranks) != 2 or any(g != c.group for g in program.families.get(w.family, ())):
+    if len(w.ranks) != 2 or mirrors(program, c.group, place):
         return None
     own = program.calls[rank]
     y = own[fault.index + 1]
@@ -784,7 +812,7 @@ def _swapped_first_run(program, fault, place, blocked):
             y.group, y.step, y.slot):
         return None
     first = y.step <= 0 or y.step >= program.steps or y.step <= _first_step(program, y)
-    y_place = 1 + sum(1 for x in own[:fault.index + 1] if x.group == y.group)
+    y_place = coll_place(own, fault.index + 1)
     if not first or blocked.get(partner) != (c.group, place) or blocked.get(rank) != (y.group, y_place):
         return None
     return ("a swap of %s #%d on group %s (ranks %s), which no other group mirrors, and %s, the first call of its "
@@ -794,10 +822,10 @@ def _swapped_first_run(program, fault, place, blocked):
 
 
 def nth_call(calls, group, seq):
-    """The index in ``calls`` of the ``seq``-th call on ``group``."""
+    """The index in ``calls`` of the ``seq``-th collective on ``group`` (its p2p calls have streams of their own)."""
     n = 0
     for i, x in enumerate(calls):
-        if x.group == group:
+        if x.group == group and x.op not in P2P_OPS:
             n += 1
             if n == seq:
                 return i
@@ -819,7 +847,7 @@ def _sparse_twin(program, fault, faulty, place, started, blocked):
     s_group = program.groups.get(s_gid)
     if s_group is None or s_gid == c.group or len(s_group.ranks) != 2 or rank not in s_group.ranks:
         return None
-    if any(g != s_gid for g in program.families.get(s_group.family, ())):
+    if mirrors(program, s_gid, at[1]):
         return None  # other groups of its family show where the program puts their calls
     partner = [x for x in s_group.ranks if x != rank][0]
     if partner not in program.groups[c.group].ranks or blocked.get(partner) != (c.group, place):
@@ -894,6 +922,30 @@ def _links(slot, pair):
     chains = slot.pairs if slot.pattern == "chains" else (slot.pairs,)
     return any({ch[i], ch[i + 1]} == want for ch in chains for i in range(len(ch) - 1))
 
+
+def mirrors(program, gid, place):
+    """The other groups of ``gid``'s family whose calls on their group at ``place`` (a seq on ``gid``) and at the
+    MIN_SHARED seqs before it are ``gid``'s, call for call (op, size, root by its index in the group): they run its
+    program there, and their records show what it issues at the place, as the verdict reads them (analogs.like:
+    groups that agree on at least MIN_SHARED seqs both show).  Every group of a family runs the same calls but in
+    shape "stages", whose slots some groups of a family run and others not: a group that runs other calls at or
+    just before the place shows nothing of what this one's program issues there.  (Over fewer seqs than a record
+    shows: a group that parts from this one further back still counts here, so a case the verdict leaves
+    undecided for that is counted as its gap, not flagged.)"""
+    fam = program.groups[gid].family
+    siblings = [g for g in program.families.get(fam, ()) if g != gid]
+    if not siblings or all(s.only is None for s in program.template):
+        return siblings
+    lo = max(0, place - 1 - MIN_SHARED)
+    mine = calls_on(program, gid)[lo:place]
+    return [g for g in siblings if calls_on(program, g)[lo:place] == mine]
+
+
+def calls_on(program, gid):
+    """The healthy program's calls on group ``gid``, as (op, size, the root's index in the group)."""
+    ranks = program.groups[gid].ranks
+    return [(x.op, x.size, ranks.index(x.root) if x.root is not None else None)
+            for x in program.calls[ranks[0]] if x.group == gid and x.op not in P2P_OPS]
 
 def _first_step(program, c):
     """The first step at which the template slot of call ``c`` runs (its ``every``), or -1."""

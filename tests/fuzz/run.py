@@ -93,7 +93,7 @@ def judge(seed, check_healthy=True, skew=False, two=False, source="exact", shape
         return Result(case, mode, None, [], "", not why, why, False, None)
     if docs is None:
         return Result(case, mode, "nohang", [], "the fault made no hang", not why, why, False, None)
-    if not case.undecidable and not two:
+    if not two:
         case = simulate.flag_at_hang(case, faulty, source)
     v = _verdict.analyze(docs)
     outcome = simulate.classify(case, v.culprit_ranks)
@@ -252,10 +252,12 @@ def replay(seed, out=sys.stdout, skew=False, two=False, source="exact", shape=No
     if docs is None:
         w("no hang\n")
         return
-    if not case.undecidable and not two:
-        case = simulate.flag_at_hang(case, faulty, source)
-        if case.undecidable:
-            w("undecidable at the hang: %s\n" % case.why_undecidable)
+    if not two:
+        flagged = simulate.flag_at_hang(case, faulty, source)
+        if flagged.why_undecidable != case.why_undecidable:
+            w("at the hang: %s\n" % (("undecidable: %s" % flagged.why_undecidable) if flagged.undecidable else
+                                      "no desync at the place (a shift): not flagged"))
+        case = flagged
     v = _verdict.analyze(docs)
     w("culprits: %s, expected %s: %s\n\n" % (v.culprit_ranks, sorted(case.expected),
                                              simulate.classify(case, v.culprit_ranks)))

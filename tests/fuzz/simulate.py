@@ -1171,12 +1171,18 @@ AT_HANG_SOURCES = ("exact", "recorder")
 
 def flag_at_hang(case, faulty, source="exact"):
     """The case, flagged undecidable where the faulty run's state at the hang shows a twin
-    (programs.undecidable_at_hang; ``faulty``: the case's Sim, run): under the NCCL model only where that twin,
+    (programs.undecidable_at_hang; ``faulty``: the case's Sim, run), or no longer where it shows none of the flag
+    the program and the fault gave it (programs.desync_at_the_place): under the NCCL model only where that twin,
     built, leaves the case's NCCL documents; under nccl-sizes (a desync's smaller members finish) never."""
     if source not in AT_HANG_SOURCES and source != "nccl":
         return case
     world = case.program.world
     blocked = {r: faulty.blocked[r] for r in range(world) if faulty.state[r] == "blocked"}
+    if case.undecidable:  # the program and the fault flagged it: where the hang is no desync at the place, a
+        # skip's calls shifted instead, and that flag's twin is none; the hang's own twins are judged below
+        if programs.desync_at_the_place(case.program, case.fault, blocked):
+            return case
+        case = case._replace(undecidable=False, why_undecidable=None)
     why = programs.undecidable_at_hang(case.program, case.fault, case.calls, dict(enumerate(faulty.started)),
                                        blocked)
     if not why:

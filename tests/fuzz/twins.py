@@ -37,15 +37,17 @@ def sparse(case, faulty):
 
 
 def sibling(case, faulty):
-    """The program whose every group of the pair's family issues, at the place, the call the rank issued there (a
-    one-off of the program's), and that fault: the partner issued the program's call of before (a mismatch).
-    (twin program, twin faulty calls, its culprit)"""
+    """The program whose every group of the pair's family that runs its calls there (programs.mirrors) issues, at
+    the place, the call the rank issued there (a one-off of the program's), and that fault: the partner issued the
+    program's call of before (a mismatch).  (twin program, twin faulty calls, its culprit)"""
     f, c, program = case.fault, case.fault.call, case.program
     issued = case.calls[f.rank][f.index]  # a mismatch's call, or the call after a skip (on the same group)
     assert issued.group == c.group
     index_of_root = program.groups[c.group].ranks.index(issued.root) if issued.root is not None else None
     healthy = {q: list(cs) for q, cs in program.calls.items()}
-    for gid in program.families[program.groups[c.group].family]:
+    place = programs.coll_place(program.calls[f.rank], f.index)
+    for gid in [c.group] + programs.mirrors(program, c.group, place):  # a group that runs other calls (shape
+        # "stages") keeps its own
         for q in program.groups[gid].ranks:
             i = next(i for i, x in enumerate(healthy[q]) if (x.group, x.step, x.slot) == (gid, c.step, c.slot))
             mine = healthy[q][i]
@@ -83,7 +85,7 @@ def swapped(case, faulty):
     f = case.fault
     w = case.program.groups[f.call.group]
     partner = [x for x in w.ranks if x != f.rank][0]
-    place = 1 + sum(1 for x in case.program.calls[f.rank][:f.index] if x.group == f.call.group)
+    place = programs.coll_place(case.program.calls[f.rank], f.index)
     j = programs.nth_call(case.program.calls[partner], f.call.group, place)
     healthy = {q: list(cs) for q, cs in case.program.calls.items()}
     healthy[f.rank] = list(case.calls[f.rank])  # the rank's calls as it issued them are the twin's program

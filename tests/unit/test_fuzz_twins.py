@@ -57,6 +57,54 @@ def test_a_case_flagged_at_the_hang_has_a_twin_with_the_same_documents(seed, kin
         assert not verdict.analyze(mine).culprit_ranks, source  # and the verdict names nobody
 
 
+# ``--shape stages --seed 95``: a desync of a pair whose family's other pairs run other calls at and just before the
+# place (a slot that only some of them run), flagged by programs.undecidable since programs.mirrors (2026-12-03)
+STAGES_ONE_OFF = (95000058, 95000212, 95000332, 95000357)
+
+
+@pytest.mark.parametrize("seed", STAGES_ONE_OFF)
+def test_a_pair_desync_whose_family_runs_other_calls_there_has_a_twin(seed):
+    """95000332: pairs 0-1 and 2-3 run a barrier and a broadcast each step, pair 2-3 an all_reduce too (a stage's
+    call); rank 1 issued an all_gather for its broadcast at step 16.  Pair 2-3's record shows nothing of pair
+    0-1's program there (its calls around the place are others), so the program with a one-off all_gather on pair
+    0-1 at that step, rank 0 issuing the broadcast of before, leaves the same documents: flagged, the twin built
+    call for call, and the verdict names nobody."""
+    case = programs.make_case(seed, shape="stages")
+    f, program = case.fault, case.program
+    assert f.kind.startswith("mismatch") and case.undecidable, case.why_undecidable
+    assert len(program.families[program.groups[f.call.group].family]) > 1  # the family has other pairs
+    faulty = _faulty(case)
+    healthy, twin_faulty, twin_culprit = twins.sibling(case, faulty)
+    assert twin_culprit not in case.expected
+    assert twins.healthy_ends(program, healthy), "the twin program hangs without its fault"
+    for source in simulate.AT_HANG_SOURCES:
+        _, mine = twins.documents_of(program, case.calls, seed, source)
+        twin_sim, theirs = twins.documents_of(program, twin_faulty, seed, source)
+        assert twin_sim.hung and theirs == mine, source
+        assert not verdict.analyze(mine).culprit_ranks, source
+
+
+@pytest.mark.parametrize("seed", [95003042, 95009758])
+def test_a_pair_whose_family_runs_its_calls_around_the_place_is_mirrored(seed):
+    """95003042: pair 2-3 runs two all_reduces a step, pair 0-1 one (a stage's one more layer); rank 2 issued an
+    all_gather for one.  Around the place both pairs' calls are all_reduces alike: pair 0-1 shows the program's
+    call there, as the verdict reads it (analogs.like), so the case is not flagged, and the rank is named.
+    95009758: pair 0-1 runs an all_reduce every six steps that the other pairs do not; four calls before the place
+    the pairs run alike again."""
+    case = programs.make_case(seed, shape="stages")
+    group = case.fault.call.group
+    place = 1 + sum(1 for x in case.program.calls[case.fault.rank][:case.fault.index] if x.group == group)
+    alike = programs.mirrors(case.program, group, place)
+    assert alike
+    whole = programs.calls_on(case.program, group)
+    assert all(programs.calls_on(case.program, g) != whole for g in alike)  # another program, alike there
+    assert not case.undecidable, case.why_undecidable
+    faulty = _faulty(case)
+    assert not simulate.flag_at_hang(case, faulty).undecidable
+    docs = simulate.documents(faulty, simulate.mode_of(case.seed), period=simulate.period_of(case.seed))
+    assert verdict.analyze(docs).culprit_ranks == [case.fault.rank]
+
+
 def test_a_shifted_skip_is_not_flagged_by_the_places_of_other_pairs():
     """A skip at step 0 on a mesh's dp pair shifts the rank's calls on the pair by one: the hang is at the pair's
     last call, the rank one call short, and the verdict names it (the fuzzer's seed 7000659).  The flag of
