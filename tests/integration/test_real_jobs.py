@@ -101,13 +101,14 @@ def _named_by_step(job, rank, world, within_steps):
     return doc
 
 
-# Issue 31's figure was "within 100 steps": a timing figure (the project's rule: those live in benchmarks/, tests
-# keep generous margins).  The rule names after 50 calls apart (one a step here), joined every 2 s from each rank's
-# documents: at times one rank's starts are missing from them for 2-8 s and the leader's join waits (2026-12-03,
-# each join's incomplete calls logged; the cause not found: the recorder's reader hands starts over in batches at
-# times).  Alone on this 2-core VM, the 40 % job named after 68-120 steps in 14 runs (2.15: 69, 70, 76, 80, 93, 98, 106, 115; 2.13: 68, 69, 72, 73,
-# 82, 120), the 50 ms job after 66, 68, 68, 96, 132, 139 (2.15): 100 failed about a run in four.  What is held here:
-# the straggler named while the job runs, within a margin of that spread (the job ending unnamed fails, and says so).
+# Issue 31's figure was "within 100 steps": a timing figure (the project's rule: those live in benchmarks/, tests keep
+# generous margins).  The rule names after 50 calls apart (one a step here), joined every 2 s from each rank's
+# documents: at times one rank's starts are missing from them for 2-8 s and the leader's join waits (2026-12-03, each
+# join's incomplete calls logged; the cause not found: the recorder's reader hands starts over in batches at times).
+# Alone on this 2-core VM, the 40 % job named after 68-120 steps in 14 runs (2.15: 69, 70, 76, 80, 93, 98, 106, 115;
+# 2.13: 68, 69, 72, 73, 82, 120), the 50 ms job after 66, 68, 68, 96, 132, 139 (2.15): 100 failed about a run in four.
+# What is held here: the straggler named while the job runs, within a margin of that spread (the job ending unnamed
+# fails, and says so).
 WITHIN_STEPS, JOB_STEPS = 220, 300
 
 
