@@ -23,9 +23,10 @@ calls before the place repeat with one period (each call the one ``period`` seqs
 every other rank issued a call the period puts 1 to ``period - 1`` places later, those others left calls out.
 A call the period does not hold (a new size: a last batch, smaller) decides nothing: either side may be the
 one that changed; nor does a period that a group of the same size, of other ranks, breaks with the same calls
-in its own record (the program's period is longer than the few calls shown), nor one that the group's own record
-shows broken after calls of it (``_broken_before``: a slot that runs every few steps).  Pure: no torch, no files, no
-clock.
+in its own record (the program's period is longer than the few calls shown; not where that record's own period
+is one the stuck group's calls do not hold: another program, a pipeline's stage with one more call), nor one that
+the group's own record shows broken after calls of it (``_broken_before``: a slot that runs every few steps).
+Pure: no torch, no files, no clock.
 """
 MIN_SHARED = 4  # seqs two groups must both show, and agree on, before one speaks for the other
 MIN_GROUPS = 2  # groups that must agree at the place
@@ -526,7 +527,9 @@ def _own(streams, by_rank, stream, seq, calls, fits):
     if got is None:
         return None
     expected, cycle, shown = got
-    if _period_refuted(streams, stream, cycle, fits) or _broken_before(streams[stream]["calls"], cycle, shown[0]):
+    run = [streams[stream]["calls"][s] for s in range(shown[0], shown[1] + 1)]
+    if _period_refuted(streams, stream, cycle, fits, run) or _broken_before(streams[stream]["calls"], cycle,
+                                                                             shown[0]):
         return None
     skipped = {}
     for r, call in calls.items():
@@ -556,13 +559,20 @@ def _broken_before(calls, cycle, first):
     return False
 
 
-def _period_refuted(streams, stream, cycle, fits=None):
+def _period_refuted(streams, stream, cycle, fits=None, mine=None):
     """Whether a group of ``stream``'s size, of other ranks, whose calls in a run of its record are all calls of
     ``cycle`` (over ``MIN_REPEATS`` periods and one more call, or longer), issued them in an order that period
     does not hold: the program's period is another, which the stuck group's own few calls did not show (the
     fuzzer's seed 17002512: pairs issuing a, b each step and b once more every other step; a pair whose record
     held a, b, a, b alone read period 2, and named the rank that issued the second b rather than the one that
-    skipped it; the other pairs' records, past the place, held a, b, a, b, b)."""
+    skipped it; the other pairs' records, past the place, held a, b, a, b, b).
+
+    Not where that run shows a period of its own (``_period_of``) that the stuck group's calls ``mine`` (the run
+    that shows ``cycle``) do not hold: had the stuck group run that program, its calls would be a stretch of it,
+    and hold its period; they do not, so the other group runs another program (shape "stages": a pipeline's
+    last stage runs one more call a step), which says nothing of this one's (the fuzzer's stages seed 95000188:
+    a pair's record held b, b, a six times over, another pair's b, b, b, a, and the rank that skipped an a went
+    unnamed)."""
     me, kinds, p = streams[stream], set(cycle), len(cycle)
     fits = fits or (lambda h, me: len(h["ranks"]) == len(me["ranks"]))
     for other, h in streams.items():
@@ -571,7 +581,9 @@ def _period_refuted(streams, stream, cycle, fits=None):
         for calls in _runs({q: c for q, c in h["calls"].items() if q not in h["clash"]}):
             if (len(calls) > MIN_REPEATS * p and set(calls) <= kinds
                     and any(calls[i] != calls[i - p] for i in range(p, len(calls)))):
-                return True
+                q = _period_of(calls) if mine is not None else None
+                if q is None or _holds(mine, q):
+                    return True
     return False
 
 

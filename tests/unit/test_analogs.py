@@ -8,7 +8,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))  # tests/, for ``fuzz``
 
-from c10d_observer import verdict  # noqa: E402
+from c10d_observer import analogs, verdict  # noqa: E402
 from fuzz import programs, simulate  # noqa: E402
 
 # a pair group (ranks 0-1) of a job of four pairs; rank 1 skipped all_reduce #28 on it: its broadcast #28 meets
@@ -127,6 +127,34 @@ def test_a_call_the_period_does_not_hold_decides_nothing():
     assert any("none has a majority" in u for u in v.undecided), v.undecided
     v = verdict.analyze(_edit(docs, "3", {16}, "broadcast"))
     assert v.culprit_ranks == [], v.summary
+
+
+# shape "stages": pairs 0-1 and 2-3 run broadcast, broadcast, all_reduce each step, pair 4-5 one broadcast more (a
+# pipeline's last stage); rank 0 skipped its all_reduce at step 6 (#21 on group 1) and issued the next step's
+# broadcast; pair 2-3 went past #21 more than a record ago, pair 4-5's record holds the same calls in another order
+STAGES_OWN = 95000188
+
+
+def test_a_group_of_its_size_whose_period_its_calls_do_not_hold_leaves_its_own_period_to_decide():
+    case, docs = _simulated(STAGES_OWN, shape="stages")
+    v = verdict.analyze(docs)
+    h = _stuck(v)
+    assert (h.stream, h.seq, case.expected) == ("1", 21, {0})
+    assert v.culprit_ranks == [0] and h.mismatch.odd_ranks == [0], v.summary
+    assert h.mismatch.evidence == (
+        "no majority in the group; its calls #1-#20 repeat every 3 calls, which puts all_reduce of 1048576 x "
+        "float32 at #21; rank 0 issued the call it puts at #22 (1 left out)"), h.mismatch.evidence
+    # the rule alone: pair 4-5's record (b, b, b, a) is a program that pair 0-1's calls (b, b, a) do not hold
+    streams = {"1": {"ranks": (0, 1), "calls": dict(enumerate(["b", "b", "a"] * 3, 1)), "clash": set()},
+               "3": {"ranks": (4, 5), "calls": dict(enumerate(["b", "b", "b", "a"] * 4, 1)), "clash": set()}}
+    assert not analogs._period_refuted(streams, "1", ["b", "b", "a"], mine=["b", "b", "a"] * 3)
+    # a record that shows no period of its own still refutes: the program's period may be longer than it
+    streams["3"]["calls"] = dict(enumerate(["b", "b", "a", "b", "b", "a", "a"] * 2, 1))
+    assert analogs._period_refuted(streams, "1", ["b", "b", "a"], mine=["b", "b", "a"] * 3)
+    # a period the stuck group's few calls hold (a, b each step, b once more every other: 17002512) refutes too
+    streams["3"]["calls"] = dict(enumerate(["b", "a", "b", "a", "a"] * 3, 1))
+    assert analogs._period_refuted(streams, "1", ["b", "a"], mine=["b", "a", "b", "a"])
+    assert not analogs._period_refuted(streams, "1", ["b", "a"], mine=["b", "a"] * 3)
 
 
 # a job of four pairs (groups 1-4); rank 2 issued its pair's first all_reduce with int64 where rank 3 and the

@@ -853,3 +853,21 @@ def test_a_group_of_one_size_with_another_program_never_speaks_for_the_stuck_gro
     res = run.judge(seed, check_healthy=False, source=source, shape="stages")
     assert res.outcome in ("exact", "undecided", "undecided_ok"), (res.culprits, sorted(res.case.expected),
                                                                   res.summary)
+
+
+# Undecided before 2026-12-04: the stuck group's own period (or its link's, for p2p) "refuted" by a group of its size
+# (a link of its group) whose record holds the same calls in another order, with a period of its own that the stuck
+# group's calls do not hold: another program, which says nothing of this one's (shape "stages": a pipeline's stage
+# with one more call a step; a link that carries two of a pair's three sizes).  Undecided in 53 of seed 95's 20,000
+# stages cases, 7 of ring seed 61's 10,000, 2 of seed 7's 20,000; none named a rank outside its culprit.
+ANOTHER_PROGRAMS_PERIOD = [(95000188, "stages"), (95000702, "stages"), (96000060, "stages"), (61002476, "ring"),
+                           (7003411, None), (7016375, None)]
+
+
+@pytest.mark.parametrize("source", simulate.SOURCES)
+@pytest.mark.parametrize("seed,shape", ANOTHER_PROGRAMS_PERIOD)
+def test_a_period_the_stuck_groups_calls_do_not_hold_refutes_nothing_and_its_own_period_names_the_rank(
+        seed, shape, source):
+    from fuzz import run
+    res = run.judge(seed, check_healthy=False, source=source, shape=shape)
+    assert res.outcome == "exact", (res.culprits, sorted(res.case.expected), res.summary)
