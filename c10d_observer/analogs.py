@@ -528,7 +528,7 @@ def _own(streams, by_rank, stream, seq, calls, fits):
         return None
     expected, cycle, shown = got
     run = [streams[stream]["calls"][s] for s in range(shown[0], shown[1] + 1)]
-    if _period_refuted(streams, stream, cycle, fits, run) or _broken_before(streams[stream]["calls"], cycle,
+    if _period_refuted(streams, stream, cycle, run, fits) or _broken_before(streams[stream]["calls"], cycle,
                                                                              shown[0]):
         return None
     skipped = {}
@@ -559,7 +559,7 @@ def _broken_before(calls, cycle, first):
     return False
 
 
-def _period_refuted(streams, stream, cycle, fits=None, mine=None):
+def _period_refuted(streams, stream, cycle, mine, fits=None):
     """Whether a group of ``stream``'s size, of other ranks, whose calls in a run of its record are all calls of
     ``cycle`` (over ``MIN_REPEATS`` periods and one more call, or longer), issued them in an order that period
     does not hold: the program's period is another, which the stuck group's own few calls did not show (the
@@ -581,7 +581,7 @@ def _period_refuted(streams, stream, cycle, fits=None, mine=None):
         for calls in _runs({q: c for q, c in h["calls"].items() if q not in h["clash"]}):
             if (len(calls) > MIN_REPEATS * p and set(calls) <= kinds
                     and any(calls[i] != calls[i - p] for i in range(p, len(calls)))):
-                q = _period_of(calls) if mine is not None else None
+                q = _period_of(calls)
                 if q is None or _holds(mine, q):
                     return True
     return False
