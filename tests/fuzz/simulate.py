@@ -1188,10 +1188,8 @@ def flag_at_hang(case, faulty, source="exact"):
     if not why:
         return case
     flagged = case._replace(undecidable=True, why_undecidable=why)
-    from . import twins  # twins builds on this module
-    if why.startswith(programs.EXTRA_PREFIX):  # built under every model: the flag stands where its twin does
-        return case if twins.same_documents(flagged, faulty, source) is None else flagged
     if source == "nccl":
+        from . import twins  # twins builds on this module
         kind = twins.same_documents(flagged, faulty, source)
         if kind is None:
             return case
