@@ -697,7 +697,9 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
       rank p of W) that no other group mirrors, where the rank waits in that S call and p waits in the W call
       it skipped: the program with one more call on S at that step, ahead of the W call (a slot that runs every
       few steps, first run there, as the call the rank issued), which p skipped, leaves the same documents
-      (p waits in the W call, the rank in the S call, for each other).  The verdict makes the same argument
+      (p waits in the W call, the rank in the S call, for each other).  Where the groups that mirror S run its
+      calls at other steps (``in_step``: shape "stages", a stage with a call more each step), the extra call may
+      be S's alone: flagged only where that twin, built, leaves the case's documents (``MIRRORED``).  The verdict makes the same argument
       (``ordering._twin_of_a_sparse_call``).  A swap of the W call and the S call after it is the same case:
       the S call issued first is the twin's extra call (the only twin a swap takes here).
 
@@ -832,6 +834,9 @@ def nth_call(calls, group, seq):
     raise ValueError("no call #%d on group %s" % (seq, group))
 
 
+MIRRORED = " (a call on that group alone: the groups of its family that run its calls there show nothing of it)"
+
+
 def _sparse_twin(program, fault, faulty, place, started, blocked):
     """``undecidable_at_hang``'s second twin: a reason, or None.  The S call the rank waits in is its next call
     after the skipped one (a call between them, on a group with ranks of W, would be in the twin's program ahead
@@ -847,8 +852,14 @@ def _sparse_twin(program, fault, faulty, place, started, blocked):
     s_group = program.groups.get(s_gid)
     if s_group is None or s_gid == c.group or len(s_group.ranks) != 2 or rank not in s_group.ranks:
         return None
+    built = ""
     if mirrors(program, s_gid, at[1]):
-        return None  # other groups of its family show where the program puts their calls
+        # other groups of its family run its calls there: in shape "stages", a slot on S alone may still be the
+        # twin's extra call (a pipeline stage's); flagged only where that twin, built, leaves the case's
+        # documents (simulate.flag_at_hang)
+        if in_step(program, s_gid, at[1]):
+            return None
+        built = MIRRORED
     partner = [x for x in s_group.ranks if x != rank][0]
     if partner not in program.groups[c.group].ranks or blocked.get(partner) != (c.group, place):
         return None
@@ -856,9 +867,9 @@ def _sparse_twin(program, fault, faulty, place, started, blocked):
         return None
     return ("a %s of %s #%d on group %s, after which rank %d waits in call #%d on group %s (ranks %s), which no "
             "other group mirrors, and rank %d in the call %s: a program with one more call on group %s there "
-            "(a slot first run at that step), which rank %d skipped, leaves the same documents" % (
+            "(a slot first run at that step), which rank %d skipped, leaves the same documents%s" % (
                 fault.kind, c.op, place, c.group, rank, at[1], s_gid, ", ".join(map(str, s_group.ranks)), partner,
-                "skipped" if fault.kind == "skip" else "issued later", s_gid, partner))
+                "skipped" if fault.kind == "skip" else "issued later", s_gid, partner, built))
 
 
 def _unseen_at_place(program, fault, faulty):
@@ -939,6 +950,22 @@ def mirrors(program, gid, place):
     lo = max(0, place - 1 - MIN_SHARED)
     mine = calls_on(program, gid)[lo:place]
     return [g for g in siblings if calls_on(program, g)[lo:place] == mine]
+
+
+def in_step(program, gid, place):
+    """The groups of ``mirrors(program, gid, place)`` whose calls before the place are also made at the same steps
+    as ``gid``'s: the verdict reads groups of one family as one program where their records agree on the calls and
+    on their places among the other groups' calls (analogs.like); a group whose calls come at other steps (shape
+    "stages": one stage runs a call more each step) says nothing of a call ``gid`` runs alone."""
+    lo = max(0, place - 1 - MIN_SHARED)
+    mine = steps_on(program, gid)[lo:place]
+    return [g for g in mirrors(program, gid, place) if steps_on(program, g)[lo:place] == mine]
+
+
+def steps_on(program, gid):
+    """The steps of the healthy program's calls on group ``gid``, in order."""
+    ranks = program.groups[gid].ranks
+    return [x.step for x in program.calls[ranks[0]] if x.group == gid and x.op not in P2P_OPS]
 
 
 def calls_on(program, gid):

@@ -195,3 +195,45 @@ def test_under_the_nccl_model_a_case_is_flagged_where_its_twin_leaves_the_same_d
     assert flagged.undecidable is ((seed, kind) not in NCCL_APART), flagged.why_undecidable
     assert not verdict.analyze(mine).culprit_ranks
 
+
+
+# ``--shape stages --seed 95``: a skip of a world call, after which the rank waits in its pair's next call, where
+# the pair's family's other pairs run its calls but at other steps (a stage that runs one call more each step),
+# flagged at the hang since programs.in_step (2026-12-04); 95000633: pairs that run its calls at its steps too
+STAGES_SPARSE = (95001023, 95003896, 95004754, 95010483)
+
+
+@pytest.mark.parametrize("seed", STAGES_SPARSE)
+def test_a_skip_before_a_stages_pair_call_its_family_runs_at_other_steps_has_the_sparse_twin(seed):
+    """95001023: pair 0-1 runs two all_gathers a step around the world's all_reduce, pair 2-3 one (the same
+    all_gather); rank 1 skipped the all_reduce at step 9 and waits in its pair's next all_gather, rank 0 in the
+    all_reduce.  Pair 2-3 makes that all_gather at other steps, so its record shows nothing of whether pair 0-1
+    runs one more there: the program with one more all_gather on pair 0-1 alone ahead of the all_reduce (a
+    stage's call first run at that step), rank 0 skipping it, leaves the same documents.  Flagged, the twin built
+    call for call, and the verdict names nobody."""
+    case = programs.make_case(seed, shape="stages")
+    assert not case.undecidable and case.fault.kind == "skip" and case.fault.step >= 3
+    faulty = _faulty(case)
+    flagged = simulate.flag_at_hang(case, faulty)
+    assert flagged.undecidable and flagged.why_undecidable.endswith(programs.MIRRORED), flagged.why_undecidable
+    healthy, twin_faulty, twin_culprit = twins.sparse(case, faulty)
+    assert twin_culprit not in case.expected
+    assert twins.healthy_ends(case.program, healthy), "the twin program hangs without its fault"
+    for source in simulate.AT_HANG_SOURCES:
+        _, mine = twins.documents_of(case.program, case.calls, seed, source)
+        twin_sim, theirs = twins.documents_of(case.program, twin_faulty, seed, source)
+        assert twin_sim.hung and theirs == mine, source
+        assert not verdict.analyze(mine).culprit_ranks, source
+
+
+def test_a_skip_before_a_pair_call_its_family_runs_at_its_steps_is_not_flagged_and_is_named():
+    """95000633: eight pairs run one all_reduce a step, the world an all_gather; rank 6 skipped the all_gather at
+    step 10 and waits in its pair's next all_reduce.  The other pairs run that all_reduce at the same steps: their
+    records show the program's order, the case is not flagged, and the verdict names rank 6."""
+    seed = 95000633
+    case = programs.make_case(seed, shape="stages")
+    faulty = _faulty(case)
+    flagged = simulate.flag_at_hang(case, faulty)
+    assert not flagged.undecidable, flagged.why_undecidable
+    _, mine = twins.documents_of(case.program, case.calls, seed, "exact")
+    assert set(verdict.analyze(mine).culprit_ranks) == case.expected == {6}
