@@ -682,7 +682,7 @@ SHOWN = 32  # calls per stream a document shows (rank_docs.HISTORY, simulate.HIS
 def undecidable_at_hang(program, fault, faulty, started, blocked):
     """Why no verdict can name the culprit, from the faulty run's state at the hang (``started``: {rank: {stream:
     the last seq it started}}, ``blocked``: {rank: (stream, seq) it waits in}), where ``undecidable`` (the program
-    and the fault alone) found no reason: a reason, or None.  Four twins a user's program may be, each leaving
+    and the fault alone) found no reason: a reason, or None.  Five twins a user's program may be, each leaving
     the documents the case leaves with another rank at fault (tests/unit/test_fuzz_twins.py builds each, for
     seeds of this generator, and holds their documents equal to the case's):
 
@@ -709,6 +709,11 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
     - a swap of a call on a group W of two ranks, no group like it, and the first call of another slot (the
       epilogue's barrier, a slot's first run), where each rank of W waits in the call it issued first
       (``_swapped_first_run``).
+
+    - a desync, or a skip after which the rank's next call is another on the group, on a group of two ranks that
+      other groups mirror, whose records show the place, at the program's first step, both ranks waiting there:
+      the program whose group runs one more call there, on it alone, the rank's call, its partner skipping it
+      (``_extra_at_first_step``; flagged only where that twin, built, leaves the case's documents).
     """
     if fault.kind not in ("skip", "swap", "mismatch_op", "mismatch_size", "mismatch_root"):
         return None
@@ -742,7 +747,9 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
         for x in program.groups[gid].ranks:
             n = started.get(x, {}).get(gid, 0)  # a collective group's stream is its gid (simulate.coll_stream)
             if place <= n < place + SHOWN:
-                return None  # its record shows what the program issues there
+                # its record shows what the program issues there, but at the first step not whether the pair runs
+                # a call more than its group does
+                return _extra_at_first_step(program, fault, faulty, place, blocked)
     if fault.kind == "skip":
         nxt = fault.index + (2 if c.op in OBJECT_OPS else 1)
         after = own[nxt] if nxt < len(own) else None
@@ -758,6 +765,39 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
                     "the first call of its slot" if first else "%s, a call the group's record never showed" % unseen,
                     SHOWN))
     return None
+
+
+EXTRA_PREFIX = "at the first step of group"
+
+
+def _extra_at_first_step(program, fault, faulty, place, blocked):
+    """``undecidable_at_hang``'s fifth twin: a reason, or None.  A desync, or a skip after which the rank's next call
+    is another on the same group, on a group of two ranks whose family's other groups run its calls (they mirror
+    it), at the program's first step, where both ranks wait at the place: the program whose group runs one more
+    call there, on it alone (a pipeline's stage's: shape "stages"), the call the rank issued, and whose other rank
+    skipped it, leaves the same documents.  Before the group's record holds a step of its program, the groups of
+    its family say nothing of whether it runs one call more than they do (the verdict's rule:
+    ``analogs.alike_in_a_step``); from the second step on, that extra call would show in the group's record of the
+    first.  ``simulate.flag_at_hang`` builds the twin (``twins.extra``) and flags the case only where its documents
+    are the case's."""
+    c, rank = fault.call, fault.rank
+    if c.step != 0:  # (a swap never comes here: undecidable_at_hang judged it)
+        return None
+    mine = faulty[rank]
+    issued = mine[fault.index] if fault.index < len(mine) else None
+    if issued is None or issued.group != c.group or c.op in OBJECT_OPS or issued.op in OBJECT_OPS:
+        return None  # a skip whose rank's next call is on another group: an ordering cycle, not this twin
+    if fault.kind == "skip" and _signature(issued) == _signature(c):
+        return None
+    partner = [x for x in program.groups[c.group].ranks if x != rank][0]
+    if blocked.get(rank) != (c.group, place) or blocked.get(partner) != (c.group, place):
+        return None
+    return ("%s %s (ranks %s), whose family's other groups run its calls: a program whose group %s runs one more "
+            "call at #%d, on it alone (a pipeline stage's: %s, the call rank %d issued), rank %d skipping it, leaves "
+            "the same documents (before a step of a group is on record, the groups of its family do not show "
+            "whether it runs a call more than they do)" % (
+                EXTRA_PREFIX, c.group, ", ".join(map(str, program.groups[c.group].ranks)), c.group, place,
+                _words(issued, program), rank, partner))
 
 
 def _shifted_to_a_first_call(program, fault, faulty, place, blocked):

@@ -1188,11 +1188,11 @@ def flag_at_hang(case, faulty, source="exact"):
     if not why:
         return case
     flagged = case._replace(undecidable=True, why_undecidable=why)
-    if why.endswith(programs.MIRRORED):  # built under every model: the flag stands where its twin does
-        from . import twins  # twins builds on this module
+    from . import twins  # twins builds on this module
+    if why.endswith(programs.MIRRORED) or why.startswith(programs.EXTRA_PREFIX):  # built under every model: the
+        # flag stands where its twin does
         return flagged if twins.same_documents(flagged, faulty, source) is not None else case
     if source == "nccl":
-        from . import twins  # twins builds on this module
         kind = twins.same_documents(flagged, faulty, source)
         if kind is None:
             return case

@@ -61,6 +61,24 @@ def sibling(case, faulty):
     return healthy, twin_faulty, partner
 
 
+def extra(case, faulty):
+    """The program with one more call on the pair's group at the place, on that group alone (a pipeline stage's:
+    shape "stages"), the call the rank issued there, and that fault: the partner skipped it.  (twin program, twin
+    faulty calls, its culprit)"""
+    f, c, program = case.fault, case.fault.call, case.program
+    issued = case.calls[f.rank][f.index]  # a mismatch's call, or the call after a skip (on the same group)
+    assert issued.group == c.group
+    partner = [x for x in program.groups[c.group].ranks if x != f.rank][0]
+    place = programs.coll_place(program.calls[f.rank], f.index)
+    healthy = {q: list(cs) for q, cs in program.calls.items()}
+    for q in (f.rank, partner):
+        i = programs.nth_call(healthy[q], c.group, place)
+        healthy[q].insert(i, issued._replace(step=healthy[q][i].step, slot=healthy[q][i].slot))
+    twin_faulty = {q: list(cs) for q, cs in healthy.items()}
+    del twin_faulty[partner][programs.nth_call(healthy[partner], c.group, place)]
+    return healthy, twin_faulty, partner
+
+
 def shifted(case, faulty):
     """The program of the rank's calls as it issued them (one call fewer in the run), and that fault: the partner
     issued the run's call at the seq where both wait, in place of the rank's (a mismatch).  (twin program, twin
@@ -96,7 +114,8 @@ def swapped(case, faulty):
     return healthy, twin_faulty, partner
 
 
-BUILDERS = {"sparse": sparse, "sibling": sibling, "shifted": shifted, "sparse_swap": sparse, "swapped": swapped}
+BUILDERS = {"sparse": sparse, "sibling": sibling, "shifted": shifted, "sparse_swap": sparse, "swapped": swapped,
+            "extra": extra}
 
 
 def going_on(program, calls):
@@ -144,6 +163,8 @@ def same_documents(case, faulty, source):
         kinds = ("sparse", "swapped") if why.startswith("a swap of") else ("sparse",)
     elif why.startswith("a skip on group"):
         kinds = ("shifted",)
+    elif why.startswith(programs.EXTRA_PREFIX):
+        kinds = ("extra",)
     else:
         kinds = ("sibling",)
     _, mine = documents_of(case.program, case.calls, case.seed, source)

@@ -208,6 +208,23 @@ def test_at_a_groups_first_calls_two_groups_or_groups_that_disagree_decide_nothi
     assert v.culprit_ranks == [] and not _stuck(v).mismatch.odd_ranks, v.summary
 
 
+# a one-step job of six pairs (groups 1-6), the world's two broadcasts between each pair's two all_reduces: rank 10
+# issued a barrier for its pair's second all_reduce (#2); the other five pairs went past #2 with the all_reduce.
+# Between the world's two broadcasts no pair made a call: that interval is no step of the pair's program, and the
+# program whose pair 10-11 runs one more call there (a stage's barrier), rank 11 skipping it, leaves the same
+# documents (the fuzzer's flag at the first step, twins.extra)
+ZERO_STEP = 1008687
+
+
+def test_an_interval_of_the_worlds_calls_with_no_call_of_the_group_is_no_step_on_record():
+    case, docs = _simulated(ZERO_STEP)
+    v = verdict.analyze(docs)
+    h = _stuck(v)
+    assert (h.stream, h.seq, case.expected) == ("6", 2, {10})
+    assert v.culprit_ranks == [] and not h.mismatch.odd_ranks, v.summary
+    assert "shows less than a step of their program before it" in h.mismatch.evidence, h.mismatch.evidence
+
+
 # A ring job whose link 1 -> 2 carries two rings' tensors by turns (4 x float32, then 1 x float32, each step);
 # rank 1 left its isend of 1 x float32 out of its batch at step 32: its next send on the link is the other
 # ring's (4 x float32) and meets rank 2's recv of 1 x float32 at #66, one each, no other link like it
