@@ -218,10 +218,11 @@ def analyze(by_rank, world_size=None, now=None, stragglers=None):
     for h in hangs:
         h.root = not h.caused_by
         culprits.update(categorize(h, by_rank, undecided))
-    for h in hangs:  # after every rule that names: the dead rank it leans on must be named
+    for h in hangs:  # after every rule that names: the dead rank it leans on, named or missing from this call too
+        dead = culprits | {r for r in h.missing_ranks if by_rank[r] is not None and by_rank[r].dead}
         for r in h.missing_ranks:
             m = h.missing[str(r)]
-            why = raised_on_a_death(r, by_rank, culprits) if m.state == Where.NO_COLLECTIVE else None
+            why = raised_on_a_death(r, by_rank, dead) if m.state == Where.NO_COLLECTIVE else None
             if why is not None:
                 culprits.discard(r)
                 m.state, m.text = Where.RAISED, "%s; %s" % (m.text or "it is in no collective", why)

@@ -774,6 +774,33 @@ def test_a_rank_that_stopped_before_the_call_the_dead_rank_missed_is_still_named
     assert v["hangs"][0]["missing"]["0"]["state"] == "no_collective"
 
 
+def _raised_past_an_abort_docs():
+    """The fuzzer's real seed 37000018 on torch 2.15, a machine loaded by three more jobs (2026-12-04): rank 2
+    posted the prologue's broadcast with another dtype and gloo aborted it inside the call (its document holds no
+    call on the world); ranks 0 and 3 went past the broadcast, their next call raised ("Connection closed by
+    peer") before their source recorded it, and they stayed in their error path (tearing down) past the
+    deadline; ranks 1 and 4 wait in the world's all_reduce #2.  5 ranks: the world "0" and a subgroup "1" of
+    ranks 0 and 3."""
+    docs = {1: _doc(1, 5, [_g("0", [0, 1, 2, 3, 4], 2, 1)]), 4: _doc(4, 5, [_g("0", [0, 1, 2, 3, 4], 2, 1)])}
+    for r in (0, 3):
+        docs[r] = _doc(r, 5, [_g("0", [0, 1, 2, 3, 4], 1, 1), _g("1", [0, 3], 1, 1)])
+    docs[2] = _doc(2, 5, [_g("0", [0, 1, 2, 3, 4], 0, 0)], kind="end", alive=False, exit_reason=ABORTED)
+    return docs
+
+
+def test_ranks_past_a_call_an_aborted_rank_never_entered_are_symptoms_of_its_death_not_culprits():
+    """Ranks in no collective, missing from the stuck call beside a rank gloo aborted, whose last call on its
+    group is one the aborted rank never entered: their next call raised when it died (a symptom), whether or not
+    the aborted rank is named.  On the real run, ranks 0, 4 and 6 were named: a wrong culprit."""
+    v = verdict.analyze(_raised_past_an_abort_docs()).to_json()
+    assert v["culprit_ranks"] == [], v["summary"]
+    h = v["hangs"][0]
+    assert sorted(h["missing_ranks"]) == [0, 2, 3]
+    for r in ("0", "3"):
+        m = h["missing"][r]
+        assert m["state"] == "raised" and "rank 2 never entered" in m["text"] and "not named" in m["text"], m
+
+
 def test_a_freeze_found_after_the_merge_is_added_to_the_record_and_changes_nothing_it_said(tmp_path):
     """Item 6 of issue 42: rank 1 was stopped from 95.0 to 103.5 (SIGSTOP inside the call); the merge at 100
     did not see it frozen; its watchdog's later document carries the span.  The record says it after."""
