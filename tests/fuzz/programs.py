@@ -699,9 +699,10 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
       few steps, first run there, as the call the rank issued), which p skipped, leaves the same documents
       (p waits in the W call, the rank in the S call, for each other).  Where the groups that mirror S run its
       calls at other steps (``in_step``: shape "stages", a stage with a call more each step), the extra call may
-      be S's alone: flagged only where that twin, built, leaves the case's documents (``MIRRORED``).  The verdict makes the same argument
-      (``ordering._twin_of_a_sparse_call``).  A swap of the W call and the S call after it is the same case:
-      the S call issued first is the twin's extra call (the only twin a swap takes here).
+      be S's alone: flagged only where that twin, built, leaves the case's documents (``MIRRORED``).  The
+      verdict makes the same argument (``ordering._twin_of_a_sparse_call``).  A swap of the W call and the S
+      call after it is the same case: the S call issued first is the twin's extra call (the only twin a swap
+      takes here).
 
     - a skip on a 2-rank job's only group, no group like it, that shifts the rank's calls by one up to a call the
       run did not hold (``_shifted_to_a_first_call``).
@@ -892,24 +893,23 @@ def _sparse_twin(program, fault, faulty, place, started, blocked):
     s_group = program.groups.get(s_gid)
     if s_group is None or s_gid == c.group or len(s_group.ranks) != 2 or rank not in s_group.ranks:
         return None
-    built = ""
-    if mirrors(program, s_gid, at[1]):
-        # other groups of its family run its calls there: in shape "stages", a slot on S alone may still be the
-        # twin's extra call (a pipeline stage's); flagged only where that twin, built, leaves the case's
-        # documents (simulate.flag_at_hang)
-        if in_step(program, s_gid, at[1]):
-            return None
-        built = MIRRORED
+    siblings = mirrors(program, s_gid, at[1])
+    # where other groups of its family run its calls there, but at other steps (shape "stages"), a slot on S alone
+    # may still be the twin's extra call (a pipeline stage's): flagged only where that twin, built, leaves the
+    # case's documents (simulate.flag_at_hang)
+    if in_step(program, s_gid, at[1], siblings):
+        return None  # they run them at its steps: their records show where the program puts S's calls
     partner = [x for x in s_group.ranks if x != rank][0]
     if partner not in program.groups[c.group].ranks or blocked.get(partner) != (c.group, place):
         return None
     if started.get(partner, {}).get(s_gid, 0) != at[1] - 1 or started.get(rank, {}).get(c.group, 0) != place - 1:
         return None
-    return ("a %s of %s #%d on group %s, after which rank %d waits in call #%d on group %s (ranks %s), which no "
-            "other group mirrors, and rank %d in the call %s: a program with one more call on group %s there "
-            "(a slot first run at that step), which rank %d skipped, leaves the same documents%s" % (
-                fault.kind, c.op, place, c.group, rank, at[1], s_gid, ", ".join(map(str, s_group.ranks)), partner,
-                "skipped" if fault.kind == "skip" else "issued later", s_gid, partner, built))
+    return ("a %s of %s #%d on group %s, after which rank %d waits in call #%d on group %s (ranks %s), which %s, "
+            "and rank %d in the call %s: a program with one more call on group %s there (a slot first run at that "
+            "step), which rank %d skipped, leaves the same documents%s" % (
+                fault.kind, c.op, place, c.group, rank, at[1], s_gid, ", ".join(map(str, s_group.ranks)),
+                "other groups mirror at other steps" if siblings else "no other group mirrors", partner,
+                "skipped" if fault.kind == "skip" else "issued later", s_gid, partner, MIRRORED if siblings else ""))
 
 
 def _unseen_at_place(program, fault, faulty):
@@ -992,27 +992,25 @@ def mirrors(program, gid, place):
     return [g for g in siblings if calls_on(program, g)[lo:place] == mine]
 
 
-def in_step(program, gid, place):
-    """The groups of ``mirrors(program, gid, place)`` whose calls before the place are also made at the same steps
-    as ``gid``'s: the verdict reads groups of one family as one program where their records agree on the calls and
-    on their places among the other groups' calls (analogs.like); a group whose calls come at other steps (shape
-    "stages": one stage runs a call more each step) says nothing of a call ``gid`` runs alone."""
+def in_step(program, gid, place, siblings):
+    """The groups of ``siblings`` (``mirrors(program, gid, place)``) whose calls before the place are also made at the
+    same steps as ``gid``'s: the verdict reads groups of one family as one program where their records agree on the
+    calls and on their places among the other groups' calls (analogs.like); a group whose calls come at other steps
+    (shape "stages": one stage runs a call more each step) says nothing of a call ``gid`` runs alone."""
     lo = max(0, place - 1 - MIN_SHARED)
-    mine = steps_on(program, gid)[lo:place]
-    return [g for g in mirrors(program, gid, place) if steps_on(program, g)[lo:place] == mine]
+    mine = [x.step for x in _colls_on(program, gid)][lo:place]
+    return [g for g in siblings if [x.step for x in _colls_on(program, g)][lo:place] == mine]
 
 
-def steps_on(program, gid):
-    """The steps of the healthy program's calls on group ``gid``, in order."""
-    ranks = program.groups[gid].ranks
-    return [x.step for x in program.calls[ranks[0]] if x.group == gid and x.op not in P2P_OPS]
+def _colls_on(program, gid):
+    """The healthy program's collective calls on group ``gid``, as its first rank issues them."""
+    return [x for x in program.calls[program.groups[gid].ranks[0]] if x.group == gid and x.op not in P2P_OPS]
 
 
 def calls_on(program, gid):
     """The healthy program's calls on group ``gid``, as (op, size, the root's index in the group)."""
     ranks = program.groups[gid].ranks
-    return [(x.op, x.size, ranks.index(x.root) if x.root is not None else None)
-            for x in program.calls[ranks[0]] if x.group == gid and x.op not in P2P_OPS]
+    return [(x.op, x.size, ranks.index(x.root) if x.root is not None else None) for x in _colls_on(program, gid)]
 
 def _first_step(program, c):
     """The first step at which the template slot of call ``c`` runs (its ``every``), or -1."""

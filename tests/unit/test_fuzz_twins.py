@@ -25,9 +25,10 @@ SPARSE_SWAPS = (13000674, 13000047, 13000115, 13000832)  # ``--kind swap --seed 
 # barrier; the others a subset pair at steps 28-51)
 SWAPPED = (13000284, 13000670)  # ``--kind swap --seed 13``: a pair's last call and the epilogue's barrier issued
 # the other way round
-EXTRA = (31000432, 31000176, 31000287, 1008687)  # ``--seed 31`` (its real programs left them undecided, 2026-12-03): a desync
-# at the first step of a pair whose family's other pairs run its calls and show the place (a root, a dtype, a size
+# ``--seed 31`` (its real programs left them undecided, 2026-12-03), and ``--seed 1`` (1008687): a desync at the
+# first step of a pair whose family's other pairs run its calls and show the place (a root, a dtype, a size
 # changed); the twin: the pair runs one more call there, on it alone (a pipeline stage's), the partner skipping it
+EXTRA = (31000432, 31000176, 31000287, 1008687)
 
 
 def _faulty(case):
