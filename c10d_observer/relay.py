@@ -40,7 +40,8 @@ start together).  The leader, every ``period``:
   (``stragglers-relayed.json``), so every node names a straggler of a group across nodes (relay_arrivals.py).
 
 No clock is compared across nodes for the gather.  Only ``set``, ``get`` and ``add`` are used (``get`` only of keys known
-to exist): they exist on every store of every torch in the matrix and never block on a missing key.  It
+to exist): they exist on every store of every torch in the matrix and never block on a missing key; where the store
+has ``multi_get`` (torch 2.x), the merging node reads a batch of keys known to exist with one (``_reads``).  It
 runs only when the job spans several nodes (``LOCAL_WORLD_SIZE < WORLD_SIZE``, as torchrun sets them); on
 one node ``dump_dir`` is enough.  A store that fails is retried later; the relay never raises into
 training.  Costs at 64 to 4,096 ranks: benchmarks/scale.py, docs/scale.md.
@@ -77,6 +78,7 @@ REQUEST_LOOK_S = 0.1  # an idle leader looks (one stat) for its node's gather re
 IDLE_READS_PER_S = 256  # the idle reads of the request counter all nodes make together, at most, a second
 # (the store's server spends about 1 % of a core per 300 operations a second: benchmarks/store_load.py)
 ARRIVALS_EVERY_S = _relay_arrivals.ARRIVALS_EVERY_S
+FETCH_BATCH = 64  # slots whose counters, then moved bundles, the merging node reads with one multi_get each
 FETCH_STEP_S = 0.5  # the most one step spends fetching bundles; the rest the next step, 0.1 s on.  A relay beats
 # at each step, and one that did not beat for 3 periods and a second loses its node's lead: at 16,384 ranks one
 # step fetched 2,047 bundles in 1.6 s (benchmarks/scale.py, 2026-12-01), 2.5 s being the limit at a period of 0.5 s
@@ -165,6 +167,8 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
         self._ready_all = 0  # the store's bundle counter last seen (collecting)
         self._fetched = {}  # slot -> its counter last fetched
         self._fetch_from, self._pass_total = 1, 0  # where a pass over the slots goes on, the counter it began at
+        self._counted_to = 0  # the slots up to this one have a bundle counter in the store (this relay's add)
+        self._multi_get = None  # whether the store has a multi_get that works (found at the first read)
         self.window = _relay_window.RelayWindow(window_s)  # the gather window's requests, and its phase
         self._verdict_sent = None  # gather id whose verdict this node sent
         self._verdict_taken = None  # request number whose verdict this node took
@@ -419,28 +423,61 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
 
     def _fetch_states(self):
         """The bundles that changed, each into its file; for at most FETCH_STEP_S a step (a pass over the
-        slots goes on where it stopped), a new pass where the bundle counter moved since the last pass began."""
+        slots goes on where it stopped), a new pass where the bundle counter moved since the last pass began.
+        The slots go FETCH_BATCH at a time: their counters, then the bundles that moved, each with one
+        ``multi_get`` where the store has it (``_reads``)."""
         if self._fetch_from == 1:
             total = int(self.store.add(self._key("ready_all"), 0))
             if total == self._ready_all:
                 return
             self._pass_total = total
         until, fetched = time.monotonic() + FETCH_STEP_S, 0
-        for slot in range(self._fetch_from, int(self.store.add(self._key("nodes"), 0)) + 1):
+        slot, last = self._fetch_from, int(self.store.add(self._key("nodes"), 0))
+        while slot <= last:
             if fetched and time.monotonic() > until:
                 self._fetch_from = slot  # the rest next step: this relay beats in between
                 return
-            if slot == self._slot:
-                continue
-            n = int(self.store.add(self._key("node_ready", slot), 0))
-            if n <= self._fetched.get(slot, 0):
-                continue
-            label, packed = _wire.label_of(self.store.get(self._key("node", slot)))
-            self._fetched[slot] = n
-            fetched += 1
-            if label is not None and label.get("window") == self.window.own[0]:
-                self._write_remote(slot, label.get("host"), packed)
+            batch = [s for s in range(slot, min(last + 1, slot + FETCH_BATCH)) if s != self._slot]
+            slot += FETCH_BATCH
+            counts = self._counters(batch)
+            moved = [(s, n) for s, n in zip(batch, counts) if n > self._fetched.get(s, 0)]
+            # a bundle is set before its counter moves: each key read here exists
+            for (s, n), raw in zip(moved, self._reads([self._key("node", s) for s, _ in moved])):
+                label, packed = _wire.label_of(raw)
+                self._fetched[s] = n
+                fetched += 1
+                if label is not None and label.get("window") == self.window.own[0]:
+                    self._write_remote(s, label.get("host"), packed)
         self._fetch_from, self._ready_all = 1, self._pass_total
+
+    def _counters(self, slots):
+        """The bundle counters of ``slots``: read together where this relay made each exist before (an ``add``
+        of 0 creates a counter: ``get`` and ``multi_get`` wait for a missing key), else one ``add`` each."""
+        known = [s for s in slots if s <= self._counted_to]
+        values = dict(zip(known, (int(v) for v in self._reads([self._key("node_ready", s) for s in known]))))
+        for s in slots:
+            if s not in values:
+                values[s] = int(self.store.add(self._key("node_ready", s), 0))
+        self._counted_to = max([self._counted_to] + list(slots))
+        return [values[s] for s in slots]
+
+    def _reads(self, keys):
+        """The values of ``keys``, each known to exist: one ``multi_get`` where the store has it (torch 2.x; at
+        16,384 ranks the merging node read 2,047 bundles one ``get`` each, 0.22 ms of a bundle's 0.55 ms on
+        loopback: benchmarks/fetch_reads.py), else a ``get`` each (torch 1.x, or a store that refused it once)."""
+        if not keys:
+            return []
+        if self._multi_get is None:
+            self._multi_get = callable(getattr(self.store, "multi_get", None))
+        if self._multi_get:
+            try:
+                values = self.store.multi_get(keys)
+                if len(values) == len(keys):
+                    return values
+            except Exception:
+                log.debug("c10d_observer: the store's multi_get failed; a get a key from now on", exc_info=True)
+            self._multi_get = False
+        return [self.store.get(k) for k in keys]
 
     def _write_remote(self, slot, host, packed):
         """One file per node (``states-node<slot>.json``, read by verdict.load_docs): a file per rank cost
