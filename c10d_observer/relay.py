@@ -451,9 +451,11 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
         self._fetch_from, self._ready_all = 1, self._pass_total
 
     def _counters(self, slots):
-        """The bundle counters of ``slots``: read together where this relay made each exist before (an ``add``
-        of 0 creates a counter: ``get`` and ``multi_get`` wait for a missing key), else one ``add`` each."""
-        known = [s for s in slots if s <= self._counted_to]
+        """The bundle counters of ``slots``: read together where the store has ``multi_get`` and this relay made
+        each exist before (an ``add`` of 0 creates a counter: ``get`` and ``multi_get`` wait for a missing key),
+        else one ``add`` each (torch 1.x's ``get`` is two requests, a wait and a get: 0.29 ms a bundle where an
+        ``add`` makes it 0.24, benchmarks/fetch_reads.py)."""
+        known = [s for s in slots if s <= self._counted_to] if self._has_multi_get() else []
         values = dict(zip(known, (int(v) for v in self._reads([self._key("node_ready", s) for s in known]))))
         for s in slots:
             if s not in values:
@@ -461,15 +463,18 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
         self._counted_to = max([self._counted_to] + list(slots))
         return [values[s] for s in slots]
 
+    def _has_multi_get(self):
+        if self._multi_get is None:
+            self._multi_get = callable(getattr(self.store, "multi_get", None))
+        return self._multi_get
+
     def _reads(self, keys):
         """The values of ``keys``, each known to exist: one ``multi_get`` where the store has it (torch 2.x; at
         16,384 ranks the merging node read 2,047 bundles one ``get`` each, 0.22 ms of a bundle's 0.55 ms on
         loopback: benchmarks/fetch_reads.py), else a ``get`` each (torch 1.x, or a store that refused it once)."""
         if not keys:
             return []
-        if self._multi_get is None:
-            self._multi_get = callable(getattr(self.store, "multi_get", None))
-        if self._multi_get:
+        if self._has_multi_get():
             try:
                 values = self.store.multi_get(keys)
                 if len(values) == len(keys):

@@ -795,8 +795,8 @@ def test_the_merging_node_reads_the_bundles_a_batch_at_a_time_and_each_reaches_i
     """Issue 44: at 16,384 ranks the merging node read 2,047 bundles with one get each, and each bundle's
     counter with one add, 0.22 ms of a bundle's 0.55 ms on loopback (benchmarks/fetch_reads.py).  Now a batch
     of FETCH_BATCH slots costs one multi_get for the counters this relay made before and one for the bundles
-    that moved, where the store has one (torch 2.x); a store that refuses it gets a get a key, and every
-    bundle still arrives."""
+    that moved, where the store has one (torch 2.x); a store that refuses it gets an add a counter and a get a
+    bundle, as before, and every bundle still arrives."""
     from torch import distributed as dist
     monkeypatch.setattr(_relay, "FETCH_BATCH", 8)
     base = dist.HashStore()
@@ -818,7 +818,8 @@ def test_the_merging_node_reads_the_bundles_a_batch_at_a_time_and_each_reaches_i
     assert all(d.extra.get("answered_gather_id", d.gather_id) == "gA" for d in states_in(dirs[0]).values())
     batches = -(-20 // 8)
     if refuse:
-        assert first[1] == 19 and store.gets == 2 * 19 and store.multi == 0, (first, store.gets)
+        # a get a bundle; each counter an add (a get is two requests on torch 1.x)
+        assert first[1] == 19 and store.gets == 19 and store.adds >= 19 and store.multi == 0, (first, store.gets)
     else:
         assert first[2] == batches and first[1] == 0, first  # the bundles: one multi_get a batch
         assert store.gets == 0 and store.multi == 2 * batches and store.adds <= 2, (store.adds, store.multi)
