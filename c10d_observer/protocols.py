@@ -195,8 +195,13 @@ class Gather(Machine):
             # inside a call every rank entered is merged as "none is frozen" a moment before it is
             silent = (not doc.dead and not doc.frozen and doc.heartbeat_age_s is not None
                       and doc.heartbeat_age_s > self.w.helper_answer)
-            counts = doc.dead or (doc.gather_id == gid and not silent)
-            wanted = None if doc.dead or doc.frozen else (doc.stack_dump, doc.stacks_size_before)
+            # a rank whose observer ended (disable(), its script's end: its end document, alive) answers no more:
+            # that document is its answer (the merge waited for it until gather_wait, 3 s at a poll of 1 s, where
+            # gloo's error ended the others and one rank still waited: the fuzzer's real seed 40000214); one
+            # written before this watchdog started is an earlier incarnation's (torchelastic's restart)
+            ended = doc.kind == "end" and (doc.written_at or 0) >= self.started_at - self.w.gather_wait
+            counts = doc.dead or ended or (doc.gather_id == gid and not silent)
+            wanted = None if doc.dead or doc.frozen or ended else (doc.stack_dump, doc.stacks_size_before)
             entries.append((doc.rank, counts, wanted))
         self._answers[path] = (key, entries)
 

@@ -316,6 +316,21 @@ def test_gather_answers_of_another_request_do_not_count_but_ended_ranks_do():
     assert g._answered_n == 0 and not g.due(1, 2, lambda w: True) and g._answered_n == 1
 
 
+def test_gather_counts_a_rank_whose_observer_ended_as_answered_but_not_an_earlier_incarnations_end():
+    """A rank whose observer was disabled (its script ended, or raised and exited cleanly) writes an end
+    document, alive, and its watchdog answers no more: the merge waited for it until gather_wait (3 s at a poll
+    of 1 s: the fuzzer's real seed 40000214, gloo's error ended five of six ranks).  It counts as answered; an
+    end written before this watchdog started (a torchelastic restart's earlier process) does not."""
+    g = Gather(W, "", 100.0)
+    g.own("g1", 0)
+    g.count("a", 1, _docs([0], "g1"), "g1")
+    g.count("b", 1, [documents.RankDoc("end", 1, alive=True, written_at=100.5)], "g1")
+    g.count("c", 1, [documents.RankDoc("end", 2, alive=True, written_at=100.0 - W.gather_wait - 1.0)], "g1")
+    assert not g.due(1, 3, lambda w: True)  # rank 2's end is older than this watchdog: it may still answer
+    g.count("c", 2, [documents.RankDoc("end", 2, alive=True, written_at=101.0)], "g1")
+    assert g.due(2, 3, lambda w: True)
+
+
 def test_gather_waits_for_a_rank_whose_helper_fell_silent_to_be_frozen():
     """A rank stopped inside a call every rank entered answers before it reads frozen (no beat for longer than
     its helper answers in, not yet the frozen window): merged then, the verdict says "none is frozen" a moment
