@@ -13,14 +13,13 @@ import argparse
 import base64
 import datetime
 import os
-import statistics
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _harness import RESULTS, today, write_json  # noqa: E402
+from _harness import RESULTS, median, today, write_json  # noqa: E402
 from scale import start_server  # noqa: E402
 from c10d_observer import documents as _documents  # noqa: E402
 from c10d_observer import dumpdir as _dumpdir  # noqa: E402
@@ -69,7 +68,7 @@ def main(argv=None):
     finally:
         server.stdin.close()
         server.wait()
-    ms = {k: round(statistics.median(v[1:] or v) / a.nodes * 1e3, 4) for k, v in rows.items()}
+    ms = {k: round(median(v[1:] or v) / a.nodes * 1e3, 4) for k, v in rows.items()}
     out = {"torch": torch.__version__, "date": today(), "nodes": a.nodes, "bytes": a.bytes, "repeat": a.repeat,
            "fetch_batch": _relay.FETCH_BATCH, "multi_get": multi, "ms_a_bundle": ms,
            "seconds": {k: [round(x, 4) for x in v] for k, v in rows.items()}}
