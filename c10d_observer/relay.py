@@ -40,8 +40,8 @@ start together).  The leader, every ``period``:
   (``stragglers-relayed.json``), so every node names a straggler of a group across nodes (relay_arrivals.py).
 
 No clock is compared across nodes for the gather.  Only ``set``, ``get`` and ``add`` are used (``get`` only of keys known
-to exist): they exist on every store of every torch in the matrix and never block on a missing key; where the store
-has ``multi_get`` (torch 2.x), the merging node reads a batch of keys known to exist with one (``_reads``).  It
+to exist): they exist on every store of every torch in the matrix and never block on a missing key; where the
+store has ``multi_get`` (torch 2.x), the merging node reads a batch of keys known to exist with one (``_reads``).  It
 runs only when the job spans several nodes (``LOCAL_WORLD_SIZE < WORLD_SIZE``, as torchrun sets them); on
 one node ``dump_dir`` is enough.  A store that fails is retried later; the relay never raises into
 training.  Costs at 64 to 4,096 ranks: benchmarks/scale.py, docs/scale.md.
@@ -470,8 +470,9 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
 
     def _reads(self, keys):
         """The values of ``keys``, each known to exist: one ``multi_get`` where the store has it (torch 2.x; at
-        16,384 ranks the merging node read 2,047 bundles one ``get`` each, 0.22 ms of a bundle's 0.55 ms on
-        loopback: benchmarks/fetch_reads.py), else a ``get`` each (torch 1.x, or a store that refused it once)."""
+        16,384 ranks the merging node read 2,047 bundles one ``get`` each, with its counter's ``add`` about 0.2 ms
+        of a bundle's 0.55 ms on loopback; batched 0.011 ms: benchmarks/fetch_reads.py), else a ``get`` each
+        (torch 1.x, or a store that refused it once)."""
         if not keys:
             return []
         if self._has_multi_get():
