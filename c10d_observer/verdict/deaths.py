@@ -83,7 +83,7 @@ def aborted_alone(h, by_rank, waiting_in):
                                                                     said or "their sizes are not known"))
 
 
-def raised_on_a_death(r, by_rank, culprits):
+def raised_on_a_death(r, by_rank, culprits, odd=()):
     """Why rank ``r``, alive and in no collective, is a symptom of a dead rank of ``culprits`` (the ranks named, and
     the dead ranks missing from the stuck call that ``r`` is missing from: one gloo aborted is not named, and its
     death raises in its peers all the same; the fuzzer's real seed 37000018 on 2.15, on a loaded machine, named
@@ -95,7 +95,15 @@ def raised_on_a_death(r, by_rank, culprits):
     collective" beside the rank that exited); a group the dead rank's document does not hold, where it holds
     others, is one it issued no call on (seed 19000025 on torch 1.8.1, the patch source: rank 0 exited before
     its pair's first barrier, which raised in rank 1).  Only in that direction: a rank that stalls outside collectives
-    while a peer dies waiting for it never entered a call that the dead rank did not."""
+    while a peer dies waiting for it never entered a call that the dead rank did not.
+
+    Also where its last call there is the one the dead rank died inside (in flight in its document), which the
+    rank's record shows over: a source counts a call that raised as over (tracker.poll_once: a failed work is no
+    longer in flight), and gloo raises in the peers of a rank that dies in a call (the fuzzer's real seed 43000042
+    on 1.8.1: gloo aborted rank 1 inside a broadcast whose size it changed, the broadcast raised "Connection reset
+    by peer" in rank 3, which ended, and rank 3 was named "in no collective" beside rank 1).  A receiver of a
+    broadcast may also have completed it whole; its rank is then not named either: a miss, never a wrong culprit.
+    Not for a rank of ``odd`` (the odd ones of a mismatch: the rank whose call made the other one die)."""
     doc = by_rank[r]
     if doc is None or doc.dead or doc.frozen or doc.phase or any(g.in_flight is not None for g in doc.groups):
         return None
@@ -116,4 +124,12 @@ def raised_on_a_death(r, by_rank, culprits):
                 call = call_words(c.op if c else None, g.last_started, g.group, list(g.ranks or ()), "collective")
                 return ("its %s, which rank %d never entered, is over: gloo raised it when rank %d died, and this "
                         "rank left for its error path; a symptom, not named" % (call, d, d))
+            died_in = theirs.in_flight.seq if theirs is not None and theirs.in_flight is not None else None
+            if r not in odd and died_in is not None and died_in == g.last_started <= g.last_completed:
+                c = g.call(g.last_started)
+                call = call_words(c.op if c else None, g.last_started, g.group, list(g.ranks or ()), "collective")
+                return ("its last call, %s, is the one rank %d died inside, and it is over: gloo raises in the "
+                        "peers of a rank that dies in a call, and this rank may have left for its error path "
+                        "(or completed it, and ended or stopped of its own); a symptom of the death, not named"
+                        % (call, d))
     return None

@@ -801,6 +801,61 @@ def test_ranks_past_a_call_an_aborted_rank_never_entered_are_symptoms_of_its_dea
         assert m["state"] == "raised" and "rank 2 never entered" in m["text"] and "not named" in m["text"], m
 
 
+def _died_inside_docs(odd_size=None):
+    """The fuzzer's real seed 43000042 on torch 1.8.1 (the patch source), 2026-12-04: 5 ranks, the world's
+    broadcast #1 from root 0; rank 1 posted it as float16 and gloo aborted it inside the call; the broadcast
+    raised in rank 3 ("Connection reset by peer"), whose source counts a call that raised as over, and rank 3
+    ended (its script caught the error, the observer disabled); ranks 2 and 4 wait in broadcast #2, rank 0 in
+    #1.  ``odd_size``: rank 3's broadcast #1 was of this size (it is the odd one of the mismatch)."""
+    world = [0, 1, 2, 3, 4]
+    big, small = "1048576 x float32", "1048576 x float16"
+    first = [(1, "broadcast", big, 80.0)]
+    docs = {0: _doc(0, 5, [_g("0", world, 1, 0, op="broadcast", size=big)]),
+            1: _doc(1, 5, [_g("0", world, 1, 0, op="broadcast", size=small)], kind="end", alive=False,
+                    exit_reason=ABORTED),
+            3: _doc(3, 5, [_g("0", world, 1, 1, recent=[(1, "broadcast", odd_size or big, 80.0)])], kind="end",
+                    exit_reason="the observer was disabled")}
+    for r in (2, 4):
+        docs[r] = _doc(r, 5, [_g("0", world, 2, 1, op="broadcast", size=big, recent=first)])
+    return docs
+
+
+def test_a_rank_whose_call_a_dead_rank_died_inside_is_over_is_a_symptom_of_the_death_not_a_culprit():
+    """Rank 3 is missing from broadcast #2 and in no collective; its last call is the broadcast rank 1 died
+    inside, over for rank 3: gloo raised it there.  Rank 1, the odd one of the mismatch, is the culprit; rank 3
+    is not named (on the real run it was: a wrong culprit)."""
+    v = verdict.analyze(_died_inside_docs()).to_json()
+    assert v["culprit_ranks"] == [1], v["summary"]
+    [second] = [h for h in v["hangs"] if h["seq"] == 2]
+    m = second["missing"]["3"]
+    assert m["state"] == "raised" and "the one rank 1 died inside" in m["text"] and "not named" in m["text"], m
+
+
+def test_an_aborted_rank_its_peers_name_alone_stays_named_though_a_later_call_took_it_for_a_symptom():
+    """The same seed on torch 2.13 (gloo's recorder): rank 1's document holds no call of the world (the recorder
+    did not see its broadcast before gloo aborted it).  Broadcast #1 names it (its peers issued one call alike);
+    broadcast #2 took it for a symptom beside rank 3, in no collective, a symptom itself: nobody was named."""
+    docs = _died_inside_docs()
+    docs[1] = _doc(1, 5, [_g("0", [0, 1, 2, 3, 4], 0, 0)], kind="end", alive=False, exit_reason=ABORTED)
+    v = verdict.analyze(docs).to_json()
+    assert v["culprit_ranks"] == [1], v["summary"]
+    first, second = sorted(v["hangs"], key=lambda h: h["seq"])
+    assert "issued alike" in first["missing"]["1"]["text"]
+    assert "named at broadcast #1" in second["missing"]["1"]["text"], second["missing"]["1"]
+    assert second["missing"]["3"]["state"] == "raised"
+
+
+def test_the_odd_rank_of_a_mismatch_is_named_though_a_rank_died_inside_its_call():
+    """Where the rank whose last call a dead rank died inside is the odd one of that call's mismatch (its size
+    made the other die), it stays named."""
+    docs = _died_inside_docs(odd_size="1048576 x float64")
+    docs[1] = _doc(1, 5, [_g("0", [0, 1, 2, 3, 4], 1, 0, op="broadcast", size="1048576 x float32")], kind="end",
+                   alive=False, exit_reason=ABORTED)
+    v = verdict.analyze(docs).to_json()
+    assert 3 in v["culprit_ranks"], v["summary"]
+    assert all(h["missing"].get("3", {}).get("state") != "raised" for h in v["hangs"]), v["hangs"]
+
+
 def test_a_freeze_found_after_the_merge_is_added_to_the_record_and_changes_nothing_it_said(tmp_path):
     """Item 6 of issue 42: rank 1 was stopped from 95.0 to 103.5 (SIGSTOP inside the call); the merge at 100
     did not see it frozen; its watchdog's later document carries the span.  The record says it after."""
