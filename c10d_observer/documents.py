@@ -19,7 +19,12 @@ __all__ = ["Call", "Position", "Overdue", "RankDoc", "load"]
 # -- what the watchdogs write: typed, built once where a document is read or made --------------------
 FORMAT = "c10d_observer.report"
 VERSION = 2  # 2: calls carry their start time, documents of kind "end", node files label their answers
-READS = (1, 2)  # the versions this release reads (1: written before 2026-11-25)
+# a state as a node's bundle carries it between nodes (relay.py, RankDoc.to_wire): version 2's fields without
+# those that are null, its positions as rows (``group_rows``, Position.to_row) where version 2 has a dict each;
+# only ever inside a bundle, so a release that reads no version 3 refuses the bundle, never reads its ranks as
+# in no call
+WIRE_VERSION = 3
+READS = (1, 2, 3)  # the versions this release reads (1: written before 2026-11-25)
 
 
 class DocumentError(ValueError):
@@ -130,11 +135,65 @@ class Position(NamedTuple):
             d.update(in_flight_gpu_state=self.gpu_state, gpu_timing=self.gpu_timing)
         return d
 
+    def to_row(self):
+        """The position as a list of its fields in their order (the form a node's bundle carries: a dict's keys,
+        16 a position, were most of a bundle's JSON to parse), its ranks as runs (``{"runs": ...}``) where
+        ``_ranks_out`` writes runs, each call as a list ([seq, op, size, started_at, api] in flight, [seq, op,
+        size, started_at] recent); trailing nulls left out."""
+        row = list(self)
+        if isinstance(self.ranks, tuple) and len(self.ranks) > _ch.RUNS_OVER:
+            row[3] = {"runs": _ch.runs_of(self.ranks)}
+        elif self.ranks is not None:
+            row[3] = list(self.ranks)
+        row[11] = list(self.in_flight) if self.in_flight is not None else None
+        row[12] = [[c.seq, c.op, c.size, c.started_at] for c in self.recent]
+        while row and row[-1] is None:
+            row.pop()
+        return row
+
+    @classmethod
+    def from_row(cls, row):
+        """A Position from ``to_row``'s list, each field read as ``from_json`` reads it.  Raises DocumentError
+        where ``row`` is not such a list."""
+        if type(row) is not list or len(row) < 2 or len(row) > len(cls._fields):
+            raise DocumentError("a position's row is not a list of at most %d fields" % len(cls._fields))
+        (stream, group, kind, ranks, backend, peer, src, dst, timeout, started, completed, fly, ops, overflow,
+         gpu, timing) = row + [None] * (len(cls._fields) - len(row))
+        if type(ranks) is dict:
+            ranks = _ch.ranks_from_runs(ranks.get("runs")) if isinstance(ranks.get("runs"), list) else None
+        else:
+            ranks = tuple(ranks) if type(ranks) is list else None
+        if type(fly) is list and fly and isinstance(fly[0], int):
+            fly = (fly + [None] * 5)[:5]
+            t = fly[3]
+            fly = tuple.__new__(Call, (fly[0], fly[1] or "unknown", fly[2], t if type(t) in _TIMES else _num(t),
+                                       fly[4] or ""))
+        else:
+            fly = None
+        return cls._build(stream, group, kind, ranks, backend, peer, src, dst, timeout, started, completed, fly,
+                          ops if type(ops) is list else (), overflow, gpu, timing)
+
     @classmethod
     def from_json(cls, d):
-        new = tuple.__new__  # a Call per item, built directly (the merge reads thousands: issue 42's fuzzer)
         get = d.get
-        ops = get("recent_ops") or ()
+        fly = get("in_flight_seq")
+        in_flight = Call(fly, get("in_flight_op") or "unknown", get("in_flight_size"),
+                         _num(get("in_flight_since")), get("in_flight_api") or "") if isinstance(fly, int) else None
+        runs = get("ranks_runs")
+        ranks = get("ranks")
+        # _ranks_in(d, "ranks"), its common case inline
+        ranks = tuple(ranks) if runs is None and type(ranks) is list else _ranks_in(d, "ranks")
+        return cls._build(get("stream"), get("group"), get("kind"), ranks, get("backend"), get("peer"), get("src"),
+                          get("dst"), get("torch_timeout_s"), get("last_started"), get("last_completed"), in_flight,
+                          get("recent_ops") or (), get("ring_overflow"), get("in_flight_gpu_state"),
+                          get("gpu_timing"))
+
+    @classmethod
+    def _build(cls, stream, group, kind, ranks, backend, peer, src, dst, timeout, started, completed, in_flight,
+               ops, overflow, gpu, timing):
+        """The Position of fields as a document holds them (``from_json``, ``from_row``): each checked, the
+        recent calls ([seq, op, size, started_at] each) built."""
+        new = tuple.__new__  # a Call per item, built directly (the merge reads thousands: issue 42's fuzzer)
         # what a watchdog writes: [seq, op, size, started_at] with a number for each time, every item (lists
         # only: a list of another length stops the unpacking, and takes the way below)
         recent = ()
@@ -154,19 +213,13 @@ class Position(NamedTuple):
                     recent.append(Call(item[0], item[1] if len(item) > 1 and item[1] else "unknown",
                                        item[2] if len(item) > 2 else None,
                                        _num(item[3]) if len(item) > 3 else None))
-        fly = get("in_flight_seq")
-        in_flight = Call(fly, get("in_flight_op") or "unknown", get("in_flight_size"),
-                         _num(get("in_flight_since")), get("in_flight_api") or "") if isinstance(fly, int) else None
-        runs = get("ranks_runs")
-        ranks = get("ranks")
-        # _ranks_in(d, "ranks"), its common case inline
-        ranks = tuple(ranks) if runs is None and type(ranks) is list else _ranks_in(d, "ranks")
-        gpu = get("in_flight_gpu_state")
-        args = (str(get("stream")), str(get("group")), get("kind") or "collective", ranks,
-                get("backend"), get("peer"), get("src"), get("dst"), _num(get("torch_timeout_s")),
-                _num(get("last_started"), 0), _num(get("last_completed"), 0), in_flight, tuple(recent),
-                _num(get("ring_overflow"), 0), gpu if gpu in GPU_STATES else None,
-                bool(d["gpu_timing"]) if get("gpu_timing") is not None else None)
+        # a string, a count as the JSON holds them taken as they are (_num's test, without its call)
+        args = (stream if type(stream) is str else str(stream), group if type(group) is str else str(group),
+                kind or "collective", ranks, backend, peer, src, dst, None if timeout is None else _num(timeout),
+                started if type(started) is int else _num(started, 0),
+                completed if type(completed) is int else _num(completed, 0), in_flight, tuple(recent),
+                overflow if type(overflow) is int else _num(overflow, 0), gpu if gpu in GPU_STATES else None,
+                None if timing is None else bool(timing))
         return new(cls, args) if cls is Position else cls(*args)  # the namedtuple's __new__, without its call
 
 
@@ -422,6 +475,21 @@ class RankDoc(NamedTuple):
             d.setdefault(k, v)
         return d
 
+    def to_wire(self):
+        """This document as a node's bundle carries it to the merging node (relay.py): ``to_json``'s, version
+        WIRE_VERSION: its positions as rows (``group_rows``, Position.to_row), and no field of its own nor of an
+        overdue call's whose value is null (its ``extra`` kept as it is).  The merging watchdog parses every
+        rank's; 4,096 ranks' states of ``benchmarks/scale.py`` as bundles, on this project's VM: see
+        docs/scale.md, "A bundle's states as rows"."""
+        d = self.to_json()
+        known = _known(type(self))
+        out = {k: v for k, v in d.items() if v is not None or k not in known}
+        out["version"] = WIRE_VERSION
+        del out["groups"]
+        out["group_rows"] = [g.to_row() for g in self.groups]
+        out["overdue"] = [{k: v for k, v in e.items() if v is not None} for e in d["overdue"]]
+        return out
+
     @classmethod
     def of(cls, d):
         """A RankDoc as it is; a document's dict (tests, older callers of the verdict) read as one, its format
@@ -446,17 +514,18 @@ class RankDoc(NamedTuple):
         alive = d.get("alive") is not False
         if d.get("version") == 1 and kind == "state" and (d.get("exit_reason") or not alive):
             kind = "end"  # version 1 wrote a rank's end as its state
-        known = _KNOWN.get(cls)
-        if known is None:
-            known = _KNOWN[cls] = frozenset(cls._fields) | {"format", "version"}
+        known = _KNOWN.get(cls) or _known(cls)
         extra = {k: v for k, v in d.items() if k not in known and not k.startswith("_")}
         fr = d.get("flight_recorder")
+        rows = d.get("group_rows")  # WIRE_VERSION's positions
+        groups = (tuple(Position.from_row(r) for r in rows if type(r) is list) if type(rows) is list else
+                  tuple(Position.from_json(g) for g in d.get("groups") or () if isinstance(g, dict)))
         return cls(kind, rank, _num(d.get("world_size")), d.get("host"), _num(d.get("pid")), d.get("job_id") or "",
                    _num(d.get("written_at")), _num(d.get("watchdog_started_at")), alive, d.get("exit_reason"),
                    bool(d.get("frozen")) and alive, _num(d.get("heartbeat_age_s")), _num(d.get("main_thread")),
                    d.get("stack_dump"), d.get("stacks_text"), d.get("py_spy_dump"), d.get("gather_id"),
                    _num(d.get("stacks_size_before")),
-                   tuple(Position.from_json(g) for g in d.get("groups") or () if isinstance(g, dict)),
+                   groups,
                    tuple(Overdue.from_json(e) for e in d.get("overdue") or () if isinstance(e, dict)),
                    fr if isinstance(fr, dict) else None, d.get("config") if isinstance(d.get("config"), dict) else {},
                    d.get("signal_handler"), bool(d.get("ages_at_least")), d.get("relayed_from"),
@@ -465,6 +534,13 @@ class RankDoc(NamedTuple):
 
 
 _KNOWN = {}  # RankDoc (a class) -> the keys of a document that are not ``extra``: made once, not per document
+
+
+def _known(cls):
+    known = _KNOWN.get(cls)
+    if known is None:
+        known = _KNOWN[cls] = frozenset(cls._fields) | {"format", "version", "group_rows"}
+    return known
 NODE_KIND = "node_states"
 
 

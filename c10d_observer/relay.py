@@ -23,10 +23,11 @@ start together).  The leader, every ``period``:
 - while a gather is on, the node's states (also a dead or frozen rank's, which cannot relay itself) go out
   as one bundle per node, once every rank of the node whose relay beats has answered (at most BUNDLE_HOLD_S
   after the first answer; a later change goes out again) (a line of JSON, its request's number and its
-  host, then the states as zlib + base64 JSON; ``<P>node/<slot>``, then ``<P>node_ready/<slot>`` += 1 and
-  ``<P>ready_all`` += 1), labelled with the number of the request the node takes for the merge's, each
-  state with a summary of its stacks: the main thread of the last dump (what the verdict reads), not the
-  whole file, which stays on its node (``stacks_remote`` names host and path);
+  host, then the states as zlib + base64 JSON, each as ``RankDoc.to_wire`` makes it, positions as rows;
+  ``<P>node/<slot>``, then ``<P>node_ready/<slot>`` += 1 and ``<P>ready_all`` += 1), labelled with the
+  number of the request the node takes for the merge's, each state with a summary of its stacks: the main
+  thread of the last dump (what the verdict reads), not the whole file, which stays on its node
+  (``stacks_remote`` names host and path);
 - the winner's node reads ``<P>ready_all`` each step and only when it moved, the nodes' counters and
   the bundles that changed and are labelled with its request, each into one file of its ``dump_dir``
   (``states-node<slot>.json``), where its watchdog merges them with the local ones;
@@ -386,7 +387,7 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
                     and not doc.frozen and not doc.dead and now - (doc.written_at or 0) < STACKS_WAIT_S:
                 continue  # its rank is still writing the stack dump its watchdog asked for
             self._seen_files[path] = key
-            out = doc.to_json()
+            out = doc.to_wire()
             out["stacks_text"] = stacks_summary(doc.stack_dump, doc.main_thread)
             out["stacks_remote"] = "%s:%s" % (doc.host, doc.stack_dump)
             prev = self._node_docs.get(doc.rank)

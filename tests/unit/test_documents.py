@@ -210,3 +210,53 @@ def test_a_node_file_of_packed_states_reads_as_its_states_and_a_damaged_one_is_r
         with pytest.raises(documents.DocumentError):
             documents.load(path)
     assert wire.label_of("no label line") == (None, None) and wire.label_of("[1]\nx") == (None, None)
+
+
+def _every_field_doc():
+    """A state with a position of every shape (long ranks, p2p, a GPU's state, none in flight), overdue calls
+    in flight and ended, and an extra field whose value is null."""
+    ranks = tuple(range(0, 4096, 2))
+    return RankDoc("state", 2, 4096, "node1", 1234, "job", 104.0, 90.0, True, None, False, 0.1, 0xab,
+                   "/d/stacks-rank2-pid1234.txt", "=== stacks ===", None, "g1", 10,
+                   (_position(ranks=ranks, backend="nccl", gpu_state="started", gpu_timing=True),
+                    _position(stream="0:p2p:1->2", kind="p2p", src=1, dst=2, peer=1, in_flight=None, recent=()),
+                    _position(stream="7", group="7", ranks=(2, 3), in_flight=None, last_started=3, last_completed=3,
+                              recent=(Call(3, "broadcast", None, None),), ring_overflow=2, torch_timeout_s=600.0)),
+                   (_overdue(group_ranks=ranks), _overdue(seq=3, in_flight=False, ended="completed",
+                                                          completed_at=99.0, resolved_after_s=4.0)),
+                   None, {"timeout": 3.0}, {"signal": "SIGUSR1"}, extra={"source": "patch", "note": None})
+
+
+def test_a_state_as_a_bundle_carries_it_is_rows_without_nulls_and_reads_back_as_the_same_document():
+    """Issue 44: a node's bundle carries each state as to_wire makes it (version 3): the positions as rows,
+    no null field of its own, and reads back, through JSON and a node file's packing, as the state it was."""
+    from c10d_observer import wire
+    doc = _every_field_doc()
+    w = doc.to_wire()
+    assert w["version"] == documents.WIRE_VERSION == 3 and "groups" not in w
+    assert [len(r) for r in w["group_rows"]] == [16, 14, 14]  # trailing nulls left out (ring_overflow 0)
+    assert w["group_rows"][0][3] == {"runs": [[0, 2048, 2]]} and w["group_rows"][2][3] == [2, 3]
+    assert not [k for k, v in w.items() if v is None and k in RankDoc._fields]
+    assert all(v is not None for e in w["overdue"] for v in e.values())
+    assert w["note"] is None  # an extra field keeps its null: the rank's own
+    back = RankDoc.from_json(json.loads(json.dumps(w)))
+    assert back == doc
+    assert back.groups[0].ranks is RankDoc.from_json(doc.to_json()).groups[0].ranks  # one tuple per group
+    unpacked = wire.unpack(wire.pack([w]))
+    assert RankDoc.from_json(unpacked[0]) == doc
+    assert len(json.dumps(w)) < 0.8 * len(json.dumps(doc.to_json()))
+
+
+@pytest.mark.parametrize("row", [{"stream": "0"}, ["0"], ["0", "0"] + [None] * 15, ["0", "0", "collective", 7]])
+def test_a_row_that_is_no_position_is_skipped_or_refused_by_name(tmp_path, row):
+    """A row that is not a list is left out, as a position that is not a dict is; a list that is not one of
+    Position's fields in order (too short, too long) refuses its document, a DocumentError naming the row, which
+    a reader of dump_dir skips; one whose ranks are not a list reads as no ranks."""
+    w = dict(_every_field_doc().to_wire(), group_rows=[row])
+    if not isinstance(row, list):
+        assert RankDoc.from_json(w).groups == ()
+    elif 2 <= len(row) <= 16:
+        assert RankDoc.from_json(w).groups[0].ranks is None
+    else:
+        with pytest.raises(documents.DocumentError, match="a position's row"):
+            RankDoc.from_json(w)

@@ -71,10 +71,11 @@ def request(d, gid, by_rank, at=None):
     return req
 
 
-def state(d, rank, gid):
+def state(d, rank, gid, groups=()):
     doc = {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": "state", "rank": rank,
            "pid": 100 + rank, "host": os.path.basename(d), "job_id": JOB, "gather_id": gid, "alive": True,
-           "written_at": time.time(), "groups": [], "stack_dump": None, "stacks_size_before": None}
+           "written_at": time.time(), "groups": [g.to_json() for g in groups], "stack_dump": None,
+           "stacks_size_before": None}
     _dumpdir.write_json(os.path.join(d, _dumpdir.state_name(rank, doc["pid"])), doc)
 
 
@@ -100,11 +101,19 @@ def test_a_request_reaches_the_other_node_and_its_states_come_back(nodes):
     relayed = _dumpdir.read_json(os.path.join(d1, _dumpdir.GATHER))
     assert relayed["id"] == "gA" and relayed["relayed"] is True
     state(d1, 2, "gA")  # node1's watchdogs answer it
-    state(d1, 3, "gA")
+    world = _documents.Position("0", "0", ranks=tuple(range(4096)), backend="nccl", last_started=4, last_completed=3,
+                                in_flight=_documents.Call(4, "all_reduce", "4 x float32", 100.5, ""),
+                                recent=(_documents.Call(3, "all_reduce", "4 x float32", 99.0),))
+    p2p = _documents.Position("0:p2p:3->2", "0", kind="p2p", src=3, dst=2, peer=2, last_started=1, last_completed=1)
+    state(d1, 3, "gA", groups=(world, p2p))
     r1.step()  # publishes ranks 2 and 3
+    # as rows (documents.RankDoc.to_wire), version 3
+    assert [(d["version"], len(d["group_rows"])) for d in _wire.unpack(
+        _wire.label_of(store.get(_relay.PREFIX + "node/1"))[1])] == [(3, 0), (3, 2)]
     r0.step()  # the requester's relay fetches them
     got = states_in(d0)
     assert sorted(got) == [0, 1, 2, 3]
+    assert got[3].groups == (world, p2p)  # each position as rank 3's watchdog wrote it
     assert got[2].relayed_from == "node1" and got[3].relayed_from == "node1"
     assert got[3].gather_id == "gA" and got[3].extra["answered_gather_id"] == "gA"
     assert got[0].relayed_from is None  # node0's own states are left alone
