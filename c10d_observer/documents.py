@@ -514,7 +514,7 @@ class RankDoc(NamedTuple):
         alive = d.get("alive") is not False
         if d.get("version") == 1 and kind == "state" and (d.get("exit_reason") or not alive):
             kind = "end"  # version 1 wrote a rank's end as its state
-        known = _KNOWN.get(cls) or _known(cls)
+        known = _known(cls)
         extra = {k: v for k, v in d.items() if k not in known and not k.startswith("_")}
         fr = d.get("flight_recorder")
         rows = d.get("group_rows")  # WIRE_VERSION's positions
@@ -541,6 +541,8 @@ def _known(cls):
     if known is None:
         known = _KNOWN[cls] = frozenset(cls._fields) | {"format", "version", "group_rows"}
     return known
+
+
 NODE_KIND = "node_states"
 
 

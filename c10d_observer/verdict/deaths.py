@@ -119,17 +119,18 @@ def raised_on_a_death(r, by_rank, culprits, odd=()):
                 theirs_started = 0  # its record of its groups has none of this one: it issued no call there
             else:
                 theirs_started = theirs.last_started if theirs is not None else None
-            if theirs_started is not None and g.last_started > theirs_started:
-                c = g.call(g.last_started)
-                call = call_words(c.op if c else None, g.last_started, g.group, list(g.ranks or ()), "collective")
+            died_in = theirs.in_flight.seq if theirs is not None and theirs.in_flight is not None else None
+            never = theirs_started is not None and g.last_started > theirs_started
+            inside = r not in odd and died_in is not None and died_in == g.last_started <= g.last_completed
+            if not (never or inside):
+                continue
+            c = g.call(g.last_started)
+            call = call_words(c.op if c else None, g.last_started, g.group, list(g.ranks or ()), "collective")
+            if never:
                 return ("its %s, which rank %d never entered, is over: gloo raised it when rank %d died, and this "
                         "rank left for its error path; a symptom, not named" % (call, d, d))
-            died_in = theirs.in_flight.seq if theirs is not None and theirs.in_flight is not None else None
-            if r not in odd and died_in is not None and died_in == g.last_started <= g.last_completed:
-                c = g.call(g.last_started)
-                call = call_words(c.op if c else None, g.last_started, g.group, list(g.ranks or ()), "collective")
-                return ("its last call, %s, is the one rank %d died inside, and it is over: gloo raises in the "
-                        "peers of a rank that dies in a call, and this rank may have left for its error path "
-                        "(or completed it, and ended or stopped of its own); a symptom of the death, not named"
-                        % (call, d))
+            return ("its last call, %s, is the one rank %d died inside, and it is over: gloo raises in the "
+                    "peers of a rank that dies in a call, and this rank may have left for its error path "
+                    "(or completed it, and ended or stopped of its own); a symptom of the death, not named"
+                    % (call, d))
     return None
