@@ -2,10 +2,13 @@
 ``Position`` in every stream; its ``Overdue`` calls; ``Call``): small immutable values with a format
 version and ``to_json``/``from_json``, built once where a document is made or read (``load``) and read
 as attributes everywhere after, as torch's flight-recorder analyser builds its ``Collective`` records
-once.  Readers take versions 1 (before 2026-11-25) and 2.  The verdict merged from them is typed in
-verdict/types.py.  No torch, no files written: the watchdog side uses it too.
+once.  Readers take versions 1 (before 2026-11-25) to 4 (3 and 4: a state in a node's bundle, WIRE_VERSION).
+The verdict merged from them is typed in verdict/types.py.  No torch, no files written: the watchdog side uses
+it too.
 """
+import itertools
 import json
+import operator
 from typing import NamedTuple, Optional
 
 from . import channel as _ch
@@ -22,9 +25,10 @@ VERSION = 2  # 2: calls carry their start time, documents of kind "end", node fi
 # a state as a node's bundle carries it between nodes (relay.py, RankDoc.to_wire): version 2's fields without
 # those that are null, its positions as rows (``group_rows``, Position.to_row) where version 2 has a dict each;
 # only ever inside a bundle, so a release that reads no version 3 refuses the bundle, never reads its ranks as
-# in no call
-WIRE_VERSION = 3
-READS = (1, 2, 3)  # the versions this release reads (1: written before 2026-11-25)
+# in no call.  4: a state's stacks summary may end in the frames of an earlier state of its bundle
+# (``stacks_frames_of``: shared_stacks), which a release reading 3 would read as no frames
+WIRE_VERSION = 4
+READS = (1, 2, 3, 4)  # the versions this release reads (1: written before 2026-11-25)
 
 
 class DocumentError(ValueError):
@@ -47,7 +51,6 @@ def _ranks_in(d, key):
 
 
 _TIMES = (float, int)  # a started_at the fast path of Position.from_json takes as it is
-_LISTS = {list}
 
 
 def _num(value, default=None):
@@ -74,6 +77,19 @@ ASYNC_P2P_APIS = ("batch_isend_irecv", "isend", "irecv")  # p2p ops not waited o
 def _async_p2p(pos):
     """Whether the call ``pos`` has in flight is an op of a batch, or an isend or irecv."""
     return pos.kind == "p2p" and pos.in_flight is not None and pos.in_flight.api in ASYNC_P2P_APIS
+
+
+_STARTED, _RECENT = operator.itemgetter(3), operator.attrgetter("recent")  # a Call's started_at, a Position's
+
+
+def _newest(groups):
+    """The latest start of the calls of ``groups`` (Positions: recent, in flight), compared in C (a merge asks it
+    of every rank); None where one's start is unknown, or none has a call."""
+    try:
+        return max(itertools.chain(map(_STARTED, itertools.chain.from_iterable(map(_RECENT, groups))),
+                                   [g.in_flight.started_at for g in groups if g.in_flight is not None]))
+    except (TypeError, ValueError):
+        return None
 
 
 def device_ordered(backend):
@@ -155,21 +171,27 @@ class Position(NamedTuple):
     def from_row(cls, row):
         """A Position from ``to_row``'s list, each field read as ``from_json`` reads it.  Raises DocumentError
         where ``row`` is not such a list."""
-        if type(row) is not list or len(row) < 2 or len(row) > len(cls._fields):
-            raise DocumentError("a position's row is not a list of at most %d fields" % len(cls._fields))
+        n = len(row) if type(row) is list else 0
+        if n < 2 or n > _FIELDS:
+            raise DocumentError("a position's row is not a list of at most %d fields" % _FIELDS)
         (stream, group, kind, ranks, backend, peer, src, dst, timeout, started, completed, fly, ops, overflow,
-         gpu, timing) = row + [None] * (len(cls._fields) - len(row))
-        if type(ranks) is dict:
+         gpu, timing) = row + _PADS[n] if n < _FIELDS else row
+        t = type(ranks)
+        if t is list:
+            ranks = tuple(ranks)
+        elif t is dict:
             ranks = _ch.ranks_from_runs(ranks.get("runs")) if isinstance(ranks.get("runs"), list) else None
-        else:
-            ranks = tuple(ranks) if type(ranks) is list else None
-        if type(fly) is list and fly and isinstance(fly[0], int):
-            fly = (fly + [None] * 5)[:5]
-            t = fly[3]
-            fly = tuple.__new__(Call, (fly[0], fly[1] or "unknown", fly[2], t if type(t) in _TIMES else _num(t),
-                                       fly[4] or ""))
-        else:
-            fly = None
+        elif ranks is not None:
+            ranks = None
+        if fly is not None:
+            if type(fly) is list and fly and isinstance(fly[0], int):
+                if len(fly) != 5:
+                    fly = (fly + [None] * 5)[:5]
+                t = fly[3]
+                fly = tuple.__new__(Call, (fly[0], fly[1] or "unknown", fly[2], t if type(t) in _TIMES else _num(t),
+                                           fly[4] or ""))
+            else:
+                fly = None
         return cls._build(stream, group, kind, ranks, backend, peer, src, dst, timeout, started, completed, fly,
                           ops if type(ops) is list else (), overflow, gpu, timing)
 
@@ -194,14 +216,14 @@ class Position(NamedTuple):
         """The Position of fields as a document holds them (``from_json``, ``from_row``): each checked, the
         recent calls ([seq, op, size, started_at] each) built."""
         new = tuple.__new__  # a Call per item, built directly (the merge reads thousands: issue 42's fuzzer)
-        # what a watchdog writes: [seq, op, size, started_at] with a number for each time, every item (lists
-        # only: a list of another length stops the unpacking, and takes the way below)
+        # what a watchdog writes: [seq, op, size, started_at] with a number for each time, every item (one of
+        # another type or length fails the unpacking or the test, the count tells, and it takes the way below)
         recent = ()
-        if type(ops) is list and ops and set(map(type, ops)) == _LISTS:
+        if ops:
             try:
                 recent = [new(Call, (s, o, z, t, "")) for s, o, z, t in ops
                           if type(s) is int and o and type(t) in _TIMES]
-            except ValueError:
+            except (ValueError, TypeError):
                 recent = ()
         if len(recent) != len(ops):  # anything else, item by item
             recent = []
@@ -221,6 +243,10 @@ class Position(NamedTuple):
                 overflow if type(overflow) is int else _num(overflow, 0), gpu if gpu in GPU_STATES else None,
                 None if timing is None else bool(timing))
         return new(cls, args) if cls is Position else cls(*args)  # the namedtuple's __new__, without its call
+
+
+_FIELDS = len(Position._fields)
+_PADS = [[None] * (_FIELDS - n) for n in range(_FIELDS)]  # a row of n fields padded to a Position's (from_row)
 
 
 class Overdue(NamedTuple):
@@ -264,15 +290,16 @@ class Overdue(NamedTuple):
 
     @classmethod
     def from_json(cls, d):
-        ended = d.get("ended")
-        if ended is None and d.get("in_flight", True) is False:  # version 1: completed, whatever the cause
-            ended = "completed" if d.get("resolved") else "peers ended"
-        return cls(str(d.get("stream")), str(d.get("group")), _num(d.get("seq"), 0), d.get("op") or "unknown",
-                   d.get("api") or "", d.get("size"), _ranks_in(d, "group_ranks"), d.get("kind") or "collective",
-                   d.get("peer"), d.get("backend"), _num(d.get("started_at")), _num(d.get("detected_at")),
-                   _num(d.get("age_s")), bool(d.get("in_flight", True)), ended, _num(d.get("completed_at")),
-                   _num(d.get("resolved_after_s")), d.get("level") or "hard", _num(d.get("deadline_s")),
-                   _num(d.get("held_until")))
+        get = d.get
+        ended = get("ended")
+        if ended is None and get("in_flight", True) is False:  # version 1: completed, whatever the cause
+            ended = "completed" if get("resolved") else "peers ended"
+        args = (str(get("stream")), str(get("group")), _num(get("seq"), 0), get("op") or "unknown", get("api") or "",
+                get("size"), _ranks_in(d, "group_ranks"), get("kind") or "collective", get("peer"), get("backend"),
+                _num(get("started_at")), _num(get("detected_at")), _num(get("age_s")), bool(get("in_flight", True)),
+                ended, _num(get("completed_at")), _num(get("resolved_after_s")), get("level") or "hard",
+                _num(get("deadline_s")), _num(get("held_until")))
+        return tuple.__new__(cls, args) if cls is Overdue else cls(*args)  # (as Position._build: every state has one)
 
 
 class Phase(NamedTuple):
@@ -405,19 +432,22 @@ class RankDoc(NamedTuple):
         op of a ``batch_isend_irecv`` or an isend/irecv (its call's api, ``ASYNC_P2P_APIS``) holds the calls
         issued after it (a wait() holds the current stream) but is held only by the other calls: the ops of
         one batch run together (one NCCL group call).  The document itself where nothing is left out."""
-        firsts = [(g.in_flight.started_at, _async_p2p(g)) for g in self.groups if device_ordered(g.backend)
-                  and g.in_flight is not None and g.in_flight.started_at is not None]
+        firsts = [(g.in_flight.started_at, _async_p2p(g)) for g in self.groups if g.in_flight is not None
+                  and g.in_flight.started_at is not None and device_ordered(g.backend)]
         if not firsts:
             return self, {}
         t0 = min(t for t, _ in firsts)
+        newest = _newest(self.groups)
+        if newest is not None and newest <= t0:
+            return self, {}  # no call issued after its oldest call in flight: a rank blocked there, the usual case
         t0_async = min([t for t, a in firsts if not a] or [None])
         groups, out = [], {}
         for g in self.groups:
             held = t0_async if _async_p2p(g) else t0
             if held is None or not any(c.started_at is not None and c.started_at > held for c in g.recent) and (
                     g.in_flight is None or g.in_flight.started_at is None or g.in_flight.started_at <= held):
-                groups.append(g)  # no call of it issued after: as it is (a rank blocked in its oldest call, the
-                continue          # usual case: the dict and sort below, 16,384 times in a merge, not made)
+                groups.append(g)  # no call of it issued after: as it is
+                continue
             calls = {c.seq: c for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ())}
             later = sorted(q for q, c in calls.items() if held is not None and c.started_at is not None
                            and c.started_at > held)
@@ -501,36 +531,44 @@ class RankDoc(NamedTuple):
         return cls.from_json(dict(d, format=d.get("format", FORMAT), version=d.get("version", VERSION)))
 
     @classmethod
-    def from_json(cls, d, path=None):
-        if not isinstance(d, dict) or d.get("format") != FORMAT:
+    def from_json(cls, d, path=None, node=None):
+        """The document of JSON ``d`` (read from ``path``).  ``node``: (the gather it answers, host) where ``d`` is
+        a state in a node's file (``load``): it counts for that gather, its own answer kept in
+        ``extra['answered_gather_id']``, its node named as ``relayed_from`` where it names none, and nothing to
+        wait for in its stacks file (its node waited: the summary is inline)."""
+        get = d.get if isinstance(d, dict) else None
+        if get is None or get("format") != FORMAT:
             raise DocumentError("%s is not a c10d-observer document" % (path or "the document"))
-        if d.get("version") not in READS:
+        version = get("version")
+        if version not in READS:
             raise DocumentError("%s has document version %r; this release reads versions %s"
-                                % (path or "the document", d.get("version"), ", ".join(map(str, READS))))
-        rank = d.get("rank")
+                                % (path or "the document", version, ", ".join(map(str, READS))))
+        rank = get("rank")
         if not isinstance(rank, int) or isinstance(rank, bool):
             raise DocumentError("%s names no rank" % (path or "the document"))
-        kind = d.get("kind") or "report"
-        alive = d.get("alive") is not False
-        if d.get("version") == 1 and kind == "state" and (d.get("exit_reason") or not alive):
+        kind = get("kind") or "report"
+        alive = get("alive") is not False
+        if version == 1 and kind == "state" and (get("exit_reason") or not alive):
             kind = "end"  # version 1 wrote a rank's end as its state
         known = _known(cls)
         extra = {k: v for k, v in d.items() if k not in known and not k.startswith("_")}
-        fr = d.get("flight_recorder")
-        rows = d.get("group_rows")  # WIRE_VERSION's positions
+        gather_id, before, relayed_from = get("gather_id"), _num(get("stacks_size_before")), get("relayed_from")
+        if node is not None:
+            extra["answered_gather_id"] = gather_id
+            gather_id, before, relayed_from = node[0], None, relayed_from or node[1]
+        fr, config, sched = get("flight_recorder"), get("config"), get("scheduler")
+        rows = get("group_rows")  # WIRE_VERSION's positions
         groups = (tuple(Position.from_row(r) for r in rows if type(r) is list) if type(rows) is list else
-                  tuple(Position.from_json(g) for g in d.get("groups") or () if isinstance(g, dict)))
-        return cls(kind, rank, _num(d.get("world_size")), d.get("host"), _num(d.get("pid")), d.get("job_id") or "",
-                   _num(d.get("written_at")), _num(d.get("watchdog_started_at")), alive, d.get("exit_reason"),
-                   bool(d.get("frozen")) and alive, _num(d.get("heartbeat_age_s")), _num(d.get("main_thread")),
-                   d.get("stack_dump"), d.get("stacks_text"), d.get("py_spy_dump"), d.get("gather_id"),
-                   _num(d.get("stacks_size_before")),
-                   groups,
-                   tuple(Overdue.from_json(e) for e in d.get("overdue") or () if isinstance(e, dict)),
-                   fr if isinstance(fr, dict) else None, d.get("config") if isinstance(d.get("config"), dict) else {},
-                   d.get("signal_handler"), bool(d.get("ages_at_least")), d.get("relayed_from"),
-                   Phase.from_json(d.get("phase")),
-                   d.get("scheduler") if isinstance(d.get("scheduler"), dict) else None, path, extra)
+                  tuple(Position.from_json(g) for g in get("groups") or () if isinstance(g, dict)))
+        args = (kind, rank, _num(get("world_size")), get("host"), _num(get("pid")), get("job_id") or "",
+                _num(get("written_at")), _num(get("watchdog_started_at")), alive, get("exit_reason"),
+                bool(get("frozen")) and alive, _num(get("heartbeat_age_s")), _num(get("main_thread")),
+                get("stack_dump"), get("stacks_text"), get("py_spy_dump"), gather_id, before, groups,
+                tuple(Overdue.from_json(e) for e in get("overdue") or () if isinstance(e, dict)),
+                fr if isinstance(fr, dict) else None, config if isinstance(config, dict) else {},
+                get("signal_handler"), bool(get("ages_at_least")), relayed_from, Phase.from_json(get("phase")),
+                sched if isinstance(sched, dict) else None, path, extra)
+        return tuple.__new__(cls, args) if cls is RankDoc else cls(*args)  # (as Position._build)
 
 
 _KNOWN = {}  # RankDoc (a class) -> the keys of a document that are not ``extra``: made once, not per document
@@ -554,6 +592,45 @@ def node_states_json(host, gather_id, docs=(), packed=None):
                    {"docs": [d.to_json() if isinstance(d, RankDoc) else d for d in docs]}))
 
 
+_FRAMES = "\n  File "  # where a stacks summary's frames begin (stackfile's format: faulthandler's)
+FRAMES_OF = "stacks_frames_of"
+
+
+def shared_stacks(states):
+    """A node's states (wire dicts, ``RankDoc.to_wire`` and the relay's ``stacks_text``) as its bundle carries
+    them: where a state's stacks summary ends in the same frames as an earlier state's (the ranks of a node
+    waiting in one call: one main-thread stack, each rank's own header and thread lines), it carries only the
+    lines before them and ``stacks_frames_of``: [that state's index, where its frames begin].  ``load`` puts the
+    text back whole.  The states given are not changed."""
+    out, first = [], {}
+    for i, d in enumerate(states):
+        text = d.get("stacks_text")
+        at = text.find(_FRAMES) if type(text) is str else -1
+        if at >= 0:
+            j = first.setdefault(text[at:], (i, at))
+            if j[0] != i:
+                d = dict(d, stacks_text=text[:at])
+                d[FRAMES_OF] = list(j)
+        out.append(d)
+    return out
+
+
+def _whole_stacks(states):
+    """The states of a bundle (``shared_stacks``) with each stacks summary whole again, in place; a reference to
+    no earlier whole summary is dropped (the lines before the frames kept)."""
+    for i, d in enumerate(states):
+        ref = d.pop(FRAMES_OF, None) if type(d) is dict else None
+        if ref is None:
+            continue
+        try:
+            j, at = ref
+            whole = states[j].get("stacks_text") if 0 <= j < i else None
+            if type(whole) is str and type(d.get("stacks_text")) is str and whole.startswith(_FRAMES, at):
+                d["stacks_text"] += whole[at:]
+        except (TypeError, ValueError, AttributeError):
+            pass
+
+
 def load(path):
     """The documents in one file (a rank's report, state or end; a node's states), as RankDocs.  A node
     file's states count for the gather it answers (``answers``): each gets that as ``gather_id``, its own
@@ -563,6 +640,8 @@ def load(path):
             d = json.load(f)
         if isinstance(d, dict) and "packed" in d:  # a node's states as its relay packed them (wire.labelled)
             d = dict(d, docs=_wire.unpack(d.pop("packed")))
+            if type(d["docs"]) is list:
+                _whole_stacks(d["docs"])
     except ValueError as e:
         raise DocumentError("%s is not JSON: %s" % (path, e))
     if isinstance(d, dict) and d.get("kind") == NODE_KIND:
@@ -572,10 +651,6 @@ def load(path):
         answers = d.get("answers", d.get("gather_id"))
         for item in d.get("docs") or ():
             if isinstance(item, dict):
-                doc = RankDoc.from_json(item, path)
-                extra = dict(doc.extra or {}, answered_gather_id=doc.gather_id)
-                # its node waited for its stack dump already (the summary is inline): nothing to wait for here
-                out.append(doc._replace(gather_id=answers, extra=extra, stacks_size_before=None,
-                                        relayed_from=doc.relayed_from or d.get("host")))
+                out.append(RankDoc.from_json(item, path, (answers, d.get("host"))))
         return out
     return [RankDoc.from_json(d, path)]

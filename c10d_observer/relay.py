@@ -407,8 +407,8 @@ class StoreRelay(_relay_arrivals.ArrivalsShare):
         # labelled with the request this node takes for the merge's: the merging node keeps only bundles
         # of its own (sent again, relabelled, when this node learns of an earlier request)
         self._bundled_for = window
-        self.store.set(self._key("node", self._slot), _wire.labelled({"window": window, "host": self._host()},
-                                                                    list(self._node_docs.values())))
+        self.store.set(self._key("node", self._slot), _wire.labelled(
+            {"window": window, "host": self._host()}, _documents.shared_stacks(list(self._node_docs.values()))))
         self.store.add(self._key("node_ready", self._slot), 1)
         self.store.add(self._key("ready_all"), 1)
         self._unsent_at = None

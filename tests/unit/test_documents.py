@@ -167,6 +167,17 @@ def test_an_nccl_rank_reads_where_its_gpu_stands_without_the_calls_its_python_is
     assert [(e.stream, e.seq) for e in doc.overdue] == [("2", 8)]
 
 
+def test_a_call_of_unknown_start_does_not_hide_the_calls_issued_behind_the_gpu():
+    """RankDoc.at_device compares every call's start at once where each is known; a call whose start is unknown
+    (a recorder's entry without one) takes the way call by call, and the call issued behind the GPU's is still
+    taken out."""
+    doc = _nccl_rank()
+    bcast = doc.position("2")
+    doc = doc._replace(groups=(doc.position("0"), bcast._replace(recent=(Call(6, "broadcast", None, None),)
+                                                                     + bcast.recent)))
+    assert doc.at_device()[1] == {"0": {8}}
+
+
 @pytest.mark.parametrize("backend,later_at", [("gloo", 10.02), ("cpu:gloo,cuda:nccl", 10.02), ("nccl", 10.0)])
 def test_a_cpu_backend_a_mixed_one_or_calls_of_one_instant_are_read_as_they_are(backend, later_at):
     """gloo runs a group's works on threads of its own; a backend of both does not say the call's device; two
@@ -228,12 +239,12 @@ def _every_field_doc():
 
 
 def test_a_state_as_a_bundle_carries_it_is_rows_without_nulls_and_reads_back_as_the_same_document():
-    """Issue 44: a node's bundle carries each state as to_wire makes it (version 3): the positions as rows,
+    """Issue 44: a node's bundle carries each state as to_wire makes it (version 3, now 4): the positions as rows,
     no null field of its own, and reads back, through JSON and a node file's packing, as the state it was."""
     from c10d_observer import wire
     doc = _every_field_doc()
     w = doc.to_wire()
-    assert w["version"] == documents.WIRE_VERSION == 3 and "groups" not in w
+    assert w["version"] == documents.WIRE_VERSION == 4 and "groups" not in w
     assert [len(r) for r in w["group_rows"]] == [16, 14, 14]  # trailing nulls left out (ring_overflow 0)
     assert w["group_rows"][0][3] == {"runs": [[0, 2048, 2]]} and w["group_rows"][2][3] == [2, 3]
     assert not [k for k, v in w.items() if v is None and k in RankDoc._fields]
@@ -245,6 +256,51 @@ def test_a_state_as_a_bundle_carries_it_is_rows_without_nulls_and_reads_back_as_
     unpacked = wire.unpack(wire.pack([w]))
     assert RankDoc.from_json(unpacked[0]) == doc
     assert len(json.dumps(w)) < 0.8 * len(json.dumps(doc.to_json()))
+
+
+def _summary(rank, line=40):
+    from c10d_observer import stackfile
+    thread = 0x7f0000001000 + rank
+    return stackfile.thread_summary(stackfile.format_dump("stacks of rank %d" % rank, [(thread, [
+        ("/opt/torch/distributed/distributed_c10d.py", 3252, "all_reduce"), ("train.py", line, "step")])], thread),
+        thread)
+
+
+def test_a_bundle_carries_the_frames_its_ranks_share_once_and_each_summary_reads_back_whole(tmp_path):
+    """Issue 44: the ranks of a node waiting in one call have one main-thread stack; a bundle carries those frames
+    once (documents.shared_stacks: each later rank its own header and thread lines, and where its frames are),
+    and documents.load reads every rank's summary back whole.  A rank whose frames differ (another line) carries
+    its own; one without a summary is left as it is; the states given are not changed."""
+    from c10d_observer import wire
+    texts = {2: _summary(2), 3: _summary(3), 4: _summary(4, line=41), 5: None, 6: _summary(6)}
+    states = [dict(RankDoc("state", r, 8, "node1", 100 + r, "job", gather_id="theirs").to_wire(), stacks_text=t)
+              for r, t in texts.items()]
+    before = json.dumps(states)
+    bundle = documents.shared_stacks(states)
+    assert json.dumps(states) == before
+    assert [d.get(documents.FRAMES_OF, [None])[0] for d in bundle] == [None, 0, None, None, 0]
+    assert [i for i, d in enumerate(bundle) if "train.py" in (d["stacks_text"] or "")] == [0, 2]
+    path = str(tmp_path / dumpdir.node_states_name(1))
+    dumpdir.write_json(path, documents.node_states_json("node1", "ours", packed=wire.labelled({}, bundle)
+                                                        .partition("\n")[2]))
+    got = documents.load(path)
+    assert {d.rank: d.stacks_text for d in got} == texts
+    assert not [d for d in got if documents.FRAMES_OF in d.extra]
+
+
+@pytest.mark.parametrize("ref", [[1, 0], [0, 5], [3, 40], "x", [0]])
+def test_a_reference_to_no_earlier_frames_keeps_the_lines_before_them(tmp_path, ref):
+    """A damaged bundle's reference (to itself or a later state, to no frames, not a pair) is dropped: the rank's
+    summary reads as the lines it carries, never another rank's frames at a wrong place, nor an error."""
+    from c10d_observer import wire
+    bundle = documents.shared_stacks([dict(RankDoc("state", r, 8, gather_id="g").to_wire(), stacks_text=_summary(r))
+                                      for r in (2, 3)])
+    bundle[1][documents.FRAMES_OF] = ref
+    path = str(tmp_path / dumpdir.node_states_name(1))
+    dumpdir.write_json(path, documents.node_states_json("node1", "g", packed=wire.pack(bundle)))
+    got = documents.load(path)
+    assert got[1].stacks_text == bundle[1]["stacks_text"] and "line 40" not in got[1].stacks_text
+    assert got[0].stacks_text == _summary(2)
 
 
 @pytest.mark.parametrize("row", [{"stream": "0"}, ["0"], ["0", "0"] + [None] * 15, ["0", "0", "collective", 7]])

@@ -71,11 +71,17 @@ def request(d, gid, by_rank, at=None):
     return req
 
 
-def state(d, rank, gid, groups=()):
+def state(d, rank, gid, groups=(), frames=None):
+    """Rank ``rank``'s state in ``d``; ``frames``: its main thread's, written as a stack dump beside it."""
     doc = {"format": _documents.FORMAT, "version": _documents.VERSION, "kind": "state", "rank": rank,
            "pid": 100 + rank, "host": os.path.basename(d), "job_id": JOB, "gather_id": gid, "alive": True,
            "written_at": time.time(), "groups": [g.to_json() for g in groups], "stack_dump": None,
            "stacks_size_before": None}
+    if frames is not None:
+        thread = 0x7f0000001000 + rank  # each process's own main thread
+        doc.update(main_thread=thread, stack_dump=os.path.join(d, "stacks-rank%d-pid%d.txt" % (rank, doc["pid"])))
+        with open(doc["stack_dump"], "w") as f:
+            f.write(stackfile.format_dump("stacks of rank %d" % rank, [(thread, frames)], thread))
     _dumpdir.write_json(os.path.join(d, _dumpdir.state_name(rank, doc["pid"])), doc)
 
 
@@ -100,20 +106,28 @@ def test_a_request_reaches_the_other_node_and_its_states_come_back(nodes):
     r1.step()  # takes it: written into node1's dump_dir, dated by node1's clock
     relayed = _dumpdir.read_json(os.path.join(d1, _dumpdir.GATHER))
     assert relayed["id"] == "gA" and relayed["relayed"] is True
-    state(d1, 2, "gA")  # node1's watchdogs answer it
+    frames = [("/opt/torch/distributed/distributed_c10d.py", 3252, "all_reduce"), ("train.py", 40, "step"),
+              ("train.py", 60, "<module>")]
+    state(d1, 2, "gA", frames=frames)  # node1's watchdogs answer it
     world = _documents.Position("0", "0", ranks=tuple(range(4096)), backend="nccl", last_started=4, last_completed=3,
                                 in_flight=_documents.Call(4, "all_reduce", "4 x float32", 100.5, ""),
                                 recent=(_documents.Call(3, "all_reduce", "4 x float32", 99.0),))
     p2p = _documents.Position("0:p2p:3->2", "0", kind="p2p", src=3, dst=2, peer=2, last_started=1, last_completed=1)
-    state(d1, 3, "gA", groups=(world, p2p))
+    state(d1, 3, "gA", groups=(world, p2p), frames=frames)
     r1.step()  # publishes ranks 2 and 3
-    # as rows (documents.RankDoc.to_wire), version 3
-    assert [(d["version"], len(d["group_rows"])) for d in _wire.unpack(
-        _wire.label_of(store.get(_relay.PREFIX + "node/1"))[1])] == [(3, 0), (3, 2)]
+    # as rows (documents.RankDoc.to_wire), version 4: rank 3's stacks summary ends in rank 2's frames
+    sent = _wire.unpack(_wire.label_of(store.get(_relay.PREFIX + "node/1"))[1])
+    assert [(d["version"], len(d["group_rows"])) for d in sent] == [(4, 0), (4, 2)]
+    assert _documents.FRAMES_OF not in sent[0] and sent[1][_documents.FRAMES_OF][0] == 0
+    assert "train.py" in sent[0]["stacks_text"] and "train.py" not in sent[1]["stacks_text"]
     r0.step()  # the requester's relay fetches them
     got = states_in(d0)
     assert sorted(got) == [0, 1, 2, 3]
     assert got[3].groups == (world, p2p)  # each position as rank 3's watchdog wrote it
+    for r in (2, 3):  # each rank's summary whole, its own header and thread line with the frames
+        doc = states_in(d1)[r]
+        assert got[r].stacks_text == _relay.stacks_summary(doc.stack_dump, doc.main_thread)
+        assert "stacks of rank %d" % r in got[r].stacks_text and "line 40 in step" in got[r].stacks_text
     assert got[2].relayed_from == "node1" and got[3].relayed_from == "node1"
     assert got[3].gather_id == "gA" and got[3].extra["answered_gather_id"] == "gA"
     assert got[0].relayed_from is None  # node0's own states are left alone
