@@ -181,7 +181,7 @@ class Position(NamedTuple):
             ranks = tuple(ranks)
         elif t is dict:
             ranks = _ch.ranks_from_runs(ranks.get("runs")) if isinstance(ranks.get("runs"), list) else None
-        elif ranks is not None:
+        else:
             ranks = None
         if fly is not None:
             if type(fly) is list and fly and isinstance(fly[0], int):
