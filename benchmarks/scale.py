@@ -216,11 +216,11 @@ class SimChannelWriter(ch_writer.ChannelWriter):
 
 
 class SimRank(object):
-    def __init__(self, rank, pid, world, host, dump_dir, groups, poll, timeout, shm, clock):
+    def __init__(self, rank, pid, world, host, dump_dir, groups, poll, timeout, shm, clock, ring=16):
         self.rank, self.host, self.dump_dir = rank, host, dump_dir
         self.pid = pid
         self.main_tid = 0x7f3a00000000 + rank * 0x1000
-        self.writer = SimChannelWriter(max_streams=4, ring=16, directory=shm)
+        self.writer = SimChannelWriter(max_streams=4, ring=ring, directory=shm)
         self.writer.set_rank(rank, world)
         self.writer.set_main_thread(self.main_tid)
         self.writer.heartbeat()
@@ -291,12 +291,13 @@ class NodeClock(object):
 
 
 class Node(object):
-    def __init__(self, index, ranks, pids, world, root, groups_of, poll, timeout, shm, store_factory, clock):
+    def __init__(self, index, ranks, pids, world, root, groups_of, poll, timeout, shm, store_factory, clock,
+                 ring=16):
         self.host = "node%04d" % index
         self.dump_dir = os.path.join(root, self.host)
         os.makedirs(self.dump_dir)
-        self.ranks = [SimRank(r, pids[r], world, self.host, self.dump_dir, groups_of(r), poll, timeout, shm, clock)
-                      for r in ranks]
+        self.ranks = [SimRank(r, pids[r], world, self.host, self.dump_dir, groups_of(r), poll, timeout, shm, clock,
+                              ring) for r in ranks]
         # as observer.py starts them: the window is the merge's longest wait and a second
         self.relays = _relay.node_relays(self.dump_dir, [(r.rank, i) for i, r in enumerate(self.ranks)], JOB,
                                          poll, gather_wait_max(poll, world, len(ranks)) + 1.0, store_factory,
@@ -317,18 +318,21 @@ RESOLVER_ENV = {"RES_OPTIONS": "timeout:1 attempts:1"}
 
 
 def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, limit_s=30.0, keep=None,
-        serial_parts=False, arrivals=True):
+        serial_parts=False, arrivals=True, history=0):
     """One simulated job; ``idle_s`` and ``limit_s`` are simulated seconds; ``keep``: a path to copy the merging
     node's dump_dir to.  WORLD_SIZE and LOCAL_WORLD_SIZE
     are the job's, as torchrun sets them in each rank (the relays read how many nodes the job spans).
     ``arrivals``: the relays run the straggler exchange beside the gather, as they do in a job (False: none of
-    it, every relay's share put off past the run: what the exchange costs the gather, side by side)."""
+    it, every relay's share put off past the run: what the exchange costs the gather, side by side).
+    ``history``: calls each rank completes on each of its groups before the job's own few (0: none; 32 or more
+    fills a document's record of every stream, ``rank_docs.HISTORY``, as a job some steps in has it)."""
     env = dict(RESOLVER_ENV, WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(per_node))
     before = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     gc_was = gc.isenabled()
     try:
-        return _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, serial_parts, arrivals)
+        return _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, serial_parts, arrivals,
+                    history)
     finally:
         if gc_was:
             gc.enable()
@@ -339,7 +343,8 @@ def run(world, per_node, scenario, poll=0.5, timeout=3.0, idle_s=None, seed=0, l
                 os.environ[k] = v
 
 
-def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, serial_parts=False, arrivals=True):
+def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, serial_parts=False, arrivals=True,
+         history=0):
     rng = random.Random(seed)
     nodes_n = world // per_node
     # every node's dump_dir in memory: one disk here takes the writes of up to 2,048 nodes' watchdogs and
@@ -389,8 +394,11 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, 
     # pids in no order, as a real job's (they go into the verdict every node gets: sequential ones would
     # compress better than real ones)
     pids = [PID_BASE + p for p in rng.sample(range(190000), world)]
+    ring = 16  # the channel's ring of calls a stream: a power of two over the calls made before the hang
+    while ring < history + 4:
+        ring *= 2
     nodes = [Node(n, range(n * per_node, (n + 1) * per_node), pids, world, root, groups_of, poll, timeout, shm,
-                  store_factory, clock) for n in range(nodes_n)]
+                  store_factory, clock, ring) for n in range(nodes_n)]
     ranks = [r for n in nodes for r in n.ranks]
     if not arrivals:
         for n in nodes:
@@ -398,16 +406,16 @@ def _run(world, per_node, scenario, poll, timeout, idle_s, seed, limit_s, keep, 
                 rel.arrivals_every = 1e12  # its share (and the collector's reads) never due
     culprit = world // 3 + 5
     for r in ranks:
-        r.calls("0", 3)
-        r.calls("tp%d" % (r.rank // per_node), 2)
-        r.calls("dp%d" % (r.rank % per_node), 2)
-        r.calls("pair%d" % (r.rank // (2 * per_node)), 1)
+        r.calls("0", 3 + history)
+        r.calls("tp%d" % (r.rank // per_node), 2 + history)
+        r.calls("dp%d" % (r.rank % per_node), 2 + history)
+        r.calls("pair%d" % (r.rank // (2 * per_node)), 1 + history)
     silent = set()
     if scenario == "silent":
         silent = set(rng.sample([r for r in world_ranks if r != culprit], max(1, world // 20)))
     result = {"ranks": world, "nodes": nodes_n, "per_node": per_node, "scenario": scenario, "poll_s": poll,
               "parts": "serial" if serial_parts else "side by side", "arrivals": arrivals,
-              "timeout_s": timeout, "relays": sum(len(n.relays) for n in nodes)}
+              "timeout_s": timeout, "relays": sum(len(n.relays) for n in nodes), "history": history}
     # every simulated rank's objects live in this one process: a full collection of its heap (seconds at
     # 4,096 ranks) would land in whichever node's turn it falls, where a real rank's small heap costs
     # nothing of the kind.  Set aside what exists now, and collect what the run makes between rounds, outside
@@ -665,10 +673,15 @@ def main(argv=None):
     ap.add_argument("--no-arrivals", action="store_true",
                     help="no straggler exchange beside the gather (every relay's share put off past the run): the "
                          "gather alone, to compare")
+    ap.add_argument("--history", type=int, default=0,
+                    help="calls each rank completes on each of its groups before the job's own few (default 0; 32 "
+                         "fills every stream's record in a document, as in a job some steps in)")
     ap.add_argument("--serial-parts", action="store_true",
                     help="a node's parts one after another in its turn (before 2026-12-02: pessimistic, as a node's "
                          "watchdogs and relays are processes of their own)")
     args = ap.parse_args(argv)
+    if args.history < 0:
+        ap.error("--history: a count of calls, 0 or more; got %d" % args.history)
     sizes = [int(s) for s in args.ranks.split(",")] if args.ranks else ([64, 256, 1024, 4096] if args.full
                                                                           else [64, 256])
     scenarios = ["culprit", "cascade", "two", "silent"] if args.scenario == "all" else [args.scenario]
@@ -681,7 +694,7 @@ def main(argv=None):
     for n in sizes:
         for sc in scenarios:
             r = run(n, args.per_node, sc, poll=args.poll, keep=args.keep, serial_parts=args.serial_parts,
-                    arrivals=not args.no_arrivals)
+                    arrivals=not args.no_arrivals, history=args.history)
             rows.append(r)
             print(" ".join("%-10s" % (r.get(c),) for c in cols), flush=True)
             for s in r.get("slowest_steps", [])[:4]:  # where the simulated time goes: the rounds they lengthened

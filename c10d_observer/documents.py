@@ -2,7 +2,7 @@
 ``Position`` in every stream; its ``Overdue`` calls; ``Call``): small immutable values with a format
 version and ``to_json``/``from_json``, built once where a document is made or read (``load``) and read
 as attributes everywhere after, as torch's flight-recorder analyser builds its ``Collective`` records
-once.  Readers take versions 1 (before 2026-11-25) to 4 (3 and 4: a state in a node's bundle, WIRE_VERSION).
+once.  Readers take versions 1 (before 2026-11-25) to 5 (3 to 5: a state in a node's bundle, WIRE_VERSION).
 The verdict merged from them is typed in verdict/types.py.  No torch, no files written: the watchdog side uses
 it too.
 """
@@ -26,9 +26,11 @@ VERSION = 2  # 2: calls carry their start time, documents of kind "end", node fi
 # those that are null, its positions as rows (``group_rows``, Position.to_row) where version 2 has a dict each;
 # only ever inside a bundle, so a release that reads no version 3 refuses the bundle, never reads its ranks as
 # in no call.  4: a state's stacks summary may end in the frames of an earlier state of its bundle
-# (``stacks_frames_of``: shared_stacks), which a release reading 3 would read as no frames
-WIRE_VERSION = 4
-READS = (1, 2, 3, 4)  # the versions this release reads (1: written before 2026-11-25)
+# (``stacks_frames_of``: shared_stacks), which a release reading 3 would read as no frames.  5: a position's
+# recent calls as one record (``recent_row``: the seq of the first, each distinct op and size once, the starts
+# as ns after the first), which a release reading 4 would read as no recent calls
+WIRE_VERSION = 5
+READS = (1, 2, 3, 4, 5)  # the versions this release reads (1: written before 2026-11-25)
 
 
 class DocumentError(ValueError):
@@ -154,15 +156,15 @@ class Position(NamedTuple):
     def to_row(self):
         """The position as a list of its fields in their order (the form a node's bundle carries: a dict's keys,
         16 a position, were most of a bundle's JSON to parse), its ranks as runs (``{"runs": ...}``) where
-        ``_ranks_out`` writes runs, each call as a list ([seq, op, size, started_at, api] in flight, [seq, op,
-        size, started_at] recent); trailing nulls left out."""
+        ``_ranks_out`` writes runs, the call in flight as a list ([seq, op, size, started_at, api]), the recent
+        calls as ``recent_row`` makes them; trailing nulls left out."""
         row = list(self)
         if isinstance(self.ranks, tuple) and len(self.ranks) > _ch.RUNS_OVER:
             row[3] = {"runs": _ch.runs_of(self.ranks)}
         elif self.ranks is not None:
             row[3] = list(self.ranks)
         row[11] = list(self.in_flight) if self.in_flight is not None else None
-        row[12] = [[c.seq, c.op, c.size, c.started_at] for c in self.recent]
+        row[12] = recent_row(self.recent)
         while row and row[-1] is None:
             row.pop()
         return row
@@ -176,6 +178,9 @@ class Position(NamedTuple):
             raise DocumentError("a position's row is not a list of at most %d fields" % _FIELDS)
         (stream, group, kind, ranks, backend, peer, src, dst, timeout, started, completed, fly, ops, overflow,
          gpu, timing) = row + _PADS[n] if n < _FIELDS else row
+        calls = None
+        if type(ops) is list and ops and type(ops[0]) is int:  # recent_row's record
+            calls, ops = _recent_calls(ops), ()
         t = type(ranks)
         if t is list:
             ranks = tuple(ranks)
@@ -193,7 +198,7 @@ class Position(NamedTuple):
             else:
                 fly = None
         return cls._build(stream, group, kind, ranks, backend, peer, src, dst, timeout, started, completed, fly,
-                          ops if type(ops) is list else (), overflow, gpu, timing)
+                          ops if type(ops) is list else (), overflow, gpu, timing, calls)
 
     @classmethod
     def from_json(cls, d):
@@ -212,9 +217,9 @@ class Position(NamedTuple):
 
     @classmethod
     def _build(cls, stream, group, kind, ranks, backend, peer, src, dst, timeout, started, completed, in_flight,
-               ops, overflow, gpu, timing):
+               ops, overflow, gpu, timing, calls=None):
         """The Position of fields as a document holds them (``from_json``, ``from_row``): each checked, the
-        recent calls ([seq, op, size, started_at] each) built."""
+        recent calls ([seq, op, size, started_at] each) built, or ``calls`` where they are built already."""
         new = tuple.__new__  # a Call per item, built directly (the merge reads thousands: issue 42's fuzzer)
         # what a watchdog writes: [seq, op, size, started_at] with a number for each time, every item (one of
         # another type or length fails the unpacking or the test, the count tells, and it takes the way below)
@@ -235,6 +240,8 @@ class Position(NamedTuple):
                     recent.append(Call(item[0], item[1] if len(item) > 1 and item[1] else "unknown",
                                        item[2] if len(item) > 2 else None,
                                        _num(item[3]) if len(item) > 3 else None))
+        if calls is not None:
+            recent = calls
         # a string, a count as the JSON holds them taken as they are (_num's test, without its call)
         args = (stream if type(stream) is str else str(stream), group if type(group) is str else str(group),
                 kind or "collective", ranks, backend, peer, src, dst, None if timeout is None else _num(timeout),
@@ -243,6 +250,75 @@ class Position(NamedTuple):
                 overflow if type(overflow) is int else _num(overflow, 0), gpu if gpu in GPU_STATES else None,
                 None if timing is None else bool(timing))
         return new(cls, args) if cls is Position else cls(*args)  # the namedtuple's __new__, without its call
+
+
+# recent calls a position carries as lists, at most: as a record fewer read slower (Position.from_row of one
+# position through JSON, this project's VM: 1 call 3.1 us as a list, 5.4 as a record; 8: 5.6 and 5.8; 32: 14.8
+# and 11.1)
+RECORD_OVER = 8
+_CODES = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # a call's (op, size) in recent_row
+_CODE_OF = {c: i for i, c in enumerate(_CODES)}
+
+
+def recent_row(calls):
+    """A position's recent calls as a bundle carries them (WIRE_VERSION 5): where there are more than RECORD_OVER,
+    ``[seq of the first, [[op, size] each distinct], a character a call naming its (op, size) there, [start of
+    the first, then each other's start as integer ns after it]]``, if their seqs follow one another, each has an
+    op and a start, they have at most 62 distinct (op, size) and each start reads back as the same float; else a
+    list of [seq, op, size, started_at] each.  With 32 calls a stream (``rank_docs.HISTORY``, a job some steps
+    in), those lists were 84 % of a state's JSON and their floats and strings most of its parse (docs/scale.md,
+    "Recent calls as one record"); a few calls read faster as lists.  The difference of two starts of one clock
+    is exact in floating point (they are within a factor of two of each other), and an integer of ns carries it
+    to well under the start's own precision (2**-22 s at today's epoch): each start is checked as it will be
+    read."""
+    if len(calls) <= RECORD_OVER:
+        return [[c.seq, c.op, c.size, c.started_at] for c in calls]
+    seq0, t0 = calls[0].seq, calls[0].started_at
+    if type(seq0) is int and type(t0) is float:
+        table, index, codes, times = [], {}, [], [t0]
+        for i, c in enumerate(calls):
+            t = c.started_at
+            if c.seq != seq0 + i or not c.op or type(t) is not float:
+                break
+            if i:
+                d = round((t - t0) * 1e9)
+                if t0 + d / 1e9 != t:
+                    break
+                times.append(d)
+            key = (c.op, c.size)
+            k = index.get(key)
+            if k is None:
+                if len(table) == len(_CODES):
+                    break
+                k = index[key] = len(table)
+                table.append([c.op, c.size])
+            codes.append(_CODES[k])
+        else:
+            return [seq0, table, "".join(codes), times]
+    return [[c.seq, c.op, c.size, c.started_at] for c in calls]
+
+
+def _recent_calls(row):
+    """The Calls of ``recent_row``'s record; none where it is not one (a damaged record reads as no recent calls,
+    as a damaged list of them does)."""
+    try:
+        seq, table, codes, times = row
+        t0 = times[0]
+        if (type(seq) is not int or type(t0) is not float or type(codes) is not str or len(codes) != len(times)
+                or not _INTS.issuperset(map(type, times[1:]))):
+            return ()
+        ops = [(op, size) if type(op) is str and op else None for op, size in table]
+        at = list(map(ops.__getitem__, map(_CODE_OF.__getitem__, codes)))
+        new = tuple.__new__
+        calls = [new(Call, (seq + i, op, size, t0 + d / 1e9, "")) for i, (op, size), d in zip(_COUNT, at, times)]
+        calls[0] = new(Call, (seq, at[0][0], at[0][1], t0, ""))
+        return tuple(calls)
+    except (TypeError, ValueError, IndexError, KeyError):  # None (a call naming no op) is no pair: a TypeError
+        return ()
+
+
+_INTS = frozenset((int,))
+_COUNT = range(1 << 30)
 
 
 _FIELDS = len(Position._fields)

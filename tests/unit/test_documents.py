@@ -239,12 +239,12 @@ def _every_field_doc():
 
 
 def test_a_state_as_a_bundle_carries_it_is_rows_without_nulls_and_reads_back_as_the_same_document():
-    """Issue 44: a node's bundle carries each state as to_wire makes it (version 3, now 4): the positions as rows,
+    """Issue 44: a node's bundle carries each state as to_wire makes it (version 3, now 5): the positions as rows,
     no null field of its own, and reads back, through JSON and a node file's packing, as the state it was."""
     from c10d_observer import wire
     doc = _every_field_doc()
     w = doc.to_wire()
-    assert w["version"] == documents.WIRE_VERSION == 4 and "groups" not in w
+    assert w["version"] == documents.WIRE_VERSION == 5 and "groups" not in w
     assert [len(r) for r in w["group_rows"]] == [16, 14, 14]  # trailing nulls left out (ring_overflow 0)
     assert w["group_rows"][0][3] == {"runs": [[0, 2048, 2]]} and w["group_rows"][2][3] == [2, 3]
     assert not [k for k, v in w.items() if v is None and k in RankDoc._fields]
@@ -316,3 +316,75 @@ def test_a_row_that_is_no_position_is_skipped_or_refused_by_name(tmp_path, row):
     else:
         with pytest.raises(documents.DocumentError, match="a position's row"):
             RankDoc.from_json(w)
+
+
+def _history(n, t0=1796416616.5582929, ops=("all_reduce",) * 3 + ("broadcast",), step=0.0371):
+    """n calls of one stream as a watchdog records them: seqs in order, a few ops in a period, real starts."""
+    return tuple(Call(7 + i, ops[i % len(ops)], "1048576 x float32" if i % len(ops) else "4 x int64",
+                      t0 + i * step + (i * 0.000123456789) ** 1.5) for i in range(n))
+
+
+@pytest.mark.parametrize("n", [documents.RECORD_OVER + 1, 32])
+def test_recent_calls_travel_as_one_record_and_read_back_as_the_same_floats(tmp_path, n):
+    """Issue 44: a bundle carries a position's recent calls as one record (version 5: the first seq, each distinct
+    (op, size) once and a character a call, each start as integer ns after the first) where the lists were most
+    of a state's JSON at 32 calls a stream; every call reads back equal, its start the same float, through JSON
+    and a node file's packing."""
+    from c10d_observer import wire
+    recent = _history(n)
+    doc = RankDoc("state", 3, 8, "node1", 103, "job", groups=(_position(recent=recent, last_started=6 + n),))
+    row = doc.to_wire()["group_rows"][0][12]
+    assert row[0] == 7 and len(row[2]) == len(row[3]) == n and type(row[3][0]) is float
+    assert all(type(d) is int for d in row[3][1:]) and len(row[1]) == 3
+    path = str(tmp_path / dumpdir.node_states_name(1))
+    dumpdir.write_json(path, documents.node_states_json("node1", "g", packed=wire.pack([doc.to_wire()])))
+    back = documents.load(path)[0].groups[0].recent
+    assert back == recent and [c.started_at for c in back] == [c.started_at for c in recent]
+    assert len(json.dumps(row)) < 0.5 * len(json.dumps([[c.seq, c.op, c.size, c.started_at] for c in recent]))
+
+
+@pytest.mark.parametrize("recent", [
+    (Call(4, "all_reduce", "4 x float32", 99.0), Call(6, "all_reduce", "4 x float32", 100.5)),  # a seq missing
+    (Call(4, "all_reduce", "4 x float32", None), Call(5, "all_reduce", "4 x float32", 100.5)),  # no start
+    (Call(4, "all_reduce", "4 x float32", 99.0), Call(5, "", None, 100.5)),  # no op
+    (Call(4, "all_reduce", None, 99), Call(5, "all_reduce", None, 100)),  # starts of ints
+    (Call(4, "barrier", None, 1e-300), Call(5, "barrier", None, 1796416616.5582929)),  # not within a factor of 2
+])
+def test_recent_calls_the_record_cannot_carry_exactly_travel_as_lists(recent):
+    """Where the seqs do not follow one another, a call has no start or no op, a start is no float, or a start
+    would not read back as the same float, the calls go as [seq, op, size, started_at] lists, as before."""
+    recent = _before(recent) + recent
+    row = documents.recent_row(recent)
+    assert row == [[c.seq, c.op, c.size, c.started_at] for c in recent]
+    back = RankDoc.from_json(json.loads(json.dumps(RankDoc("state", 0, 2, groups=(_position(recent=recent),))
+                                                   .to_wire())))
+    assert [c.seq for c in back.groups[0].recent] == [c.seq for c in recent]
+
+
+def _before(recent):
+    """RECORD_OVER calls ahead of ``recent``'s first, of its op and start, so that a record would carry them all."""
+    first = recent[0]
+    return tuple(Call(first.seq - documents.RECORD_OVER + i, first.op or "barrier", first.size, first.started_at)
+                 for i in range(documents.RECORD_OVER))
+
+
+@pytest.mark.parametrize("row", [
+    [7, [["all_reduce", None]], "00", [1.5]],  # more calls than starts
+    [7, [["all_reduce", None]], "0", [1.5, 10]],  # fewer
+    [7, [["all_reduce", None]], "00", [1.5, 2.5]],  # a start that is no integer of ns
+    [7, [["all_reduce", None]], "01", [1.5, 10]],  # a call naming no (op, size) of the table
+    [7, [["", None]], "0", [1.5]],  # no op
+    [7, [["all_reduce"]], "0", [1.5]],  # no size
+    [7, "table", "0", [1.5]],
+    [7, [["all_reduce", None]], [0], [1.5]],  # the codes no string
+    [7, [["all_reduce", None]], "0", [1]],  # the first start no float
+    [7, [["all_reduce", None]], "0"],  # no starts
+    [7, [["all_reduce", None]], "", []],
+])
+def test_a_damaged_record_of_recent_calls_reads_as_none(row):
+    """A record that does not hold together reads as no recent calls (as a damaged list of them does), never
+    as calls at other seqs or starts, nor as an error that would cost the merge the rank."""
+    w = dict(RankDoc("state", 0, 2, groups=(_position(),)).to_wire())
+    w["group_rows"] = [w["group_rows"][0][:12] + [row] + w["group_rows"][0][13:]]
+    got = RankDoc.from_json(json.loads(json.dumps(w))).groups[0]
+    assert got.recent == () and got.in_flight == _position().in_flight

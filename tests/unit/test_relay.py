@@ -115,9 +115,9 @@ def test_a_request_reaches_the_other_node_and_its_states_come_back(nodes):
     p2p = _documents.Position("0:p2p:3->2", "0", kind="p2p", src=3, dst=2, peer=2, last_started=1, last_completed=1)
     state(d1, 3, "gA", groups=(world, p2p), frames=frames)
     r1.step()  # publishes ranks 2 and 3
-    # as rows (documents.RankDoc.to_wire), version 4: rank 3's stacks summary ends in rank 2's frames
+    # as rows (documents.RankDoc.to_wire), version 5: rank 3's stacks summary ends in rank 2's frames
     sent = _wire.unpack(_wire.label_of(store.get(_relay.PREFIX + "node/1"))[1])
-    assert [(d["version"], len(d["group_rows"])) for d in sent] == [(4, 0), (4, 2)]
+    assert [(d["version"], len(d["group_rows"])) for d in sent] == [(5, 0), (5, 2)]
     assert _documents.FRAMES_OF not in sent[0] and sent[1][_documents.FRAMES_OF][0] == 0
     assert "train.py" in sent[0]["stacks_text"] and "train.py" not in sent[1]["stacks_text"]
     r0.step()  # the requester's relay fetches them
