@@ -32,3 +32,20 @@ def test_without_the_straggler_exchange_the_gather_is_the_same_and_no_arrivals_k
     r = scale.run(24, 8, "culprit", arrivals=False)
     assert r["verdicts_ok"] and r["merges"] == 1 and r["verdicts_written"] == 3, r
     assert r["idle_arrivals_ops_per_min"] == 0 and r["gather_arrivals_ops"] == 0, r
+
+
+def test_with_a_history_every_state_carries_a_full_record_of_each_stream_and_the_verdict_is_the_same(tmp_path):
+    """``--history N`` (docs/scale.md: the states of a job some steps in, where the harness's own are 1 to 3 calls
+    a stream): each rank's four groups carry rank_docs.HISTORY calls in the bundles the merging node fetched, as
+    version 5's record (documents.recent_row), and the verdict names the same culprit once on every node."""
+    from c10d_observer import documents, dumpdir, rank_docs
+    kept = str(tmp_path / "kept")
+    r = scale.run(24, 8, "culprit", history=rank_docs.HISTORY + 8, keep=kept)
+    assert r["verdicts_ok"] and r["merges"] == 1 and r["verdicts_written"] == 3, r
+    bundles = dumpdir.DumpDir(kept).glob(dumpdir.NODE_GLOB)
+    states = [d for p in bundles for d in documents.load(p)]
+    assert len(bundles) == 2 and len(states) == 16
+    assert {len(g.recent) for d in states for g in d.groups} == {rank_docs.HISTORY}
+    from c10d_observer import wire
+    rows = [row for p in bundles for st in wire.unpack(dumpdir.read_json(p)["packed"]) for row in st["group_rows"]]
+    assert len(rows) == 64 and all(type(row[12][0]) is int and len(row[12][2]) == rank_docs.HISTORY for row in rows)
