@@ -32,10 +32,12 @@ def aborted_beside_another(h, by_rank, waiting_in):
 
 def aborted_alone(h, by_rank, waiting_in):
     """``(rank, odd, why)`` for the missing rank of hang ``h`` that died of SIGABRT with no other missing rank
-    beside it (else None), and whose last call on the stuck call's stream is the one before it: it may have crashed before
-    the call, or died inside it, aborted by gloo because a peer sent more than it posted (seed 8000076 on 2.15:
-    the root of a pair's broadcast sent 2,097,153 elements; gloo aborted the receiver before its source read its
-    entry for the call).  Its own size is unknown; its peers' calls at the place decide:
+    beside it (else None).  Where the call's own mismatch names its odd ranks, ``odd`` is that mismatch: the dead
+    rank is its symptom, not named.  Else only where its last call on the stuck call's stream is the one before it:
+    it may have crashed before the call, or died inside it, aborted by gloo because a peer sent more than it
+    posted (seed 8000076 on 2.15: the root of a pair's broadcast sent 2,097,153 elements; gloo aborted the
+    receiver before its source read its entry for the call).  Its own size is unknown; its peers' calls at the
+    place decide:
     - two or more peers issued one op and one size: ``odd`` is [] (it is named: it crashed, or posted another
       size than they all did);
     - the groups like this one issued a call there (analogs.program_call): ``odd`` is a size Mismatch whose
@@ -49,6 +51,14 @@ def aborted_alone(h, by_rank, waiting_in):
     doc = by_rank[r]
     if not (doc.dead and "(SIGABRT)" in (doc.exit_reason or "")):
         return None
+    m = h.mismatch if h.has("mismatch") else None
+    if m is not None and m.odd_ranks:
+        # the call's mismatch names its odd ranks from the peers' own calls: gloo aborts the victim of a desync
+        # while the rank that caused it lives on, wherever the dead rank's record stopped (the fuzzer's real seed
+        # 46000136 on 2.15: rank 3 posted the world's broadcast #4 three times as large, gloo aborted rank 7,
+        # whose record held no call of the world yet: it was named beside rank 3)
+        return (r, m, "%s; the odd one%s of %s: %s" % (ABORTED_WORDS, "s" if len(m.odd_ranks) > 1 else "",
+                                                       describe(h), rank_list(m.odd_ranks)))
     pos = doc.position(h.stream)
     if (pos.last_started if pos is not None else 0) != h.seq - 1:
         return None

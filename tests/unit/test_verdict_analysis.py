@@ -1,6 +1,8 @@
 """verdict.analyze on hand-made rank documents: the cases real ranks cannot be made to show reliably, and
 each rule of the verdict on its own (issue 24).  Documents are built as JSON and read through
 documents.RankDoc, as the watchdog's are."""
+import pytest
+
 from c10d_observer import stackfile
 from c10d_observer import documents, dumpdir, verdict
 
@@ -854,6 +856,38 @@ def test_the_odd_rank_of_a_mismatch_is_named_though_a_rank_died_inside_its_call(
     v = verdict.analyze(docs).to_json()
     assert 3 in v["culprit_ranks"], v["summary"]
     assert all(h["missing"].get("3", {}).get("state") != "raised" for h in v["hangs"]), v["hangs"]
+
+
+@pytest.mark.parametrize("record", [0, 3])
+def test_a_rank_aborted_inside_a_call_whose_mismatch_names_its_odd_rank_is_a_symptom_wherever_its_record_stopped(
+        record):
+    """The fuzzer's real seed 46000136 on torch 2.15 (gloo's recorder), 2026-12-04, six runs of six: 8 ranks, the
+    world's broadcast from root 0 each step; at step 3 rank 3 posted broadcast #4 three times as large; gloo
+    aborted rank 7 (SIGABRT), whose document held no call of the world (its source had not read the recorder:
+    ``record`` 0), or, as it may as well, held #3 (``record`` 3).  The broadcast's mismatch names rank 3 from
+    the peers' own calls (6 of 7 alike); rank 7 is its symptom, not named (it was named beside rank 3: a wrong
+    culprit)."""
+    world, big = list(range(8)), "1048576 x float32"
+    earlier = [(s, "broadcast", big, 80.0 + s) for s in (1, 2, 3)]
+    docs = {r: _doc(r, 8, [_g("0", world, 4, 3, op="broadcast", size="3145728 x float32" if r == 3 else big,
+                                recent=earlier)]) for r in range(7)}
+    docs[7] = _doc(7, 8, [_g("0", world, record, record, recent=earlier[:record])], kind="end", alive=False,
+                   exit_reason=ABORTED)
+    v = verdict.analyze(docs).to_json()
+    assert v["culprit_ranks"] == [3], v["summary"]
+    h = v["hangs"][0]
+    assert h["missing_ranks"] == [7] and "not named" in h["missing"]["7"]["text"], h["missing"]
+    assert "the odd one of broadcast #4" in h["missing"]["7"]["text"] and not v["undecided"], v["undecided"]
+
+
+def test_a_rank_aborted_beside_peers_that_issued_one_call_alike_is_named_though_its_record_is_empty():
+    """Without a mismatch among the peers (all seven issued broadcast #4 alike), the aborted rank is the one that
+    left the program, whatever its record holds: it crashed, or posted another size.  Named, as before."""
+    world, big = list(range(8)), "1048576 x float32"
+    docs = {r: _doc(r, 8, [_g("0", world, 4, 3, op="broadcast", size=big)]) for r in range(7)}
+    docs[7] = _doc(7, 8, [_g("0", world, 0, 0)], kind="end", alive=False, exit_reason=ABORTED)
+    v = verdict.analyze(docs).to_json()
+    assert v["culprit_ranks"] == [7], v["summary"]
 
 
 def test_a_freeze_found_after_the_merge_is_added_to_the_record_and_changes_nothing_it_said(tmp_path):
