@@ -87,8 +87,12 @@ _STARTED, _RECENT = operator.itemgetter(3), operator.attrgetter("recent")  # a C
 def _newest(groups):
     """The latest start of the calls of ``groups`` (Positions: recent, in flight), compared in C (a merge asks it
     of every rank); None where one's start is unknown, or none has a call."""
+    recents = list(map(_RECENT, groups))
+    records = [r.newest() for r in recents if type(r) is Record]  # their calls not built (Record)
+    if records:
+        recents = [r for r in recents if type(r) is not Record]
     try:
-        return max(itertools.chain(map(_STARTED, itertools.chain.from_iterable(map(_RECENT, groups))),
+        return max(itertools.chain(map(_STARTED, itertools.chain.from_iterable(recents)), records,
                                    [g.in_flight.started_at for g in groups if g.in_flight is not None]))
     except (TypeError, ValueError):
         return None
@@ -180,7 +184,7 @@ class Position(NamedTuple):
          gpu, timing) = row + _PADS[n] if n < _FIELDS else row
         calls = None
         if type(ops) is list and ops and type(ops[0]) is int:  # recent_row's record
-            calls, ops = _recent_calls(ops), ()
+            calls, ops = Record.of(ops), ()
         t = type(ranks)
         if t is list:
             ranks = tuple(ranks)
@@ -246,7 +250,8 @@ class Position(NamedTuple):
         args = (stream if type(stream) is str else str(stream), group if type(group) is str else str(group),
                 kind or "collective", ranks, backend, peer, src, dst, None if timeout is None else _num(timeout),
                 started if type(started) is int else _num(started, 0),
-                completed if type(completed) is int else _num(completed, 0), in_flight, tuple(recent),
+                completed if type(completed) is int else _num(completed, 0), in_flight,
+                recent if type(recent) is Record else tuple(recent),
                 overflow if type(overflow) is int else _num(overflow, 0), gpu if gpu in GPU_STATES else None,
                 None if timing is None else bool(timing))
         return new(cls, args) if cls is Position else cls(*args)  # the namedtuple's __new__, without its call
@@ -271,6 +276,8 @@ def recent_row(calls):
     is exact in floating point (they are within a factor of two of each other), and an integer of ns carries it
     to well under the start's own precision (2**-22 s at today's epoch): each start is checked as it will be
     read."""
+    if type(calls) is Record:
+        return calls._row  # as it came
     if len(calls) <= RECORD_OVER:
         return [[c.seq, c.op, c.size, c.started_at] for c in calls]
     seq0, t0 = calls[0].seq, calls[0].started_at
@@ -298,27 +305,81 @@ def recent_row(calls):
     return [[c.seq, c.op, c.size, c.started_at] for c in calls]
 
 
-def _recent_calls(row):
-    """The Calls of ``recent_row``'s record; none where it is not one (a damaged record reads as no recent calls,
-    as a damaged list of them does)."""
-    try:
-        seq, table, codes, times = row
-        t0 = times[0]
-        if (type(seq) is not int or type(t0) is not float or type(codes) is not str or len(codes) != len(times)
-                or not _INTS.issuperset(map(type, times[1:]))):
+class Record(object):
+    """A position's recent calls as a bundle's record carries them (``recent_row``), read as the tuple of Calls it
+    stands for (iterated, indexed, added to a tuple, compared, hashed as that tuple), whose Calls are built at
+    its first such use: the merge of 4,096 ranks' states of 32 calls a stream spent 0.14 of its 0.32 s read
+    building Calls that a hang's analysis never looks at (docs/scale.md, "Recent calls as one record").
+    ``newest``: the latest start, without them.  Made by ``of`` only, from a record that holds together."""
+    __slots__ = ("_row", "_calls")
+
+    @classmethod
+    def of(cls, row):
+        """The Record of ``recent_row``'s record ``row``, or () where it does not hold together (a damaged record
+        reads as no recent calls, as a damaged list of them does)."""
+        try:
+            seq, table, codes, times = row
+            t0 = times[0]
+            if (type(seq) is not int or type(t0) is not float or type(codes) is not str or len(codes) != len(times)
+                    or not _INTS.issuperset(map(type, times[1:])) or not _CODE_SETS[len(table)].issuperset(codes)
+                    or not all(type(e) is list and len(e) == 2 and type(e[0]) is str and e[0] for e in table)):
+                return ()
+        except (TypeError, ValueError, IndexError, KeyError):
             return ()
-        ops = [(op, size) if type(op) is str and op else None for op, size in table]
-        at = list(map(ops.__getitem__, map(_CODE_OF.__getitem__, codes)))
-        new = tuple.__new__
-        calls = [new(Call, (seq + i, op, size, t0 + d / 1e9, "")) for i, (op, size), d in zip(_COUNT, at, times)]
-        calls[0] = new(Call, (seq, at[0][0], at[0][1], t0, ""))
-        return tuple(calls)
-    except (TypeError, ValueError, IndexError, KeyError):  # None (a call naming no op) is no pair: a TypeError
-        return ()
+        rec = object.__new__(cls)
+        rec._row, rec._calls = row, None
+        return rec
+
+    def calls(self):
+        c = self._calls
+        if c is None:
+            seq, table, codes, times = self._row
+            t0, new = times[0], tuple.__new__
+            at = list(map(table.__getitem__, map(_CODE_OF.__getitem__, codes)))
+            c = [new(Call, (seq + i, op, size, t0 + d / 1e9, "")) for i, (op, size), d in zip(_COUNT, at, times)]
+            c[0] = new(Call, (seq, at[0][0], at[0][1], t0, ""))
+            c = self._calls = tuple(c)
+        return c
+
+    def newest(self):
+        """The latest start of these calls (each start t0 + d / 1e9 is exact and rises with d)."""
+        times = self._row[3]
+        return times[0] + max(times[1:]) / 1e9 if len(times) > 1 else times[0]
+
+    def __len__(self):
+        return len(self._row[2])
+
+    def __iter__(self):
+        return iter(self.calls())
+
+    def __getitem__(self, i):
+        return self.calls()[i]
+
+    def __add__(self, other):
+        return self.calls() + tuple(other)
+
+    def __radd__(self, other):
+        return tuple(other) + self.calls()
+
+    def __eq__(self, other):
+        if isinstance(other, Record):
+            other = other.calls()
+        return self.calls() == other if isinstance(other, tuple) else NotImplemented
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self):
+        return hash(self.calls())
+
+    def __repr__(self):
+        return repr(self.calls())
 
 
 _INTS = frozenset((int,))
 _COUNT = range(1 << 30)
+_CODE_SETS = [frozenset(_CODES[:n]) for n in range(len(_CODES) + 1)]  # the codes a table of n entries gives
 
 
 _FIELDS = len(Position._fields)

@@ -388,3 +388,24 @@ def test_a_damaged_record_of_recent_calls_reads_as_none(row):
     w["group_rows"] = [w["group_rows"][0][:12] + [row] + w["group_rows"][0][13:]]
     got = RankDoc.from_json(json.loads(json.dumps(w))).groups[0]
     assert got.recent == () and got.in_flight == _position().in_flight
+
+
+def test_a_record_reads_as_the_tuple_of_its_calls_and_builds_them_only_when_used():
+    """Issue 44: a position's record (documents.Record) is the tuple of Calls it stands for wherever it is used
+    (length, iteration, index, added to a tuple from either side, equality and hash with that tuple), and its
+    Calls are built at the first such use only: the merge of a hang asks most ranks' records nothing but their
+    newest start (RankDoc.at_device), which comes without them."""
+    recent = _history(32)
+    w = RankDoc("state", 3, 8, groups=(_position(recent=recent, last_started=38, backend="nccl",
+                                                 in_flight=recent[-1]),)).to_wire()
+    got = RankDoc.from_json(json.loads(json.dumps(w)))
+    rec = got.groups[0].recent
+    assert type(rec) is documents.Record and len(rec) == 32 and rec
+    assert got.at_device() == (got, {}) and rec._calls is None  # the usual case decided without the Calls
+    assert rec.newest() == max(c.started_at for c in recent) == recent[-1].started_at
+    assert rec == recent and recent == rec and not rec != recent and hash(rec) == hash(recent)
+    assert list(rec) == list(recent) and rec[0] == recent[0] and rec[-1] == recent[-1] and rec[3:5] == recent[3:5]
+    assert rec + (None,) == recent + (None,) and (None,) + rec == (None,) + recent
+    assert got.groups[0] == _position(recent=recent, last_started=38, backend="nccl", in_flight=recent[-1])
+    assert repr(rec) == repr(recent) and got.groups[0].call(20) == recent[13]
+    assert documents.recent_row(rec) == w["group_rows"][0][12]  # passed on as it came
