@@ -336,9 +336,9 @@ class Record(object):
             seq, table, codes, times = self._row
             t0, new = times[0], tuple.__new__
             at = list(map(table.__getitem__, map(_CODE_OF.__getitem__, codes)))
-            c = [new(Call, (seq + i, op, size, t0 + d / 1e9, "")) for i, (op, size), d in zip(_COUNT, at, times)]
-            c[0] = new(Call, (seq, at[0][0], at[0][1], t0, ""))
-            c = self._calls = tuple(c)
+            first = new(Call, (seq, at[0][0], at[0][1], t0, ""))
+            c = self._calls = (first,) + tuple([new(Call, (i, op, size, t0 + d / 1e9, "")) for i, (op, size), d in
+                                                zip(itertools.count(seq + 1), at[1:], times[1:])])
         return c
 
     def newest(self):
@@ -366,10 +366,6 @@ class Record(object):
             other = other.calls()
         return self.calls() == other if isinstance(other, tuple) else NotImplemented
 
-    def __ne__(self, other):
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
-
     def __hash__(self):
         return hash(self.calls())
 
@@ -378,7 +374,6 @@ class Record(object):
 
 
 _INTS = frozenset((int,))
-_COUNT = range(1 << 30)
 _CODE_SETS = [frozenset(_CODES[:n]) for n in range(len(_CODES) + 1)]  # the codes a table of n entries gives
 
 
