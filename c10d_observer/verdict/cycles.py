@@ -1,5 +1,7 @@
 """Stuck calls that wait on each other (an ordering deadlock across groups): who broke the order, from the ranks'
 histories (ordering.py, shifts.py, analogs.py, left_out.py)."""
+import collections
+
 from .. import analogs as _analogs
 from .. import left_out as _left_out
 from .. import ordering as _ordering
@@ -59,7 +61,35 @@ def _same_places(by_rank, stream, other, against):
         mine, theirs = _places_on(by_rank, stream, a), _places_on(by_rank, other, a)
         if any(theirs[q] != n for q, n in mine.items() if q in theirs):
             return False
+        if _denser(by_rank, stream, other, a):
+            return False
     return True
+
+
+def _denser(by_rank, stream, other, against):
+    """Whether an end of p2p ``stream`` issued more of its calls between two calls of ``against`` than the ends of
+    ``other`` issued of theirs there, where ``other``'s ends issued some there and went past: a link that carries
+    two calls a step is not like one that carries one, though its sender's record, short by the call its fault
+    left out, shows one a step (the fuzzer's ring seed 115009218: two rings shared the link 5->6; rank 5 left its
+    second ring's send out at step 0; the first ring's other links, one call a step, waited in the world's
+    all_reduce without their #3 and spoke for the order against rank 6, whose recv #3 is the first ring's of step 1)."""
+    mine = _counts_at(by_rank, stream, against)
+    theirs = _counts_at(by_rank, other, against, went_past=True)
+    return any(n > theirs[p] for p, n in mine.items() if p in theirs)
+
+
+def _counts_at(by_rank, stream, against, went_past=False):
+    """{place: the most calls of p2p ``stream`` either end's history shows there} (``_analogs.places_on``'s
+    places); ``went_past``: only places an end went past (it issued call #place + 1 of ``against``)."""
+    out = collections.Counter()
+    for r in _streams.p2p_ends(stream) or ():
+        if r not in by_rank:
+            continue
+        g = by_rank[r].position(against)
+        last = g.last_started if g is not None and isinstance(g.last_started, int) else 0
+        counts = collections.Counter(_analogs.places_on(by_rank, r, stream, against).values())
+        out |= collections.Counter({p: n for p, n in counts.items() if not went_past or p < last})
+    return out
 
 
 def _places_on(by_rank, stream, against):

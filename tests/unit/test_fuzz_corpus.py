@@ -407,6 +407,21 @@ def test_a_rings_links_that_carry_fewer_calls_never_speak_for_the_one_rank_again
     assert res.outcome in ("exact", "undecided", "undecided_ok"), (res.culprits, sorted(res.case.expected), res.summary)
 
 
+@pytest.mark.parametrize("source", ["exact", "recorder"])
+def test_a_link_that_two_rings_share_is_not_like_the_links_of_one_ring(source):
+    """Ring seed 115009218 (found by ``benchmarks/fuzz.py --shape ring --source recorder --seed 115``, 2026-12-05;
+    wrong under the exact source too): rings [0..6] and [4..8] share the link 5->6, two calls a step; rank 5 left
+    out its second ring's send at step 0, so its own record of the link shows one call a step, as the first
+    ring's other links carry.  Those links' ranks, in the world's all_reduce #4 without their #3, spoke for the
+    order against rank 6, whose recv #3 (the first ring's, step 1) comes before the all_reduce: rank 6 was named.
+    Rank 6's own record shows two calls of the link in one step, where those links show one: they are not like
+    it (cycles._denser), and the verdict names nobody rather than rank 6."""
+    from fuzz import run
+    res = run.judge(115009218, check_healthy=False, shape="ring", source=source)
+    assert res.outcome in ("exact", "undecided", "undecided_ok"), (res.culprits, sorted(res.case.expected), res.summary)
+    assert 6 not in res.culprits
+
+
 @pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
 def test_bursts_of_async_all_reduces_end_healthy_complete_in_order_and_never_name_another_rank():
     """programs.py's shape "async": bursts of 2-4 all_reduces with async_op=True on a group, waited together
