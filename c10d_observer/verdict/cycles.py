@@ -47,6 +47,8 @@ def _many_like(by_rank, like, cyc):
             found = found if len(found) >= _analogs.MIN_GROUPS_EARLY else []
         if p2p:
             found = [o for o in found if _same_places(by_rank, s, o, colls)]
+            if found and not _one_density(by_rank, s, found, colls):
+                found = []
         out[s] = found
     return out
 
@@ -61,21 +63,40 @@ def _same_places(by_rank, stream, other, against):
         mine, theirs = _places_on(by_rank, stream, a), _places_on(by_rank, other, a)
         if any(theirs[q] != n for q, n in mine.items() if q in theirs):
             return False
-        if _denser(by_rank, stream, other, a):
-            return False
     return True
 
 
-def _denser(by_rank, stream, other, against):
-    """Whether an end of p2p ``stream`` issued more of its calls between two calls of ``against`` than the ends of
-    ``other`` issued of theirs there, where ``other``'s ends issued some there and went past: a link that carries
-    two calls a step is not like one that carries one, though its sender's record, short by the call its fault
-    left out, shows one a step (the fuzzer's ring seed 115009218: two rings shared the link 5->6; rank 5 left its
-    second ring's send out at step 0; the first ring's other links, one call a step, waited in the world's
-    all_reduce without their #3 and spoke for the order against rank 6, whose recv #3 is the first ring's of step 1)."""
-    mine = _counts_at(by_rank, stream, against)
-    theirs = _counts_at(by_rank, other, against, went_past=True)
-    return any(n > theirs[p] for p, n in mine.items() if p in theirs)
+def _one_density(by_rank, stream, likes, against):
+    """Whether the p2p streams ``likes`` carry as many calls between two calls of each stream of ``against``
+    wherever two of them show it (their ends went past both: ``_counts_at``), and p2p ``stream`` and its ranks'
+    other links no more there (fewer: a rank's op left out of its batch).  Links of one slot carry one call a step; a
+    link that two rings share carries two, and where the stuck link, the links like it or its ranks' other links
+    differ so, links like it by their sizes and places may be of another slot, and none speaks for its order:
+    the fuzzer's ring seed 115009218 (rings [0..6] and [4..8] share 4->5 and 5->6; rank 5 left its second
+    ring's send to 6 out at step 0, so its record of 5->6 shows one call a step, as the first ring's other
+    links; those, in the world's all_reduce without their #3, spoke against rank 6, whose recv #3 is the first
+    ring's of step 1), 127004120 and 128019995 (links two rings share, their #3 of the same step, spoke for a
+    link of one ring).  Only the steps the ends closed count: a rank that ran ahead into its ring's next step
+    (skipping the world's call) shows two calls in the step it has not closed, and is still named (107002107)."""
+    for a in against:
+        base = {}
+        for other in likes:
+            for p, n in _counts_at(by_rank, other, a, went_past=True).items():
+                if base.setdefault(p, n) != n:
+                    return False
+        if any(n > base[p] for p, n in _counts_at(by_rank, stream, a, went_past=True).items() if p in base):
+            return False
+        for other in _links_of_its_ends(by_rank, stream):
+            if any(n != base[p] for p, n in _counts_at(by_rank, other, a, went_past=True).items() if p in base):
+                return False
+    return True
+
+
+def _links_of_its_ends(by_rank, stream):
+    """The other p2p streams of the group of p2p ``stream`` that its ends' documents show."""
+    ends, group = _streams.p2p_ends(stream) or (), str(stream).rpartition(_streams.P2P)[0]
+    return sorted({g.stream for r in ends if r in by_rank for g in by_rank[r].groups
+                   if g.kind == "p2p" and g.stream != stream and str(g.stream).rpartition(_streams.P2P)[0] == group})
 
 
 def _counts_at(by_rank, stream, against, went_past=False):

@@ -407,19 +407,33 @@ def test_a_rings_links_that_carry_fewer_calls_never_speak_for_the_one_rank_again
     assert res.outcome in ("exact", "undecided", "undecided_ok"), (res.culprits, sorted(res.case.expected), res.summary)
 
 
-@pytest.mark.parametrize("source", ["exact", "recorder"])
-def test_a_link_that_two_rings_share_is_not_like_the_links_of_one_ring(source):
-    """Ring seed 115009218 (found by ``benchmarks/fuzz.py --shape ring --source recorder --seed 115``, 2026-12-05;
-    wrong under the exact source too): rings [0..6] and [4..8] share the link 5->6, two calls a step; rank 5 left
-    out its second ring's send at step 0, so its own record of the link shows one call a step, as the first
-    ring's other links carry.  Those links' ranks, in the world's all_reduce #4 without their #3, spoke for the
-    order against rank 6, whose recv #3 (the first ring's, step 1) comes before the all_reduce: rank 6 was named.
-    Rank 6's own record shows two calls of the link in one step, where those links show one: they are not like
-    it (cycles._denser), and the verdict names nobody rather than rank 6."""
+@pytest.mark.parametrize("seed,source,innocent", [(115009218, "exact", 6), (115009218, "recorder", 6),
+                                                  (127004120, "recorder", 11), (128019995, "nccl", 12)])
+def test_links_that_two_rings_share_never_speak_with_the_links_of_one_ring(seed, source, innocent):
+    """Ring seeds the fuzzer found naming the wrong rank (``benchmarks/fuzz.py --shape ring``, 2026-12-05): rings
+    that share links, which carry two calls a step where the others carry one.  115009218: rings [0..6] and
+    [4..8] share 4->5 and 5->6; rank 5 left its second ring's send to 6 out at step 0, so its own record of the
+    link shows one call a step, as the first ring's other links carry; those links' ranks, in the world's
+    all_reduce #4 without their #3, spoke for the order against rank 6, whose recv #3 (the first ring's, step 1)
+    comes before it.  127004120 and 128019995 (the second wrong only once links whose ends show more calls a step
+    were dropped one by one, which dropped the links that said "nobody"): the shared links' ranks spoke, with their
+    #3 of the same step, for the order of a link of one ring.  Where the links (the stuck one, those like it and
+    the other links of its two ranks) carry different counts between two collective calls that their ranks went
+    past, none speaks (cycles._one_density), and the verdict names nobody rather than the wrong rank."""
     from fuzz import run
-    res = run.judge(115009218, check_healthy=False, shape="ring", source=source)
+    res = run.judge(seed, check_healthy=False, shape="ring", source=source)
     assert res.outcome in ("exact", "undecided", "undecided_ok"), (res.culprits, sorted(res.case.expected), res.summary)
-    assert 6 not in res.culprits
+    assert innocent not in res.culprits
+
+
+def test_a_rank_that_ran_a_step_of_its_ring_early_is_named_by_the_other_links():
+    """Seed 107002107: rank 4 of a ring skipped the world's barrier #4 and posted its next ring step early; its
+    record of link 3->4 shows two calls between barriers #3 and #4 where the other links show one, as a link
+    two rings share would, but only at the step it has not closed.  The links' counts at the steps their ranks
+    closed agree (cycles._one_density), the other links speak, and rank 4 is named."""
+    from fuzz import run
+    res = run.judge(107002107, check_healthy=False, shape="ring")
+    assert res.outcome == "exact", (res.culprits, res.summary)
 
 
 @pytest.mark.once  # the quick tier runs it on the torch 2.13 line only (tox.ini; tests/README.md)
