@@ -407,7 +407,8 @@ def early_call(by_rank, stream, seq):
     ``stream`` shows (``MIN_SHARED_EARLY`` of them where it shows that many; none at its first call), and each
     shown to run its program for a step of it before the place (``alike_in_a_step``); None where nothing
     decides.  Many groups of its size that went past its first calls, all the same way: the pairs, the
-    tensor-parallel groups of a job made by one loop over ``new_group``."""
+    tensor-parallel groups of a job made by one loop over ``new_group``.  Since 2026-12-05 a lead, said and never
+    a culprit (verdict/mismatch.py, ``_early_lead``: a group may run a call of its own first at a later step)."""
     got = _early_votes(by_rank, stream, seq)
     if got is None:
         return None
