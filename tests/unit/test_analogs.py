@@ -174,17 +174,22 @@ def _early():
     return _simulated(EARLY)
 
 
+def _names_nobody_with_lead(v, h, lead):
+    """The stuck call's mismatch names nobody; ``lead`` is its evidence and ends its undecided line."""
+    assert v.culprit_ranks == [] and not h.mismatch.odd_ranks, v.summary
+    assert h.mismatch.evidence == lead
+    assert any(u.endswith("none has a majority; " + lead) for u in v.undecided), v.undecided
+
+
 def test_at_a_groups_first_call_the_groups_of_its_size_give_a_lead_and_name_nobody():
     case, docs = _early()
     v = verdict.analyze(docs)
     h = _stuck(v)
     assert (h.stream, h.seq, case.expected, case.undecidable) == ("2", 1, {2}, False)
-    assert v.culprit_ranks == [] and not h.mismatch.odd_ranks, v.summary
     lead = ("3 groups of its size (1, 3, 4) issued all_reduce of 65536 x float32 at #1, but this group's record "
             "shows less than a step of their program before it: groups of one size may run different calls (a "
             "pipeline's stages), so they do not decide")
-    assert h.mismatch.evidence == lead
-    assert any(u.endswith("none has a majority; " + lead) for u in v.undecided), v.undecided
+    _names_nobody_with_lead(v, h, lead)
     assert lead in verdict.format_text(v.to_json())
 
 
@@ -197,12 +202,10 @@ def test_once_a_step_of_the_group_is_on_record_the_groups_of_its_size_still_only
     v = verdict.analyze(docs)
     h = _stuck(v)
     assert (h.stream, h.seq, case.expected) == ("1", 4, {0})
-    assert v.culprit_ranks == [] and not h.mismatch.odd_ranks, v.summary
     lead = ("5 groups of its size (2, 3, 4, 5 and 1 more), whose calls #1-#3 were this group's, issued all_reduce "
             "of 65536 x int64 at #4 and went past it, but a group may run a call the others do not at a step its "
             "record has not reached (a pipeline's stage), so they do not decide")
-    assert h.mismatch.evidence == lead
-    assert any(u.endswith("none has a majority; " + lead) for u in v.undecided), v.undecided
+    _names_nobody_with_lead(v, h, lead)
 
 
 @pytest.mark.parametrize("source", ["exact", "nccl"])
