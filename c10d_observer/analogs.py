@@ -134,6 +134,15 @@ def _like(streams, stream, min_shared, fits):
     return sorted(out, key=_natural)
 
 
+def shown_call(by_rank, stream, seq):
+    """The (op, size) of collective #seq on ``stream`` as its ranks' documents show it, where they agree; else
+    None."""
+    s = _streams(by_rank).get(stream)
+    if s is None or seq in s["clash"]:
+        return None
+    return s["calls"].get(seq)
+
+
 def program_call(by_rank, stream, seq, min_groups=MIN_GROUPS):
     """``((op, size), streams, (first, last))``: the call that groups like ``stream`` issued at #seq and went
     past (``streams``, at least ``min_groups``), and the seqs before it on which they agree with ``stream``'s

@@ -115,7 +115,7 @@ def _like_order(s_call, t_call, members, like, last_started, x_side=False):
                 # for the one rank against many: a link's rank speaks for T first only from the call before S's
                 # seq (a ring's link that carries one call a step, where the stuck one carries two, never
                 # reaches the seq: the fuzzer's ring seeds 61010852, 61011177, 61013297)
-                if not issued and (x_side or got == s_call[1] - 1 and (not p2p or t_call[1] > 1)):
+                if not issued and (x_side or got == s_call[1] - 1 and t_call[1] > 1):
                     t_first.add(r)
                 elif not issued and not p2p:
                     # a collective group's rank short of the call before S's seq says nothing of the order:
@@ -270,6 +270,9 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
             if _twin_of_a_sparse_call(a, target, known, likes, expected[1], members, like, last) and not _past_its_slot(
                     histories[r], a, b, target, expected[0]):
                 return None
+            if target not in known and _others_went_past_too(histories, last_started, members, a, b, ranks,
+                                                              places[r], target, expected[0]):
+                continue  # in order as the ranks like it are: the place is refuted at this step, not the rank
             found.append((r, a, b, expected[0], target, expected[1], places[r],
                           (target in known, likes, len({k[2:] for k in agree}),
                            a if any(k[2] != a for k in agree) else b)))
@@ -317,6 +320,35 @@ def _twin_of_a_sparse_call(a, target, known, likes, witnesses, members, like, la
     checkpoints do."""
     return (target not in known and not likes and not is_p2p(a) and len(members.get(a) or ()) == 2
             and not (like or {}).get(a) and len(witnesses) == 1 and last[witnesses[0]] == target)
+
+
+def _others_went_past_too(histories, last_started, members, a, b, ranks, mine, target, n):
+    """Whether a rank of A outside the pair went past A #n + 1, the call past the expected place, without call
+    #target of a stream of its own whose calls #target - 1 and #target - 2 it put at the places the rank under test
+    put B's (``mine``): a stream that runs where B runs, every step, left behind the same way.  Had the rank under
+    test broken the order, that rank, which followed the program, would have issued it first; so the rank is in
+    order as the ranks like it are (as ``_many`` clears a rank), and the step holds an A call more than the
+    pattern or the witness says (a slot that runs every few steps, first run here, which the witness that issued
+    B #target at that place may have skipped).  The fuzzer's seeds 140095256 (a world barrier
+    each step and, every nine steps, a second one, first run at step 8, which rank 3 skipped; ranks 0-2 and 4-11
+    went on to the second without their pairs' all_gathers, and rank 2 was named by its pair's pattern),
+    139078864 (the same with the world's every-ten-steps barrier ahead of its all_reduce), 139084777 and
+    134000789 (a p2p link's send, the other links of its exchange left behind as it was)."""
+    if not mine.get(target - 1):
+        return False  # (none of A's calls came before B #target - 1: where the streams go among A's is not shown)
+    for x in members.get(a, ()):
+        if x in ranks or x not in histories or x not in last_started:
+            continue
+        started = last_started[x]
+        if started.get(a, 0) <= n:
+            continue
+        for s2 in sorted({c.stream for c in histories[x]} - {a, b}, key=str):
+            if started.get(s2, 0) != target - 1:
+                continue
+            theirs = places_of(histories[x], s2, a, started.get(a, 0))
+            if all(theirs.get(q) == mine[q] for q in (target - 1, target - 2) if q in mine):
+                return True
+    return False
 
 
 def _past_its_slot(calls, a, b, target, n):

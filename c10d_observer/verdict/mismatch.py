@@ -4,6 +4,7 @@ import collections
 import re
 
 from .. import analogs as _analogs
+from .. import patterns as _patterns
 from ..levels import MismatchKind
 from ..streams import is_p2p
 from ..text import rank_list
@@ -41,6 +42,10 @@ def by_program(m, calls, by_rank, stream, seq):
         return m
     if is_p2p(stream):
         return _by_like_links(m, calls, by_rank, stream, seq)
+    return _unless_a_repeat(_by_program(m, calls, by_rank, stream, seq), calls, by_rank, stream, seq)
+
+
+def _by_program(m, calls, by_rank, stream, seq):
     votes, _ = _analogs.past_calls(by_rank, stream, seq)
     if not votes:  # no group like this one went past the place: many groups at its first calls, or its period
         m = _by_own_pattern(m, calls, by_rank, stream, seq)
@@ -62,6 +67,30 @@ def by_program(m, calls, by_rank, stream, seq):
         (_, cycle, (first, last)) = period
         m.evidence += ", which this group's own calls #%d-#%d, repeating every %d calls, put there too" % (
             first, last, len(cycle))
+    return m
+
+
+def _unless_a_repeat(m, calls, by_rank, stream, seq):
+    """``m``, its odd one out withdrawn where that rank's call at this seq is the call it (and the other rank, the
+    two alike up to here) issued just before it: the program may hold that call twice in a row at this step (a
+    slot that runs every few steps, first run here or once in more steps than the record spans), and the other
+    rank may have left out one of the two; that program, the other rank at fault, leaves the same documents, so
+    neither the group's period nor groups like it decide.  The fuzzer's seeds 140000134 (a pair's barrier each
+    step, and every five steps a second one, first run at step 4, where rank 3 left out the first: rank 2 was
+    named by the pair's period) and 134047993, 138013550 (the same with all_reduces of one size), 138007219 (a
+    stage's own all_reduce after the one every pair runs: named by the other pairs)."""
+    if len(m.odd_ranks) != 1 or len(m.ops) != 2:
+        return m
+    odd = m.odd_ranks[0]
+    mine, before = calls[odd], _analogs.shown_call(by_rank, stream, seq - 1)
+    if before is None or not _patterns.alike((mine.op, mine.size), before):
+        return m
+    other = [int(r) for r in m.ops if int(r) != odd][0]
+    m.evidence = ("%s; but rank %d's call at #%d is the group's call at #%d again (%s): a program with that call "
+                  "twice in a row here (one that runs every few steps, first run here), rank %d leaving out one "
+                  "of the two, leaves the same documents, so nothing decides" % (
+                      m.evidence or "no majority in the group", odd, seq, seq - 1, _call(*before), other))
+    m.odd_ranks, m.expected_op = [], None
     return m
 
 

@@ -739,6 +739,9 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
         shifted = _shifted_to_a_first_call(program, fault, faulty, place, blocked)
         if shifted is not None:
             return shifted
+    repeat = _repeat_at_place(program, fault, faulty, place, blocked)
+    if repeat is not None:
+        return repeat
     siblings = mirrors(program, group.gid, place)
     if not siblings:
         return None  # ``undecidable`` judged it
@@ -769,6 +772,39 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
 
 
 EXTRA_PREFIX = "at the first step of group"
+REPEAT_PREFIX = "a repeat on group"
+
+
+def _repeat_at_place(program, fault, faulty, place, blocked):
+    """``undecidable_at_hang``'s sixth twin: a reason, or None.  A desync, or a skip after which the rank's next call
+    is another on the same group, on a group of two ranks, both waiting at the place, where the call the rank
+    issued there is the group's call before the place again (a pair's period of an all_reduce and a barrier,
+    whose barrier the rank skipped: it issued the all_reduce twice): the program with that call twice in a row
+    there, on that group alone (a slot that runs every few steps, first run at this step, or once in more steps
+    than the records span), whose other rank skipped one of the two, leaves the same documents, at any step
+    (``_extra_at_first_step``'s twin where the extra call repeats the one before it; ``twins.extra`` builds it,
+    and ``simulate.flag_at_hang`` flags the case only where its documents are the case's).  The verdict makes
+    the same argument (``verdict.mismatch._unless_a_repeat``)."""
+    c, rank = fault.call, fault.rank
+    if place < 2:
+        return None
+    mine = faulty[rank]
+    issued = mine[fault.index] if fault.index < len(mine) else None
+    if issued is None or issued.group != c.group or c.op in OBJECT_OPS or issued.op in OBJECT_OPS:
+        return None
+    if fault.kind == "skip" and _signature(issued) == _signature(c):
+        return None
+    partner = [x for x in program.groups[c.group].ranks if x != rank][0]
+    if blocked.get(rank) != (c.group, place) or blocked.get(partner) != (c.group, place):
+        return None
+    own = program.calls[rank]
+    before = own[nth_call(own, c.group, place - 1)]
+    if _signature(before) != _signature(issued):
+        return None
+    return ("%s %s (ranks %s): rank %d issued at #%d the group's call #%d again (%s): a program with that call twice "
+            "in a row there, on the group alone, rank %d skipping one of the two, leaves the same documents" % (
+                REPEAT_PREFIX, c.group, ", ".join(map(str, program.groups[c.group].ranks)), rank, place, place - 1,
+                _words(issued, program), partner))
 
 
 def _extra_at_first_step(program, fault, faulty, place, blocked):

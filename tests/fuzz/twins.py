@@ -163,7 +163,7 @@ def same_documents(case, faulty, source):
         kinds = ("sparse", "swapped") if why.startswith("a swap of") else ("sparse",)
     elif why.startswith("a skip on group"):
         kinds = ("shifted",)
-    elif why.startswith(programs.EXTRA_PREFIX):
+    elif why.startswith((programs.EXTRA_PREFIX, programs.REPEAT_PREFIX)):
         kinds = ("extra",)
     else:
         kinds = ("sibling",)

@@ -13,8 +13,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 from c10d_observer import analogs, verdict  # noqa: E402
 from fuzz import programs, simulate  # noqa: E402
 
-# a pair group (ranks 0-1) of a job of four pairs; rank 1 skipped all_reduce #28 on it: its broadcast #28 meets
-# rank 0's all_reduce #28, one each, no majority; the other three pairs went past #28 with an all_reduce
+# a pair group (ranks 0-1) of a job of four pairs; rank 1 skipped all_reduce #28 on it: its broadcast #28 (the
+# pair's call #27 again) meets rank 0's all_reduce #28, one each, no majority; the other three pairs went past #28
+# with an all_reduce.  As simulated, the case is one the verdict must not decide (a program with that broadcast
+# twice in a row, rank 0 skipping one, leaves the same documents: ``test_a_call_that_repeats_the_one_before_it``);
+# the tests of the like groups' rule read rank 1's call #28 as an all_gather (a desync: nothing repeats)
 SEED = 1000182
 
 
@@ -25,8 +28,37 @@ def _simulated(seed, **shape):
     return case, docs
 
 
+def _as_issued(docs, rank, stream, seq, op):
+    """``docs`` with ``rank``'s call ``seq`` of ``stream``, in flight, an ``op``."""
+    new = copy.deepcopy(docs)
+    for g in new[rank]["groups"]:
+        if g.get("stream") == stream and g.get("in_flight_seq") == seq:
+            g["in_flight_op"] = op
+    return new
+
+
 def _docs():
-    return _simulated(SEED)
+    case, docs = _simulated(SEED)
+    return case, _as_issued(docs, 1, "1", 28, "all_gather")
+
+
+def test_a_call_that_repeats_the_one_before_it_names_nobody_and_says_why():
+    """The case as simulated: rank 1's broadcast #28 is the pair's broadcast #27 again; the pairs like it issued an
+    all_reduce at #28, but a program in which this pair alone runs that broadcast twice here (a slot every few
+    steps, first run at step 13), rank 0 skipping one of the two, leaves these documents, and names rank 0: the
+    verdict names nobody and says why (mismatch._unless_a_repeat), as the fuzzer flags it
+    (programs._repeat_at_place, its twin built by twins.extra)."""
+    case, docs = _simulated(SEED)
+    v = verdict.analyze(docs)
+    h = _stuck(v)
+    assert (h.stream, h.seq, case.expected) == ("1", 28, {1})
+    assert v.culprit_ranks == [] and not h.mismatch.odd_ranks, v.summary
+    assert "but rank 1's call at #28 is the group's call at #27 again (broadcast of 4 x int64" in h.mismatch.evidence
+    assert "rank 0 leaving out one of the two, leaves the same documents" in h.mismatch.evidence
+    assert any(h.mismatch.evidence in u for u in v.undecided), v.undecided
+    _, faulty, _ = simulate.run_case(case, simulate.mode_of(SEED))
+    flagged = simulate.flag_at_hang(case, faulty)
+    assert flagged.undecidable and flagged.why_undecidable.startswith(programs.REPEAT_PREFIX), flagged.why_undecidable
 
 
 def _in_flight_size(docs, rank, stream, seq, size):
@@ -50,7 +82,7 @@ def test_the_rank_whose_call_is_not_the_one_the_like_groups_issued_there_is_name
     assert (h.stream, h.seq, case.expected) == ("1", 28, {1})
     assert v.culprit_ranks == [1] and h.mismatch.odd_ranks == [1], v.summary
     assert h.mismatch.evidence.startswith("no majority in the group; groups 2, 3, 4, whose calls #"), h.mismatch.evidence
-    assert "issued all_reduce of 65536 x int64 at #28" in h.mismatch.evidence
+    assert "issued all_reduce of 65536 x int64 at #28" in h.mismatch.evidence and "again" not in h.mismatch.evidence
     assert h.mismatch.evidence in verdict.format_text(v.to_json())
 
 
@@ -142,10 +174,14 @@ def test_a_group_of_its_size_whose_period_its_calls_do_not_hold_leaves_its_own_p
     v = verdict.analyze(docs)
     h = _stuck(v)
     assert (h.stream, h.seq, case.expected) == ("1", 21, {0})
-    assert v.culprit_ranks == [0] and h.mismatch.odd_ranks == [0], v.summary
-    assert h.mismatch.evidence == (
+    # the group's own period reads the place (pair 4-5's record does not refute it); but rank 0's broadcast #21 is
+    # the pair's #20 again, so a program with that broadcast twice here, rank 1 skipping one, is its twin: nobody
+    # is named (mismatch._unless_a_repeat), the period's reading said
+    assert v.culprit_ranks == [] and h.mismatch.odd_ranks == [], v.summary
+    assert h.mismatch.evidence.startswith(
         "no majority in the group; its calls #1-#20 repeat every 3 calls, which puts all_reduce of 1048576 x "
-        "float32 at #21; rank 0 issued the call it puts at #22 (1 left out)"), h.mismatch.evidence
+        "float32 at #21; rank 0 issued the call it puts at #22 (1 left out); but rank 0's call at #21 is the "
+        "group's call at #20 again"), h.mismatch.evidence
     # the rule alone: pair 4-5's record (b, b, b, a) is a program that pair 0-1's calls (b, b, a) do not hold
     streams = {"1": {"ranks": (0, 1), "calls": dict(enumerate(["b", "b", "a"] * 3, 1)), "clash": set()},
                "3": {"ranks": (4, 5), "calls": dict(enumerate(["b", "b", "b", "a"] * 4, 1)), "clash": set()}}

@@ -121,20 +121,29 @@ def test_a_shifted_skip_is_not_flagged_by_the_places_of_other_pairs():
     assert verdict.analyze(docs).culprit_ranks == [case.fault.rank]
 
 
-@pytest.mark.parametrize("seed,shape", [(81002092, "ops"), (81009787, "ops"), (81009827, "ops"), (71006345, "async")])
-def test_a_call_is_judged_by_the_op_its_document_shows(seed, shape):
+@pytest.mark.parametrize("seed,shape,named", [(81002092, "ops", False), (81009787, "ops", True),
+                                              (81009827, "ops", False), (71006345, "async", True)])
+def test_a_call_is_judged_by_the_op_its_document_shows(seed, shape, named):
     """A document shows an object collective's two calls as its inner op's (the sizes' all_gather of one int64,
     then the bytes'), so a plain all_gather of one int64 issued in its place is a call the record showed, not
     one it never showed; and an all_reduce issued with async_op=True as all_reduce, so a skipped all_reduce
-    before one shifts the rank's calls.  No twin, and the verdict names the rank (``--shape ops``, seed 81:
-    three cases flagged and named, ``--shape async``, seed 71: one; run.py's count of cases named in spite of
-    their flag, before programs.shown_op)."""
+    before one shifts the rank's calls.  Not flagged (``--shape ops``, seed 81: three cases flagged and named,
+    ``--shape async``, seed 71: one; run.py's count of cases named in spite of their flag, before
+    programs.shown_op).  The verdict names the rank, except where the plain all_gather of one int64 stands just
+    before the object collective's own (81002092, 81009827): the record then shows that call twice in a row, and a
+    program with a plain all_gather of one int64 there (first run at that step), the other rank skipping it,
+    leaves the same documents (verdict.mismatch._unless_a_repeat; the fuzzer's repeat flag does not read an
+    object collective's two calls, so these count as undecided, not flagged)."""
     case = programs.make_case(seed, shape=shape)
     assert not case.undecidable, case.why_undecidable
     faulty = _faulty(case)
     assert not simulate.flag_at_hang(case, faulty).undecidable
     docs = simulate.documents(faulty, simulate.mode_of(seed), period=simulate.period_of(seed))
-    assert verdict.analyze(docs).culprit_ranks == [case.fault.rank]
+    v = verdict.analyze(docs)
+    if named:
+        assert v.culprit_ranks == [case.fault.rank], v.summary
+    else:
+        assert v.culprit_ranks == [] and any(" again (" in u and " of 1 x int64" in u for u in v.undecided), v.undecided
 
 
 @pytest.mark.parametrize("seed", [13000480, 13000499, 13001046])
@@ -197,6 +206,12 @@ def test_under_the_nccl_model_a_case_is_flagged_where_its_twin_leaves_the_same_d
     if (seed, kind) not in NCCL_ALIKE:  # (alike as built; with the barrier, a rank that waited at its end differs)
         assert (theirs == mine) is ((seed, kind) in NCCL_GOING_ON)
     flagged = simulate.flag_at_hang(case, faulty, "nccl")
+    if (seed, kind) in NCCL_APART and flagged.undecidable:
+        # flagged by another twin of the case (7008294: rank 8's broadcast #2 is the pair's #1 again,
+        # programs._repeat_at_place), built, which leaves the case's NCCL documents
+        assert flagged.why_undecidable.startswith(programs.REPEAT_PREFIX), flagged.why_undecidable
+        assert twins.same_documents(flagged, faulty, "nccl") is not None
+        return
     assert flagged.undecidable is ((seed, kind) not in NCCL_APART), flagged.why_undecidable
     assert not verdict.analyze(mine).culprit_ranks
 
