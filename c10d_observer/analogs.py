@@ -462,9 +462,13 @@ def _early_votes(by_rank, stream, seq):
 
 def past_calls(by_rank, stream, seq, min_shared=MIN_SHARED):
     """``({(op, size): [streams]}, seqs)``: the calls that groups like ``stream`` issued at #seq and went past,
-    and the seqs before it on which they agree with ``stream``'s ranks (at least ``min_shared``)."""
+    and the seqs before it on which they agree with ``stream``'s ranks (at least ``min_shared``).  A group of
+    ``stream``'s very ranks is another slot of theirs, not the program run by other ranks: it never votes (the
+    fuzzer's seed 144067648, NCCL model: a world of two and a pair group of the same two ranks, each a broadcast
+    a step; rank 0 issued an all_reduce for the world's #10, and the pair's #10 named it, where a program with an
+    all_reduce first run there, rank 1 skipping it, leaves the same documents)."""
     votes, shared = _past(_streams(by_rank), stream, seq, min_shared,
-                          lambda h, me: len(h["ranks"]) == len(me["ranks"]))
+                          lambda h, me: len(h["ranks"]) == len(me["ranks"]) and set(h["ranks"]) != set(me["ranks"]))
     votes = {call: kept for call, kept in ((call, [o for o in who if same_steps(by_rank, stream, o)])
                                             for call, who in votes.items()) if kept}
     return votes, shared

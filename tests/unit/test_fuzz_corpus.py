@@ -823,6 +823,17 @@ def test_the_wrong_culprits_of_fresh_seeds_name_the_culprit_or_nobody(seed, shap
                                                                       res.summary)
 
 
+def test_a_group_of_the_stuck_groups_own_ranks_never_speaks_for_it():
+    """144067648 (NCCL model): a world of two and a pair group of the same two ranks, a broadcast a step on each;
+    rank 0 issued an all_reduce for the world's #10, which the world's last 32 calls never showed (flagged: a
+    program with an all_reduce first run there, rank 1 skipping it, leaves the same documents).  The pair's #10,
+    a broadcast, named rank 0 (analogs.past_calls): another slot of the same ranks, not the program run by other
+    ranks.  It names nobody."""
+    from fuzz import run
+    res = run.judge(144067648, check_healthy=False, source="nccl")
+    assert res.case.undecidable and res.outcome == "undecided_ok", (res.culprits, res.summary)
+
+
 @pytest.mark.parametrize("seed", [7000911, 7000144])
 def test_a_pair_desync_whose_call_the_pairs_record_never_showed_is_flagged_and_left_undecided(seed):
     """7000911: a world of two alternates an all_reduce and an all_gather each step; at step 6 rank 0 issued a
