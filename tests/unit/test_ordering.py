@@ -523,3 +523,21 @@ def test_the_other_links_of_a_chain_waiting_in_their_own_call_count_against_the_
     cycle[0] = ("0", 2, [0, 1, 2, 6] + list(range(7, 16)), [3, 4, 5])
     cycle[-1] = (links[3], 57, [], [5])
     assert ordering.majority_culprit(members, cycle, like=like, last_started=last) is None
+
+
+def test_a_rank_that_went_past_the_place_as_the_ranks_of_like_streams_did_is_not_named():
+    # the fuzzer's seed 140095256, in small: three pairs, each step a world barrier then the pair's all_gather, and
+    # every nine steps one world barrier more, first run at step 8, which rank 3 skipped.  Rank 2 issued the
+    # world's #10 without its pair's #9, which rank 3 issued after the world's #9 as every earlier step put it;
+    # so did ranks 0, 1, 4 and 5 with their own pairs' #9, which had run where pair 2-3's does.  Had rank 2 broken
+    # the order they would have issued their #9 first: rank 2 is in order as they are (ordering._others_went_past_too)
+    members = {"0": list(range(6)), "1": [0, 1], "2": [2, 3], "3": [4, 5]}
+
+    def program(r, i):
+        pair = str(1 + r // 2)
+        calls = ([("0", "barrier")] if i % 9 == 8 else []) + [("0", "barrier"), (pair, "all_gather")]
+        return calls[1:] if (r, i) == (3, 8) else calls
+    histories, last, stuck = run(members, program, 12)
+    assert stuck == [("0", 10, [0, 1, 2, 4, 5], [3]), ("2", 9, [3], [2])]
+    got = ordering_culprit(histories, last, members, stuck)
+    assert got is None or got.rank == 3, got
