@@ -217,7 +217,7 @@ class Job(object):
 
     def wait_facts(self, rank, key, timeout=60):
         return wait_until(lambda: (self.facts(rank) or {}).get(key), timeout,
-                          "rank %d to record %r\n%s" % (rank, key, self.log_text()))
+                          lambda: "rank %d to record %r\n%s" % (rank, key, self.log_text()))
 
     def reports(self):
         out = {}
@@ -233,7 +233,7 @@ class Job(object):
         def ready():
             rep = self.reports().get(rank)
             return rep if rep and (until is None or until(rep)) else None
-        return wait_until(ready, timeout, "a report from rank %d\n%s" % (rank, self.log_text()))
+        return wait_until(ready, timeout, lambda: "a report from rank %d\n%s" % (rank, self.log_text()))
 
     def stacks(self, rank):
         paths = glob.glob(os.path.join(self.dump_dir, "stacks-rank%d-*.txt" % rank))
@@ -244,7 +244,7 @@ class Job(object):
 
     def wait_stacks(self, rank, needle, timeout=60):
         return wait_until(lambda: needle in self.stacks(rank) and self.stacks(rank), timeout,
-                          "%r in the stack dump of rank %d\n%s" % (needle, rank, self.log_text()))
+                          lambda: "%r in the stack dump of rank %d\n%s" % (needle, rank, self.log_text()))
 
     def wait_signalled(self, rank, timeout=60):
         """Until the watchdog has sent rank ``rank`` its signal: the mark it writes just before (the rank's
@@ -253,7 +253,7 @@ class Job(object):
         from c10d_observer import dumpdir
         path = os.path.join(self.dump_dir, dumpdir.notify_name(pid))
         return wait_until(lambda: os.path.exists(path), timeout,
-                          "the signal to rank %d (%s)\n%s" % (rank, path, self.log_text()))
+                          lambda: "the signal to rank %d (%s)\n%s" % (rank, path, self.log_text()))
 
     def log_text(self):
         out = []
