@@ -28,18 +28,18 @@ def _simulated(seed, **shape):
     return case, docs
 
 
-def _as_issued(docs, rank, stream, seq, op):
-    """``docs`` with ``rank``'s call ``seq`` of ``stream``, in flight, an ``op``."""
+def _in_flight(docs, rank, stream, seq, **fields):
+    """``docs`` with ``rank``'s call ``seq`` of ``stream``, in flight, given ``fields`` (op=, size=)."""
     new = copy.deepcopy(docs)
     for g in new[rank]["groups"]:
         if g.get("stream") == stream and g.get("in_flight_seq") == seq:
-            g["in_flight_op"] = op
+            g.update(("in_flight_" + k, v) for k, v in fields.items())
     return new
 
 
 def _docs():
     case, docs = _simulated(SEED)
-    return case, _as_issued(docs, 1, "1", 28, "all_gather")
+    return case, _in_flight(docs, 1, "1", 28, op="all_gather")
 
 
 def test_a_call_that_repeats_the_one_before_it_names_nobody_and_says_why():
@@ -59,15 +59,6 @@ def test_a_call_that_repeats_the_one_before_it_names_nobody_and_says_why():
     _, faulty, _ = simulate.run_case(case, simulate.mode_of(SEED))
     flagged = simulate.flag_at_hang(case, faulty)
     assert flagged.undecidable and flagged.why_undecidable.startswith(programs.REPEAT_PREFIX), flagged.why_undecidable
-
-
-def _in_flight_size(docs, rank, stream, seq, size):
-    """``docs`` with ``rank``'s call ``seq`` of ``stream``, in flight, of ``size``."""
-    new = copy.deepcopy(docs)
-    for g in new[rank]["groups"]:
-        if g.get("stream") == stream and g.get("in_flight_seq") == seq:
-            g["in_flight_size"] = size
-    return new
 
 
 def _stuck(v):
@@ -156,7 +147,7 @@ def test_a_call_the_period_does_not_hold_decides_nothing():
     case, docs = _own()
     # rank 5's call at #17 is one its group never issued (a last batch, smaller, say): either side may have
     # changed; the same where the group's calls break the period just before the place
-    v = verdict.analyze(_in_flight_size(docs, 5, "3", 17, "4 x int64"))
+    v = verdict.analyze(_in_flight(docs, 5, "3", 17, size="4 x int64"))
     assert v.culprit_ranks == [] and not _stuck(v).mismatch.odd_ranks, v.summary
     assert any("none has a majority" in u for u in v.undecided), v.undecided
     v = verdict.analyze(_edit(docs, "3", {16}, "broadcast"))
@@ -310,7 +301,7 @@ def test_the_half_of_a_link_that_left_out_a_size_of_its_links_own_period_is_name
 def test_a_size_the_links_period_does_not_hold_or_a_period_broken_before_decides_nothing():
     _, docs = _link()
     # a size the link never carried: either half may have changed
-    v = verdict.analyze(_in_flight_size(docs, 1, "0:p2p:1->2", 66, "8 x float32"))
+    v = verdict.analyze(_in_flight(docs, 1, "0:p2p:1->2", 66, size="8 x float32"))
     assert v.culprit_ranks == [] and not _stuck(v).mismatch.odd_ranks, v.summary
     new = copy.deepcopy(docs)
     for d in new.values():
