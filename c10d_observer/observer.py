@@ -228,8 +228,11 @@ class Observer(object):
         tracker = _tracker.Tracker(chan, cfg.poll_interval)
         tracker.rank = rank
         tracker.timeout = cfg.timeout
-        checks = [_stack_requests(self.dd, pid, self.stack_path),
-                  _requests.RankExit(self.dd, pid, rank, time.time(), _say, also_unregister=(disable,)).check]
+        ender = _requests.RankExit(self.dd, pid, rank, time.time(), _say, also_unregister=(disable,))
+        if cfg.on_timeout == "abort":
+            atexit.register(ender.last_look)
+            self._undo.append(lambda: atexit.unregister(ender.last_look))
+        checks = [_stack_requests(self.dd, pid, self.stack_path), ender.check]
         if cfg.on_timeout == "raise":
             from . import raising as _raising
             raiser = _raising.RankRaise(self.dd, pid, rank, time.time(), _say, handler=notify)

@@ -419,12 +419,13 @@ class Abort(Machine):
             ended = culprits_ended(known)
         return self.step(now_ns, verdict, ended, stacks_idle)
 
-    def ended_why(self, why):
+    def ended_why(self, why, armed=False):
         """Why the rank ended, as its end document says: ``why`` (the process's end, as seen), unless the
         observer was ending it (the watchdog is not the rank's parent: it says what it asked for, a launcher
-        may have ended it first) or ended it."""
+        may have ended it first), had armed its exit code (``armed``: it answered a hard gather with a call in
+        flight) or ended it."""
         how = self.how_ended()
-        if self.before_exit:
+        if self.before_exit or (armed and self.phase == self.IDLE):
             return "ended while the observer was ending it (on_timeout=abort, armed to exit with code %d)%s" % (
                 HANG_EXIT_CODE, ": it was a culprit of the hang" if self.culprit
                 else ": its collective raised once its peers had ended")

@@ -190,9 +190,20 @@ class RankExit(object):
         else:
             self.end(code, "a collective hang was found%s" % (" and this rank is its culprit" if req.culprit else ""))
 
+    def last_look(self):
+        """At the process's end (an atexit function from enable() under on_timeout="abort", run before
+        disable()): the request a poll of the helper thread would have read next.  Under gloo the culprit's end
+        makes this rank's collective raise, possibly before its helper read the arm its watchdog wrote when it
+        answered the gather (before the merge, so before any culprit was ended): the end is the hang's all
+        the same."""
+        self.check()
+        if self.armed:
+            self._at_exit()
+
     def _at_exit(self):
         try:  # the job's own exit handlers first (they ran already where the process is ending normally)
             atexit.unregister(self._at_exit)
+            atexit.unregister(self.last_look)
             for fn in self.also_unregister:
                 atexit.unregister(fn)
             atexit._run_exitfuncs()

@@ -43,6 +43,7 @@ from . import watchdog_io as _io
 from .text import short_clock
 
 from .detector import Detector
+from .levels import Level
 from .protocols import Abort, Action, Gather, PendingSignal, StackCollection
 
 LIVE_PERIOD_S = 1.0  # c10d-observer watch redraws every second
@@ -267,7 +268,7 @@ class Watchdog(object):
         status = _procs.exit_status(self.cfg.rank_pid, wait_s=2.0)
         why = "process %d ended without disable() (%s%s)" % (self.cfg.rank_pid, reason,
                                                              "; " + status if status else "")
-        why = self.abort.ended_why(why)
+        why = self.abort.ended_why(why, self.ender.armed)
         self.docs.end(self.detector.entries, False, why)
 
     # -- the loop ---------------------------------------------------------------------------------------------
@@ -320,6 +321,10 @@ class GatherWiring(object):
             wd._stacks(("the verdict's gather %s, asked by rank %s%s" % (
                 req.id, req.by_rank, wd.detector.in_flight_text(snap, now_ns, wd.wall())),
                 not any(st.oldest for st in snap)), now_ns)
+        if wd.cfg.on_timeout == "abort" and req.level == Level.HARD and any(st.oldest for st in snap):
+            # under gloo the culprit's end makes this rank's call raise, maybe before its own detection: armed
+            # now, before the merge (which waits for this answer), so before any culprit is ended
+            wd.ender.arm(False)
         wd.docs.state(wd.detector.entries, req.id)
 
     def step(self, now_ns):
@@ -351,6 +356,7 @@ class GatherWiring(object):
         wd.detector.hold(now_ns + int(max(0.0, until - wall_now) * 1e9), until)
         if wd.abort.before_exit:
             wd.abort.cancel()
+        if not wd.abort.ending:  # armed by its own detection, or by answering the gather
             wd.ender.disarm()
         wd.say_once("rank %s: the hard verdict is held until %s: %s" % (
             wd.docs.rank(), short_clock(until), v.held_why or "a rank it waits for is in a declared phase"),

@@ -36,13 +36,17 @@ def _enable(ctx, **over):
 
 
 def skip(ctx):
-    """Rank ``culprit`` skips the all_reduce at step ``step`` (it is busy until released)."""
+    """Rank ``culprit`` skips the all_reduce at step ``step`` (it is busy until released); ``late``: rank ->
+    seconds it spends before that step's call (a slow rank, which still arrives)."""
     _enable(ctx)
     t = torch.ones(4)
+    late = {int(r): s for r, s in ctx.args.get("late", {}).items()}
     for step in range(ctx.args.get("steps", 5)):
         if step == ctx.args["step"] and ctx.rank == ctx.args["culprit"]:
             ctx.record(stalled_at=step)
             ctx.stall_until_released()
+        if step == ctx.args["step"] and ctx.rank in late:
+            time.sleep(late[ctx.rank])  # the fault: a slow rank (its call starts this much after its peers')
         dist.all_reduce(t)
     ctx.record(result=t[0].item())
     if not ctx.args.get("keep_enabled"):

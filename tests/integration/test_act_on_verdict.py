@@ -52,6 +52,27 @@ def test_under_abort_every_rank_exits_93_and_the_verdict_names_the_culprits_node
     assert "culprit nodes (SLURMD_NODENAME): gpu07" in text, text
 
 
+def test_under_abort_a_rank_whose_call_is_not_overdue_yet_when_the_culprit_ends_still_exits_93(job_factory):
+    # rank 1 reaches the call half a timeout after rank 0: when the verdict ends the culprit, rank 1's call is
+    # not past the deadline yet, and under gloo it raises at once (its peer is gone).  Its watchdog armed it when
+    # it answered the gather (before the merge), and the rank takes that arm at its end if its helper had not:
+    # the end is the hang's (93), not a crash's (1), and its end document says the observer armed it
+    job = job_factory("skip", 3, culprit=2, step=1, timeout=1.0, on_timeout="abort", late={1: 0.5})
+    codes = job.finish(timeout=120)
+    log = job.log_text()
+    assert codes == [93] * 3, (codes, log)
+    wait_until(lambda: len([n for n in os.listdir(job.dump_dir) if n.startswith("end-rank")]) == 3, 30,
+               lambda: "every rank's end\n" + job.log_text())
+    ends = {}
+    for n in os.listdir(job.dump_dir):
+        if n.startswith("end-"):
+            e = json.load(open(os.path.join(job.dump_dir, n)))
+            ends[e["rank"]] = e["exit_reason"]
+    assert all("exit with code 93" in why for why in ends.values()), ends
+    out = _report(job.dump_dir, "--json")
+    assert json.loads(out.stdout)["culprit_ranks"] == [2], out.stdout
+
+
 def test_exclude_prints_an_empty_line_when_no_call_was_overdue(job_factory):
     # nobody skips; a healthy job waits for nothing, so it runs at the defaults users get (a learned floor of
     # 10 s, not the test times' 2 s, which a loaded machine could reach)

@@ -193,3 +193,5 @@ def test_an_abort_waiting_for_its_verdict_is_cancelled_by_a_held_one_and_disarms
     assert [x.kind for x in a.on_step(1, held, "g1", lambda v: True, True)] == ["disarm"]
     assert a.phase is AbortPhase.IDLE
     assert a.ended_why("process 7 ended") == "process 7 ended"
+    # armed when it answered a hard gather, the machine idle (its own call not overdue yet): the observer's end
+    assert "armed to exit with code 93" in a.ended_why("process 7 ended", armed=True)

@@ -86,6 +86,21 @@ def test_the_rank_arms_disarms_and_ends_as_asked(dd):
     assert "this rank is its culprit" in said[0] and "exit code %d" % HANG_EXIT_CODE in said[0]
 
 
+def test_at_its_end_the_rank_takes_the_arm_its_helper_had_not_read_yet(dd, monkeypatch):
+    # under gloo a rank's collective raises once the culprit ended, maybe before its helper's next poll read
+    # the arm its watchdog wrote: its last look at the end still ends it with the hang's code
+    ran = []
+    monkeypatch.setattr(requests.atexit, "_run_exitfuncs", lambda: ran.append("the job's exit handlers"))
+    said, ended = [], []
+    rank_exit = requests.RankExit(dd, 7, 0, since=50.0, say=said.append, exit_=ended.append)
+    rank_exit.last_look()  # nothing asked: the rank's end is its own
+    assert ended == [] and ran == [] and not rank_exit.armed
+    requests.ExitRequest.send(dd, 7, requests.ExitStage.ARM, 60.0)
+    rank_exit.last_look()
+    assert ended == [HANG_EXIT_CODE] and ran == ["the job's exit handlers"], (ended, ran)
+    assert "being ended for it" in said[0] and "exit code %d" % HANG_EXIT_CODE in said[0], said
+
+
 def test_the_notify_mark_is_taken_once(dd):
     assert not requests.NotifyMark.taken(dd, 9)
     requests.NotifyMark.mark(dd, 9, 1.0)
