@@ -720,7 +720,7 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
         return None
     c = fault.call
     if c.op in P2P_OPS:
-        return None
+        return _sparse_twin_p2p(program, fault, faulty, started, blocked) if fault.kind == "skip" else None
     group = program.groups.get(c.group)
     if group is None:
         return None
@@ -946,6 +946,76 @@ def _sparse_twin(program, fault, faulty, place, started, blocked):
                 fault.kind, c.op, place, c.group, rank, at[1], s_gid, ", ".join(map(str, s_group.ranks)),
                 "other groups mirror at other steps" if siblings else "no other group mirrors", partner,
                 "skipped" if fault.kind == "skip" else "issued later", s_gid, partner, MIRRORED if siblings else ""))
+
+
+P2P_SPARSE = " (the skipped call a send or recv: flagged where that twin, built, leaves the same documents)"
+
+
+def p2p_stream(call, rank):
+    """The stream of a plain send or recv that ``rank`` issues (simulate: ``<group>:p2p:<src>-><dst>``), else None."""
+    if call.op == "send":
+        return "%s:p2p:%s->%s" % (call.group, rank, call.peer)
+    if call.op == "recv":
+        return "%s:p2p:%s->%s" % (call.group, call.peer, rank)
+    return None
+
+
+def nth_on_stream(calls, rank, stream, seq):
+    """The index in ``calls`` (``rank``'s) of the ``seq``-th call on ``stream``: a group's collective stream, or a
+    p2p link's (plain sends and recvs)."""
+    if ":p2p:" not in str(stream):
+        return nth_call(calls, stream, seq)
+    n = 0
+    for i, x in enumerate(calls):
+        if p2p_stream(x, rank) == stream:
+            n += 1
+            if n == seq:
+                return i
+    raise ValueError("no call #%d on stream %s" % (seq, stream))
+
+
+def _sparse_twin_p2p(program, fault, faulty, started, blocked):
+    """``_sparse_twin`` for a skipped send or recv: the rank's next call is the collective on a group S of two
+    ranks (itself and the skipped call's peer) that it waits in, and the peer waits in its half of the skipped
+    call: a program with one more call on S there (a slot first run at that step, ahead of the p2p call), which the
+    peer skipped, leaves the same documents; the verdict makes that argument (``ordering._twin_of_a_sparse_call``).
+    The fuzzer's seed 160000952 (recorder): a 2-rank world, rank 1 left a recv out and waits in the world's
+    all_reduce, rank 0 in its send.  Flagged only where that twin, built, leaves the case's documents."""
+    rank, c = fault.rank, fault.call
+    stream = p2p_stream(c, rank)
+    at = blocked.get(rank)
+    mine = faulty[rank]
+    if stream is None or at is None or fault.index >= len(mine):
+        return None
+    nxt = mine[fault.index]
+    if nxt.op in P2P_OPS or nxt.group != at[0]:
+        return None
+    if 1 + sum(1 for x in mine[:fault.index] if x.group == at[0] and x.op not in P2P_OPS) != at[1]:
+        return None
+    s_gid, partner = at[0], c.peer
+    s_group = program.groups.get(s_gid)
+    if s_group is None or len(s_group.ranks) != 2 or set(s_group.ranks) != {rank, partner}:
+        return None
+    if in_step(program, s_gid, at[1], mirrors(program, s_gid, at[1])):
+        return None  # groups of its family run S's calls at its steps: their records show where S's calls go
+    place = 1 + sum(1 for x in program.calls[rank][:fault.index] if p2p_stream(x, rank) == stream)
+    if blocked.get(partner) != (stream, place):
+        return None
+    theirs = program.calls[partner]
+    if not (_first_of_its_slot(program.calls[rank], fault.index)
+            and _first_of_its_slot(theirs, nth_on_stream(theirs, partner, stream, place))):
+        return None  # the twin's extra call would split a slot (an exchange's send from its recv): no slot runs so
+    if started.get(partner, {}).get(s_gid, 0) != at[1] - 1 or started.get(rank, {}).get(stream, 0) != place - 1:
+        return None
+    return ("a skip of %s #%d on %s, after which rank %d waits in call #%d on group %s (ranks %s), and rank %d in "
+            "its half of the skipped call: a program with one more call on group %s there (a slot first run at that "
+            "step), which rank %d skipped, leaves the same documents%s" % (
+                c.op, place, stream, rank, at[1], s_gid, ", ".join(map(str, s_group.ranks)), partner, s_gid, partner,
+                P2P_SPARSE))
+
+
+def _first_of_its_slot(calls, i):
+    return i == 0 or (calls[i - 1].step, calls[i - 1].slot) != (calls[i].step, calls[i].slot)
 
 
 def _unseen_at_place(program, fault, faulty):

@@ -29,10 +29,10 @@ def sparse(case, faulty):
     w_gid, place = faulty.blocked[partner]
     extra = case.calls[rank][f.index]  # the S call the rank issued after the skip (or first, a swap), and waits in
     healthy = {q: list(cs) for q, cs in case.program.calls.items()}
-    for q in (rank, partner):
-        healthy[q].insert(programs.nth_call(healthy[q], w_gid, place), extra)
+    for q in (rank, partner):  # (W's call: a collective, or the partner's half of a skipped send or recv)
+        healthy[q].insert(programs.nth_on_stream(healthy[q], q, w_gid, place), extra)
     twin_faulty = {q: list(cs) for q, cs in healthy.items()}
-    del twin_faulty[partner][programs.nth_call(healthy[partner], w_gid, place) - 1]
+    del twin_faulty[partner][programs.nth_on_stream(healthy[partner], partner, w_gid, place) - 1]
     return healthy, twin_faulty, partner
 
 
