@@ -86,6 +86,8 @@ def _unless_a_repeat(m, calls, by_rank, stream, seq):
     if before is None or not _patterns.alike((mine.op, mine.size), before):
         return m
     other = [int(r) for r in m.ops if int(r) != odd][0]
+    if _went_on_alone(by_rank, stream, seq, odd, other):
+        return m
     m.evidence = ("%s; but rank %d's call at #%d is the group's call at #%d again (%s): a program with that call "
                   "twice in a row here (one that runs every few steps, first run here), rank %d leaving out one "
                   "of the two, leaves the same documents, so nothing decides" % (
@@ -151,6 +153,49 @@ def _early_lead(m, by_rank, stream, seq):
                       "step of their program before it: groups of one size may run different calls (a "
                       "pipeline's stages), so they do not decide" % (len(streams), _few(streams), _call(op, size),
                                                                       seq))
+
+
+def _went_on_alone(by_rank, stream, seq, odd, other):
+    """Whether the repeat's twin is refuted by the calls the two ranks started on their other groups between their
+    calls on ``stream`` (each read on its own clock): where the two kept one count of them between every two calls
+    of ``stream`` their records show (at least ``LOCKSTEP`` such gaps: one program, the same calls a step), the
+    twin's other rank, which runs the odd rank's program and left out one of the two alike calls, would have
+    started, before its call at #seq, what the odd rank started between #seq - 1 and #seq (had it left out the
+    second), or that and what the odd rank started between #seq - 2 and #seq - 1 before its #seq - 1 (had it left
+    out the first).  Where it started fewer, the odd rank went on to calls of another group without its call here:
+    a skip of its own, not the other's.  The fuzzer's seed 160002231 (recorder model): a tp pair of a mesh issued
+    a barrier and an all_reduce each step; rank 12 left the barrier out, started its dp broadcast and then the
+    all_reduce again, while rank 13 waits in the barrier, its dp broadcast of that step not started."""
+    gaps = {r: _gaps(by_rank[r], stream, seq) for r in (odd, other)}  # (ByRank: None where no document)
+    mine, theirs = gaps[odd], gaps[other]
+    if mine is None or theirs is None or seq not in mine or seq not in theirs:
+        return False
+    earlier = [k for k in mine if k < seq - 1 and k in theirs]
+    if len(earlier) < LOCKSTEP or any(mine[k] != theirs[k] for k in earlier):
+        return False
+    if theirs[seq] >= mine[seq]:
+        return False  # the other left out the second of the two
+    return not (seq - 1 in mine and seq - 1 in theirs and theirs[seq - 1] >= mine[seq - 1] + mine[seq])
+
+
+LOCKSTEP = 3
+
+
+def _gaps(doc, stream, seq):
+    """{k: the calls the rank started on its other streams between its calls #k-1 and #k on ``stream``} for the
+    k <= seq its record shows with both start times; None where a call of its record has no start time."""
+    if doc is None:
+        return None
+    at, others = {}, []
+    for g in doc.groups:
+        for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ()):
+            if c.started_at is None:
+                return None
+            if g.stream == stream:
+                at[c.seq] = c.started_at
+            else:
+                others.append(c.started_at)
+    return {k: sum(1 for t in others if at[k - 1] < t < at[k]) for k in at if k - 1 in at and k <= seq}
 
 
 def _by_own_pattern(m, calls, by_rank, stream, seq):
