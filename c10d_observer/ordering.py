@@ -147,7 +147,8 @@ def _ranks(ranks):
         ", ".join(map(str, ranks[:8])), len(ranks) - 8)
 
 
-def ordering_culprit(histories, last_started, members, cycle, group_name=None, like=None, last_completed=None):
+def ordering_culprit(histories, last_started, members, cycle, group_name=None, like=None, last_completed=None,
+                     batched=frozenset()):
     """The rank that broke the order of calls across the groups of a cycle of stuck calls, or None.
 
     histories: {rank: [Call, ...]}, each rank's recent calls on all its streams (the last few per stream,
@@ -160,6 +161,7 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
         group that share the other stream of a pair speak for the places too (rule 1, never under test): in a
         job of pairs, the other pairs say where a pair's call goes among the world's calls.  Their last call
         counts where it completed (``last_completed``: {rank: {stream: seq}}): they are not under test.
+    batched: {(rank, p2p stream)} whose call in flight is an op of a ``batch_isend_irecv`` (``_past_its_slot``).
     Where several ranks are out of order and exactly one of them by rule 1 (ranks went past the call at a
     place it skipped), that rank is named: a place the ranks went past outweighs a place a pattern gives.
     Else, where one rank is out of order by the places two ranks or more issued the call at, and every other
@@ -179,7 +181,8 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
     found = []  # (rank, a, b, place, target, witnesses, places on b)
     for a in streams:
         for b in streams:
-            pair = _pair_findings(a, b, histories, last_started, members, like, last_completed, suspects)
+            pair = _pair_findings(a, b, histories, last_started, members, like, last_completed, suspects,
+                                  batched)
             if pair is None:
                 return None
             found += pair
@@ -200,7 +203,7 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
 
 
 
-def _pair_findings(a, b, histories, last_started, members, like, last_completed, suspects):
+def _pair_findings(a, b, histories, last_started, members, like, last_completed, suspects, batched=frozenset()):
     """The ranks out of order on the pair of streams (A, B) = (``a``, ``b``): [(rank, a, b, place, target,
     witnesses, places on b, (by a fact, like ranks, like groups, like what))], or None where the pair leaves
     the cycle undecided.
@@ -268,7 +271,7 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
             agree = [k for k, p in all_places.items() if k not in places and p.get(target) == expected[0]]
             likes = sorted({k[1] for k in agree})
             if _twin_of_a_sparse_call(a, target, known, likes, expected[1], members, like, last) and not _past_its_slot(
-                    histories[r], a, b, target, expected[0]):
+                    histories[r], a, b, target, expected[0], batch=(expected[1][0], b) in batched):
                 return None
             if target not in known and _others_went_past_too(histories, last_started, members, a, b, ranks,
                                                               places[r], target, expected[0]):
@@ -351,14 +354,19 @@ def _others_went_past_too(histories, last_started, members, a, b, ranks, mine, t
     return False
 
 
-def _past_its_slot(calls, a, b, target, n):
+def _past_its_slot(calls, a, b, target, n, batch=False):
     """Whether a rank whose calls put B #target after A #n issued, after A #n, a call on a third stream whose
     call before it came, in its previous step, after B #(target - 1) and before the A call that followed it: it
     went past B #target's place in its step without it.  A call on A inserted just ahead of B #target (the
     twin ``_twin_of_a_sparse_call`` weighs) would have it wait there before that third call, so that twin's
     documents are not these.  The fuzzer's ring seed 61000299: rank 0 of a 2-rank world left its isend to
     rank 1 out of its batch, and its irecv from rank 1, posted after it each step, completed; it then waits in
-    the world's all_reduce, rank 1 in its recv."""
+    the world's all_reduce, rank 1 in its recv.  A third stream that links the two ranks of B the other way says
+    nothing, unless the witness's half of B #target is an op of a batch (``batch``: its document's api, a ring's
+    ``batch_isend_irecv``, which no call comes between): its call and B's may be two slots of a step (a pipeline's
+    forward send, its backward recv; a history shows a batch's ops as plain ones), and the twin's extra call may
+    come between them (the fuzzer's seed 7018297, an exchange of plain sends and recvs: nothing is said)."""
+    pair = set(p2p_ends(b) or ()) if not batch else set()
     at = dict(((c.stream, c.seq), c.started_at) for c in calls if c.started_at is not None)
     before, since = at.get((b, target - 1)), at.get((a, n))
     if before is None or since is None or since < before:
@@ -368,7 +376,7 @@ def _past_its_slot(calls, a, b, target, n):
         return False
     after = min(later)
     for (s, q), t in at.items():
-        if s in (a, b) or t <= since:
+        if s in (a, b) or t <= since or (pair and set(p2p_ends(s) or ()) == pair):
             continue
         prev = at.get((s, q - 1))
         if prev is not None and before < prev < after:

@@ -131,12 +131,15 @@ def order_cycles(hangs, cycles, by_rank, undecided):
     rank whose order of calls across its groups broke the order the others and its own earlier steps
     followed (ordering.py) is its culprit; the call it skipped is the root.  Returns the culprits."""
     histories, last_started, last_completed, members, names = {}, {}, {}, {}, {}
+    batched = set()  # (rank, p2p stream) whose call in flight is an op of a batch_isend_irecv
     for r, doc in by_rank.items():
         histories[r] = [_ordering.Call(s, c.seq, c.op, t, c.size) for t, s, c in _analogs.history_of(by_rank, r)]
         last_started[r] = {g.stream: g.last_started for g in doc.groups}
         last_completed[r] = {g.stream: g.last_completed for g in doc.groups}
         for g in doc.groups:
             members.setdefault(g.stream, g.members())
+            if g.kind == "p2p" and g.in_flight is not None and g.in_flight.api == "batch_isend_irecv":
+                batched.add((r, g.stream))
             names.setdefault(g.stream, "group %s" % g.group if g.kind != "p2p" else "group %s (p2p %s)" % (
                 g.group, g.stream.rpartition(_streams.P2P)[2]))
     culprits = set()
@@ -162,7 +165,7 @@ def order_cycles(hangs, cycles, by_rank, undecided):
             like = {s: _analogs.like(by_rank, s) for s in {c[0] for c in cyc} if not _streams.is_p2p(s)}
             found = _ordering.ordering_culprit(histories, last_started, members, cyc,
                                                group_name=name, like=like,
-                                               last_completed=last_completed)
+                                               last_completed=last_completed, batched=batched)
             if not found:  # a skip older than the histories shows as a shift of one rank's places
                 found = _shifts.shift_culprit(histories, last_started, last_completed, members, cyc, like_of,
                                               group_name=name)
@@ -172,7 +175,8 @@ def order_cycles(hangs, cycles, by_rank, undecided):
             if not found:  # one rank's own period, broken once by the call it never arrived at
                 found = _left_out.left_out_culprit(histories, last_started, last_completed, cyc, group_name=name)
             if not found:  # one rank's pair of p2p ops, one left out at its last step
-                found = _left_out.batch_culprit(histories, last_started, last_completed, cyc, group_name=name)
+                found = _left_out.batch_culprit(histories, last_started, last_completed, cyc, group_name=name,
+                                                members=members, batched=batched)
         except Exception:  # the history is odd: undecided, never a crash of the verdict
             found = None
         if not found:

@@ -473,22 +473,27 @@ def test_a_pattern_holds_over_the_multiples_of_its_period_its_run_spans():
 
 
 def test_a_rank_that_went_past_its_slot_in_its_step_leaves_no_twin_of_a_sparse_call():
-    """ordering._past_its_slot: each step rank 0 sends on 0->1 (B), receives on 1->0, then all_reduces on the
+    """ordering._past_its_slot: each step rank 0 sends on 0->1 (B), receives on 2->0, then all_reduces on the
     world (A); at step 3 it left the send out, received, and waits in the world's #4.  Its recv #3 came after
-    A #3 and its recv #2 between B #2 and A #3: it went past B #3's place.  Without that recv, nothing says so."""
+    A #3 and its recv #2 between B #2 and A #3: it went past B #3's place.  Without that recv, nothing says so;
+    nor does a recv from the rank B sends to (1->0): that link and B may be two slots of a step, and the twin's
+    extra call may come between them (the fuzzer's seed 7018297)."""
     from c10d_observer import ordering
     C = ordering.Call
     calls = []
     for k in (1, 2):
-        calls += [C("g:p2p:0->1", k, "send", 10.0 * k), C("g:p2p:1->0", k, "recv", 10.0 * k + 1),
+        calls += [C("g:p2p:0->1", k, "send", 10.0 * k), C("g:p2p:2->0", k, "recv", 10.0 * k + 1),
                   C("g", k + 1, "all_reduce", 10.0 * k + 2)]
-    calls += [C("g", 1, "broadcast", 1.0), C("g:p2p:1->0", 3, "recv", 31.0), C("g", 4, "all_reduce", 32.0)]
+    calls += [C("g", 1, "broadcast", 1.0), C("g:p2p:2->0", 3, "recv", 31.0), C("g", 4, "all_reduce", 32.0)]
     assert ordering._past_its_slot(calls, "g", "g:p2p:0->1", 3, 3)
-    assert not ordering._past_its_slot([c for c in calls if (c.stream, c.seq) != ("g:p2p:1->0", 3)],
+    assert not ordering._past_its_slot([c for c in calls if (c.stream, c.seq) != ("g:p2p:2->0", 3)],
                                        "g", "g:p2p:0->1", 3, 3)
     # a recv that came before the send each step is no call past the send's place
-    early = [c._replace(started_at=c.started_at - 2) if c.stream == "g:p2p:1->0" else c for c in calls]
+    early = [c._replace(started_at=c.started_at - 2) if c.stream == "g:p2p:2->0" else c for c in calls]
     assert not ordering._past_its_slot(early, "g", "g:p2p:0->1", 3, 3)
+    back = [c._replace(stream="g:p2p:1->0") if c.stream == "g:p2p:2->0" else c for c in calls]
+    assert not ordering._past_its_slot(back, "g", "g:p2p:0->1", 3, 3)
+    assert ordering._past_its_slot(back, "g", "g:p2p:0->1", 3, 3, batch=True)  # a batch's: no call between
 
 
 def test_a_p2p_call_a_rank_never_issued_is_named_by_its_part_on_the_stream():
