@@ -658,7 +658,10 @@ def desync_at_the_place(program, fault, blocked):
     its next one on the group, just like the skipped one: its partner's call at the place met that one, and the
     rank's calls on the group shifted by one (shape "stages", seed 98019728: a tp pair's barrier skipped at step
     0, a dp broadcast next, the pair's barriers one short at the end, where the verdict names the rank that
-    ended one call short: no twin)."""
+    ended one call short: no twin).  Nor where the rank waits nowhere (it ended its program) while its partner
+    waits at the place: the call it skipped was its last there, and the program with the two slots the other way
+    round, the partner at fault, would have the rank wait in that call at its end (shape "stages", NCCL model,
+    seed 179013534: a one-step program, rank 2's dp pair's second all_gather skipped)."""
     c = fault.call
     if fault.kind != "skip" or c.op in P2P_OPS:
         return True
@@ -666,7 +669,8 @@ def desync_at_the_place(program, fault, blocked):
     if group is None or len(group.ranks) != 2:
         return True
     partner = [x for x in group.ranks if x != fault.rank][0]
-    return blocked.get(partner) == (c.group, coll_place(program.calls[fault.rank], fault.index))
+    place = (c.group, coll_place(program.calls[fault.rank], fault.index))
+    return blocked.get(partner) == place and fault.rank in blocked
 
 
 def coll_place(calls, index):

@@ -853,6 +853,32 @@ def test_a_rank_that_went_on_to_its_other_groups_between_two_alike_calls_is_name
     assert res.outcome == "exact", (res.culprits, sorted(res.case.expected), res.summary)
 
 
+@pytest.mark.parametrize("seed,source", [(173000299, "exact"), (179004801, "nccl")])
+def test_a_stages_pair_call_first_run_at_the_place_leaves_its_sparse_twin_standing(seed, source):
+    """Named in spite of the sparse twin the fuzzer built (hunts of 2026-12-05, ``--shape stages``): 173000299,
+    pair 0-1 runs an all_gather every eight steps that pair 2-3 never runs, first at step 7; rank 1 skipped the
+    world's all_gather at step 6 and waits in it; ranks 2 and 3, of the pair like 0-1 by every call so far, had
+    gone to the world's call, and rank 1 was named (ordering.majority_culprit): a call of a kind its group's
+    record never showed may be that group's alone (ordering.unseen_kind).  179004801 (NCCL model): a dp pair's
+    barrier and all_reduce each step, the world's barrier and all_reduce; rank 0 skipped the world's barrier and
+    waits in the pair's; ``ordering._past_its_slot`` read its tp call of the step before, after the world's
+    all_reduce, as past the barrier's place: B runs two slots a step, and the call before #target says nothing
+    of #target's place.  Both name nobody now."""
+    from fuzz import run
+    res = run.judge(seed, check_healthy=False, shape="stages", source=source)
+    assert res.case.undecidable and res.outcome == "undecided_ok", (res.culprits, res.summary)
+
+
+def test_a_skip_of_a_ranks_last_call_on_its_pair_is_no_desync_and_is_named():
+    """179013534 (``--shape stages``, NCCL model): a one-step program; rank 2 skipped its dp pair's second
+    all_gather, its last call there, and ended while rank 0 waits in it.  The fuzzer flagged it as a desync at a
+    slot's first call ("either may be the odd one"), but the rank ends one call short on the pair, which no fault
+    of the other rank makes: not flagged, and rank 2, in no collective, is named."""
+    from fuzz import run
+    res = run.judge(179013534, check_healthy=False, shape="stages", source="nccl")
+    assert not res.case.undecidable and res.outcome == "exact", (res.case.why_undecidable, res.summary)
+
+
 def test_a_group_of_the_stuck_groups_own_ranks_never_speaks_for_it():
     """144067648 (NCCL model): a world of two and a pair group of the same two ranks, a broadcast a step on each;
     rank 0 issued an all_reduce for the world's #10, which the world's last 32 calls never showed (flagged: a
