@@ -184,7 +184,7 @@ class ByRank(dict):
     reads None (``by_rank[r]``), one rule for every rule of the analysis.  ``memo``: once the documents are
     final (``analyze``), the tables the rules make of them, each made once a verdict (analogs' tables of the
     groups' calls: two to nine times a verdict that reads them, seed 7)."""
-    __slots__ = ("memo",)
+    __slots__ = ("memo", "issued")
 
     def __missing__(self, rank):
         return None
@@ -198,12 +198,13 @@ def analyze(by_rank, world_size=None, now=None, stragglers=None):
     by_rank = ByRank((r, _documents.RankDoc.of(by_rank[r])) for r in sorted(by_rank))
     frames = ByRank((r, main_thread_frames(doc)) for r, doc in by_rank.items())
     # each rank as its device stands: an NCCL rank's calls issued behind the one its GPU waits in left out
-    queued = {}
+    queued, issued = {}, {}
     for r, doc in list(by_rank.items()):
         by_rank[r], left_out = doc.at_device()
         if left_out:
-            queued[r] = left_out
+            queued[r], issued[r] = left_out, doc
     by_rank.memo = {}  # (the documents final)
+    by_rank.issued = issued  # {rank: its document with the calls issued behind its device's (at_device)}
     if world_size is None:
         world_size = max([d.world_size or 0 for d in by_rank.values()] or [0])
     now = now if now is not None else max([d.written_at or 0 for d in by_rank.values()] or [0])

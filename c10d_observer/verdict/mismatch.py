@@ -165,8 +165,19 @@ def _went_on_alone(by_rank, stream, seq, odd, other):
     out the first).  Where it started fewer, the odd rank went on to calls of another group without its call here:
     a skip of its own, not the other's.  The fuzzer's seed 160002231 (recorder model): a tp pair of a mesh issued
     a barrier and an all_reduce each step; rank 12 left the barrier out, started its dp broadcast and then the
-    all_reduce again, while rank 13 waits in the barrier, its dp broadcast of that step not started."""
-    gaps = {r: _gaps(by_rank[r], stream, seq) for r in (odd, other)}  # (ByRank: None where no document)
+    all_reduce again, while rank 13 waits in the barrier, its dp broadcast of that step not started.
+
+    And where both ranks' Pythons ran ahead of their GPUs (NCCL) to one call of another stream, started after
+    their calls at #seq: the twin's odd rank, which issued the extra call, would have started one call on
+    ``stream`` more than the other by then, the two of them the step's calls there; where it started fewer, it
+    left one out (``_at_a_later_call``; the fuzzer's seed 160000086, NCCL model: a world of two and its pair,
+    rank 0 left the pair's all_gather out and issued its all_reduce again, then the world's barrier, by which
+    rank 1 had issued the pair's #104)."""
+    issued = getattr(by_rank, "issued", None) or {}  # the documents with the calls issued behind the device's
+    later = _at_a_later_call(*[issued[r] if r in issued else by_rank[r] for r in (odd, other)], stream=stream, seq=seq)
+    if later is not None and later[0] < later[1]:
+        return True
+    gaps = {r: _gaps(by_rank[r], stream, seq) for r in (odd, other)}
     mine, theirs = gaps[odd], gaps[other]
     if mine is None or theirs is None or seq not in mine or seq not in theirs:
         return False
@@ -181,20 +192,41 @@ def _went_on_alone(by_rank, stream, seq, odd, other):
 LOCKSTEP = 3
 
 
-def _gaps(doc, stream, seq):
-    """{k: the calls the rank started on its other streams between its calls #k-1 and #k on ``stream``} for the
-    k <= seq its record shows with both start times; None where a call of its record has no start time."""
+def _at_a_later_call(odd, other, stream, seq):
+    """(the odd rank's, the other's) last seq on ``stream`` started before the last call of another stream both
+    started after their calls #seq (each on its own clock); None where there is none, or a document lacks one."""
+    mine, theirs = _starts(odd), _starts(other)
+    if mine is None or theirs is None or (stream, seq) not in mine or (stream, seq) not in theirs:
+        return None
+    common = [k for k in mine if k[0] != stream and k in theirs and mine[k] > mine[(stream, seq)]
+              and theirs[k] > theirs[(stream, seq)]]
+    if not common:
+        return None
+    at = max(common, key=lambda k: (mine[k], k[1]))
+    return tuple(max(q for (s, q), t in starts.items() if s == stream and t < starts[at]) for starts in (mine, theirs))
+
+
+def _starts(doc):
+    """{(stream, seq): started_at} of the calls a rank's document shows; None where one has no start time."""
     if doc is None:
         return None
-    at, others = {}, []
+    out = {}
     for g in doc.groups:
         for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ()):
             if c.started_at is None:
                 return None
-            if g.stream == stream:
-                at[c.seq] = c.started_at
-            else:
-                others.append(c.started_at)
+            out[(g.stream, c.seq)] = c.started_at
+    return out
+
+
+def _gaps(doc, stream, seq):
+    """{k: the calls the rank started on its other streams between its calls #k-1 and #k on ``stream``} for the
+    k <= seq its record shows with both start times; None where a call of its record has no start time."""
+    starts = _starts(doc)
+    if starts is None:
+        return None
+    at = dict((q, t) for (s, q), t in starts.items() if s == stream)
+    others = [t for (s, _), t in starts.items() if s != stream]
     return {k: sum(1 for t in others if at[k - 1] < t < at[k]) for k in at if k - 1 in at and k <= seq}
 
 

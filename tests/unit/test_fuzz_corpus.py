@@ -879,6 +879,18 @@ def test_a_skip_of_a_ranks_last_call_on_its_pair_is_no_desync_and_is_named():
     assert not res.case.undecidable and res.outcome == "exact", (res.case.why_undecidable, res.summary)
 
 
+@pytest.mark.parametrize("seed", [160000086, 160001147])
+def test_under_nccl_a_repeat_whose_rank_ran_ahead_with_one_call_fewer_is_named(seed):
+    """160000086 (NCCL model): a world of two and its pair group; rank 0 left the pair's all_gather out and issued
+    the pair's all_reduce again at #103, then (its Python ahead of its GPU) the world's barrier, by which rank 1
+    had issued the pair's #104.  The repeat's twin (the program with the all_reduce twice, rank 1 leaving one out)
+    would have rank 0, which issued the extra call, one call ahead on the pair by the barrier: it is one behind,
+    so it left one out (mismatch._at_a_later_call), and it is named.  Undecided at 9f121c9."""
+    from fuzz import run
+    res = run.judge(seed, check_healthy=False, source="nccl")
+    assert res.outcome == "exact", (res.culprits, sorted(res.case.expected), res.summary)
+
+
 def test_a_group_of_the_stuck_groups_own_ranks_never_speaks_for_it():
     """144067648 (NCCL model): a world of two and a pair group of the same two ranks, a broadcast a step on each;
     rank 0 issued an all_reduce for the world's #10, which the world's last 32 calls never showed (flagged: a
