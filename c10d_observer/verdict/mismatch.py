@@ -59,7 +59,10 @@ def _by_program(m, calls, by_rank, stream, seq):
         if got is None or period is None or period[0] != got[0]:
             return m
     (op, size), streams, (first, last) = got
-    if not _name(m, calls, {r: 0 for r, c in calls.items() if (c.op, c.size) != (op, size)}):
+    odd = {r: 0 for r, c in calls.items() if (c.op, c.size) != (op, size)}
+    if _analogs.own_calls_possible(by_rank, stream, seq, [(calls[r].op, calls[r].size) for r in odd]):
+        return m
+    if not _name(m, calls, odd):
         return m
     m.evidence = "no majority in the group; group%s %s, whose calls #%d-#%d were this group's, issued %s at #%d" % (
         "s" if len(streams) > 1 else "", _few(streams), first, last, _call(op, size), seq)

@@ -891,6 +891,31 @@ def test_under_nccl_a_repeat_whose_rank_ran_ahead_with_one_call_fewer_is_named(s
     assert res.outcome == "exact", (res.culprits, sorted(res.case.expected), res.summary)
 
 
+def test_a_call_of_a_kind_only_a_group_that_runs_calls_of_its_own_issued_is_not_voted_down():
+    """185002283 (``--shape stages``, recorder model), wrong at d9437ec: pairs 1 and 2 run an all_reduce of 4 x
+    float32 every seven steps that pairs 3-5 never run, first at step 6, and pair 1 another call each step; rank 2
+    left that all_reduce out and issued the next step's all_reduce of 4096; pairs 3-5, like pair 2 by every call so
+    far, issued 4096 at #8 and named rank 3, which kept the program.  Rank 3's call is of a kind pair 2's record
+    never showed, which pair 1, a group of its size that runs calls of its own, issued: the pair may run it too,
+    first at the place (analogs.own_calls_possible), and nobody is named (the fuzzer flags the case)."""
+    from fuzz import run
+    res = run.judge(185002283, check_healthy=False, shape="stages", source="recorder")
+    assert res.outcome == "undecided_ok", (res.culprits, res.summary)
+
+
+@pytest.mark.xfail(strict=True, reason="open: a stages pair's own call at its first step, voted down by pairs whose "
+                                       "#5 came a step later (184014644, found 2026-12-05)")
+def test_a_stages_pairs_own_call_at_its_first_step_is_not_voted_down_by_a_later_steps_call():
+    """184014644 (``--shape stages``, exact model), a 2-step program of three pairs: pair 3 runs a broadcast of 65536
+    of its own as its fifth call, pair 1 a broadcast of 1048576 of its own; rank 5 left pair 3's out and issued the
+    next step's first broadcast (1048576).  Pair 1's #5 (its own call) and pair 2's #5 (the next step's first) both
+    read 1048576, and rank 4, which kept the program, is named.  No world call shows where a step ends, and the
+    kind of rank 4's call is one pair 3 showed before (slot 2's): not decided by the rules of this session."""
+    from fuzz import run
+    res = run.judge(184014644, check_healthy=False, shape="stages")
+    assert res.outcome != "wrong", (res.culprits, res.summary)
+
+
 def test_a_group_of_the_stuck_groups_own_ranks_never_speaks_for_it():
     """144067648 (NCCL model): a world of two and a pair group of the same two ranks, a broadcast a step on each;
     rank 0 issued an all_reduce for the world's #10, which the world's last 32 calls never showed (flagged: a
