@@ -916,6 +916,19 @@ def test_a_stages_pairs_own_call_at_its_first_step_is_not_voted_down_by_a_later_
     assert res.outcome != "wrong", (res.culprits, res.summary)
 
 
+@pytest.mark.xfail(strict=True, reason="open: named in spite of the unseen-call twin the fuzzer flags (202013165, found "
+                                       "2026-12-05, at every verdict since d2911ae at least)")
+def test_a_2_rank_rings_broadcast_first_run_at_the_place_names_nobody():
+    """202013165 (``--shape ring``): a 2-rank world runs a ring and, every few steps, a broadcast; rank 0 left the
+    broadcast out at step 20 and issued its next send; the ordering rule names rank 0 by rank 1's place for the
+    broadcast and its own earlier one, but the broadcast at the place is a call the world's last 32 calls never
+    showed (the fuzzer's flag, programs._unseen_at_place): a program with it first run there, rank 1 issuing it
+    where rank 0's program had none, leaves the same documents.  A bet, right here; open."""
+    from fuzz import run
+    res = run.judge(202013165, check_healthy=False, shape="ring")
+    assert res.outcome == "undecided_ok", (res.culprits, res.summary)
+
+
 def test_a_group_of_the_stuck_groups_own_ranks_never_speaks_for_it():
     """144067648 (NCCL model): a world of two and a pair group of the same two ranks, a broadcast a step on each;
     rank 0 issued an all_reduce for the world's #10, which the world's last 32 calls never showed (flagged: a
