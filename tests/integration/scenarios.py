@@ -528,8 +528,10 @@ def mismatch(ctx):
         ctx.record(mismatched=True)
     elif ctx.args.get("kind") == "root":
         dist.broadcast(t, src=0)
-        if ctx.rank != 0:  # its broadcast completes (root 0 sent to it): it goes on to the next step's call
-            dist.all_reduce(t)
+        # a rank whose broadcast completes goes on to the next step's call: a receiver of root 0 does; root 0 itself
+        # where gloo let its sends complete without rank 1's recv (CI once saw it, 2026-12-05: rank 0, stalled here in
+        # Python, was named beside rank 1)
+        dist.all_reduce(t)
     else:
         dist.all_reduce(t)
     ctx.stall_until_released()
