@@ -461,16 +461,16 @@ def _early_votes(by_rank, stream, seq):
 
 
 def own_calls_possible(by_rank, stream, seq, odd_calls):
-    """Whether a call the odd ranks issued at #seq (``odd_calls``: (op, size) each) may be one the stuck group runs
-    and groups like it do not: it is of a kind the group's record never showed before #seq (a slot first run
-    there), and a group of its size, of other ranks, issued every kind of call the group's record shows and more
-    before #seq (a group of its family that runs calls of its own, as a pipeline's stages do), and that call at
-    some seq (it runs this one: a call no group issued, a size changed, is the odd rank's; a slot first run later
-    in every group of a family, which the others went past, is no call of the stuck group's own).  Then the groups like it, which went past #seq with their own call, do not decide.  The fuzzer's
-    seed 185002283 (``--shape stages``, recorder model): pairs 1-2 run an all_reduce every seven steps that
-    pairs 3-5 never run, first at step 6, pair 1 another each step; rank 2 left the first one out and issued the
-    next step's all_reduce, and pairs 3-5, like pair 2 by every call so far, named rank 3, which kept the
-    program."""
+    """Whether a call the odd ranks issued at #seq (``odd_calls``: (op, size) each) may be one the stuck group runs and
+    groups like it do not: it is of a kind the group's record never showed before #seq (a slot first run there),
+    and a group of its size, of other ranks, issued every kind of call the group's record shows and more before
+    #seq (a group of its family that runs calls of its own, as a pipeline's stages do), and that call at some
+    seq (it runs this one: a call no group issued, a size changed, is the odd rank's; a slot first run later in
+    every group of a family, which the others went past, is no call of the stuck group's own). Then the groups
+    like it, which went past #seq with their own call, do not decide. The fuzzer's seed 185002283 (``--shape
+    stages``, recorder model): pairs 1-2 run an all_reduce every seven steps that pairs 3-5 never run, first at
+    step 6, pair 1 another each step; rank 2 left the first one out and issued the next step's all_reduce, and
+    pairs 3-5, like pair 2 by every call so far, named rank 3, which kept the program."""
     streams = _streams(by_rank)
     me = streams.get(stream)
     if me is None:

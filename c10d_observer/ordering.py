@@ -23,7 +23,7 @@ Call.__new__.__defaults__ = (None,)
 Found = namedtuple("Found", "rank issued skipped witnesses text")
 
 
-def majority_culprit(members, cycle, group_name=None, like=None, last_started=None, first_of_its_kind=None):
+def majority_culprit(members, cycle, group_name=None, like=None, last_started=None, histories=None):
     """Where the histories do not show who broke the order: the one rank that went the other way round at two
     stuck calls of the cycle, against every other rank of both groups (at least two), or None.
 
@@ -41,9 +41,9 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
     it completed) issued X first too; so did the ranks of groups like X's that issued their own group's call
     at X's seq and never arrived at Y; one that waits in Y without it, or a rank of a group like
     Y's that issued its own call at Y's seq and never arrived at X, went Y's way: that pair names nobody
-    (``_like_order``).  The ranks of groups like Y's count only where Y's call is of a kind Y's record showed
-    before (``first_of_its_kind(stream, seq)``: not a slot first run there, which Y's group may run alone, as a
-    pipeline stage's: the fuzzer's seed 173000299, ``unseen_kind``).
+    (``_like_order``).  The ranks of groups like Y's count only where Y's call is of a kind its ranks' histories
+    (``histories``, as ``ordering_culprit``'s) showed on Y before (``unseen_kind``: not a slot first run there,
+    which Y's group may run alone, as a pipeline stage's: the fuzzer's seed 173000299).
     Returns a Found; ``witnesses``: the ranks that issued X first.
     """
     name = group_name or (lambda stream: "group %s" % stream)
@@ -58,7 +58,8 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
             first_y = both & set(y[2]) & set(x[3])
             in_like_x, y_by_x = _like_order(x, y, members, like, last_started, x_side=True)  # groups like X's
             y_by_y, likes = _like_order(y, x, members, like, last_started)  # ranks of groups like Y's
-            if likes and first_of_its_kind is not None and first_of_its_kind(y[0], y[1]):
+            if likes and histories is not None and any(unseen_kind(histories.get(r) or (), y[0], y[1])
+                                                       for r in members.get(y[0]) or ()):
                 likes = set()  # Y's call a slot first run there: groups like Y's may not run it
             if y_by_x or y_by_y:
                 continue  # a rank of a group like X's or Y's went Y's way: the program may put Y first
@@ -405,7 +406,9 @@ def _past_its_slot(calls, a, b, target, n, batch=False):
         return False
     after = min(later)
     for (s, q), t in at.items():
-        if s in (a, b) or t <= since or (until is not None and t > until) or (pair and set(p2p_ends(s) or ()) == pair):
+        if s in (a, b) or t <= since or (until is not None and t > until):
+            continue
+        if pair and set(p2p_ends(s) or ()) == pair:
             continue
         prev = at.get((s, q - 1))
         if prev is not None and before < prev < after:

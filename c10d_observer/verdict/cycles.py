@@ -170,10 +170,9 @@ def order_cycles(hangs, cycles, by_rank, undecided):
                 found = _shifts.shift_culprit(histories, last_started, last_completed, members, cyc, like_of,
                                               group_name=name)
             if not found:  # one rank against every other rank of both groups, at the stuck calls themselves
-                found = _ordering.majority_culprit(
-                    members, cyc, group_name=name, like=_many_like(by_rank, like, cyc), last_started=last_started,
-                    first_of_its_kind=lambda s, q: any(_ordering.unseen_kind(histories[r], s, q)
-                                                       for r in (members[s] if s in members else ()) if r in histories))
+                found = _ordering.majority_culprit(members, cyc, group_name=name,
+                                                   like=_many_like(by_rank, like, cyc), last_started=last_started,
+                                                   histories=histories)
             if not found:  # one rank's own period, broken once by the call it never arrived at
                 found = _left_out.left_out_culprit(histories, last_started, last_completed, cyc, group_name=name)
             if not found:  # one rank's pair of p2p ops, one left out at its last step

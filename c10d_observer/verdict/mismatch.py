@@ -177,7 +177,8 @@ def _went_on_alone(by_rank, stream, seq, odd, other):
     rank 0 left the pair's all_gather out and issued its all_reduce again, then the world's barrier, by which
     rank 1 had issued the pair's #104)."""
     issued = getattr(by_rank, "issued", None) or {}  # the documents with the calls issued behind the device's
-    later = _at_a_later_call(*[issued[r] if r in issued else by_rank[r] for r in (odd, other)], stream=stream, seq=seq)
+    as_written = [issued[r] if r in issued else by_rank[r] for r in (odd, other)]
+    later = _at_a_later_call(as_written[0], as_written[1], stream, seq)
     if later is not None and later[0] < later[1]:
         return True
     gaps = {r: _gaps(by_rank[r], stream, seq) for r in (odd, other)}
