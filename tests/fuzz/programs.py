@@ -864,7 +864,7 @@ def _shifted_to_a_first_call(program, fault, faulty, place, blocked):
     if (shown_op(theirs.op), theirs.size, theirs.root) != (shown_op(c.op), c.size, c.root):
         return None
     first = issued.step <= 0 or issued.step >= program.steps or issued.step <= _first_step(program, issued)
-    before = [x for x in mine if x.group == c.group][max(0, at[1] - 1 - SHOWN):at[1] - 1]
+    before = _on_its_stream(mine, c)[max(0, at[1] - 1 - SHOWN):at[1] - 1]
     unseen = _signature(issued)[1:] not in {_signature(x)[1:] for x in before}
     if not (first or unseen):
         return None
@@ -1021,8 +1021,6 @@ def _unseen_at_place(program, fault, faulty):
     """The call (in words) that one of the two ranks issued at the place of a desync or skip on a group of two,
     where the group's calls shown before it (the last SHOWN) never held it, or None (``undecidable``)."""
     c, calls = fault.call, program.calls[fault.rank]
-    before = [x for x in calls[:fault.index] if x.group == c.group][-SHOWN:]
-    seen = {_signature(x)[1:] for x in before}
     if fault.kind == "skip":
         after = [x for x in calls[fault.index + 1:] if x.group == c.group]
         if c.op in OBJECT_OPS:
@@ -1031,9 +1029,22 @@ def _unseen_at_place(program, fault, faulty):
     else:
         mine = faulty[fault.rank][fault.index]  # the call it issued instead
     for x in (c, mine):
-        if x is not None and _signature(x)[1:] not in seen:
+        if x is not None and _signature(x)[1:] not in {
+                _signature(y)[1:] for y in _on_its_stream(calls[:fault.index], x)[-SHOWN:]}:
             return _words(x, program)
     return None
+
+
+def _on_its_stream(calls, x):
+    """The calls of a rank's ``calls`` on the stream of its call ``x``, whose last SHOWN its document shows: its
+    group's collectives, or its p2p calls with x's peer, the same way (a send's stream is not its recv's).  The
+    ring seed 202013165: a world of two whose record of broadcasts showed the one every seven steps, flagged by
+    the group's last 32 calls of every kind, a ring's sends and recvs among them, as a call never shown."""
+    if x.op not in P2P_OPS:
+        return [y for y in calls if y.group == x.group and y.op not in P2P_OPS]
+    sends = x.op in ("send", "isend")
+    return [y for y in calls if y.group == x.group and y.op in P2P_OPS and y.peer == x.peer
+            and (y.op in ("send", "isend")) == sends]
 
 
 def _signature(call):
