@@ -153,7 +153,7 @@ def _ranks(ranks):
 
 
 def ordering_culprit(histories, last_started, members, cycle, group_name=None, like=None, last_completed=None,
-                     batched=frozenset()):
+                     batched=frozenset(), written=None):
     """The rank that broke the order of calls across the groups of a cycle of stuck calls, or None.
 
     histories: {rank: [Call, ...]}, each rank's recent calls on all its streams (the last few per stream,
@@ -167,6 +167,8 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
         job of pairs, the other pairs say where a pair's call goes among the world's calls.  Their last call
         counts where it completed (``last_completed``: {rank: {stream: seq}}): they are not under test.
     batched: {(rank, p2p stream)} whose call in flight is an op of a ``batch_isend_irecv`` (``_past_its_slot``).
+    written: {rank: {stream: the last seq its Python issued}} of the ranks whose Python ran ahead of its GPU (NCCL:
+        the calls issued behind the one its device waits in, which ``last_started`` leaves out; ``_ran_past``).
     Where several ranks are out of order and exactly one of them by rule 1 (ranks went past the call at a
     place it skipped), that rank is named: a place the ranks went past outweighs a place a pattern gives.
     Else, where one rank is out of order by the places two ranks or more issued the call at, and every other
@@ -187,7 +189,7 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
     for a in streams:
         for b in streams:
             pair = _pair_findings(a, b, histories, last_started, members, like, last_completed, suspects,
-                                  batched)
+                                  batched, written)
             if pair is None:
                 return None
             found += pair
@@ -208,7 +210,8 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
 
 
 
-def _pair_findings(a, b, histories, last_started, members, like, last_completed, suspects, batched=frozenset()):
+def _pair_findings(a, b, histories, last_started, members, like, last_completed, suspects, batched=frozenset(),
+                   written=None):
     """The ranks out of order on the pair of streams (A, B) = (``a``, ``b``): [(rank, a, b, place, target,
     witnesses, places on b, (by a fact, like ranks, like groups, like what))], or None where the pair leaves
     the cycle undecided.
@@ -279,7 +282,8 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
             # stage's): groups like A, which may not run it, do not refute the sparse twin
             kept = likes if not unseen_kind(histories[r], a, expected[0] + 1) else []
             if _twin_of_a_sparse_call(a, target, known, kept, expected[1], members, like, last) and not _past_its_slot(
-                    histories[r], a, b, target, expected[0], batch=(expected[1][0], b) in batched):
+                    histories[r], a, b, target, expected[0], batch=(expected[1][0], b) in batched) and not _ran_past(
+                    (written or {}).get(r), a, b, target, expected[0]):
                 return None
             if target not in known and _others_went_past_too(histories, last_started, members, a, b, ranks,
                                                               places[r], target, expected[0]):
@@ -373,6 +377,19 @@ def _others_went_past_too(histories, last_started, members, a, b, ranks, mine, t
             if all(theirs.get(q) == mine[q] for q in (target - 1, target - 2) if q in mine):
                 return True
     return False
+
+
+def _ran_past(written, a, b, target, n):
+    """Whether a rank whose calls put B #target after A #n, and whose device waits in A #n + 1, had its Python issue
+    A #n + 2 (``written``: {stream: the last seq it issued}, its run ahead of its GPU under NCCL) and never B
+    #target: the twin ``_twin_of_a_sparse_call`` weighs, A #n + 1 an extra call of the program just ahead of B
+    #target, has the rank issue B #target before the program's next A call, so its documents are not these.  The
+    fuzzer's seed 160000311 (NCCL model): a world of two and its pair, a barrier on the pair, then the world's
+    all_gather and broadcast each step; rank 0 left the barrier out at step 14, issued the all_gather, which its
+    GPU waits in, and the broadcast, and waits at the step's end; rank 1 waits in the barrier."""
+    if not written:
+        return False
+    return written.get(a, 0) >= n + 2 and written.get(b, 0) < target
 
 
 def _past_its_slot(calls, a, b, target, n, batch=False):

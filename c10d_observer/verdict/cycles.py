@@ -122,6 +122,72 @@ def _places_on(by_rank, stream, against):
     return _analogs.places_on(by_rank, src, stream, against)
 
 
+def sizes_ahead(by_rank, cycle, group_name):
+    """Where the ranks' Pythons ran ahead of their GPUs (NCCL), the rank that left a p2p stream's program: a rank
+    that never arrived at a stuck p2p call of the cycle, its half of that call issued behind the call its GPU waits
+    in (``ByRank.issued``), of another size than the waiting rank's half: the half that is not the size the links
+    like it carried there (analogs.p2p_program_call), or that the stream's own period puts a place later
+    (analogs.p2p_own_pattern), left calls out.  A program with one more call on the other group (a slot first run
+    at that step), the other rank skipping it, would have this rank issue its half of the program's size.  The
+    fuzzer's seed 160000952 (NCCL model): a chain 0 -> 1 of three sizes a step around the world's all_reduce; rank 1
+    left its recv of 1 x float32 out at step 23 and issued the all_reduce, then a recv of 4 x float32 as #70, where
+    rank 0 waits in its send #70 of 1 x float32.  An ordering_culprit's Found, or None."""
+    issued = getattr(by_rank, "issued", None) or {}
+    if not issued:
+        return None
+    written = dict(by_rank)
+    written.update(issued)
+    found = set()
+    for stream, seq, waiting, missing in cycle:
+        if not _streams.is_p2p(stream):
+            continue
+        sizes = dict((r, _size_at(written.get(r), stream, seq)) for r in list(waiting) + list(missing))
+        if len(sizes) != 2 or None in sizes.values() or len(set(sizes.values())) != 2 or not any(
+                r in issued for r in missing):
+            continue
+        like = _analogs.p2p_program_call(written, stream, seq)
+        if like is not None:
+            odd, why = [r for r, z in sizes.items() if z != like[0]], "the links like it (%s) carried %s there" % (
+                ", ".join(map(str, like[1][:4])), like[0])
+        else:
+            got = _analogs.p2p_own_pattern(written, stream, seq, sizes)
+            if got is None:
+                continue
+            odd = sorted(got[3])
+            why = "its calls #%d-#%d repeat every %d calls, which puts %s at #%d" % (
+                got[2][0], got[2][1], got[1], got[0], seq)
+        if len(odd) == 1:
+            r = odd[0]
+            other = [x for x in sizes if x != r][0]
+            found.add((r, stream, seq, other, "rank %d's half of #%d on %s, issued %s, carries %s where rank %d's "
+                       "carries %s; %s: rank %d left calls of it out" % (
+                           r, seq, group_name(stream), "behind the call its GPU waits in" if r in issued and r in
+                           missing else "", sizes[r], other, sizes[other], why, r)))
+    if len({f[0] for f in found}) != 1:
+        return None
+    r, stream, seq, other, text = sorted(found)[0]
+    return _ordering.Found(r, (stream, seq), (stream, seq), [other], text)
+
+
+def _size_at(doc, stream, seq):
+    """The size of call #seq on ``stream`` as ``doc`` shows it, or None."""
+    g = doc.position(stream) if doc is not None else None
+    if g is None:
+        return None
+    for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ()):
+        if c.seq == seq:
+            return c.size
+    return None
+
+
+def _written(by_rank):
+    """{rank: {stream: the last seq its Python issued}} of the ranks whose documents as written (``ByRank.issued``)
+    show calls issued behind the one their device waits in (NCCL)."""
+    issued = getattr(by_rank, "issued", None) or {}
+    return dict((r, dict((g.stream, g.last_started if isinstance(g.last_started, int) else 0) for g in doc.groups))
+                for r, doc in issued.items())
+
+
 def in_cycle(hangs, start):
     return _reaches(hangs, start, start)
 
@@ -165,7 +231,8 @@ def order_cycles(hangs, cycles, by_rank, undecided):
             like = {s: _analogs.like(by_rank, s) for s in {c[0] for c in cyc} if not _streams.is_p2p(s)}
             found = _ordering.ordering_culprit(histories, last_started, members, cyc,
                                                group_name=name, like=like,
-                                               last_completed=last_completed, batched=batched)
+                                               last_completed=last_completed, batched=batched,
+                                               written=_written(by_rank))
             if not found:  # a skip older than the histories shows as a shift of one rank's places
                 found = _shifts.shift_culprit(histories, last_started, last_completed, members, cyc, like_of,
                                               group_name=name)
@@ -178,6 +245,8 @@ def order_cycles(hangs, cycles, by_rank, undecided):
             if not found:  # one rank's pair of p2p ops, one left out at its last step
                 found = _left_out.batch_culprit(histories, last_started, last_completed, cyc, group_name=name,
                                                 members=members, batched=batched)
+            if not found:  # a p2p half of another size, issued behind the call its GPU waits in
+                found = sizes_ahead(by_rank, cyc, name)
         except Exception:  # the history is odd: undecided, never a crash of the verdict
             found = None
         if not found:

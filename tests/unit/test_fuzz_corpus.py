@@ -1055,3 +1055,25 @@ def test_a_period_the_stuck_groups_calls_do_not_hold_refutes_nothing_and_its_own
     from fuzz import run
     res = run.judge(seed, check_healthy=False, source=source, shape=shape)
     assert res.outcome == "exact", (res.culprits, sorted(res.case.expected), res.summary)
+
+
+def test_a_rank_whose_python_went_past_the_place_without_the_call_is_named_under_nccl():
+    """160000311 (NCCL model): a world of two and its pair, a barrier on the pair, then the world's all_gather and
+    broadcast each step; rank 0 left the barrier out at step 14 and its GPU waits in the all_gather, rank 1 in the
+    barrier.  The sparse twin (an extra world call just ahead of the barrier, rank 1 leaving it out) would have
+    rank 0's Python issue the barrier before the world's next call; it issued the broadcast #31 and no barrier
+    (ordering._ran_past).  Under the exact model the twin stands (undecided_ok)."""
+    from fuzz import run
+    assert run.judge(160000311, check_healthy=False, source="nccl").outcome == "exact"
+    assert run.judge(160000311, check_healthy=False).outcome == "undecided_ok"
+
+
+def test_a_p2p_half_of_another_size_issued_behind_the_gpus_call_names_its_rank_under_nccl():
+    """160000952 (NCCL model): a chain 0 -> 1 of three sizes a step around the world's all_reduce; rank 1 left its
+    recv of 1 x float32 out at step 23, issued the all_reduce (its GPU waits there) and then a recv of 4 x float32
+    as #70, where rank 0 waits in its send #70 of 1 x float32: the stream's period puts 4 x float32 a place later
+    (cycles.sizes_ahead)."""
+    from fuzz import run
+    res = run.judge(160000952, check_healthy=False, source="nccl")
+    assert res.outcome == "exact", (res.culprits, res.summary)
+    assert "repeat every 3 calls" in res.summary
