@@ -29,6 +29,8 @@ is one the stuck group's calls do not hold: another program, a pipeline's stage 
 the group's own record shows broken after calls of it (``_broken_before``: a slot that runs every few steps).
 Pure: no torch, no files, no clock.
 """
+import collections
+
 MIN_SHARED = 4  # seqs two groups must both show, and agree on, before one speaks for the other
 MIN_GROUPS = 2  # groups that must agree at the place
 MIN_SHARED_EARLY, MIN_GROUPS_EARLY = 2, 3  # in the first steps, as few shared calls where this many groups agree
@@ -575,6 +577,38 @@ def period_call(by_rank, stream, seq, repeats=MIN_REPEATS, streams=None):
             cycle = history[-period:]
             return cycle[0], cycle, (seq - run - period, seq - 1)
     return None
+
+
+def neighbour_call(by_rank, stream, seq, calls):
+    """``(keep, odd, before, (first, last), n)``: where two calls were issued at #seq (``calls``: {rank: (op,
+    size)}) and the group's unbroken record before it (calls #first-#last, at least ``MIN_NEIGHBOURS``) shows one
+    of them, ``keep``, right after its call at #seq - 1 (``before``) ``n`` times (two or more), and the other,
+    ``odd``, never right after it but right after ``before`` and ``keep`` in a row: the ranks that issued ``odd``
+    left ``keep`` out, and went on to the call that follows it.  None where nothing decides.  A stream of slots that
+    run every few steps shows no period in the calls a record holds (all_reduces every three and every four
+    steps beside a barrier each step: a period of twelve steps), but each call's neighbours repeat: the fuzzer's
+    seed 160012749, a world of two whose rank 0 left the barrier out at step 27 and issued the all_reduce that
+    follows it every fourth step."""
+    me = _streams(by_rank).get(stream)
+    if me is None or any(s < seq for s in me["clash"]) or len(set(calls.values())) != 2:
+        return None
+    lo = seq
+    while lo - 1 in me["calls"]:
+        lo -= 1
+    history = [me["calls"][q] for q in range(lo, seq)]
+    if len(history) < MIN_NEIGHBOURS:
+        return None
+    before = history[-1]
+    pairs = collections.Counter(zip(history, history[1:]))
+    triples = set(zip(history, history[1:], history[2:]))
+    x, y = sorted(set(calls.values()))
+    for keep, odd in ((x, y), (y, x)):
+        if pairs[(before, keep)] >= 2 and not pairs[(before, odd)] and (before, keep, odd) in triples:
+            return keep, odd, before, (lo, seq - 1), pairs[(before, keep)]
+    return None
+
+
+MIN_NEIGHBOURS = 16  # calls of a group's unbroken record before neighbour_call reads it
 
 
 def own_pattern(by_rank, stream, seq, calls):

@@ -141,7 +141,7 @@ def sizes_ahead(by_rank, cycle, group_name):
     for stream, seq, waiting, missing in cycle:
         if not _streams.is_p2p(stream):
             continue
-        sizes = dict((r, _size_at(written.get(r), stream, seq)) for r in list(waiting) + list(missing))
+        sizes = dict((r, _size_at(written[r] if r in written else None, stream, seq)) for r in list(waiting) + list(missing))
         if len(sizes) != 2 or None in sizes.values() or len(set(sizes.values())) != 2 or not any(
                 r in issued for r in missing):
             continue

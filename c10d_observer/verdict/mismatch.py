@@ -50,6 +50,8 @@ def _by_program(m, calls, by_rank, stream, seq):
     if not votes:  # no group like this one went past the place: many groups at its first calls, or its period
         m = _by_own_pattern(m, calls, by_rank, stream, seq)
         if not m.odd_ranks:
+            m = _by_neighbours(m, calls, by_rank, stream, seq)
+        if not m.odd_ranks:
             _early_lead(m, by_rank, stream, seq)
         return m
     got, period = _analogs.program_call(by_rank, stream, seq), None
@@ -243,6 +245,18 @@ def _by_own_pattern(m, calls, by_rank, stream, seq):
         first, last, period, _call(op, size), seq, "; ".join(
             "%s issued the call it puts at #%d (%d left out)" % (rank_list([r]), seq + k, k)
             for r, k in sorted(skipped.items())))
+    return m
+
+
+def _by_neighbours(m, calls, by_rank, stream, seq):
+    got = _analogs.neighbour_call(by_rank, stream, seq, {r: (c.op, c.size) for r, c in calls.items()})
+    if got is None or not _name(m, calls, {r: 0 for r, c in calls.items() if (c.op, c.size) == got[1]}):
+        return m
+    keep, odd, before, (first, last), n = got
+    m.evidence = ("no majority in the group; in its calls #%d-#%d, %s came right after %s %d times and %s never, "
+                  "but right after the two of them: %s left %s out" % (
+                      first, last, _call(*keep), _call(*before), n, _call(*odd), rank_list(m.odd_ranks),
+                      _call(*keep)))
     return m
 
 

@@ -1077,3 +1077,13 @@ def test_a_p2p_half_of_another_size_issued_behind_the_gpus_call_names_its_rank_u
     res = run.judge(160000952, check_healthy=False, source="nccl")
     assert res.outcome == "exact", (res.culprits, res.summary)
     assert "repeat every 3 calls" in res.summary
+
+
+def test_a_call_that_never_followed_the_one_before_it_names_the_rank_that_left_the_call_between_out():
+    """160012749: a world of two runs all_reduces every three and every four steps beside an all_reduce and a
+    barrier each step (a period of twelve steps, more than the record's 32 calls show three times); rank 0 left
+    the barrier out at step 27 and issued the all_reduce that follows it every fourth step, which never came
+    right after the step's all_reduce in the record, where the barrier did eleven times (analogs.neighbour_call)."""
+    from fuzz import run
+    res = run.judge(160012749, check_healthy=False)
+    assert res.outcome == "exact", (res.culprits, res.summary)
