@@ -281,13 +281,16 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
             # a call of a kind A's record never showed before is a slot first run here, maybe A's alone (a pipeline
             # stage's): groups like A, which may not run it, do not refute the sparse twin
             kept = likes if not unseen_kind(histories[r], a, expected[0] + 1) else []
-            if _twin_of_a_sparse_call(a, target, known, kept, expected[1], members, like, last) and not _past_its_slot(
+            if _twin_of_a_sparse_call(a, b, target, known, kept, expected[1], members, like, last, histories,
+                                      expected[0]) and not _past_its_slot(
                     histories[r], a, b, target, expected[0], batch=(expected[1][0], b) in batched) and not _ran_past(
                     (written or {}).get(r), a, b, target, expected[0]):
                 return None
             if target not in known and _others_went_past_too(histories, last_started, members, a, b, ranks,
                                                               places[r], target, expected[0]):
                 continue  # in order as the ranks like it are: the place is refuted at this step, not the rank
+            if target not in known and _issued_it_later(places, r, target, expected[0], expected[1]):
+                return None  # ranks issued B #target past that place too: the pattern is refuted at this step
             found.append((r, a, b, expected[0], target, expected[1], places[r],
                           (target in known, likes, len({k[2:] for k in agree}),
                            a if any(k[2] != a for k in agree) else b)))
@@ -321,7 +324,7 @@ def _a_as_the_pattern(calls, a, seq, stride, ks):
     return any(repeats(shown, seq, k * stride) for k in ks if k > 1)
 
 
-def _twin_of_a_sparse_call(a, target, known, likes, witnesses, members, like, last):
+def _twin_of_a_sparse_call(a, b, target, known, likes, witnesses, members, like, last, histories=None, n=None):
     """Whether a rank found out of order by the pattern alone (rule 2: B #target not yet past on any rank) has
     one witness only, itself under test (B #target is its own last call), on a collective group A of two ranks
     that no group is like: then the program with a call on A that runs every few steps, first run at this
@@ -333,8 +336,34 @@ def _twin_of_a_sparse_call(a, target, known, likes, witnesses, members, like, la
     place (rule 1), two witnesses, or a group like A whose ranks keep the order, would each need a second
     fault in that twin; a p2p link's sends do not come every few steps as a collective's evals and
     checkpoints do."""
-    return (target not in known and not likes and not is_p2p(a) and len(members.get(a) or ()) == 2
-            and not (like or {}).get(a) and len(witnesses) == 1 and last[witnesses[0]] == target)
+    ranks_a, ranks_b = set(members.get(a) or ()), set(members.get(b) or ())
+    if not (target not in known and not likes and not is_p2p(a) and len(ranks_a & ranks_b) == 2
+            and not (like or {}).get(a) and len(witnesses) == 1 and last[witnesses[0]] == target):
+        return False
+    return len(ranks_a) == 2 or any(_an_extra_call((histories or {}).get(x) or (), a, n)
+                                    for x in sorted(ranks_a - ranks_b))
+
+
+def _an_extra_call(calls, a, n):
+    """Whether a rank of A (not of B) shows A #n as an extra call of the step of A #n + 1: the period of the counts
+    of its calls of other groups between two A calls, over its earlier A calls (two periods or more shown, some
+    count one or more), breaks between A #n - 1 and #n or between #n and #n + 1.  The sparse twin (a call on A
+    first run there, which the witness left out) then stands on a group A of more ranks than the two of B: the
+    fuzzer's stages seed 206006319, a world of five whose all_reduce every six steps was first run at step 5 as
+    the step's second all_reduce, its pair's rank 1 leaving the first out; rank 0, of the pair, was named by the
+    pair's barrier after each all_reduce before.  Where it holds, or nothing shows it, the rule speaks as ever."""
+    at = dict((c.seq, c.started_at) for c in calls if c.stream == a and c.started_at is not None)
+    others = sorted(c.started_at for c in calls if c.stream != a and c.started_at is not None)
+    seqs = [k for k in range(min(at or [0]) + 1, n + 2) if k in at and k - 1 in at]
+    if not seqs or seqs[-1] != n + 1 or seqs != list(range(seqs[0], n + 2)):
+        return False
+    gap = dict((k, sum(1 for t in others if at[k - 1] < t < at[k])) for k in seqs)
+    before = [k for k in seqs if k < n]
+    for p in range(1, len(before) // 2 + 1):
+        run = [k for k in before[-2 * p:] if k - p in gap]
+        if len(run) == 2 * p and all(gap[k] == gap[k - p] for k in run) and any(gap[k] for k in run):
+            return gap[n] != gap[n - p] or gap[n + 1] != gap[n + 1 - p]
+    return False
 
 
 def unseen_kind(calls, a, seq):
@@ -377,6 +406,18 @@ def _others_went_past_too(histories, last_started, members, a, b, ranks, mine, t
             if all(theirs.get(q) == mine[q] for q in (target - 1, target - 2) if q in mine):
                 return True
     return False
+
+
+def _issued_it_later(places, r, target, n, witnesses):
+    """Whether more ranks of the pair's than the pattern's witnesses issued B #target after A #n + 1 (their last
+    calls, under test as the witnesses' are), where the pattern (rule 2) puts it after A #n: the step holds an A
+    call more than the pattern says (a slot that runs every few steps, first run here), and the witness that put B
+    #target after A #n may have skipped it.  The fuzzer's stages seed 208014462 (NCCL model): a group of seven
+    runs two broadcasts a step and an all_gather every seven steps, first run at step 6, before the world's
+    all_gather; rank 3 skipped the step's second broadcast; ranks 0, 2, 4-6 issued the world's call after it, rank
+    3 one call sooner, and rank 1, which waits in the broadcast, was named by the pattern and rank 3's place."""
+    later = [x for x, p in places.items() if x != r and p.get(target, 0) > n]
+    return len(later) > len(witnesses or ())
 
 
 def _ran_past(written, a, b, target, n):

@@ -1087,3 +1087,38 @@ def test_a_call_that_never_followed_the_one_before_it_names_the_rank_that_left_t
     from fuzz import run
     res = run.judge(160012749, check_healthy=False)
     assert res.outcome == "exact", (res.culprits, res.summary)
+
+
+def test_a_sparse_call_on_a_larger_group_shown_by_its_other_ranks_steps_names_nobody():
+    """206006319 (``--shape stages``, wrong until 2026-12-05): a world of five whose all_reduce every six steps was
+    first run at step 5 as the step's second all_reduce, the pair's rank 1 leaving the first out; rank 0 was named
+    by the pair's barrier after each all_reduce before.  Ranks 2-4, of the world and not the pair, started their
+    group's calls between the world's calls one, two per step where three came before: the world's #7 was an
+    extra call of #8's step, the sparse twin stands (ordering._an_extra_call)."""
+    from fuzz import run
+    res = run.judge(206006319, check_healthy=False, shape="stages")
+    assert res.outcome != "wrong", (res.culprits, res.summary)
+    assert not res.culprits
+
+
+def test_ranks_that_issued_the_call_past_the_patterns_place_refute_the_pattern():
+    """208014462 (``--shape stages``, NCCL model, wrong until 2026-12-05): a group of seven runs two broadcasts a
+    step and an all_gather every seven steps, first run at step 6, before the world's all_gather; rank 3 skipped
+    the step's second broadcast; ranks 0, 2, 4-6 issued the world's call after it, rank 3 one call sooner, and rank
+    1, waiting in the broadcast, was named by the pattern and rank 3's place (ordering._issued_it_later)."""
+    from fuzz import run
+    res = run.judge(208014462, check_healthy=False, shape="stages", source="nccl")
+    assert res.outcome in ("exact", "undecided", "undecided_ok"), (res.culprits, res.summary)
+
+
+@pytest.mark.xfail(strict=True, reason="open: a dp pair's own call a step, hidden at step 1 by its rank's skip "
+                                       "(208011412, found 2026-12-05)")
+def test_a_dp_pairs_own_call_hidden_by_its_ranks_skip_at_step_1_names_nobody():
+    """208011412 (``--shape stages``, NCCL model): dp pairs [0,5] [2,7] [3,8] [4,9] broadcast twice a step, pair
+    [4,9] a third time, after the world's all_gather; rank 9 left the step's second out at step 1, so its pair's
+    counts matched the other pairs' by the world's calls, and rank 4, which kept the program, was named by their
+    places.  Rank 4's tensor-parallel calls (two pair calls before its tp all_reduce, where the others' ranks
+    had one) tell them apart; no rule reads another group's calls across two tp groups yet."""
+    from fuzz import run
+    res = run.judge(208011412, check_healthy=False, shape="stages", source="nccl")
+    assert res.outcome != "wrong", (res.culprits, res.summary)
