@@ -122,7 +122,7 @@ def _places_on(by_rank, stream, against):
     return _analogs.places_on(by_rank, src, stream, against)
 
 
-def sizes_ahead(by_rank, cycle, group_name):
+def _sizes_ahead(by_rank, cycle, group_name):
     """Where the ranks' Pythons ran ahead of their GPUs (NCCL), the rank that left a p2p stream's program: a rank
     that never arrived at a stuck p2p call of the cycle, its half of that call issued behind the call its GPU waits
     in (``ByRank.issued``), of another size than the waiting rank's half: the half that is not the size the links
@@ -141,7 +141,8 @@ def sizes_ahead(by_rank, cycle, group_name):
     for stream, seq, waiting, missing in cycle:
         if not _streams.is_p2p(stream):
             continue
-        sizes = dict((r, _size_at(written[r] if r in written else None, stream, seq)) for r in list(waiting) + list(missing))
+        sizes = dict((r, _size_at(written[r] if r in written else None, stream, seq))
+                     for r in list(waiting) + list(missing))
         if len(sizes) != 2 or None in sizes.values() or len(set(sizes.values())) != 2 or not any(
                 r in issued for r in missing):
             continue
@@ -159,10 +160,10 @@ def sizes_ahead(by_rank, cycle, group_name):
         if len(odd) == 1:
             r = odd[0]
             other = [x for x in sizes if x != r][0]
-            found.add((r, stream, seq, other, "rank %d's half of #%d on %s, issued %s, carries %s where rank %d's "
-                       "carries %s; %s: rank %d left calls of it out" % (
-                           r, seq, group_name(stream), "behind the call its GPU waits in" if r in issued and r in
-                           missing else "", sizes[r], other, sizes[other], why, r)))
+            found.add((r, stream, seq, other, "rank %d's half of #%d on %s%s carries %s where rank %d's carries %s; "
+                       "%s: rank %d left calls of it out" % (
+                           r, seq, group_name(stream), ", issued behind the call its GPU waits in," if r in issued
+                           and r in missing else "", sizes[r], other, sizes[other], why, r)))
     if len({f[0] for f in found}) != 1:
         return None
     r, stream, seq, other, text = sorted(found)[0]
@@ -246,7 +247,7 @@ def order_cycles(hangs, cycles, by_rank, undecided):
                 found = _left_out.batch_culprit(histories, last_started, last_completed, cyc, group_name=name,
                                                 members=members, batched=batched)
             if not found:  # a p2p half of another size, issued behind the call its GPU waits in
-                found = sizes_ahead(by_rank, cyc, name)
+                found = _sizes_ahead(by_rank, cyc, name)
         except Exception:  # the history is odd: undecided, never a crash of the verdict
             found = None
         if not found:

@@ -1072,7 +1072,7 @@ def test_a_p2p_half_of_another_size_issued_behind_the_gpus_call_names_its_rank_u
     """160000952 (NCCL model): a chain 0 -> 1 of three sizes a step around the world's all_reduce; rank 1 left its
     recv of 1 x float32 out at step 23, issued the all_reduce (its GPU waits there) and then a recv of 4 x float32
     as #70, where rank 0 waits in its send #70 of 1 x float32: the stream's period puts 4 x float32 a place later
-    (cycles.sizes_ahead)."""
+    (cycles._sizes_ahead)."""
     from fuzz import run
     res = run.judge(160000952, check_healthy=False, source="nccl")
     assert res.outcome == "exact", (res.culprits, res.summary)
