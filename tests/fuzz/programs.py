@@ -670,7 +670,24 @@ def desync_at_the_place(program, fault, blocked):
         return True
     partner = [x for x in group.ranks if x != fault.rank][0]
     place = (c.group, coll_place(program.calls[fault.rank], fault.index))
-    return blocked.get(partner) == place and fault.rank in blocked
+    if blocked.get(partner) != place or fault.rank not in blocked:
+        return False
+    # the rank waits in a call of another group, never having issued one at the place (it would have met its
+    # partner's there): the two went no different ways at the place, and a call the group's record never showed that
+    # it would have issued next is in no document (the subset seeds 217037532, NCCL model, and 218074156, recorder:
+    # rank 3 skipped its pair's all_reduce and waits in the world's broadcast, before its pair's broadcast every
+    # seven steps, first run there); the hang's own twins (an ordering deadlock's) are judged by
+    # undecidable_at_hang
+    return blocked[fault.rank][0] == c.group or not _unseen_next_only(program, fault)
+
+
+def _unseen_next_only(program, fault):
+    """Whether ``undecidable``'s one reason for a skip is the unseen call the rank would issue next on the group
+    (``_unseen_at_place``'s, not for the call it skipped; no other pair rule's: ``undecidable`` without the faulty
+    calls gives those alone)."""
+    c, calls = fault.call, program.calls[fault.rank]
+    seen = {_signature(y)[1:] for y in _on_its_stream(calls[:fault.index], c)[-SHOWN:]}
+    return _signature(c)[1:] in seen and undecidable(program, fault) is None
 
 
 def coll_place(calls, index):

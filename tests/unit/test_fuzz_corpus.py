@@ -1122,3 +1122,14 @@ def test_a_dp_pairs_own_call_hidden_by_its_ranks_skip_at_step_1_names_nobody():
     from fuzz import run
     res = run.judge(208011412, check_healthy=False, shape="stages", source="nccl")
     assert res.outcome != "wrong", (res.culprits, res.summary)
+
+
+def test_a_call_the_skipping_rank_never_reached_is_no_twin_of_its_skip():
+    """217037532 (``--shape subset``, NCCL model): rank 3 skipped its pair's all_reduce at step 6 and waits in the
+    world's broadcast, before its pair's broadcast every seven steps, first run there; its partner waits in the
+    all_reduce.  The fuzzer flagged the case by that broadcast, a call the pair's record never showed, which no
+    document holds (the rank never reached it), and counted the verdict's right name as one in spite of a twin
+    (programs.desync_at_the_place); the verdict names rank 3 by the pair's place among the world's calls."""
+    from fuzz import run
+    res = run.judge(217037532, check_healthy=False, source="nccl")
+    assert res.outcome == "exact" and not res.case.undecidable, (res.culprits, res.summary)
