@@ -35,6 +35,8 @@ def _many_like(by_rank, like, cyc):
     for s, seq in {c[0]: c[1] for c in cyc}.items():
         p2p = _streams.is_p2p(s)
         if out.get(s) and not p2p:
+            # groups like it speak for its program only where a step of it is on record (analogs.alike_in_a_step)
+            out[s] = [o for o in out[s] if _analogs.alike_in_a_step(by_rank, s, o, seq)]
             continue
         of = _analogs.like_p2p if p2p else _analogs.like
         found = of(by_rank, s) if p2p else []

@@ -1133,3 +1133,14 @@ def test_a_call_the_skipping_rank_never_reached_is_no_twin_of_its_skip():
     from fuzz import run
     res = run.judge(217037532, check_healthy=False, source="nccl")
     assert res.outcome == "exact" and not res.case.undecidable, (res.culprits, res.summary)
+
+
+def test_pairs_like_the_stuck_one_do_not_vote_before_a_step_of_it_is_on_record():
+    """220002331 (``--shape stages``, NCCL model, wrong until 2026-12-05): a one-step program of six pairs, four
+    calls each and a fifth on pair [10, 11] alone; rank 10 left that one out and waits in the world's barrier,
+    rank 11 in the call.  The five pairs like it by their four calls went to the barrier without a fifth and were
+    counted with rank 10 against rank 11 (ordering.majority_culprit); with no step of the pair's program on record
+    they do not speak for it (analogs.alike_in_a_step, in cycles._many_like): nobody is named."""
+    from fuzz import run
+    res = run.judge(220002331, check_healthy=False, shape="stages", source="nccl")
+    assert res.outcome == "undecided_ok", (res.culprits, res.summary)
