@@ -1144,3 +1144,15 @@ def test_pairs_like_the_stuck_one_do_not_vote_before_a_step_of_it_is_on_record()
     from fuzz import run
     res = run.judge(220002331, check_healthy=False, shape="stages", source="nccl")
     assert res.outcome == "undecided_ok", (res.culprits, res.summary)
+
+
+def test_a_group_period_does_not_name_a_rank_seven_calls_ahead_of_it():
+    """226054541 (NCCL model; the exact model too): a world of two runs an all_reduce each step and a barrier every
+    nine; rank 1 left an all_reduce out at step 27 and at the end waits in the epilogue's barrier where rank 0
+    waits in the last all_reduce.  The period of ten calls put the barrier seven places later and named rank 1 as
+    having left seven calls out; the program one step shorter, rank 0 issuing an all_reduce for its epilogue's
+    barrier, leaves the same documents (analogs.MAX_LEFT_OUT)."""
+    from fuzz import run
+    for source in ("exact", "nccl"):
+        res = run.judge(226054541, check_healthy=False, source=source)
+        assert res.outcome == "undecided_ok", (source, res.culprits, res.summary)
