@@ -606,7 +606,7 @@ def neighbour_call(by_rank, stream, seq, calls):
     before = history[-1]
     pairs = collections.Counter(zip(history, history[1:]))
     triples = set(zip(history, history[1:], history[2:]))
-    x, y = sorted(set(calls.values()))
+    x, y = sorted(set(calls.values()), key=repr)  # a size may be None (a barrier's): no order of None and str
     for keep, odd in ((x, y), (y, x)):
         if pairs[(before, keep)] >= 2 and not pairs[(before, odd)] and (before, keep, odd) in triples:
             return keep, odd, before, (lo, seq - 1), pairs[(before, keep)]
