@@ -720,7 +720,9 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
       few steps, first run there, as the call the rank issued), which p skipped, leaves the same documents
       (p waits in the W call, the rank in the S call, for each other).  Where the groups that mirror S run its
       calls at other steps (``in_step``: shape "stages", a stage with a call more each step), the extra call may
-      be S's alone: flagged only where that twin, built, leaves the case's documents (``MIRRORED``).  The
+      be S's alone, and so it may before a step of S is on record (its first step: the groups that run its calls at
+      its steps do not show whether S runs one more, ``_stepped_before``, the verdict's ``alike_in_a_step``):
+      flagged only where that twin, built, leaves the case's documents (``MIRRORED``).  The
       verdict makes the same argument (``ordering._twin_of_a_sparse_call``).  A swap of the W call and the S
       call after it is the same case: the S call issued first is the twin's extra call (the only twin a swap
       takes here).
@@ -954,8 +956,10 @@ def _sparse_twin(program, fault, faulty, place, started, blocked):
     # where other groups of its family run its calls there, but at other steps (shape "stages"), a slot on S alone
     # may still be the twin's extra call (a pipeline stage's): flagged only where that twin, built, leaves the
     # case's documents (simulate.flag_at_hang)
-    if in_step(program, s_gid, at[1], siblings):
-        return None  # they run them at its steps: their records show where the program puts S's calls
+    if in_step(program, s_gid, at[1], siblings) and _stepped_before(mine[:fault.index], s_gid, mine[fault.index]):
+        return None  # they run them at its steps: their records show where the program puts S's calls (once a
+        # step of S is on record: before it, they do not show whether S runs a call more, the verdict's rule
+        # analogs.alike_in_a_step; seed 54000000, a pair's all_reduce at step 0 of a job of pairs)
     partner = [x for x in s_group.ranks if x != rank][0]
     if partner not in program.groups[c.group].ranks or blocked.get(partner) != (c.group, place):
         return None
@@ -965,8 +969,15 @@ def _sparse_twin(program, fault, faulty, place, started, blocked):
             "and rank %d in the call %s: a program with one more call on group %s there (a slot first run at that "
             "step), which rank %d skipped, leaves the same documents%s" % (
                 fault.kind, c.op, place, c.group, rank, at[1], s_gid, ", ".join(map(str, s_group.ranks)),
-                "other groups mirror at other steps" if siblings else "no other group mirrors", partner,
+                ("other groups mirror at other steps" if not in_step(program, s_gid, at[1], siblings) else
+                 "other groups mirror, no step of it on record yet") if siblings else "no other group mirrors", partner,
                 "skipped" if fault.kind == "skip" else "issued later", s_gid, partner, MIRRORED if siblings else ""))
+
+
+def _stepped_before(calls, gid, call):
+    """Whether ``calls`` (a rank's, before ``call``) hold a call on group ``gid`` of a step before ``call``'s: a step
+    of the group's program is on record ahead of it."""
+    return any(x.group == gid and 0 <= x.step < call.step for x in calls)
 
 
 P2P_SPARSE = " (the skipped call a send or recv: flagged where that twin, built, leaves the same documents)"

@@ -33,6 +33,10 @@ EXTRA = (31000432, 31000176, 31000287, 1008687)
 # the world's next collective, its peer in the p2p call's other half: the sparse twin, its extra call on the world
 # (160001211, 160012164: between an exchange's send and recv, which two slots of a step leave alike; and seed 7's
 # 7014099, two chain slots, one each way: the verdict named the rank by its pair of links before left_out's check)
+# ``--seed 54`` (a real program of 2.15, 2026-12-05) and ``--seed 7``: a skip of a world call at the prologue or step 0,
+# after which the rank waits in its pair's first call of the step, whose family's other pairs run it at its steps but
+# have no step of it on record yet: the sparse twin (its extra call on the pair alone), since programs._stepped_before
+SPARSE_UNSTEPPED = (54000000, 7000578, 7000603, 7007682)
 SPARSE_P2P = (160000952, 160005517, 160009009, 160012562, 160019184, 160001211, 160012164, 7014099)
 
 
@@ -46,7 +50,7 @@ PREFIX = {"sparse": "a skip of", "shifted": "a skip on group", "sparse_swap": "a
           "extra": programs.EXTRA_PREFIX}
 
 
-@pytest.mark.parametrize("seed,kind", [(s, "sparse") for s in SPARSE + SPARSE_P2P] +
+@pytest.mark.parametrize("seed,kind", [(s, "sparse") for s in SPARSE + SPARSE_P2P + SPARSE_UNSTEPPED] +
                          [(s, "sibling") for s in SIBLING] +
                          [(s, "shifted") for s in SHIFTED] + [(s, "sparse_swap") for s in SPARSE_SWAPS] +
                          [(s, "swapped") for s in SWAPPED] + [(s, "extra") for s in EXTRA])
