@@ -180,6 +180,8 @@ def _went_on_alone(by_rank, stream, seq, odd, other):
     rank 1 had issued the pair's #104)."""
     issued = getattr(by_rank, "issued", None) or {}  # the documents with the calls issued behind the device's
     as_written = [issued[r] if r in issued else by_rank[r] for r in (odd, other)]
+    if odd in issued and _ahead_of_the_other(as_written[0], as_written[1], stream, seq, other):
+        return True
     later = _at_a_later_call(as_written[0], as_written[1], stream, seq)
     if later is not None and later[0] < later[1]:
         return True
@@ -196,6 +198,36 @@ def _went_on_alone(by_rank, stream, seq, odd, other):
 
 
 LOCKSTEP = 3
+
+
+def _ahead_of_the_other(written, theirs, stream, seq, other):
+    """Whether the odd rank's Python issued, after its call #seq on ``stream`` and before its next call there (NCCL:
+    ``written``, its document as written, its calls issued behind the one its device waits in), a collective on
+    another group that rank ``other`` is in and had not issued (``theirs``: its document as written).  The twin's
+    other rank runs the odd rank's program and left out one of the two alike calls: it issued that call, which
+    comes before the program's next call on ``stream``, before its own #seq, so that twin's documents are not these.
+    The fuzzer's seed 7000846 (NCCL model): a world of two and its pair; rank 0 left the world's second
+    all_reduce of step 9 out, issued step 10's first (the group's call at #19 again), which its GPU waits in, and
+    behind it the pair's broadcast #12 and the world's #21; rank 1 waits in the all_reduce rank 0 left out, the
+    pair's #12 not issued."""
+    starts = _starts(written)
+    if starts is None or (stream, seq) not in starts:
+        return False
+    lo = starts[(stream, seq)]
+    hi = starts[(stream, seq + 1)] if (stream, seq + 1) in starts else None
+    between = collections.Counter()
+    for (s, q), t in starts.items():
+        if s != stream and not is_p2p(s) and t > lo and (hi is None or t < hi):  # (a p2p call's two halves
+            # may come at two places of the two ranks' programs)
+            between[s] = max(q, between[s])
+    for s, k in between.items():
+        p = written.position(s)
+        if p is None or other not in (p.ranks or ()):
+            continue
+        t = theirs.position(s)
+        if (t.last_started if t is not None and isinstance(t.last_started, int) else 0) < k:
+            return True
+    return False
 
 
 def _at_a_later_call(odd, other, stream, seq):

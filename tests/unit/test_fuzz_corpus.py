@@ -891,6 +891,20 @@ def test_under_nccl_a_repeat_whose_rank_ran_ahead_with_one_call_fewer_is_named(s
     assert res.outcome == "exact", (res.culprits, sorted(res.case.expected), res.summary)
 
 
+def test_under_nccl_a_repeat_whose_rank_ran_ahead_to_a_call_the_other_never_issued_is_named():
+    """7000846 (NCCL model): a world of two and its pair; rank 0 left the world's second all_reduce of step 9 out
+    and issued step 10's first, the group's call at #19 again, then (its Python ahead of its GPU) the pair's
+    broadcast #12; rank 1 waits in the all_reduce rank 0 left out, the pair's #12 not issued.  The repeat's twin
+    (the all_reduce twice there, rank 1 leaving one out) has rank 1 issue that broadcast before its #20: it did
+    not, so the twin falls (mismatch._ahead_of_the_other) and rank 0 is named.  Under the exact model, which shows
+    nothing past a rank's stuck call, the twin stands and the fuzzer flags the case."""
+    from fuzz import run
+    res = run.judge(7000846, check_healthy=False, source="nccl")
+    assert res.outcome == "exact", (res.culprits, sorted(res.case.expected), res.summary)
+    res = run.judge(7000846, check_healthy=False, source="exact")
+    assert res.outcome == "undecided_ok", (res.culprits, res.summary)
+
+
 def test_a_call_of_a_kind_only_a_group_that_runs_calls_of_its_own_issued_is_not_voted_down():
     """185002283 (``--shape stages``, recorder model), wrong at d9437ec: pairs 1 and 2 run an all_reduce of 4 x
     float32 every seven steps that pairs 3-5 never run, first at step 6, and pair 1 another call each step; rank 2
