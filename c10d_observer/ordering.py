@@ -153,7 +153,7 @@ def _ranks(ranks):
 
 
 def ordering_culprit(histories, last_started, members, cycle, group_name=None, like=None, last_completed=None,
-                     batched=frozenset(), written=None):
+                     batched=frozenset(), written=None, written_calls=None):
     """The rank that broke the order of calls across the groups of a cycle of stuck calls, or None.
 
     histories: {rank: [Call, ...]}, each rank's recent calls on all its streams (the last few per stream,
@@ -169,6 +169,8 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
     batched: {(rank, p2p stream)} whose call in flight is an op of a ``batch_isend_irecv`` (``_past_its_slot``).
     written: {rank: {stream: the last seq its Python issued}} of the ranks whose Python ran ahead of its GPU (NCCL:
         the calls issued behind the one its device waits in, which ``last_started`` leaves out; ``_ran_past``).
+    written_calls: {rank: {(stream, seq): (op, size)}}: those calls themselves, collectives only
+        (``_issued_another``).
     Where several ranks are out of order and exactly one of them by rule 1 (ranks went past the call at a
     place it skipped), that rank is named: a place the ranks went past outweighs a place a pattern gives.
     Else, where one rank is out of order by the places two ranks or more issued the call at, and every other
@@ -189,7 +191,7 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
     for a in streams:
         for b in streams:
             pair = _pair_findings(a, b, histories, last_started, members, like, last_completed, suspects,
-                                  batched, written)
+                                  batched, written, written_calls)
             if pair is None:
                 return None
             found += pair
@@ -211,7 +213,7 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
 
 
 def _pair_findings(a, b, histories, last_started, members, like, last_completed, suspects, batched=frozenset(),
-                   written=None):
+                   written=None, written_calls=None):
     """The ranks out of order on the pair of streams (A, B) = (``a``, ``b``): [(rank, a, b, place, target,
     witnesses, places on b, (by a fact, like ranks, like groups, like what))], or None where the pair leaves
     the cycle undecided.
@@ -284,7 +286,8 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
             if _twin_of_a_sparse_call(a, b, target, known, kept, expected[1], members, like, last, histories,
                                       expected[0]) and not _past_its_slot(
                     histories[r], a, b, target, expected[0], batch=(expected[1][0], b) in batched) and not _ran_past(
-                    (written or {}).get(r), a, b, target, expected[0]):
+                    (written or {}).get(r), a, b, target, expected[0]) and not _issued_another(
+                    (written_calls or {}).get(r), histories, r, b, target):
                 return None
             if target not in known and _others_went_past_too(histories, last_started, members, a, b, ranks,
                                                               places[r], target, expected[0]):
@@ -431,6 +434,24 @@ def _ran_past(written, a, b, target, n):
     if not written:
         return False
     return written.get(a, 0) >= n + 2 and written.get(b, 0) < target
+
+
+def _issued_another(written, histories, r, b, target):
+    """Whether rank ``r``, whose device waits in the call the twin ``_twin_of_a_sparse_call`` weighs as an extra
+    call of the program ahead of B #target, had its Python issue B #target (NCCL, behind its device's call;
+    ``written``: {(stream, seq): (op, size)}) as a call other than the one the other ranks that issued B #target
+    did: in that twin the rank runs the program and issues its B #target, which the rank that skipped the extra
+    call issued too, so its documents are not these.  The fuzzer's seed 7016841 (NCCL model): a world of two and
+    its pair, the pair's all_reduce then the world's two all_reduces each step; rank 0 left the world's second out
+    at step 40 and issued the next step's pair call, which its GPU waits in, and behind it the world's first and
+    second of that step; rank 1 waits in the world's second of step 40 (#83), of another size than rank 0's
+    #83."""
+    mine = (written or {}).get((b, target))
+    if mine is None or is_p2p(b):
+        return False
+    theirs = {(c.op, c.size) for x, calls in histories.items() if x != r for c in calls
+              if c.stream == b and c.seq == target}
+    return len(theirs) == 1 and mine not in theirs
 
 
 def _past_its_slot(calls, a, b, target, n, batch=False):

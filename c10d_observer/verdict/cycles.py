@@ -191,6 +191,22 @@ def _written(by_rank):
                 for r, doc in issued.items())
 
 
+def _written_calls(by_rank):
+    """{rank: {(stream, seq): (op, size)}}: the collectives the ranks of ``_written`` issued behind the one their
+    device waits in (their documents as written, past the last seq their device started)."""
+    issued = getattr(by_rank, "issued", None) or {}
+    out = {}
+    for r, doc in issued.items():
+        calls = out[r] = {}
+        for g in doc.groups:
+            d = by_rank[r].position(g.stream) if r in by_rank else None
+            past = d.last_started if d is not None and isinstance(d.last_started, int) else 0
+            for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ()):
+                if c.seq > past and not _streams.is_p2p(g.stream):
+                    calls[(g.stream, c.seq)] = (c.op, c.size)
+    return out
+
+
 def in_cycle(hangs, start):
     return _reaches(hangs, start, start)
 
@@ -235,7 +251,7 @@ def order_cycles(hangs, cycles, by_rank, undecided):
             found = _ordering.ordering_culprit(histories, last_started, members, cyc,
                                                group_name=name, like=like,
                                                last_completed=last_completed, batched=batched,
-                                               written=_written(by_rank))
+                                               written=_written(by_rank), written_calls=_written_calls(by_rank))
             if not found:  # a skip older than the histories shows as a shift of one rank's places
                 found = _shifts.shift_culprit(histories, last_started, last_completed, members, cyc, like_of,
                                               group_name=name)

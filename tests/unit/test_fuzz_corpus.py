@@ -905,6 +905,19 @@ def test_under_nccl_a_repeat_whose_rank_ran_ahead_to_a_call_the_other_never_issu
     assert res.outcome == "undecided_ok", (res.culprits, res.summary)
 
 
+@pytest.mark.parametrize("seed,shape", [(7016841, None), (7009360, None), (7014138, None), (197000754, "stages")])
+def test_under_nccl_a_sparse_twin_falls_where_the_rank_ran_ahead_to_another_call_at_the_place(seed, shape):
+    """7016841 (NCCL model): a world of two and its pair, the pair's all_reduce then the world's two all_reduces each
+    step; rank 0 left the world's second out at step 40, issued the next step's pair call, which its GPU waits in,
+    and behind it the world's two of that step; rank 1 waits in the world's #83, the second of step 40.  The
+    sparse twin (an extra pair call first run at step 40, rank 1 skipping it) has rank 0 issue the world's #83 as
+    rank 1 did; its #83 is of another size, so the twin falls (ordering._issued_another) and rank 0 is named.
+    Undecided at 0f53319; under the exact model the twin stands and the fuzzer flags it."""
+    from fuzz import run
+    res = run.judge(seed, check_healthy=False, source="nccl", shape=shape)
+    assert res.outcome == "exact", (res.culprits, sorted(res.case.expected), res.summary)
+
+
 def test_a_call_of_a_kind_only_a_group_that_runs_calls_of_its_own_issued_is_not_voted_down():
     """185002283 (``--shape stages``, recorder model), wrong at d9437ec: pairs 1 and 2 run an all_reduce of 4 x
     float32 every seven steps that pairs 3-5 never run, first at step 6, and pair 1 another call each step; rank 2
