@@ -180,7 +180,8 @@ def _went_on_alone(by_rank, stream, seq, odd, other):
     rank 1 had issued the pair's #104)."""
     issued = getattr(by_rank, "issued", None) or {}  # the documents with the calls issued behind the device's
     as_written = [issued[r] if r in issued else by_rank[r] for r in (odd, other)]
-    if odd in issued and _ahead_of_the_other(as_written[0], as_written[1], stream, seq, other):
+    if odd in issued and (_ahead_of_the_other(as_written[0], as_written[1], stream, seq, other)
+                          or _more_between(as_written[0], as_written[1], stream, seq)):
         return True
     later = _at_a_later_call(as_written[0], as_written[1], stream, seq)
     if later is not None and later[0] < later[1]:
@@ -228,6 +229,37 @@ def _ahead_of_the_other(written, theirs, stream, seq, other):
         if (t.last_started if t is not None and isinstance(t.last_started, int) else 0) < k:
             return True
     return False
+
+
+def _more_between(written, theirs, stream, seq):
+    """Whether the odd rank, whose Python issued its call #seq + 1 on ``stream`` too (NCCL: ``written``, its
+    document as written), the call the other rank issued at #seq (``theirs``: its document), started more calls
+    on its other groups between its #seq - 2 and #seq + 1 than the other rank did between its #seq - 2 and #seq.
+    In the repeat's twin both run one program, the odd rank its two alike calls (#seq - 1, #seq) and the call
+    after them, the other rank one of the two and then that call: the same calls of other groups between the call
+    before the two and the call after them.  The fuzzer's seed 240006295 (NCCL model): a 2 x 3 mesh, each step a
+    tp all_reduce of 1, a dp all_reduce, a tp all_reduce of 1024; rank 3 left the tp 1024 of step 41 out and
+    issued step 42's tp 1 (#84, the group's #83 again), then its dp all_reduce and its tp 1024 (#85): two dp calls
+    between #82 and #85, where rank 2 started one between #82 and its #84.  Only where the two kept one count of
+    those calls between every two calls of ``stream`` before (``LOCKSTEP`` gaps or more), as ``_went_on_alone``."""
+    mine, other = _gaps(written, stream, seq + 1), _gaps(theirs, stream, seq)
+    if mine is None or other is None or any(k not in mine for k in (seq - 1, seq, seq + 1)) or any(
+            k not in other for k in (seq - 1, seq)):
+        return False
+    earlier = [k for k in mine if k < seq - 1 and k in other]
+    if len(earlier) < LOCKSTEP or any(mine[k] != other[k] for k in earlier):
+        return False  # not one count of other calls a step: the two may run other calls between theirs
+    after = [c for c in _recent(written, stream) if c.seq == seq + 1]
+    at = [c for c in _recent(theirs, stream) if c.seq == seq]
+    if not after or not at or (after[0].op, after[0].size) != (at[0].op, at[0].size):
+        return False  # its next call is not the other rank's at #seq: the twin's call after the two is not shown
+    return mine[seq - 1] + mine[seq] + mine[seq + 1] > other[seq - 1] + other[seq]
+
+
+def _recent(doc, stream):
+    """The calls of ``stream`` a document shows, its call in flight included."""
+    g = doc.position(stream)
+    return () if g is None else g.recent + ((g.in_flight,) if g.in_flight is not None else ())
 
 
 def _at_a_later_call(odd, other, stream, seq):

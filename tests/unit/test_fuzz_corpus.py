@@ -918,6 +918,18 @@ def test_under_nccl_a_sparse_twin_falls_where_the_rank_ran_ahead_to_another_call
     assert res.outcome == "exact", (res.culprits, sorted(res.case.expected), res.summary)
 
 
+@pytest.mark.parametrize("seed", [240006295, 240007795])
+def test_under_nccl_a_repeat_whose_rank_ran_ahead_past_more_calls_than_the_twin_holds_is_named(seed):
+    """240006295 (NCCL model): a 2 x 3 mesh, each step a tp all_reduce of 1, a dp all_reduce, a tp all_reduce of
+    1024; rank 3 left the tp 1024 of step 41 out and issued step 42's tp 1 (#84, the group's #83 again), which
+    its GPU waits in, then its dp all_reduce and its tp 1024 (#85).  In the repeat's twin the two ranks run one
+    program, so rank 3 would have started as many dp calls between #82 and #85 as rank 2 did between #82 and its
+    #84: it started two, rank 2 one (mismatch._more_between), and rank 3 is named.  Undecided at 795e0b9."""
+    from fuzz import run
+    res = run.judge(seed, check_healthy=False, source="nccl")
+    assert res.outcome == "exact", (res.culprits, sorted(res.case.expected), res.summary)
+
+
 def test_a_call_of_a_kind_only_a_group_that_runs_calls_of_its_own_issued_is_not_voted_down():
     """185002283 (``--shape stages``, recorder model), wrong at d9437ec: pairs 1 and 2 run an all_reduce of 4 x
     float32 every seven steps that pairs 3-5 never run, first at step 6, and pair 1 another call each step; rank 2
