@@ -111,6 +111,44 @@ def _resolved(by_rank, stuck):
     return out
 
 
+OBJECT_APIS = ("all_gather_object", "broadcast_object_list")  # each issues two calls of one op on its group
+
+
+def _object_call_short(h, by_rank, culprits, undecided):
+    """Withhold the name of a rank in no collective beside the one rank that waits in ``h``, where ``h`` is an
+    object collective's call (its api: two calls of one op, a size and then the data) and the rank's last call on
+    the group is #seq - 1, of the op and size of the waiting rank's #seq - 1, the collective's sizes (int64; its
+    data are uint8, distributed_c10d's ``_object_to_tensor``): it issued one plain call where the other issued the
+    object collective, or the other that collective where the program has the plain call, and the documents are
+    the same either way.  In a group of more ranks, those that issued ``h`` outvote it.  The fuzzer's ops
+    seed 244008549 (NCCL model): a world of two, a broadcast_object_list; rank 0 issued a broadcast of its size
+    tensor instead and ended, rank 1 waits in the list's data broadcast (#3), and rank 0 was named."""
+    if len(h.waiting_ranks) != 1 or len(h.group_ranks or ()) != 2 or h.seq < 2:
+        return  # (more ranks that issued it, waiting or through, outvote the one in no collective)
+    other = by_rank[h.waiting_ranks[0]]
+    at = other.position(h.stream) if other is not None else None
+    fly = at.in_flight if at is not None and at.in_flight is not None and at.in_flight.seq == h.seq else None
+    api = h.api or (fly.api if fly is not None else "")
+    before = other.call(h.stream, h.seq - 1) if api in OBJECT_APIS else None
+    if (before is None or before.op != h.op or " x uint8" not in (h.size or "")
+            or " x int64" not in (before.size or "")):
+        return  # not the collective's data call (torch's _object_to_tensor: uint8) after its sizes' (int64)
+    for r in h.missing_ranks:
+        doc = by_rank[r]
+        if r not in culprits or doc is None or h.missing[str(r)].state != Where.NO_COLLECTIVE:
+            continue
+        g = doc.position(h.stream)
+        mine = doc.call(h.stream, h.seq - 1)
+        if g is None or g.last_started != h.seq - 1 or mine is None or (mine.op, mine.size) != (before.op,
+                                                                                               before.size):
+            continue
+        culprits.discard(r)
+        undecided.append("%s: rank %d issued #%d as rank %d issued the first call of its %s and no call after it: "
+                         "a plain %s where the program has the %s, or the %s where it has the plain %s, leaves the "
+                         "same documents" % (describe(h), r, h.seq - 1, h.waiting_ranks[0], api, h.op, api, api,
+                                             h.op))
+
+
 def _where(doc, frames, now):
     """Where a rank that never entered a stuck call is instead (a draft Whereabouts)."""
     if doc is None:
@@ -219,6 +257,8 @@ def analyze(by_rank, world_size=None, now=None, stragglers=None):
     for h in hangs:
         h.root = not h.caused_by
         culprits.update(categorize(h, by_rank, undecided))
+    for h in hangs:
+        _object_call_short(h, by_rank, culprits, undecided)
     odd = {r for h in hangs if h.mismatch is not None for r in h.mismatch.odd_ranks or ()}
     for h in hangs:  # after every rule that names: the dead rank it leans on, named or missing from this call too
         dead = culprits | {r for r in h.missing_ranks if by_rank[r] is not None and by_rank[r].dead}

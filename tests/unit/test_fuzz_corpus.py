@@ -930,6 +930,18 @@ def test_under_nccl_a_repeat_whose_rank_ran_ahead_past_more_calls_than_the_twin_
     assert res.outcome == "exact", (res.culprits, sorted(res.case.expected), res.summary)
 
 
+@pytest.mark.parametrize("source", simulate.SOURCES)
+def test_a_plain_call_in_place_of_an_object_collective_of_a_pair_names_nobody(source):
+    """244008549 (``--shape ops``; found under the NCCL model, 2026-12-05): a world of two, a
+    broadcast_object_list; rank 0 issued a plain broadcast of the list's sizes (1 x int64) instead and ended, rank
+    1 waits in the list's data broadcast (#3).  Rank 1 issuing the object collective where the program has that
+    one broadcast leaves the same documents: the fuzzer flags it, and rank 0 was named (it is in no collective).
+    Now nobody (analysis._object_call_short)."""
+    from fuzz import run
+    res = run.judge(244008549, check_healthy=False, shape="ops", source=source)
+    assert res.case.undecidable and res.outcome == "undecided_ok", (res.culprits, res.summary)
+
+
 def test_a_call_of_a_kind_only_a_group_that_runs_calls_of_its_own_issued_is_not_voted_down():
     """185002283 (``--shape stages``, recorder model), wrong at d9437ec: pairs 1 and 2 run an all_reduce of 4 x
     float32 every seven steps that pairs 3-5 never run, first at step 6, and pair 1 another call each step; rank 2
