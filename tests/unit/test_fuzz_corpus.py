@@ -1233,3 +1233,30 @@ def test_a_pairs_own_call_first_run_at_the_place_names_nobody():
     from fuzz import run
     res = run.judge(228006973, check_healthy=False, shape="stages", source="recorder")
     assert res.outcome != "wrong", (res.culprits, res.summary)
+
+
+@pytest.mark.xfail(strict=True, reason="open: a pair's own broadcast every five steps first run at the place, voted "
+                                       "down by the other pair (253007367, found 2026-12-05, wrong at 50ec22f too)")
+def test_a_pairs_own_broadcast_first_run_at_the_place_names_nobody_under_nccl():
+    """253007367 (``--shape stages``, NCCL model): pair [0, 1] runs a broadcast every five steps that pair [2, 3]
+    never runs, first at step 4; rank 1 left it out and issued the pair's all_reduce; pair [2, 3], like pair [0, 1]
+    by its calls #1-#5, issued the all_reduce at #6, and rank 0, which kept the program, was named.  The class of
+    228006973: a call of a kind the group's record never showed may be the group's own, first run there."""
+    from fuzz import run
+    res = run.judge(253007367, check_healthy=False, shape="stages", source="nccl")
+    assert res.outcome != "wrong", (res.culprits, res.summary)
+
+
+@pytest.mark.xfail(strict=True, reason="open: a world of two's object collective every three steps first run at the "
+                                       "place, read by the group's own period (254013423, found 2026-12-05, wrong at "
+                                       "50ec22f too)")
+def test_an_object_collective_first_run_at_the_place_is_not_read_as_two_calls_left_out():
+    """254013423 (``--shape ops``): a world of two runs two broadcast_object_lists and a barrier a step (five calls)
+    and a third broadcast_object_list every three steps, first at step 2; rank 0 left that one out and issued the
+    next step's first call; the group's own period (#2-#16, every 5 calls) put rank 0's call at #17 and read rank
+    1's, the third list's sizes broadcast (root 0, as the second list's), as the period's #19, "2 left out", and
+    rank 1 was named.  The program with no third list, rank 1 leaving the next step's first list (two calls) out,
+    leaves the same documents: the fuzzer flags it (a skip at its slot's first call)."""
+    from fuzz import run
+    res = run.judge(254013423, check_healthy=False, shape="ops")
+    assert res.outcome != "wrong", (res.culprits, res.summary)
