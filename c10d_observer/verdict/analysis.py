@@ -114,13 +114,14 @@ def _resolved(by_rank, stuck):
 OBJECT_APIS = ("all_gather_object", "broadcast_object_list")  # each issues two calls of one op on its group
 
 
-def _object_call_short(h, by_rank, culprits, undecided):
+def _object_call_short(h, hangs, by_rank, culprits, undecided):
     """Withhold the name of a rank in no collective beside the one rank that waits in ``h``, where ``h`` is an
     object collective's call (its api: two calls of one op, a size and then the data) and the rank's last call on
     the group is #seq - 1, of the op and size of the waiting rank's #seq - 1, the collective's sizes (int64; its
     data are uint8, distributed_c10d's ``_object_to_tensor``): it issued one plain call where the other issued the
     object collective, or the other that collective where the program has the plain call, and the documents are
-    the same either way.  In a group of more ranks, those that issued ``h`` outvote it.  The fuzzer's ops
+    the same either way.  In a group of more ranks, those that issued ``h`` outvote it; a rank that other stuck
+    calls (``hangs``) miss too is named as before.  The fuzzer's ops
     seed 244008549 (NCCL model): a world of two, a broadcast_object_list; rank 0 issued a broadcast of its size
     tensor instead and ended, rank 1 waits in the list's data broadcast (#3), and rank 0 was named."""
     if len(h.waiting_ranks) != 1 or len(h.group_ranks or ()) != 2 or h.seq < 2:
@@ -135,7 +136,8 @@ def _object_call_short(h, by_rank, culprits, undecided):
         return  # not the collective's data call (torch's _object_to_tensor: uint8) after its sizes' (int64)
     for r in h.missing_ranks:
         doc = by_rank[r]
-        if r not in culprits or doc is None or h.missing[str(r)].state != Where.NO_COLLECTIVE:
+        if r not in culprits or doc is None or h.missing[str(r)].state != Where.NO_COLLECTIVE or any(
+                r in x.missing_ranks for x in hangs if x is not h):
             continue
         g = doc.position(h.stream)
         mine = doc.call(h.stream, h.seq - 1)
@@ -258,7 +260,7 @@ def analyze(by_rank, world_size=None, now=None, stragglers=None):
         h.root = not h.caused_by
         culprits.update(categorize(h, by_rank, undecided))
     for h in hangs:
-        _object_call_short(h, by_rank, culprits, undecided)
+        _object_call_short(h, hangs, by_rank, culprits, undecided)
     odd = {r for h in hangs if h.mismatch is not None for r in h.mismatch.odd_ranks or ()}
     for h in hangs:  # after every rule that names: the dead rank it leans on, named or missing from this call too
         dead = culprits | {r for r in h.missing_ranks if by_rank[r] is not None and by_rank[r].dead}
