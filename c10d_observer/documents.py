@@ -74,6 +74,14 @@ class Call(NamedTuple):
 
 GPU_STATES = ("scheduled", "started")
 ASYNC_P2P_APIS = ("batch_isend_irecv", "isend", "irecv")  # p2p ops not waited one by one (RankDoc.at_device)
+OBJECT_APIS = ("all_gather_object", "broadcast_object_list")  # each issues two calls of one op on its group
+
+
+def object_sizes_call(call):
+    """Whether ``call`` (a Call) is an object collective's first call, the one of its sizes: an int64 tensor of one
+    size per object (distributed_c10d's ``_object_to_tensor``; its data call carries uint8), the same for every
+    such collective of that api, root and number of objects, whatever the objects are."""
+    return call.api in OBJECT_APIS and " x int64" in (call.size or "")
 
 
 def _async_p2p(pos):

@@ -111,9 +111,6 @@ def _resolved(by_rank, stuck):
     return out
 
 
-OBJECT_APIS = ("all_gather_object", "broadcast_object_list")  # each issues two calls of one op on its group
-
-
 def _object_call_short(h, hangs, by_rank, culprits, undecided):
     """Withhold the name of a rank in no collective beside the one rank that waits in ``h``, where ``h`` is an
     object collective's call (its api: two calls of one op, a size and then the data) and the rank's last call on
@@ -130,7 +127,7 @@ def _object_call_short(h, hangs, by_rank, culprits, undecided):
     at = other.position(h.stream) if other is not None else None
     fly = at.in_flight if at is not None and at.in_flight is not None and at.in_flight.seq == h.seq else None
     api = h.api or (fly.api if fly is not None else "")
-    before = other.call(h.stream, h.seq - 1) if api in OBJECT_APIS else None
+    before = other.call(h.stream, h.seq - 1) if api in _documents.OBJECT_APIS else None
     if (before is None or before.op != h.op or " x uint8" not in (h.size or "")
             or " x int64" not in (before.size or "")):
         return  # not the collective's data call (torch's _object_to_tensor: uint8) after its sizes' (int64)

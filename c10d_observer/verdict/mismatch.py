@@ -4,6 +4,7 @@ import collections
 import re
 
 from .. import analogs as _analogs
+from .. import documents as _documents
 from .. import patterns as _patterns
 from ..levels import MismatchKind
 from ..streams import is_p2p
@@ -306,15 +307,39 @@ def _gaps(doc, stream, seq):
 
 
 def _by_own_pattern(m, calls, by_rank, stream, seq):
+    """The ranks that left out calls of the group's own period (analogs.own_pattern) named, with its evidence; not
+    where such a rank's call is an object collective's sizes call (``_a_new_object_call``)."""
     got = _analogs.own_pattern(by_rank, stream, seq, {r: (c.op, c.size) for r, c in calls.items()})
-    if got is None or not _name(m, calls, got[3]):
+    if got is None:
         return m
     (op, size), period, (first, last), skipped = got
-    m.evidence = "no majority in the group; its calls #%d-#%d repeat every %d calls, which puts %s at #%d; %s" % (
+    evidence = "no majority in the group; its calls #%d-#%d repeat every %d calls, which puts %s at #%d; %s" % (
         first, last, period, _call(op, size), seq, "; ".join(
             "%s issued the call it puts at #%d (%d left out)" % (rank_list([r]), seq + k, k)
             for r, k in sorted(skipped.items())))
+    new = _a_new_object_call(calls, skipped)
+    if new is not None:
+        m.evidence = "%s; but %s" % (evidence, new)
+    elif _name(m, calls, skipped):
+        m.evidence = evidence
     return m
+
+
+def _a_new_object_call(calls, skipped):
+    """Why the period names nobody, or None: a rank the period reads as having left calls out (``skipped``) issued
+    an object collective's sizes call (documents.object_sizes_call), which every such collective of that api, root
+    and number of objects issues alike: a program with one more of them here (a slot that runs every few steps,
+    first run here), the other ranks leaving it out and going on to the period's call, leaves the same documents.
+    The fuzzer's ops seed 254013423: a world of two, two broadcast_object_lists and a barrier a step and a third
+    list every three steps, first run at step 2, which rank 0 left out; rank 1's call, the third list's sizes
+    (root 0), was the second list's, two calls later in the period, and rank 1 was named."""
+    new = sorted(r for r in skipped if _documents.object_sizes_call(calls[r]))
+    if not new:
+        return None
+    api = calls[new[0]].api
+    return ("%s issued the sizes call of %s, as every %s of that root and number of objects does: a program with "
+            "one more %s here (one that runs every few steps, first run here), the other ranks leaving it out, "
+            "leaves the same documents, so nothing decides" % (rank_list(new), api, api, api))
 
 
 def _by_neighbours(m, calls, by_rank, stream, seq):

@@ -143,7 +143,9 @@ def test_a_call_is_judged_by_the_op_its_document_shows(seed, shape, named):
     before the object collective's own (81002092, 81009827): the record then shows that call twice in a row, and a
     program with a plain all_gather of one int64 there (first run at that step), the other rank skipping it,
     leaves the same documents (verdict.mismatch._unless_a_repeat; the fuzzer's repeat flag does not read an
-    object collective's two calls, so these count as undecided, not flagged)."""
+    object collective's two calls, so these count as undecided, not flagged).  81002092's period reads the rank
+    as having left one call out, and its call there is the next all_gather_object's sizes: a program with one
+    more of them there leaves the same documents too, which is said first (mismatch._a_new_object_call)."""
     case = programs.make_case(seed, shape=shape)
     assert not case.undecidable, case.why_undecidable
     faulty = _faulty(case)
@@ -153,7 +155,8 @@ def test_a_call_is_judged_by_the_op_its_document_shows(seed, shape, named):
     if named:
         assert v.culprit_ranks == [case.fault.rank], v.summary
     else:
-        assert v.culprit_ranks == [] and any(" again (" in u and " of 1 x int64" in u for u in v.undecided), v.undecided
+        assert v.culprit_ranks == [] and any((" again (" in u and " of 1 x int64" in u) or (
+            "the sizes call of all_gather_object" in u) for u in v.undecided), v.undecided
 
 
 @pytest.mark.parametrize("seed", [13000480, 13000499, 13001046])
