@@ -75,7 +75,7 @@ def _streams(by_rank):
                 continue
             s = out.setdefault(g.stream, {"ranks": tuple(g.ranks), "calls": {}, "done": 0, "clash": set()})
             s["done"] = max(s["done"], g.last_completed or 0)
-            for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ()):
+            for c in g.shown():
                 if c.op in (None, "unknown"):
                     continue
                 if s["calls"].setdefault(c.seq, (c.op, c.size)) != (c.op, c.size):
@@ -95,7 +95,7 @@ def _p2p_streams(by_rank):
             s = out.setdefault(g.stream, {"ranks": (g.src, g.dst), "group": g.group, "calls": {}, "clash": set(),
                                           "done": g.last_completed or 0})
             s["done"] = min(s["done"], g.last_completed or 0)  # both halves completed it: gone past
-            for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ()):
+            for c in g.shown():
                 if s["calls"].setdefault(c.seq, c.size) != c.size:
                     s["clash"].add(c.seq)
     return out

@@ -141,6 +141,10 @@ class Position(NamedTuple):
             return sorted({self.src, self.dst})
         return list(self.ranks or ())
 
+    def shown(self):
+        """The calls this position shows: its recent ones, then its call in flight (a tuple of Calls)."""
+        return self.recent + ((self.in_flight,) if self.in_flight is not None else ())
+
     def call(self, seq):
         """What this rank knows of its call ``seq`` here (Call), or None."""
         if self.in_flight is not None and self.in_flight.seq == seq:
@@ -588,7 +592,7 @@ class RankDoc(NamedTuple):
                     g.in_flight is None or g.in_flight.started_at is None or g.in_flight.started_at <= held):
                 groups.append(g)  # no call of it issued after: as it is
                 continue
-            calls = {c.seq: c for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ())}
+            calls = {c.seq: c for c in g.shown()}
             later = sorted(q for q, c in calls.items() if held is not None and c.started_at is not None
                            and c.started_at > held)
             if (not device_ordered(g.backend) or not later or later[-1] != g.last_started
@@ -614,7 +618,7 @@ class RankDoc(NamedTuple):
         calls a recorder source never put in the channel."""
         seen = {}
         for g in self.groups:
-            for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ()):
+            for c in g.shown():
                 if c.started_at is not None:
                     seen[(g.stream, c.seq)] = (c.started_at, g.stream, c)
         by_group = {g.group: g.stream for g in self.groups if g.kind == "collective" and g.stream == g.group}

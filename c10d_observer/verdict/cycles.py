@@ -175,12 +175,8 @@ def _sizes_ahead(by_rank, cycle, group_name):
 def _size_at(doc, stream, seq):
     """The size of call #seq on ``stream`` as ``doc`` shows it, or None."""
     g = doc.position(stream) if doc is not None else None
-    if g is None:
-        return None
-    for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ()):
-        if c.seq == seq:
-            return c.size
-    return None
+    c = g.call(seq) if g is not None else None
+    return None if c is None else c.size
 
 
 def _written(by_rank):
@@ -201,7 +197,7 @@ def _written_calls(by_rank):
         for g in doc.groups:
             d = by_rank[r].position(g.stream) if r in by_rank else None
             past = d.last_started if d is not None and isinstance(d.last_started, int) else 0
-            for c in g.recent + ((g.in_flight,) if g.in_flight is not None else ()):
+            for c in g.shown():
                 if c.seq > past and not _streams.is_p2p(g.stream):
                     calls[(g.stream, c.seq)] = (c.op, c.size)
     return out

@@ -260,12 +260,7 @@ def _more_between(written, theirs, stream, seq):
 def _recent(doc, stream):
     """The calls of ``stream`` a document shows, its call in flight included."""
     g = doc.position(stream)
-    return () if g is None else _shown(g)
-
-
-def _shown(g):
-    """A position's recent calls and its call in flight."""
-    return g.recent + ((g.in_flight,) if g.in_flight is not None else ())
+    return () if g is None else g.shown()
 
 
 def _at_a_later_call(odd, other, stream, seq):
@@ -288,7 +283,7 @@ def _starts(doc):
         return None
     out = {}
     for g in doc.groups:
-        for c in _shown(g):
+        for c in g.shown():
             if c.started_at is None:
                 return None
             out[(g.stream, c.seq)] = c.started_at

@@ -180,5 +180,5 @@ def _op_at(e, pos, seq):
     """The op a rank's documents show at ``seq`` of a stream: its overdue entry's, else its history's."""
     if e is not None and e.op != "unknown":
         return e.op
-    calls = list(pos.recent) + ([pos.in_flight] if pos.in_flight is not None else []) if pos is not None else []
+    calls = pos.shown() if pos is not None else ()
     return next((c.op for c in calls if c is not None and c.seq == seq), "unknown")
