@@ -703,7 +703,7 @@ SHOWN = 32  # calls per stream a document shows (rank_docs.HISTORY, simulate.HIS
 def undecidable_at_hang(program, fault, faulty, started, blocked):
     """Why no verdict can name the culprit, from the faulty run's state at the hang (``started``: {rank: {stream:
     the last seq it started}}, ``blocked``: {rank: (stream, seq) it waits in}), where ``undecidable`` (the program
-    and the fault alone) found no reason: a reason, or None.  Five twins a user's program may be, each leaving
+    and the fault alone) found no reason: a reason, or None.  Six twins a user's program may be, each leaving
     the documents the case leaves with another rank at fault (tests/unit/test_fuzz_twins.py builds each, for
     seeds of this generator, and holds their documents equal to the case's):
 
@@ -738,6 +738,10 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
       other groups mirror, whose records show the place, at the program's first step, both ranks waiting there:
       the program whose group runs one more call there, on it alone, the rank's call, its partner skipping it
       (``_extra_at_first_step``; flagged only where that twin, built, leaves the case's documents).
+
+    - a skip of a collective after which the rank waits in its first send or recv with a rank that waits in that
+      collective: the program with one more exchange between the two ahead of it, the other rank skipping its
+      half (``_sparse_twin_link``; flagged only where that twin, built, leaves the case's documents).
     """
     if fault.kind not in ("skip", "swap", "mismatch_op", "mismatch_size", "mismatch_root"):
         return None
@@ -753,7 +757,8 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
         return _sparse_twin(program, fault, faulty, place, started, blocked) or _swapped_first_run(
             program, fault, place, blocked)
     if fault.kind == "skip":
-        sparse = _sparse_twin(program, fault, faulty, place, started, blocked)
+        sparse = _sparse_twin(program, fault, faulty, place, started, blocked) or _sparse_twin_link(
+            program, fault, faulty, started, blocked)
         if sparse is not None:
             return sparse
     if len(group.ranks) != 2:
@@ -981,6 +986,40 @@ def _stepped_before(calls, gid, call):
 
 
 P2P_SPARSE = " (the skipped call a send or recv: flagged where that twin, built, leaves the same documents)"
+LINK_SPARSE = " (the rank's next call a send or recv: flagged where that twin, built, leaves the same documents)"
+
+
+def _sparse_twin_link(program, fault, faulty, started, blocked):
+    """``_sparse_twin`` where the rank, after the skip of a call on W, waits in a plain send or recv with a rank p of
+    W, its next call after its last on W, p waiting in W's next call: a program with one more exchange of that
+    tensor between the two there (a slot first run at that step, ahead of the W call), whose half p skipped,
+    leaves the same documents (p waits in the W call, the rank in its half, for each other).  The real 2.15
+    program 58000113 (shape p2p, step 0): rank 0 left the first of the world's two all_reduces out, issued the
+    second as the first, and waits to receive from rank 3, which waits in the second; the verdict says "cannot
+    decide" (an ordering cycle), and the program with the exchange ahead of the second all_reduce, rank 3
+    skipping its send, is the twin.  Flagged only where that twin, built (``twins.link``), leaves the case's
+    documents."""
+    rank, w = fault.rank, fault.call.group
+    at = blocked.get(rank)
+    mine = faulty[rank]
+    if at is None or ":p2p:" not in str(at[0]):
+        return None
+    on_link = [i for i, x in enumerate(mine) if p2p_stream(x, rank) == at[0]]
+    if at[1] != 1 or not on_link:
+        return None  # a call on the link before shows where the program puts the exchange (the verdict's bet)
+    i = on_link[at[1] - 1]  # the send or recv the rank waits in
+    nxt = mine[i]
+    partner, n = nxt.peer, started.get(rank, {}).get(w, 0)
+    if partner not in program.groups[w].ranks or blocked.get(partner) != (w, n + 1):
+        return None
+    if i == 0 or mine[i - 1].group != w or mine[i - 1].op in P2P_OPS:
+        return None  # its call before the send or recv is its last on W
+    if started.get(partner, {}).get(at[0], 0) != at[1] - 1:
+        return None
+    return ("a skip of %s on group %s, after which rank %d waits in its %s #%d on %s, and rank %d in the group's call "
+            "#%d: a program with one more exchange between the two there (a slot first run at that step), whose "
+            "half rank %d skipped, leaves the same documents%s" % (
+                fault.call.op, w, rank, nxt.op, at[1], at[0], partner, n + 1, partner, LINK_SPARSE))
 
 
 def p2p_stream(call, rank):

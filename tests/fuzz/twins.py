@@ -114,7 +114,30 @@ def swapped(case, faulty):
     return healthy, twin_faulty, partner
 
 
-BUILDERS = {"sparse": sparse, "sibling": sibling, "shifted": shifted, "sparse_swap": sparse, "swapped": swapped,
+def link(case, faulty):
+    """The program with one more exchange between the rank and its peer ahead of the W call the peer waits in (the
+    send or recv the rank waits in, and its other half on the peer), and that fault: the peer skipped its half.
+    The rank's calls up to that send or recv are the program's as it issued them, at the times it issued them (a
+    skip of one of two calls alike issues the second at the first's place).  (twin program, twin faulty calls, its
+    culprit)"""
+    f, program = case.fault, case.program
+    rank = f.rank
+    i = faulty.ptr[rank] - 1
+    mine = case.calls[rank][i]  # the send or recv the rank waits in, after its last W call
+    partner = mine.peer
+    w_gid, place = faulty.blocked[partner]
+    assert mine.op in ("send", "recv") and ":p2p:" not in str(w_gid)
+    healthy = {q: list(cs) for q, cs in program.calls.items()}
+    healthy[rank] = case.calls[rank][:i + 1] + program.calls[rank][programs.nth_on_stream(
+        program.calls[rank], rank, w_gid, place):]
+    k = programs.nth_on_stream(healthy[partner], partner, w_gid, place)
+    healthy[partner].insert(k, mine._replace(op="recv" if mine.op == "send" else "send", peer=rank))
+    twin_faulty = {q: list(cs) for q, cs in healthy.items()}
+    del twin_faulty[partner][k]
+    return healthy, twin_faulty, partner
+
+
+BUILDERS = {"sparse": sparse, "link": link, "sibling": sibling, "shifted": shifted, "sparse_swap": sparse, "swapped": swapped,
             "extra": extra}
 
 
@@ -159,7 +182,9 @@ def same_documents(case, faulty, source):
     where its documents under ``source`` are the case's (``faulty``: the case's Sim, run), its culprit another rank,
     its program ending healthy and its own fault hanging it; or None."""
     why = case.why_undecidable or ""
-    if why.startswith(("a skip of", "a swap of")):
+    if why.endswith(programs.LINK_SPARSE):
+        kinds = ("link",)
+    elif why.startswith(("a skip of", "a swap of")):
         kinds = ("sparse", "swapped") if why.startswith("a swap of") else ("sparse",)
     elif why.startswith("a skip on group"):
         kinds = ("shifted",)

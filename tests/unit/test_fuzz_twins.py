@@ -38,6 +38,9 @@ EXTRA = (31000432, 31000176, 31000287, 1008687)
 # have no step of it on record yet: the sparse twin (its extra call on the pair alone), since programs._stepped_before
 SPARSE_UNSTEPPED = (54000000, 7000578, 7000603, 7007682)
 SPARSE_P2P = (160000952, 160005517, 160009009, 160012562, 160019184, 160001211, 160012164, 7014099)
+# a skip of a collective, the rank's next call its first send or recv with a rank that waits in the collective
+# (programs._sparse_twin_link; 58000113: a real 2.15 program's, undecided there and in the simulation)
+LINK = (58000113, 7001638, 7008902, 7010613, 7013191, 7013977, 7014239, 7014924, 7018762)
 
 
 def _faulty(case):
@@ -46,14 +49,15 @@ def _faulty(case):
     return sim
 
 
-PREFIX = {"sparse": "a skip of", "shifted": "a skip on group", "sparse_swap": "a swap of", "swapped": "a swap of",
+PREFIX = {"sparse": "a skip of", "link": "a skip of", "shifted": "a skip on group", "sparse_swap": "a swap of", "swapped": "a swap of",
           "extra": programs.EXTRA_PREFIX}
 
 
 @pytest.mark.parametrize("seed,kind", [(s, "sparse") for s in SPARSE + SPARSE_P2P + SPARSE_UNSTEPPED] +
                          [(s, "sibling") for s in SIBLING] +
                          [(s, "shifted") for s in SHIFTED] + [(s, "sparse_swap") for s in SPARSE_SWAPS] +
-                         [(s, "swapped") for s in SWAPPED] + [(s, "extra") for s in EXTRA])
+                         [(s, "swapped") for s in SWAPPED] + [(s, "extra") for s in EXTRA] +
+                         [(s, "link") for s in LINK])
 def test_a_case_flagged_at_the_hang_has_a_twin_with_the_same_documents(seed, kind):
     case = programs.make_case(seed, kind="swap" if kind in ("sparse_swap", "swapped") else None)
     assert not case.undecidable  # the program and the fault alone do not flag it
@@ -271,3 +275,17 @@ def test_a_skip_before_a_pair_call_its_family_runs_at_its_steps_is_not_flagged_a
     _, mine = twins.documents_of(case.program, case.calls, seed, "exact")
     assert set(verdict.analyze(mine).culprit_ranks) == case.expected == {6}
 
+
+
+@pytest.mark.parametrize("seed", [7000009, 7000877, 7001795])
+def test_a_skip_before_an_exchange_its_link_ran_before_is_not_flagged(seed):
+    """A skip of a collective, the rank then waiting in a send or recv with a rank that waits in the collective,
+    where that link carried the exchange at an earlier step: its record shows the exchange after the collective,
+    and the verdict names the rank by it (the bet on the program repeating what the documents show, which the
+    fuzzer does not flag); the link twin stands only at the link's first exchange (programs._sparse_twin_link)."""
+    case = programs.make_case(seed)
+    faulty = _faulty(case)
+    flagged = simulate.flag_at_hang(case, faulty)
+    assert not (flagged.why_undecidable or "").endswith(programs.LINK_SPARSE), flagged.why_undecidable
+    docs = simulate.documents(faulty, simulate.mode_of(seed), period=simulate.period_of(seed))
+    assert verdict.analyze(docs).culprit_ranks == [case.fault.rank]
