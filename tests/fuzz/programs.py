@@ -703,7 +703,7 @@ SHOWN = 32  # calls per stream a document shows (rank_docs.HISTORY, simulate.HIS
 def undecidable_at_hang(program, fault, faulty, started, blocked):
     """Why no verdict can name the culprit, from the faulty run's state at the hang (``started``: {rank: {stream:
     the last seq it started}}, ``blocked``: {rank: (stream, seq) it waits in}), where ``undecidable`` (the program
-    and the fault alone) found no reason: a reason, or None.  Six twins a user's program may be, each leaving
+    and the fault alone) found no reason: a reason, or None.  Seven twins a user's program may be, each leaving
     the documents the case leaves with another rank at fault (tests/unit/test_fuzz_twins.py builds each, for
     seeds of this generator, and holds their documents equal to the case's):
 
@@ -742,6 +742,11 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
     - a skip of a collective after which the rank waits in its first send or recv with a rank that waits in that
       collective: the program with one more exchange between the two ahead of it, the other rank skipping its
       half (``_sparse_twin_link``; flagged only where that twin, built, leaves the case's documents).
+
+    - a skip on a group of two ranks that other groups mirror, before a step of it is on record, after which the
+      rank waits in a call of another group that its partner, waiting at the place, is in too: the program whose
+      group runs that call from a later step on, the partner skipping the other group's call
+      (``_later_at_first_step``; flagged only where that twin, built, leaves the case's documents).
     """
     if fault.kind not in ("skip", "swap", "mismatch_op", "mismatch_size", "mismatch_root"):
         return None
@@ -764,7 +769,8 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
     if len(group.ranks) != 2:
         return None
     if fault.kind == "skip":
-        shifted = _shifted_to_a_first_call(program, fault, faulty, place, blocked)
+        shifted = _shifted_to_a_first_call(program, fault, faulty, place, blocked) or _later_at_first_step(
+            program, fault, faulty, place, started, blocked)
         if shifted is not None:
             return shifted
     repeat = _repeat_at_place(program, fault, faulty, place, blocked)
@@ -863,6 +869,43 @@ def _extra_at_first_step(program, fault, faulty, place, blocked):
             "whether it runs a call more than they do)" % (
                 EXTRA_PREFIX, c.group, ", ".join(map(str, program.groups[c.group].ranks)), c.group, place,
                 _words(issued, program), rank, partner))
+
+
+LATER = " (before a step of the group is on record: flagged where that twin, built, leaves the same documents)"
+
+
+def _later_at_first_step(program, fault, faulty, place, started, blocked):
+    """``undecidable_at_hang``'s seventh twin: a reason, or None.  A skip on a group S of two ranks whose family's
+    other groups run its calls (they mirror it), before a step of S is on record, after which the rank waits in
+    its next call, on another group W, where its partner waits in S at the place: the program whose S runs that
+    call from a later step on (a stage's slot: shape "stages"), its partner skipping the W call and issuing S's
+    next call, leaves the same documents.  Before S's record holds a step of its program, the groups of its family
+    say nothing of whether S runs their calls from the same step (the verdict's ``analogs.alike_in_a_step``).  The
+    real 2.15 program 58000147 (pairs, step 0): rank 3 left out its pair's all_gather and waits in the world's
+    all_reduce, rank 2 in the all_gather; pair [0, 1] issued its all_gather first, and the verdict says "cannot
+    decide".  ``simulate.flag_at_hang`` builds the twin (``twins.later``) and flags the case only where its
+    documents are the case's."""
+    rank, c = fault.rank, fault.call
+    at = blocked.get(rank)
+    mine = faulty[rank]
+    if at is None or ":p2p:" in str(at[0]) or at[0] == c.group or fault.index >= len(mine):
+        return None
+    if _stepped_before(program.calls[rank][:fault.index], c.group, c):
+        return None  # a step of S on record: the groups of its family show where S's calls go (the verdict's bet)
+    nxt = mine[fault.index]
+    if nxt.group != at[0] or nxt.op in P2P_OPS or rank not in program.groups[at[0]].ranks:
+        return None  # its next call is the one it waits in
+    partner = [x for x in program.groups[c.group].ranks if x != rank][0]
+    if partner not in program.groups[at[0]].ranks or blocked.get(partner) != (c.group, place):
+        return None
+    if not mirrors(program, c.group, place):
+        return None  # ``undecidable`` judged it (its slot's first call)
+    if started.get(partner, {}).get(at[0], 0) != at[1] - 1 or started.get(rank, {}).get(c.group, 0) != place - 1:
+        return None
+    return ("a skip on group %s of %s #%d, after which rank %d waits in call #%d on group %s, and rank %d in the "
+            "skipped call: a program whose group %s runs that call from a later step on (a stage's slot), rank %d "
+            "skipping the group %s call, leaves the same documents%s" % (
+                c.group, c.op, place, rank, at[1], at[0], partner, c.group, partner, at[0], LATER))
 
 
 def _shifted_to_a_first_call(program, fault, faulty, place, blocked):

@@ -1189,7 +1189,7 @@ def flag_at_hang(case, faulty, source="exact"):
         return case
     flagged = case._replace(undecidable=True, why_undecidable=why)
     from . import twins  # twins builds on this module
-    if why.endswith((programs.MIRRORED, programs.P2P_SPARSE, programs.LINK_SPARSE)) or why.startswith((programs.EXTRA_PREFIX,
+    if why.endswith((programs.MIRRORED, programs.P2P_SPARSE, programs.LINK_SPARSE, programs.LATER)) or why.startswith((programs.EXTRA_PREFIX,
                                                                                   programs.REPEAT_PREFIX)):
         # built under every model: the flag stands where its twin does
         return flagged if twins.same_documents(flagged, faulty, source) is not None else case

@@ -137,7 +137,32 @@ def link(case, faulty):
     return healthy, twin_faulty, partner
 
 
-BUILDERS = {"sparse": sparse, "link": link, "sibling": sibling, "shifted": shifted, "sparse_swap": sparse, "swapped": swapped,
+def later(case, faulty):
+    """The program whose group S (the skipped call's, of two ranks) runs that call from a later step on: S's calls
+    from the place on, one fewer, the partner's next one issued at the time it issued the skipped one in the case;
+    and that fault: the partner skipped the W call the rank waits in.  (twin program, twin faulty calls, its
+    culprit)"""
+    f, program = case.fault, case.program
+    rank, s_gid = f.rank, f.call.group
+    partner = [x for x in program.groups[s_gid].ranks if x != rank][0]
+    w_gid, k = faulty.blocked[rank]
+    place = programs.coll_place(program.calls[rank], f.index)
+    healthy = {q: list(cs) for q, cs in program.calls.items()}
+    at = healthy[partner][programs.nth_call(healthy[partner], s_gid, place)].at
+    for q in (rank, partner):
+        del healthy[q][programs.nth_call(healthy[q], s_gid, place)]
+    assert sum(1 for x in healthy[partner] if x.group == s_gid and x.op not in programs.P2P_OPS) >= place  # (S runs
+    # a call after it, which the partner waits in, in the twin)
+    i = programs.nth_call(healthy[partner], s_gid, place)  # its next call on S: the one it waits in, in the twin
+    healthy[partner][i] = healthy[partner][i]._replace(at=at)
+    twin_faulty = {q: list(cs) for q, cs in healthy.items()}
+    j = programs.nth_call(healthy[partner], w_gid, k)
+    assert j < i
+    del twin_faulty[partner][j]
+    return healthy, twin_faulty, partner
+
+
+BUILDERS = {"sparse": sparse, "link": link, "later": later, "sibling": sibling, "shifted": shifted, "sparse_swap": sparse, "swapped": swapped,
             "extra": extra}
 
 
@@ -184,6 +209,8 @@ def same_documents(case, faulty, source):
     why = case.why_undecidable or ""
     if why.endswith(programs.LINK_SPARSE):
         kinds = ("link",)
+    elif why.endswith(programs.LATER):
+        kinds = ("later",)
     elif why.startswith(("a skip of", "a swap of")):
         kinds = ("sparse", "swapped") if why.startswith("a swap of") else ("sparse",)
     elif why.startswith("a skip on group"):
