@@ -745,7 +745,7 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
 
     - a skip on a group of two ranks that other groups mirror, before a step of it is on record, after which the
       rank waits in a call of another group that its partner, waiting at the place, is in too: the program whose
-      group runs that call from a later step on, the partner skipping the other group's call
+      group runs that call after the other group's, the partner skipping the other group's call
       (``_later_at_first_step``; flagged only where that twin, built, leaves the case's documents).
     """
     if fault.kind not in ("skip", "swap", "mismatch_op", "mismatch_size", "mismatch_root"):
@@ -878,9 +878,9 @@ def _later_at_first_step(program, fault, faulty, place, started, blocked):
     """``undecidable_at_hang``'s seventh twin: a reason, or None.  A skip on a group S of two ranks whose family's
     other groups run its calls (they mirror it), before a step of S is on record, after which the rank waits in
     its next call, on another group W, where its partner waits in S at the place: the program whose S runs that
-    call from a later step on (a stage's slot: shape "stages"), its partner skipping the W call and issuing S's
-    next call, leaves the same documents.  Before S's record holds a step of its program, the groups of its family
-    say nothing of whether S runs their calls from the same step (the verdict's ``analogs.alike_in_a_step``).  The
+    call after the W call (a stage's slot, later than its family's: shape "stages"), its partner skipping the W
+    call, leaves the same documents.  Before S's record holds a step of its program, the groups of its family say
+    nothing of whether S runs their calls where they do (the verdict's ``analogs.alike_in_a_step``).  The
     real 2.15 program 58000147 (pairs, step 0): rank 3 left out its pair's all_gather and waits in the world's
     all_reduce, rank 2 in the all_gather; pair [0, 1] issued its all_gather first, and the verdict says "cannot
     decide".  ``simulate.flag_at_hang`` builds the twin (``twins.later``) and flags the case only where its
@@ -903,8 +903,8 @@ def _later_at_first_step(program, fault, faulty, place, started, blocked):
     if started.get(partner, {}).get(at[0], 0) != at[1] - 1 or started.get(rank, {}).get(c.group, 0) != place - 1:
         return None
     return ("a skip on group %s of %s #%d, after which rank %d waits in call #%d on group %s, and rank %d in the "
-            "skipped call: a program whose group %s runs that call from a later step on (a stage's slot), rank %d "
-            "skipping the group %s call, leaves the same documents%s" % (
+            "skipped call: a program whose group %s runs that call after it (a stage's slot), rank %d skipping the "
+            "group %s call, leaves the same documents%s" % (
                 c.group, c.op, place, rank, at[1], at[0], partner, c.group, partner, at[0], LATER))
 
 
