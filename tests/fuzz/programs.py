@@ -752,7 +752,10 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
         return None
     c = fault.call
     if c.op in P2P_OPS:
-        return _sparse_twin_p2p(program, fault, faulty, started, blocked) if fault.kind == "skip" else None
+        if fault.kind != "skip":
+            return None
+        return _sparse_twin_p2p(program, fault, faulty, started, blocked) or _extra_on_a_link(
+            program, fault, faulty, blocked) or _later_on_a_link(program, fault, faulty, started, blocked)
     group = program.groups.get(c.group)
     if group is None:
         return None
@@ -1125,6 +1128,78 @@ def _sparse_twin_p2p(program, fault, faulty, started, blocked):
             "step), which rank %d skipped, leaves the same documents%s" % (
                 c.op, place, stream, rank, at[1], s_gid, ", ".join(map(str, s_group.ranks)), partner, s_gid, partner,
                 P2P_SPARSE))
+
+
+LINK_EXTRA = " (an op more on the link: flagged where that twin, built, leaves the same documents)"
+
+
+def _extra_on_a_link(program, fault, faulty, blocked):
+    """A skip of a send or recv at the first step its link between the rank and its peer runs, after which the rank
+    waits in its next call, a send or recv with that peer, while the peer waits in another op with the rank: the
+    program with that next op twice there (one more op of the link at that step, its other half on the peer ahead
+    of the op the peer waits in), which the peer skipped, leaves the same documents.  Before a step of the link is
+    on record, the links of other pairs that run the same exchange show nothing of an op this link runs more.
+    The fuzzer's seed 7000227 (a world of ten, four pairs exchanging at each step): rank 4 skipped its recv from 9
+    at step 0 and waits in its next send to 9, rank 9 in its send to 4.  Flagged only where that twin, built
+    (``twins.link_extra``), leaves the case's documents."""
+    rank, c = fault.rank, fault.call
+    mine = faulty[rank]
+    if fault.index >= len(mine):
+        return None
+    nxt = mine[fault.index]
+    if nxt.op not in ("send", "recv") or blocked.get(rank) != (p2p_stream(nxt, rank), _nth_on_link(
+            mine[:fault.index + 1], rank, nxt)):
+        return None  # its next call is not the one it waits in
+    peer = nxt.peer
+    at = blocked.get(peer)
+    if peer != c.peer or at is None or ":p2p:" not in str(at[0]) or at[0] == p2p_stream(nxt, rank) or str(
+            rank) not in str(at[0]).split(":p2p:")[1].split("->"):
+        return None  # the peer waits in another op with the rank
+    if any(x.op in P2P_OPS and x.peer == peer and 0 <= x.step < c.step for x in program.calls[rank][:fault.index]):
+        return None  # a step of the link on record: its own record shows its ops (the verdict may bet on it)
+    return ("a skip of %s %s %d at the link's first step, after which rank %d waits in its %s with rank %d, which "
+            "waits in another op with it: a program with that op twice there, rank %d skipping the second's other "
+            "half, leaves the same documents%s" % (c.op, "to" if c.op == "send" else "from", peer, rank, nxt.op,
+                                                    peer, peer, LINK_EXTRA))
+
+
+def _later_on_a_link(program, fault, faulty, started, blocked):
+    """A skip of a send or recv at the first step its link between the rank and its peer runs, after which the rank
+    waits in its next call, a collective on a group W the peer is in, while the peer waits in its half of the
+    skipped op: the program with that op (both halves) after the W call, the peer skipping the W call, leaves the
+    same documents (``_later_at_first_step``'s twin on a link: a pipeline's backward recv after a world call).
+    The fuzzer's seed 7000994: rank 0 skipped its recv from 2 at step 0 and waits in the world's all_reduce #2,
+    rank 2 in its send to 0.  Flagged only where that twin, built (``twins.link_later``), leaves the case's
+    documents."""
+    rank, c = fault.rank, fault.call
+    mine = faulty[rank]
+    at = blocked.get(rank)
+    if fault.index >= len(mine) or at is None or ":p2p:" in str(at[0]):
+        return None
+    nxt, peer = mine[fault.index], c.peer
+    if nxt.group != at[0] or nxt.op in P2P_OPS or peer not in program.groups[at[0]].ranks:
+        return None  # its next call is the collective it waits in, on a group the peer is in
+    stream = p2p_stream(c, rank)
+    if blocked.get(peer) != (stream, 1 + sum(1 for x in program.calls[rank][:fault.index]
+                                             if p2p_stream(x, rank) == stream)):
+        return None  # the peer waits in its half of the skipped op
+    if started.get(peer, {}).get(at[0], 0) != at[1] - 1:
+        return None
+    if any(x.op in P2P_OPS and x.peer == peer and 0 <= x.step < c.step for x in program.calls[rank][:fault.index]):
+        return None  # a step of the link on record shows where its ops go among W's calls
+    return ("a skip of %s %s %d at the link's first step, after which rank %d waits in %s #%d on group %s, and rank "
+            "%d in its half of the skipped op: a program with that op after the group's call, rank %d skipping the "
+            "group's call, leaves the same documents%s" % (c.op, "to" if c.op == "send" else "from", peer, rank,
+                                                            nxt.op, at[1], at[0], peer, peer, LINK_LATER))
+
+
+LINK_LATER = " (the link's op after the group's call: flagged where that twin, built, leaves the same documents)"
+
+
+def _nth_on_link(calls, rank, call):
+    """The seq of ``call`` (the last of ``calls``, ``rank``'s) on its p2p stream."""
+    stream = p2p_stream(call, rank)
+    return sum(1 for x in calls if p2p_stream(x, rank) == stream)
 
 
 def _unseen_at_place(program, fault, faulty):

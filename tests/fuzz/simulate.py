@@ -1169,6 +1169,11 @@ def healthy_docs(sim, typed=False):
 AT_HANG_SOURCES = ("exact", "recorder")
 
 
+# the flags built under every model (programs.undecidable_at_hang's reasons end so): each stands where its twin does
+BUILT_FLAGS = (programs.MIRRORED, programs.P2P_SPARSE, programs.LINK_SPARSE, programs.LATER, programs.LINK_EXTRA,
+               programs.LINK_LATER)
+
+
 def flag_at_hang(case, faulty, source="exact"):
     """The case, flagged undecidable where the faulty run's state at the hang shows a twin
     (programs.undecidable_at_hang; ``faulty``: the case's Sim, run), or no longer where it shows none of the flag
@@ -1189,8 +1194,7 @@ def flag_at_hang(case, faulty, source="exact"):
         return case
     flagged = case._replace(undecidable=True, why_undecidable=why)
     from . import twins  # twins builds on this module
-    if why.endswith((programs.MIRRORED, programs.P2P_SPARSE, programs.LINK_SPARSE, programs.LATER)) or why.startswith((programs.EXTRA_PREFIX,
-                                                                                  programs.REPEAT_PREFIX)):
+    if why.endswith(BUILT_FLAGS) or why.startswith((programs.EXTRA_PREFIX, programs.REPEAT_PREFIX)):
         # built under every model: the flag stands where its twin does
         return flagged if twins.same_documents(flagged, faulty, source) is not None else case
     if source == "nccl":

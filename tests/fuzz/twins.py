@@ -180,7 +180,45 @@ def later_step(case, faulty):
     return healthy, twin_faulty, partner
 
 
-BUILDERS = {"sparse": sparse, "link": link, "later": later, "later_step": later_step, "sibling": sibling, "shifted": shifted, "sparse_swap": sparse, "swapped": swapped,
+def link_extra(case, faulty):
+    """The program with the rank's next op after the skip twice in a row (its other half on the peer ahead of the op
+    the peer waits in), and that fault: the peer skipped that half.  (twin program, twin faulty calls, its
+    culprit)"""
+    f, program = case.fault, case.program
+    rank = f.rank
+    assert faulty.ptr[rank] - 1 == f.index  # the op it waits in is its next after the skip
+    mine = case.calls[rank][f.index]
+    peer = mine.peer
+    healthy = {q: list(cs) for q, cs in program.calls.items()}
+    healthy[rank].insert(f.index, mine)
+    j = faulty.ptr[peer] - 1  # the op the peer waits in
+    healthy[peer].insert(j, mine._replace(op="recv" if mine.op == "send" else "send", peer=rank))
+    twin_faulty = {q: list(cs) for q, cs in healthy.items()}
+    del twin_faulty[peer][j]
+    return healthy, twin_faulty, peer
+
+
+def link_later(case, faulty):
+    """The program with the skipped send or recv, and its other half on the peer, after the W call the rank waits
+    in, and that fault: the peer skipped that W call.  (twin program, twin faulty calls, its culprit)"""
+    f, program = case.fault, case.program
+    rank, peer = f.rank, f.call.peer
+    w_gid, k = faulty.blocked[rank]
+    healthy = {q: list(cs) for q, cs in program.calls.items()}
+    x = healthy[rank].pop(f.index)
+    healthy[rank].insert(programs.nth_call(healthy[rank], w_gid, k) + 1, x)
+    j = faulty.ptr[peer] - 1  # its half, which it waits in
+    y = healthy[peer].pop(j)
+    assert y.peer == rank and y.op in ("send", "recv")
+    i = programs.nth_call(healthy[peer], w_gid, k)
+    assert i >= j  # the W call came after its half
+    healthy[peer].insert(i + 1, y)
+    twin_faulty = {q: list(cs) for q, cs in healthy.items()}
+    del twin_faulty[peer][i]
+    return healthy, twin_faulty, peer
+
+
+BUILDERS = {"sparse": sparse, "link": link, "link_extra": link_extra, "link_later": link_later, "later": later, "later_step": later_step, "sibling": sibling, "shifted": shifted, "sparse_swap": sparse, "swapped": swapped,
             "extra": extra}
 
 
@@ -227,6 +265,10 @@ def same_documents(case, faulty, source):
     why = case.why_undecidable or ""
     if why.endswith(programs.LINK_SPARSE):
         kinds = ("link",)
+    elif why.endswith(programs.LINK_EXTRA):
+        kinds = ("link_extra",)
+    elif why.endswith(programs.LINK_LATER):
+        kinds = ("link_later",)
     elif why.endswith(programs.LATER):
         kinds = ("later", "later_step")
     elif why.startswith(("a skip of", "a swap of")):

@@ -43,6 +43,10 @@ SPARSE_P2P = (160000952, 160005517, 160009009, 160012562, 160019184, 160001211, 
 LINK = (58000113, 7001638, 7008902, 7010613, 7013191, 7013977, 7014239, 7014924, 7018762)
 # a skip on a pair before a step of it is on record, the rank then waiting in a call of another group its partner is
 # in (programs._later_at_first_step; 58000147: a real 2.15 program's, undecided there and in the simulation)
+# a skip of a send or recv at its link's first step: the rank's next op on the link twice (programs._extra_on_a_link),
+# or the op after the group's call the rank then waits in (programs._later_on_a_link)
+LINK_EXTRA = (7000227, 7004749, 7005359, 7007596, 7008788, 7012418)
+LINK_LATER = (7000994, 7001519, 7002144, 7003197, 7005431, 7008209)
 LATER = (58000147, 59000074, 7001847, 7001995, 7002789, 7003214, 7006911, 7007613)
 
 
@@ -52,7 +56,7 @@ def _faulty(case):
     return sim
 
 
-PREFIX = {"sparse": "a skip of", "link": "a skip of", "later": "a skip on group", "shifted": "a skip on group", "sparse_swap": "a swap of", "swapped": "a swap of",
+PREFIX = {"sparse": "a skip of", "link": "a skip of", "link_extra": "a skip of", "link_later": "a skip of", "later": "a skip on group", "shifted": "a skip on group", "sparse_swap": "a swap of", "swapped": "a swap of",
           "extra": programs.EXTRA_PREFIX}
 
 
@@ -60,7 +64,8 @@ PREFIX = {"sparse": "a skip of", "link": "a skip of", "later": "a skip on group"
                          [(s, "sibling") for s in SIBLING] +
                          [(s, "shifted") for s in SHIFTED] + [(s, "sparse_swap") for s in SPARSE_SWAPS] +
                          [(s, "swapped") for s in SWAPPED] + [(s, "extra") for s in EXTRA] +
-                         [(s, "link") for s in LINK] + [(s, "later") for s in LATER])
+                         [(s, "link") for s in LINK] + [(s, "later") for s in LATER] +
+                         [(s, "link_extra") for s in LINK_EXTRA] + [(s, "link_later") for s in LINK_LATER])
 def test_a_case_flagged_at_the_hang_has_a_twin_with_the_same_documents(seed, kind):
     case = programs.make_case(seed, kind="swap" if kind in ("sparse_swap", "swapped") else None)
     assert not case.undecidable  # the program and the fault alone do not flag it
@@ -305,5 +310,20 @@ def test_a_skip_on_a_pair_with_a_step_of_it_on_record_has_no_later_twin(seed):
     faulty = _faulty(case)
     flagged = simulate.flag_at_hang(case, faulty)
     assert not (flagged.why_undecidable or "").endswith(programs.LATER), flagged.why_undecidable
+    docs = simulate.documents(faulty, simulate.mode_of(seed), period=simulate.period_of(seed))
+    assert verdict.analyze(docs).culprit_ranks == [case.fault.rank]
+
+
+@pytest.mark.parametrize("seed", [7000060, 7000091, 7000096, 7000434, 7000904, 7001126])
+def test_a_p2p_skip_past_its_links_first_step_has_no_link_twin(seed):
+    """The link twins of a skipped send or recv (one op more on the link, or the op after the group's call) stand
+    only at the link's first step: past it, the link's record shows its ops and where they go among the group's
+    calls, and the verdict names the rank by them (steps 10-29 of p2p programs; flagged at every step, these were
+    counted as named in spite of a twin): programs._extra_on_a_link, _later_on_a_link."""
+    case = programs.make_case(seed)
+    assert case.fault.kind == "skip" and case.fault.call.op in ("send", "recv") and case.fault.call.step >= 1
+    faulty = _faulty(case)
+    why = simulate.flag_at_hang(case, faulty).why_undecidable or ""
+    assert not why.endswith((programs.LINK_EXTRA, programs.LINK_LATER)), why
     docs = simulate.documents(faulty, simulate.mode_of(seed), period=simulate.period_of(seed))
     assert verdict.analyze(docs).culprit_ranks == [case.fault.rank]
