@@ -1263,3 +1263,16 @@ def test_an_object_collective_first_run_at_the_place_is_not_read_as_two_calls_le
     _, _, docs = simulate.run_case(res.case, simulate.mode_of(254013423), source="nccl", healthy=False)
     v = verdict.analyze(docs)
     assert any("the sizes call of broadcast_object_list" in u for u in v.undecided), v.undecided
+
+
+@pytest.mark.parametrize("seed", [7000451, 58000231])
+def test_two_like_groups_in_the_first_steps_name_the_rank_that_went_the_other_way(seed):
+    """7000451 (a 2 x 3 mesh, step 2): rank 0 skipped the world's all_gather and waits in its dp pair's all_reduce,
+    rank 3 in the all_gather; the two other dp pairs, three calls each, issued their all_reduce and went on to the
+    all_gather, as rank 3 did: with two such groups (three until 2026-12-05), the majority of both groups' ranks
+    names rank 0.  58000231 (a real 2.15 program's seed, pairs at step 2, undecided there): the same with the
+    world's all_reduce and two like pairs.  Both under every source model."""
+    from fuzz import run
+    for source in ("exact", "recorder", "nccl"):
+        res = run.judge(seed, check_healthy=False, source=source)
+        assert res.outcome == "exact", (source, res.culprits, res.summary)
