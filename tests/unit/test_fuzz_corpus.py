@@ -1276,3 +1276,17 @@ def test_two_like_groups_in_the_first_steps_name_the_rank_that_went_the_other_wa
     for source in ("exact", "recorder", "nccl"):
         res = run.judge(seed, check_healthy=False, source=source)
         assert res.outcome == "exact", (source, res.culprits, res.summary)
+
+
+@pytest.mark.xfail(strict=True, reason="open: a neighbour read across slots of two periods (272015782, found "
+                                       "2026-12-05, wrong at 6edb86a too)")
+def test_a_pairs_neighbour_read_across_two_periods_names_nobody():
+    """272015782 (recorder model): pairs run a broadcast each step, an all_reduce of 65536 x bfloat16 every three
+    steps and one of 1 x float32 every eight; rank 5 left the 1 x float32 out at step 15 and issued the broadcast,
+    rank 4 issued the all_reduce; the group's record held the broadcast right after the big all_reduce four times
+    and the small one never, but right after the two (steps 5, 6, 7), and rank 4 was named by it
+    (analogs.neighbour_call): three calls in a row of its record, across steps, are no program's order when
+    slots of two periods meet there."""
+    from fuzz import run
+    res = run.judge(272015782, check_healthy=False, source="recorder")
+    assert res.outcome != "wrong", (res.culprits, res.summary)

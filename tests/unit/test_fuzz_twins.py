@@ -327,3 +327,19 @@ def test_a_p2p_skip_past_its_links_first_step_has_no_link_twin(seed):
     assert not why.endswith((programs.LINK_EXTRA, programs.LINK_LATER)), why
     docs = simulate.documents(faulty, simulate.mode_of(seed), period=simulate.period_of(seed))
     assert verdict.analyze(docs).culprit_ranks == [case.fault.rank]
+
+
+def test_two_like_links_at_a_links_first_step_do_not_name_against_the_link_twin():
+    """272095939 (recorder model, p2p, step 0): rank 3 left its recv from 7 (slot 1, a 4 x int64 exchange) out and
+    waits in the world's all_reduce, rank 7 in its send; link 2-10, which runs both exchanges as link 3-7 does,
+    issued its slot-1 ops before the all_reduce.  The program with link 3-7's op after the all_reduce, rank 7
+    skipping the all_reduce, leaves the same documents (programs._later_on_a_link, built): flagged, and the two
+    links alike (2-10 and the pair's own) do not name rank 3 (verdict.cycles._many_like: three links at a link's
+    first steps, two groups for collectives)."""
+    case = programs.make_case(272095939)
+    faulty = _faulty(case)
+    flagged = simulate.flag_at_hang(case, faulty, "recorder")
+    assert flagged.why_undecidable and flagged.why_undecidable.endswith(programs.LINK_LATER), flagged.why_undecidable
+    docs = simulate.documents(faulty, simulate.mode_of(case.seed), source="recorder",
+                              period=simulate.period_of(case.seed))
+    assert verdict.analyze(docs).culprit_ranks == []
