@@ -1290,3 +1290,14 @@ def test_a_pairs_neighbour_read_across_two_periods_names_nobody():
     from fuzz import run
     res = run.judge(272015782, check_healthy=False, source="recorder")
     assert res.outcome != "wrong", (res.culprits, res.summary)
+
+
+@pytest.mark.xfail(strict=True, reason="open: the skipping rank counted as a witness of a like group's order "
+                                       "(273015130, found 2026-12-05, wrong at 6edb86a too)")
+def test_a_stages_mesh_skip_does_not_make_its_rank_a_witness():
+    """273015130 (``--shape stages``, NCCL model, step 2): a 2 x 8 mesh whose two tp groups run different extra
+    broadcasts (one before the dp all_gathers, one between them); rank 13 skipped a call, and rank 9 was named by
+    the order of its tp and dp calls, with rank 13 itself, of a dp group like rank 9's, among the witnesses."""
+    from fuzz import run
+    res = run.judge(273015130, check_healthy=False, shape="stages", source="nccl")
+    assert res.outcome != "wrong", (res.culprits, res.summary)
