@@ -29,12 +29,12 @@ def _reaches(hangs, a, b):
 def _many_like(by_rank, like, cyc):
     """``like``, and where a stream has none by it, the groups like it by fewer shared calls (the first steps:
     MIN_SHARED_EARLY) where they are MIN_GROUPS or more, each with a step of the stream's program on record
-    (analogs.alike_in_a_step): groups that agree on every call they show; and the p2p streams of ``cyc``
-    likewise, three or more (analogs.like_p2p: the other pairs of an exchange).  MIN_GROUPS_EARLY (three) until 2026-12-05: the
-    fuzzer's seed 7000451, a mesh of dp pairs whose two like pairs, three calls each, went past the world's
-    all_gather that the stuck pair's rank 0 skipped at step 2; with two, seeds 7 (exact, NCCL), stages 95 and
-    264 (NCCL): 0 wrong, 26 undecided now exact.  A p2p call's other links: three still (two named the rank at a
-    link's first step, where the twin of an op more on it leaves the same documents: recorder seed 272095939)."""
+    (analogs.alike_in_a_step): groups that agree on every call they show; and the p2p streams of ``cyc`` likewise, three
+    or more (analogs.like_p2p: the other pairs of an exchange).  MIN_GROUPS_EARLY (three) until 2026-12-05: the fuzzer's
+    seed 7000451, a mesh of dp pairs whose two like pairs, three calls each, went past the world's all_gather that the
+    stuck pair's rank 0 skipped at step 2; with two, seeds 7 (exact, NCCL), stages 95 and 264 (NCCL): 0 wrong, 26
+    undecided now exact.  A p2p call's other links: three still (two named the rank at a link's first step, where the
+    twin of an op more on it leaves the same documents: recorder seed 272095939)."""
     out = dict(like)
     colls = [c[0] for c in cyc if not _streams.is_p2p(c[0])]
     for s, seq in {c[0]: c[1] for c in cyc}.items():

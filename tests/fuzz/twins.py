@@ -141,18 +141,7 @@ def later(case, faulty):
     """The program whose group S (the skipped call's, of two ranks) runs that call after the W call the rank waits
     in, on both its ranks, and that fault: the partner skipped that W call.  (twin program, twin faulty calls, its
     culprit)"""
-    f, program = case.fault, case.program
-    rank, s_gid = f.rank, f.call.group
-    partner = [x for x in program.groups[s_gid].ranks if x != rank][0]
-    w_gid, k = faulty.blocked[rank]
-    place = programs.coll_place(program.calls[rank], f.index)
-    healthy = {q: list(cs) for q, cs in program.calls.items()}
-    for q in (rank, partner):
-        x = healthy[q].pop(programs.nth_call(healthy[q], s_gid, place))
-        healthy[q].insert(programs.nth_call(healthy[q], w_gid, k) + 1, x)
-    twin_faulty = {q: list(cs) for q, cs in healthy.items()}
-    del twin_faulty[partner][programs.nth_call(healthy[partner], w_gid, k)]
-    return healthy, twin_faulty, partner
+    return _later(case, faulty, from_a_later_step=False)
 
 
 def later_step(case, faulty):
@@ -160,23 +149,31 @@ def later_step(case, faulty):
     partner's next one issued at the time it issued the skipped one in the case), and that fault: the partner
     skipped the W call the rank waits in.  Under the NCCL model, where a rank's Python runs ahead of its GPU, the one
     twin may leave the case's documents where the other does not.  (twin program, twin faulty calls, its culprit)"""
+    return _later(case, faulty, from_a_later_step=True)
+
+
+def _later(case, faulty, from_a_later_step):
     f, program = case.fault, case.program
     rank, s_gid = f.rank, f.call.group
     partner = [x for x in program.groups[s_gid].ranks if x != rank][0]
     w_gid, k = faulty.blocked[rank]
     place = programs.coll_place(program.calls[rank], f.index)
     healthy = {q: list(cs) for q, cs in program.calls.items()}
-    at = healthy[partner][programs.nth_call(healthy[partner], s_gid, place)].at
-    for q in (rank, partner):
-        del healthy[q][programs.nth_call(healthy[q], s_gid, place)]
-    assert sum(1 for x in healthy[partner] if x.group == s_gid and x.op not in programs.P2P_OPS) >= place  # (S runs
-    # a call after it, which the partner waits in, in the twin)
-    i = programs.nth_call(healthy[partner], s_gid, place)
-    healthy[partner][i] = healthy[partner][i]._replace(at=at)
+    if from_a_later_step:
+        at = healthy[partner][programs.nth_call(healthy[partner], s_gid, place)].at
+        for q in (rank, partner):
+            del healthy[q][programs.nth_call(healthy[q], s_gid, place)]
+        assert sum(1 for x in healthy[partner] if x.group == s_gid and x.op not in programs.P2P_OPS) >= place  # (S
+        # runs a call after it, which the partner waits in, in the twin)
+        i = programs.nth_call(healthy[partner], s_gid, place)
+        healthy[partner][i] = healthy[partner][i]._replace(at=at)
+        assert programs.nth_call(healthy[partner], w_gid, k) < i
+    else:
+        for q in (rank, partner):
+            x = healthy[q].pop(programs.nth_call(healthy[q], s_gid, place))
+            healthy[q].insert(programs.nth_call(healthy[q], w_gid, k) + 1, x)
     twin_faulty = {q: list(cs) for q, cs in healthy.items()}
-    j = programs.nth_call(healthy[partner], w_gid, k)
-    assert j < i
-    del twin_faulty[partner][j]
+    del twin_faulty[partner][programs.nth_call(healthy[partner], w_gid, k)]
     return healthy, twin_faulty, partner
 
 
@@ -218,7 +215,8 @@ def link_later(case, faulty):
     return healthy, twin_faulty, peer
 
 
-BUILDERS = {"sparse": sparse, "link": link, "link_extra": link_extra, "link_later": link_later, "later": later, "later_step": later_step, "sibling": sibling, "shifted": shifted, "sparse_swap": sparse, "swapped": swapped,
+BUILDERS = {"sparse": sparse, "link": link, "link_extra": link_extra, "link_later": link_later, "later": later,
+            "later_step": later_step, "sibling": sibling, "shifted": shifted, "sparse_swap": sparse, "swapped": swapped,
             "extra": extra}
 
 

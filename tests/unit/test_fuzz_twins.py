@@ -56,7 +56,8 @@ def _faulty(case):
     return sim
 
 
-PREFIX = {"sparse": "a skip of", "link": "a skip of", "link_extra": "a skip of", "link_later": "a skip of", "later": "a skip on group", "shifted": "a skip on group", "sparse_swap": "a swap of", "swapped": "a swap of",
+PREFIX = {"sparse": "a skip of", "link": "a skip of", "link_extra": "a skip of", "link_later": "a skip of", "later":
+          "a skip on group", "shifted": "a skip on group", "sparse_swap": "a swap of", "swapped": "a swap of",
           "extra": programs.EXTRA_PREFIX}
 
 
