@@ -10,7 +10,7 @@ from collections import namedtuple
 
 from .analogs import MIN_GROUPS
 from .patterns import as_the_pattern, b_as_the_pattern, multiples, repeats, signatures
-from .places import consensus, expected_place, lower_bound, places_of
+from .places import consensus, expected_place, in_order, lower_bound, places_of
 from .streams import is_p2p, p2p_ends
 
 # one call of one rank; started_at: wall seconds or None; size: its size signature where known (or None)
@@ -56,7 +56,8 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
             both = set(members.get(x[0]) or ()) & set(members.get(y[0]) or ())
             first_x = (both & set(x[2]) & set(y[3])) | _went_past(both & set(y[2]), x, last_started)
             first_y = both & set(y[2]) & set(x[3])
-            in_like_x, y_by_x = _like_order(x, y, members, like, last_started, x_side=True)  # groups like X's
+            in_like_x, y_by_x = _like_order(x, y, members, like, last_started, x_side=True,
+                                            histories=histories)  # groups like X's
             y_by_y, likes = _like_order(y, x, members, like, last_started)  # ranks of groups like Y's
             if likes and histories is not None and any(unseen_kind(histories.get(r) or (), y[0], y[1])
                                                        for r in members.get(y[0]) or ()):
@@ -87,7 +88,7 @@ def _went_past(ranks, x, last_started):
     return {r for r in ranks if ((last_started or {}).get(r) or {}).get(x[0], 0) >= x[1]}
 
 
-def _like_order(s_call, t_call, members, like, last_started, x_side=False):
+def _like_order(s_call, t_call, members, like, last_started, x_side=False, histories=None):
     """``(s_first, t_first)``: the ranks of groups like stuck call S's (not of S's group) whose own group's call
     at S's seq came before T (they issued it and wait in T, or issued it and never arrived at T), and those
     for which T came first (they wait in T without their own call at S's seq).  The other pairs of a job of
@@ -132,9 +133,25 @@ def _like_order(s_call, t_call, members, like, last_started, x_side=False):
                 else:  # it issued its own call at S's seq, then T (on X's side, a collective group like X's
                     # too: the other pairs of a job of pairs that issued their pair's call, then the world's)
                     s_first.add(r)
-            elif r in t_call[3] and issued:
+            elif r in t_call[3] and issued and not (x_side and _out_of_its_order(
+                    (histories or {}).get(r), (last_started or {}).get(r), t_call[0], other)):
                 s_first.add(r)
     return s_first, t_first
+
+
+def _out_of_its_order(calls, started, t_stream, s_stream):
+    """Whether a rank that issued its call on ``s_stream`` and never arrived at its next call on ``t_stream`` went
+    past the place its own earlier steps put that call at (``calls``: its history; ``started``: {stream: its last
+    seq}): it is then out of its own order, as a rank that skipped the T call is, and no witness that the program
+    puts S first.  The fuzzer's stages seed 273015130 (NCCL model): rank 13 skipped its tp group's broadcast #6,
+    which its steps put before its dp group's all_gather #5, issued #5 and #6, and was counted as a rank of a dp
+    group like the stuck one's that issued #5 first; the rank waiting in the broadcast was named."""
+    if not calls or not started:
+        return False
+    target = started.get(t_stream, 0) + 1
+    places = {0: places_of(calls, t_stream, s_stream, started.get(s_stream, 0))}
+    expected = expected_place(places, consensus(places, {0: target}), target, None)
+    return expected is not None and started.get(s_stream, 0) > expected[0]
 
 
 def _part(stream, rank):
@@ -505,7 +522,10 @@ def _pair_places(a, b, histories, last_started, members, like, last_completed, s
     all_places.update(_like_places(histories, last_started, members, like, a, b, ranks))
     all_last.update(_like_last(last_started, last_completed, members, like, a, b, ranks))
     known = consensus(all_places, all_last)
-    if known is None:
+    if known is None or not in_order(known):
+        # the like groups' places disagree with the pair's, at one seq or by going back across seqs: a like group
+        # of another pace (the fuzzer's stages seed 227003504: tp pair [2, 3] runs two all_reduces a step, pair
+        # [0, 1] one; its #27, at step 13, went among the dp calls 30 places before pair [0, 1]'s #26)
         all_places, all_last = dict(places), dict(last)
         known = consensus(places, last)
     for seq in _suspect_facts(known, all_places, all_last, suspects.get(a, ()), min(last.values())):

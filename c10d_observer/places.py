@@ -81,6 +81,18 @@ def consensus(places, last):
     return known
 
 
+def in_order(known):
+    """Whether the places of ``known`` ({seq: place}) never go back: a later call placed before an earlier one is
+    no one program's (each rank issues its calls in order), but two programs' read as one (consensus agrees
+    where places share a seq, and a like group whose record holds other seqs than the pair's shares none)."""
+    top = None
+    for seq in sorted(known):
+        if top is not None and known[seq] < top:
+            return False
+        top = known[seq]
+    return True
+
+
 def expected_place(places, known, target, rank, like_places=None, end=True):
     """(place of call #target, other ranks that issued it there, the A calls a period of the pattern spans
     where the place comes from the pattern alone (else None), the pattern's period in B calls where the

@@ -158,7 +158,9 @@ def test_a_call_is_judged_by_the_op_its_document_shows(seed, shape, named):
     leaves the same documents (verdict.mismatch._unless_a_repeat; the fuzzer's repeat flag does not read an
     object collective's two calls, so these count as undecided, not flagged).  81002092's period reads the rank
     as having left one call out, and its call there is the next all_gather_object's sizes: a program with one
-    more of them there leaves the same documents too, which is said first (mismatch._a_new_object_call)."""
+    more of them there leaves the same documents too, which is said first (mismatch._a_new_object_call); so is
+    81009827's, a broadcast_object_list's, since 2026-12-06, where the neighbours no longer decide (the record
+    shows the sizes call right before the bytes' call: analogs.neighbour_call)."""
     case = programs.make_case(seed, shape=shape)
     assert not case.undecidable, case.why_undecidable
     faulty = _faulty(case)
@@ -169,7 +171,7 @@ def test_a_call_is_judged_by_the_op_its_document_shows(seed, shape, named):
         assert v.culprit_ranks == [case.fault.rank], v.summary
     else:
         assert v.culprit_ranks == [] and any((" again (" in u and " of 1 x int64" in u) or (
-            "the sizes call of all_gather_object" in u) for u in v.undecided), v.undecided
+            "the sizes call of " in u) for u in v.undecided), v.undecided
 
 
 @pytest.mark.parametrize("seed", [13000480, 13000499, 13001046])

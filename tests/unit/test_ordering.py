@@ -546,3 +546,15 @@ def test_a_rank_that_went_past_the_place_as_the_ranks_of_like_streams_did_is_not
     assert stuck == [("0", 10, [0, 1, 2, 4, 5], [3]), ("2", 9, [3], [2])]
     got = ordering_culprit(histories, last, members, stuck)
     assert got is None or got.rank == 3, got
+
+
+def test_places_that_go_back_across_seqs_are_no_one_programs():
+    """places.in_order: a like group of another pace, whose record holds other seqs than the pair's, agrees with
+    the pair at no seq (consensus) but puts a later call 30 places before an earlier one (the fuzzer's stages
+    seed 227003504: pair [2, 3]'s #27 at the dp group's #32, pair [0, 1]'s #26 at #62)."""
+    from c10d_observer.places import consensus, in_order
+    known = consensus({0: {25: 60, 24: 58}, 2: {27: 32, 28: 32}}, {0: 26, 2: 30})
+    assert known == {24: 58, 25: 60, 27: 32, 28: 32}
+    assert not in_order(known)
+    assert in_order({24: 58, 25: 60, 26: 60, 27: 62})
+    assert in_order({})
