@@ -341,7 +341,33 @@ def _same_steps(by_rank, stream, other):
                      or any(c[m] != k for m, k in counts.items() if m in c)]
             if len(apart) > 1 or any(not (_one_fault_apart(p, got) and _one_fault_apart(c, counts)) for p, c in apart):
                 return False  # more than one rank's fault moves
-    return True
+    return _same_beside(by_rank, members, stream, other, mine, theirs)
+
+
+def _same_beside(by_rank, members, stream, other, mine, theirs):
+    """same_steps read on the groups beside: a rank of ``stream`` and a rank of ``other`` in one group C that holds
+    not every rank of both (a tensor-parallel group across two dp groups) issued their own group's calls at the
+    same places among C's calls, and as many before each, but for one rank of ``stream`` at most, whichever rank of
+    ``other`` it is read against (one fault moves one rank's calls).  The fuzzer's
+    stages seed 208011412 (NCCL model): dp pairs that broadcast twice a step and dp pair [4, 9] three times, their
+    tp groups' all_reduce after the first; the world's all_gather of step 1 is on record for the pairs of two
+    calls only, whose places there said nothing else, and they spoke for pair [4, 9]'s order: rank 9 had left a
+    broadcast out, and rank 4 was named.  Ranks 4 and 0 (tp group 1) and 9 and 5 (tp group 2) issued their
+    pair's calls at other places among their tp group's.  (Groups of two stages, alike by their calls, are no
+    such C: they may run their calls at another pace.)"""
+    apart = set()  # the ranks of stream apart from a rank of other there: one, its own fault, at most (a skipped
+    # object collective moves its places by two calls: 7010292, ``--shape ops``)
+    for c, in_c in sorted(members.items()):
+        if c in (stream, other) or (mine | theirs) <= in_c:
+            continue  # a group of both groups' ranks: same_steps read it
+        for y in sorted(theirs & in_c):
+            for x in sorted(mine & in_c):
+                p, n = places_on(by_rank, x, stream, c), _counts_before(by_rank, x, stream, c)
+                got, counts = places_on(by_rank, y, other, c), _counts_before(by_rank, y, other, c)
+                if any(p[q] != k for q, k in got.items() if q in p) or any(
+                        n[m] != k for m, k in counts.items() if m in n):
+                    apart.add(x)
+    return len(apart) <= 1
 
 
 def _one_fault_apart(mine, theirs):
@@ -524,6 +550,26 @@ def own_calls_possible(by_rank, stream, seq, odd_calls):
         if earlier > kinds and new & set(h["calls"].values()):
             return True
     return False
+
+
+def new_kind(by_rank, streams, seq, call, other):
+    """Whether ``call`` ((op, size)), issued at #seq where the program's call is ``other``, differs from it in op
+    and in size both, each a call of a tensor (a root apart: a broadcast issued for an all_reduce of its tensor
+    keeps its size; a barrier has none) and is of a
+    kind no call of ``streams``' records before #seq showed: no one field of the program's call changed, but
+    another call, which a slot first run there may be, the group's own (a pipeline stage's); the ranks that
+    issued the program's call may have left it out.  The fuzzer's stages seeds 228006973 (recorder model) and
+    253007367 (NCCL model): a pair's own all_gather every seven steps, and broadcast every five, first run at
+    the place, which one rank left out; the other pair and the pair's period named the one that kept it."""
+    def bare(size):
+        return (size or "").split(", root")[0]
+    if call[0] == other[0] or not bare(call[1]) or not bare(other[1]) or bare(call[1]) == bare(other[1]):
+        return False  # one field changed; or a barrier where a call of a tensor goes (or the other way round): a
+        # rank's barrier issued where the others' all_reduce goes is the classic rank-dependent bug
+    table = _streams(by_rank)
+    shown = set((op, bare(size)) for s in streams if s in table for q, (op, size) in table[s]["calls"].items()
+                if q < seq)
+    return (call[0], bare(call[1])) not in shown
 
 
 def past_calls(by_rank, stream, seq, min_shared=MIN_SHARED):

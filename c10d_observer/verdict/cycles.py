@@ -63,6 +63,18 @@ def _many_like(by_rank, like, cyc):
     return out
 
 
+def _stepped_or_many(by_rank, stream, seq):
+    """The groups like ``stream`` (analogs.like) that speak for its order at #seq: MIN_GROUPS of them or more, else
+    the one with a step of its program on record (analogs.alike_in_a_step).  One group like it by its first calls
+    alone may run another program: the fuzzer's stages seed 283008131 (NCCL model), a pair of five calls a step
+    beside one pair of four, like it by its calls #1-#4, whose rank 4 left #4 out at step 0 and issued the world's
+    call after #4 where the other pair did: its partner, waiting in #5, was named until 2026-12-06."""
+    likes = _analogs.like(by_rank, stream)
+    if len(likes) >= _analogs.MIN_GROUPS:
+        return likes
+    return [o for o in likes if _analogs.alike_in_a_step(by_rank, stream, o, seq)]
+
+
 def _same_places(by_rank, stream, other, against):
     """Whether p2p stream ``other`` is issued where ``stream`` is among the calls of each collective stream of
     ``against``, at every seq both senders' histories show: two links of one slot, not of two slots that move
@@ -251,7 +263,8 @@ def order_cycles(hangs, cycles, by_rank, undecided):
         cyc = [(hangs[j].stream, hangs[j].seq, hangs[j].waiting_ranks, hangs[j].missing_ranks) for j in ring]
         found = None
         try:
-            like = {s: _analogs.like(by_rank, s) for s in {c[0] for c in cyc} if not _streams.is_p2p(s)}
+            like = {s: _stepped_or_many(by_rank, s, seq) for s, seq in {c[0]: c[1] for c in cyc}.items()
+                    if not _streams.is_p2p(s)}
             found = _ordering.ordering_culprit(histories, last_started, members, cyc,
                                                group_name=name, like=like,
                                                last_completed=last_completed, batched=batched,
