@@ -348,13 +348,13 @@ def _same_beside(by_rank, members, stream, other, mine, theirs):
     """same_steps read on the groups beside: a rank of ``stream`` and a rank of ``other`` in one group C that holds
     not every rank of both (a tensor-parallel group across two dp groups) issued their own group's calls at the
     same places among C's calls, and as many before each, but for one rank of ``stream`` at most, whichever rank of
-    ``other`` it is read against (one fault moves one rank's calls).  The fuzzer's
-    stages seed 208011412 (NCCL model): dp pairs that broadcast twice a step and dp pair [4, 9] three times, their
-    tp groups' all_reduce after the first; the world's all_gather of step 1 is on record for the pairs of two
-    calls only, whose places there said nothing else, and they spoke for pair [4, 9]'s order: rank 9 had left a
-    broadcast out, and rank 4 was named.  Ranks 4 and 0 (tp group 1) and 9 and 5 (tp group 2) issued their
-    pair's calls at other places among their tp group's.  (Groups of two stages, alike by their calls, are no
-    such C: they may run their calls at another pace.)"""
+    ``other`` it is read against (one fault moves one rank's calls).  The fuzzer's stages seed 208011412 (NCCL
+    model): dp pairs that broadcast twice a step and dp pair [4, 9] three times, their tp groups' all_reduce after
+    the first; the world's all_gather of step 1 is on record for the pairs of two calls only, whose places there
+    said nothing else, and they spoke for pair [4, 9]'s order: rank 9 had left a broadcast out, and rank 4 was
+    named.  Ranks 4 and 0 (tp group 1) and 9 and 5 (tp group 2) issued their pair's calls at other places among
+    their tp group's.  (Groups of two stages, alike by their calls, are no such C: they may run their calls at
+    another pace.)"""
     apart = set()  # the ranks of stream apart from a rank of other there: one, its own fault, at most (a skipped
     # object collective moves its places by two calls: 7010292, ``--shape ops``)
     for c, in_c in sorted(members.items()):
@@ -555,10 +555,9 @@ def own_calls_possible(by_rank, stream, seq, odd_calls):
 def new_kind(by_rank, streams, seq, call, other):
     """Whether ``call`` ((op, size)), issued at #seq where the program's call is ``other``, differs from it in op
     and in size both, each a call of a tensor (a root apart: a broadcast issued for an all_reduce of its tensor
-    keeps its size; a barrier has none) and is of a
-    kind no call of ``streams``' records before #seq showed: no one field of the program's call changed, but
-    another call, which a slot first run there may be, the group's own (a pipeline stage's); the ranks that
-    issued the program's call may have left it out.  The fuzzer's stages seeds 228006973 (recorder model) and
+    keeps its size; a barrier has none), and is of a kind no call of ``streams``' records before #seq showed: no
+    one field of the program's call changed, but another call, which a slot first run there may be, the group's
+    own (a pipeline stage's); the ranks that issued the program's call may have left it out.  The fuzzer's stages seeds 228006973 (recorder model) and
     253007367 (NCCL model): a pair's own all_gather every seven steps, and broadcast every five, first run at
     the place, which one rank left out; the other pair and the pair's period named the one that kept it."""
     def bare(size):
@@ -638,11 +637,11 @@ def neighbour_call(by_rank, stream, seq, calls):
     left ``keep`` out, and went on to the call that follows it.  Not where the record shows ``odd`` right before
     ``keep`` too: then ``odd`` may be a slot that runs every few steps, met after ``before`` for the first time at
     #seq, which the ranks that issued ``keep`` left out (the fuzzer's seed 272015782, recorder model: a pair's
-    all_reduces every three and every eight steps, first meeting at step 14-15).  None where nothing decides.  A stream of slots that
-    run every few steps shows no period in the calls a record holds (all_reduces every three and every four
-    steps beside a barrier each step: a period of twelve steps), but each call's neighbours repeat: the fuzzer's
-    seed 160012749, a world of two whose rank 0 left the barrier out at step 27 and issued the all_reduce that
-    follows it every fourth step."""
+    all_reduces every three and every eight steps, first meeting at step 14-15).  None where nothing decides.  A
+    stream of slots that run every few steps shows no period in the calls a record holds (all_reduces every three
+    and every four steps beside a barrier each step: a period of twelve steps), but each call's neighbours repeat:
+    the fuzzer's seed 160012749, a world of two whose rank 0 left the barrier out at step 27 and issued the
+    all_reduce that follows it every fourth step."""
     me = _streams(by_rank).get(stream)
     if me is None or any(s < seq for s in me["clash"]) or len(set(calls.values())) != 2:
         return None
