@@ -388,7 +388,8 @@ def _an_extra_call(calls, a, n):
 
 def unseen_kind(calls, a, seq):
     """Whether the rank's call #seq on A is of an op and size its earlier A calls, as its history shows them,
-    never were (and some were shown).  The fuzzer's seed 173000299 (``--shape stages``): pair 0-1 runs an
+    never were (and some were shown), or were only in the run of such calls right before it, after calls of other
+    kinds (a slot first run at this step, twice).  The fuzzer's seed 173000299 (``--shape stages``): pair 0-1 runs an
     all_gather every eight steps that pair 2-3 never runs, first at step 7; rank 1 skipped the world's all_gather
     at step 6 and waits in that one, rank 0 in the world's; ranks 2 and 3, of the pair like 0-1 by every call
     so far, went to the world's call without a call of their own, and rank 1 was named; the program with the
@@ -396,7 +397,17 @@ def unseen_kind(calls, a, seq):
     mine = dict((c.seq, (c.op, c.size)) for c in calls if c.stream == a)
     call = mine.get(seq)
     before = [k for s, k in mine.items() if s < seq]
-    return call is not None and bool(before) and call not in before
+    if call is None or not before:
+        return False
+    # or shown only in the run of it right before #seq, after calls of other kinds: a slot first run at this step,
+    # as a stage's call twice (the fuzzer's stages seed 297015374, recorder model: pairs run an all_reduce every
+    # nine steps, pair [6, 7] a second one of that op and size after it; rank 7 left the second out at step 8, and
+    # the other pairs, which went to the world's call after the first, named rank 6)
+    s = seq - 1
+    while mine.get(s) == call:
+        s -= 1
+    earlier = [k for q, k in mine.items() if q <= s]
+    return call not in earlier and bool(earlier)
 
 
 def _others_went_past_too(histories, last_started, members, a, b, ranks, mine, target, n):
