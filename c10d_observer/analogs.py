@@ -557,9 +557,10 @@ def new_kind(by_rank, streams, seq, call, other):
     and in size both, each a call of a tensor (a root apart: a broadcast issued for an all_reduce of its tensor
     keeps its size; a barrier has none), and is of a kind no call of ``streams``' records before #seq showed: no
     one field of the program's call changed, but another call, which a slot first run there may be, the group's
-    own (a pipeline stage's); the ranks that issued the program's call may have left it out.  The fuzzer's stages seeds 228006973 (recorder model) and
-    253007367 (NCCL model): a pair's own all_gather every seven steps, and broadcast every five, first run at
-    the place, which one rank left out; the other pair and the pair's period named the one that kept it."""
+    own (a pipeline stage's); the ranks that issued the program's call may have left it out.  The fuzzer's
+    stages seeds 228006973 (recorder model) and 253007367 (NCCL model): a pair's own all_gather every seven
+    steps, and broadcast every five, first run at the place, which one rank left out; the other pair and the
+    pair's period named the one that kept it."""
     def bare(size):
         return (size or "").split(", root")[0]
     if call[0] == other[0] or not bare(call[1]) or not bare(other[1]) or bare(call[1]) == bare(other[1]):
