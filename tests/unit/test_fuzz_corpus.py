@@ -1364,3 +1364,28 @@ def test_a_sparse_world_call_of_another_slots_kind_first_run_at_the_fault_names_
     from fuzz import run
     res = run.judge(302058065, check_healthy=False, source="recorder")
     assert res.outcome != "wrong", (res.culprits, res.summary)
+
+
+def test_an_exchange_left_out_at_step_2_names_the_rank_from_two_pairs_a_step():
+    """7000684 (``--seed 7``, every source model; undecided until 2026-12-06): ranks 9 and 2 exchange one tensor
+    each step after the world's broadcast; rank 9 left its recv out at step 2, went on, and waits in its send of
+    step 3, rank 2 in its send of step 2.  Rank 9's send and recv went one for one, side by side, in steps 0 and 1,
+    one pair between two broadcasts each (left_out.batch_culprit with two pairs: _one_a_step): rank 9 is named."""
+    from fuzz import run
+    for source in ("exact", "recorder", "nccl"):
+        res = run.judge(7000684, check_healthy=False, source=source)
+        assert res.outcome == "exact" and res.culprits == [9], (source, res.culprits, res.summary)
+        assert "(#1-#2, each beside the other)" in res.summary, res.summary
+
+
+def test_a_link_two_rings_share_does_not_pair_with_one_ring_s_link_at_two_steps():
+    """7009963 (``--shape ring``, every source model; found 2026-12-06 by trying two pairs where three were asked):
+    rings [0..6] and [1..5] share the link 4 -> 5, which carries two calls a step; rank 1 left a recv of the second
+    ring out at step 1.  Rank 5's recvs from rank 4 sat beside its sends to rank 6 at #1 and #2 by the order of
+    the batches, and with two pairs enough rank 5 was named.  Its calls on other streams show two recvs a step
+    against one send (left_out._one_a_step): nobody is named."""
+    from fuzz import run
+    for source in ("exact", "recorder", "nccl"):
+        res = run.judge(7009963, check_healthy=False, shape="ring", source=source)
+        assert res.outcome in ("undecided", "undecided_ok") and not res.culprits, (source, res.culprits,
+                                                                                   res.summary)

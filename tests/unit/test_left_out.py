@@ -137,8 +137,32 @@ def test_a_send_left_out_of_a_ring_s_last_batch_names_the_rank_too():
 
 
 def test_too_few_pairs_shown_decide_nothing():
-    assert batch_culprit(*ring(left_out=(1, p2p_name("g", 0, 1)), at=2)) is None
-    assert batch_culprit(*ring(left_out=(1, p2p_name("g", 0, 1)), at=3)) is not None
+    # one pair before the place decides nothing; two do where the barrier between them shows one pair a step
+    assert batch_culprit(*ring(left_out=(1, p2p_name("g", 0, 1)), at=1)) is None
+    got = batch_culprit(*ring(left_out=(1, p2p_name("g", 0, 1)), at=2))
+    assert got is not None and got.rank == 1 and "(#1-#2, each beside the other)" in got.text
+
+
+def test_two_pairs_shown_decide_only_where_the_other_calls_show_one_pair_a_step():
+    from c10d_observer.left_out import _one_a_step
+    from c10d_observer.ordering import Call
+    a, b, x, y = "a", "b", "x", "y"
+
+    def calls(*names):
+        seq = {}
+        out = []
+        for i, s in enumerate(names):
+            seq[s] = seq.get(s, 0) + 1
+            out.append(Call(s, seq[s], "barrier" if s in (x, y) else "send", float(i)))
+        return out
+
+    assert _one_a_step(calls(x, b, a, x, b, a, x), a, b)  # a barrier, then the pair, each step
+    assert _one_a_step(calls(y, b, a, x, y, b, a, x, y), a, b)  # another link's calls mark the steps as well
+    assert not _one_a_step(calls(x, b, a, x), a, b)  # one step shown
+    assert not _one_a_step(calls(b, a, b, a), a, b)  # nothing else shows where a step ends
+    # a link two rings share: two calls on b a step, one on a (the fuzzer's ring seed 7009963)
+    assert not _one_a_step(calls(x, a, b, y, b, x, a, b, y, b, x), a, b)
+    assert not _one_a_step(calls(x, b, a, x, b, a, x, b), a, b)  # b's call after the last step without a's
 
 
 def test_ops_that_were_not_side_by_side_decide_nothing():
