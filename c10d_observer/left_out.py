@@ -30,14 +30,15 @@ period resumed after the place.  Its own calls say it: on two of its p2p streams
 beside call #j with nothing between, over the last ``MIN_PAIRED_ALONE`` calls or more, every one its history shows,
 or ``MIN_PAIRED`` where its calls on other streams show the pair once a step (``_one_a_step``; three in every case
 until 2026-12-06: with two, 13 of 20,000 cases of seed 7 more exact under each source model, 82 of the ring shape's,
-none named wrongly, nothing else moved); at #k it issued the one and not the other, and went on.  The rank is named
-where it is the one rank of the cycle whose paired streams part that way (a rank that waits in the call it issued of
-such a pair, its other op not posted yet, parts none: a pipeline's blocking send before its recv), each rank waiting
-in the call it left out posted its half of #k beside the other op of its own pair (its step as every step before:
-the ring's symmetry), and it went past every call of its own before (its last call there completed).  A chain of
-blocking calls whose stage leaves its send out at the last step is not decided: its next stage waits in a recv with
-nothing beside it, and a program whose last step has no send there, with that stage's recv one too many, leaves the
-same documents (``left_out_culprit``: a last step never decides).  Pure: no torch, no files, no clock.
+4 of mesh3d's, none named wrongly, nothing else moved); at #k it issued the one and not the other, and went on.  The
+rank is named where it is the one rank of the cycle whose paired streams part that way (a rank that waits in the
+call it issued of such a pair, its other op not posted yet, parts none: a pipeline's blocking send before its recv),
+each rank waiting in the call it left out posted its half of #k beside the other op of its own pair (its step as
+every step before: the ring's symmetry), and it went past every call of its own before (its last call there
+completed).  A chain of blocking calls whose stage leaves its send out at the last step is not decided: its next
+stage waits in a recv with nothing beside it, and a program whose last step has no send there, with that stage's
+recv one too many, leaves the same documents (``left_out_culprit``: a last step never decides).  Pure: no torch, no
+files, no clock.
 """
 from .ordering import Found
 from .streams import is_p2p, p2p_ends
