@@ -963,3 +963,23 @@ def test_the_halves_of_a_p2p_call_of_different_sizes_are_a_desync():
     [h] = [h for h in v.hangs if h.stream == "0:p2p:6->3" and h.seq == 1]
     assert h.mismatch and h.mismatch.kind.value == "size", h.mismatch
     assert "rank 6 send of 4096 x bfloat16" in h.mismatch.text and "rank 3 recv of 1024 x bfloat16" in h.mismatch.text
+
+
+def test_ranks_gloo_aborted_beside_the_rank_that_broke_the_order_are_symptoms_not_culprits():
+    """A real gloo job's documents at its merge (tests/data/aborted-beside-order-real-66000021.json: torch 2.13,
+    the fuzzer's real mode, seed 66000021, 2026-12-06): rank 1 skipped the world's broadcast #6 of 1 x float32 at
+    step 1, its broadcast of 4096 met the others' #6, and gloo aborted ranks 3 and 5 (SIGABRT) before their source
+    recorded their calls (#0 and #1 on the world in their documents); ranks 4 and 6 raised and ended; rank 0 waits
+    in broadcast #7, ranks 1 and 2 in their half's all_gather #2.  The order rule names rank 1; the aborted ranks,
+    "never arrived" at #7, were named beside it (a wrong culprit): they are symptoms, not named."""
+    import json
+    import os
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                           "aborted-beside-order-real-66000021.json")) as f:
+        raw = json.load(f)["documents"]
+    v = verdict.analyze({int(r): documents.RankDoc.from_json(j) for r, j in raw.items()})
+    assert v.culprit_ranks == [1], v.summary
+    assert "rank 1 issued #2 on group 1 before #7 on group 0" in v.summary, v.summary
+    [h] = [h for h in v.to_json()["hangs"] if h["stream"] == "0"]
+    for r in ("3", "5"):
+        assert "SIGABRT" in h["missing"][r]["text"] and "not named" in h["missing"][r]["text"], h["missing"][r]
