@@ -59,11 +59,13 @@ def aborted_alone(h, by_rank, waiting_in):
         # whose record held no call of the world yet: it was named beside rank 3)
         return (r, m, "%s; the odd one%s of %s: %s" % (ABORTED_WORDS, "s" if len(m.odd_ranks) > 1 else "",
                                                        describe(h), rank_list(m.odd_ranks)))
-    pos = doc.position(h.stream)
-    if (pos.last_started if pos is not None else 0) != h.seq - 1:
-        return None
     peers = {p: by_rank[p].call(h.stream, h.seq) for p in h.waiting_ranks + h.finished_ranks}
     peers = {p: (c.op, c.size) for p, c in peers.items() if c is not None and c.op not in (None, "unknown") and c.size}
+    pos = doc.position(h.stream)
+    started = pos.last_started if pos is not None else 0
+    if started != h.seq - 1:
+        # two peers or more alike: it left the program, whatever its record holds (named dead, as ever)
+        return None if len(peers) >= 2 and len(set(peers.values())) == 1 else _behind(r, h, by_rank, started)
     call = describe(h)
     if len(peers) >= 2 and len(set(peers.values())) == 1 and not h.has("mismatch"):
         return (r, [], "aborted (SIGABRT) before or inside %s, which %s issued alike (%s of %s): it crashed, or "
@@ -91,6 +93,29 @@ def aborted_alone(h, by_rank, waiting_in):
                       "aborted by its peer's call (%s); its own size is not known, and no group like this one "
                       "shows the program's call there: not named" % (rank_list([r]), rank_list([r]),
                                                                     said or "their sizes are not known"))
+
+
+def _behind(r, h, by_rank, started):
+    """``(rank, None, why)`` where the aborted rank's record stops before calls a peer of the stuck call completed
+    on its group (its source had not yet recorded them when gloo aborted it), and its peers there are not two or
+    more alike: where it died is not known, and so whether it crashed or a peer's call of another size aborted
+    it; else None (the rank is named dead).  The
+    fuzzer's real seed 66000013 on 2.13 (2026-12-06): in a tp pair, root rank 3 broadcast int64 where the program
+    broadcasts bfloat16, gloo aborted rank 2 ("8388608 vs 2097152"), whose record held no call, and rank 2 was
+    named, dead before #3 by its record, though rank 3 had completed #1 and #2 with it."""
+    done = {}
+    for p in h.waiting_ranks + h.finished_ranks:
+        g = by_rank[p].position(h.stream) if by_rank[p] is not None else None
+        if g is not None and (g.last_completed or 0) > started:
+            done[p] = g.last_completed
+    if not done or started >= h.seq:
+        return None
+    p = min(done)
+    shown = "holds no call on this group" if not started else "stops at #%d on this group" % started
+    return (r, None, "%s died of SIGABRT; its record %s, where %s completed #%d with it: its source had not "
+                     "recorded its last calls, so whether it crashed or gloo aborted it inside a peer's call of "
+                     "another size than it posted is not known: not named" % (rank_list([r]), shown,
+                                                                              rank_list([p]), done[p]))
 
 
 def raised_on_a_death(r, by_rank, culprits, odd=()):

@@ -983,3 +983,21 @@ def test_ranks_gloo_aborted_beside_the_rank_that_broke_the_order_are_symptoms_no
     [h] = [h for h in v.to_json()["hangs"] if h["stream"] == "0"]
     for r in ("3", "5"):
         assert "SIGABRT" in h["missing"][r]["text"] and "not named" in h["missing"][r]["text"], h["missing"][r]
+
+
+def test_a_rank_gloo_aborted_whose_record_stops_before_calls_its_peer_completed_with_it_is_not_named():
+    """A real gloo job's documents at its merge (tests/data/aborted-behind-real-66000013.json: torch 2.13, the
+    fuzzer's real mode, seed 66000013, 2026-12-06): in tp pair [2, 3], root rank 3 broadcast #3 as int64 where the
+    program broadcasts bfloat16; gloo aborted rank 2 ("8388608 vs 2097152") before its source recorded any of its
+    calls, and rank 2 was named, dead before #3 by its record (a wrong culprit), though rank 3 completed #1 and #2
+    with it.  Where it died is not known: nobody is named, and the verdict says why."""
+    import json
+    import os
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                           "aborted-behind-real-66000013.json")) as f:
+        raw = json.load(f)["documents"]
+    v = verdict.analyze({int(r): documents.RankDoc.from_json(j) for r, j in raw.items()})
+    assert v.culprit_ranks == [], v.summary
+    [why] = [u for u in v.undecided if "SIGABRT" in u]
+    assert "rank 2 died of SIGABRT; its record holds no call on this group, where rank 3 completed #2" in why, why
+    assert "not named" in why
