@@ -46,7 +46,10 @@ class Ctx(object):
         """The culprit's stall: busy elsewhere until the test has seen the hang."""
         import time
         deadline = time.monotonic() + limit
-        while not self.released():
+        release = os.path.join(self.work_dir, "release")
+        # the file looked for here, not through released(): a stack taken inside that call named it, not this one
+        # (test_verdict's skipped collective on 1.8.1, CI 2026-12-06: main thread at "released (rank_main.py:31)")
+        while not os.path.exists(release):
             if time.monotonic() > deadline:
                 raise SystemExit("rank %d: never released" % self.rank)
             time.sleep(0.02)
