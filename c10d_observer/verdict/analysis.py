@@ -16,7 +16,7 @@ from ..text import describe, describe_call, rank_list
 from .stacks import _stack_groups, main_thread_frames, place
 from .categories import categorize
 from .cycles import in_cycle, order_cycles
-from .deaths import ABORTED_WORDS, aborted_alone, aborted_beside_another, raised_on_a_death
+from .deaths import ABORTED_WORDS, aborted_alone, aborted_beside_another, aborted_beside_the_order, raised_on_a_death
 from .mismatch import ROOT_TEXT, by_program, mismatch
 from .fields import Draft, LazyRanks
 from .types import MISMATCH_WORDS, Culprit, Hang, Host, Resolved, Straggler, Verdict, Whereabouts
@@ -253,7 +253,7 @@ def analyze(by_rank, world_size=None, now=None, stragglers=None):
         hangs[i].cycle = True
     if cycles:
         culprits.update(order_cycles(hangs, cycles, by_rank, undecided))
-        _aborted_beside_the_order(hangs, by_rank, culprits)
+        aborted_beside_the_order(hangs, by_rank, culprits)
     for h in hangs:
         h.root = not h.caused_by
         culprits.update(categorize(h, by_rank, undecided))
@@ -402,26 +402,6 @@ def _place_missing(hangs, by_rank, frames, now, queued=None):
             m.text = "%s; aborted (SIGABRT): named at %s, where its peers issued one call alike" % (
                 before, alone_named[r])
     return culprits, undecided
-
-
-def _aborted_beside_the_order(hangs, by_rank, culprits):
-    """A rank gloo aborted (SIGABRT), missing from a stuck call whose cycle names the rank that broke the order:
-    a symptom beside that rank, as beside a rank in no collective (deaths.aborted_beside_another), not named.  The
-    fuzzer's real seed 66000021 on 2.13 (2026-12-06): rank 1 skipped the world's broadcast #6 of 1 x float32, so
-    its broadcast of 4096 met the others' #6 and gloo aborted ranks 3 and 5 (rank 3's log: 16384 bytes received
-    where it posted 4); their source had not yet recorded their calls (their documents held #0 and #1), so they
-    "never arrived" at #7 beside rank 1, which the order rule named, and all three were named."""
-    for h in hangs:
-        o = h.ordering
-        if o is None:
-            continue
-        for r in h.missing_ranks:
-            doc = by_rank[r]
-            if r == o.rank or doc is None or not (doc.dead and "(SIGABRT)" in (doc.exit_reason or "")):
-                continue
-            culprits.discard(r)
-            m = h.missing[str(r)]
-            m.text = "%s; %s" % (m.text or "dead", ABORTED_WORDS)
 
 
 def _renumbered(hangs):
