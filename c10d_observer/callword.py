@@ -32,6 +32,7 @@ OPS = (
     "reduce_scatter_tensor_coalesced", "coalesced", "broadcast_coalesced", "verify_params",
     "all_gather_single", "reduce_scatter_single", "all_gather_single_coalesced",
     "reduce_scatter_single_coalesced", "gather_single",
+    "new_group",  # a group's making, where its ranks wait for each other (sources/groups.py)
 )
 APIS = (
     "",

@@ -879,6 +879,31 @@ def ordering(ctx):
     ctx.stall_until_released()
 
 
+def new_group_left_out(ctx):
+    """``steps`` world all_reduces, then every rank but ``culprit`` makes ``new_group(members)`` (the
+    ``new_group`` under an ``if`` that torch documents every rank must call), then a world all_reduce: the
+    group's other members wait in its making (gloo's rendezvous; on 1.x the others in torch's store-based
+    barrier after it), the culprit in the all_reduce.  ``die``: the culprit dies there instead (os._exit), as a
+    rank that crashed before the job made its groups.  ``local_first``: those ranks alone make a group of
+    themselves first, ``use_local_synchronization=True`` (torch 2.x), which the others never call.  Ended by
+    the test (kill)."""
+    _enable(ctx)
+    t = torch.ones(4)
+    for _ in range(ctx.args.get("steps", 3)):
+        dist.all_reduce(t)
+    local = ctx.args.get("local_first")  # these ranks alone make a group first (use_local_synchronization)
+    if local and ctx.rank in local:
+        dist.new_group(local, use_local_synchronization=True)
+    if ctx.rank == ctx.args["culprit"] and ctx.args.get("die"):
+        ctx.record(dying=True)
+        os._exit(3)
+    if ctx.rank != ctx.args["culprit"]:
+        dist.new_group(ctx.args["members"])
+    ctx.record(past_new_group=True)
+    dist.all_reduce(t)
+    ctx.stall_until_released()
+
+
 def _jittered_steps(ctx, n, t):
     """``n`` training steps of jittered compute (5-50 ms, a rank's own draw) and an all_reduce each."""
     import random

@@ -79,6 +79,75 @@ def test_skipped_collective(job_factory):
         assert again["hangs"][0][key] == h[key]
 
 
+def _local_sync():
+    import inspect
+    import torch.distributed as dist
+    return "use_local_synchronization" in inspect.signature(dist.new_group).parameters
+
+
+def _making_root(v, missing):
+    root = _root(v)
+    assert (root["op"], root["group"], root["group_ranks"]) == ("new_group", "new_group:world", [0, 1, 2, 3]), root
+    assert root["missing_ranks"] == [missing], root
+    return root
+
+
+def test_a_new_group_one_rank_left_out_names_that_rank(job_factory):
+    """Rank 0 leaves out a new_group of every rank (under an if): ranks 1-3 wait in its making (gloo's
+    rendezvous, inside torch's group factory), rank 0 in the world's next all_reduce.  Before 2026-12-06 the
+    verdict named ranks 1-3, "in no collective"; each factory call is now a call on the world's making stream
+    (sources/groups.py), and the rank that issued its all_reduce without it is named."""
+    job = job_factory("new_group_left_out", 4, culprit=0, members=[0, 1, 2, 3], timeout=1.0)
+    v = _verdict(job, timeout=90)
+    job.kill()
+    assert v["culprit_ranks"] == [0], (v["summary"], v["undecided"])
+    root = _making_root(v, 0)
+    assert root["waiting_ranks"] == [1, 2, 3] and root["category"] == "order", root
+    text = root["missing"]["0"]["text"]  # "rank 0 issued all_reduce #4 on group 0 without its new_group #1 ..."
+    assert text.startswith("rank 0 issued") and "new_group #1 on group new_group:world" in text, text
+    world = [h for h in v["hangs"] if h["op"] == "all_reduce"]
+    assert len(world) == 1 and world[0]["missing_ranks"] == [1, 2, 3], v["hangs"]
+    assert all(world[0]["missing"][str(r)]["state"] != "no_collective" for r in (1, 2, 3)), world[0]["missing"]
+
+
+def test_a_new_group_a_member_left_out_names_that_member_not_its_peer(job_factory):
+    """Rank 3 leaves out new_group([2, 3]): rank 2 waits in its making (gloo's rendezvous; on 1.x ranks 0 and 1
+    in torch's store-based barrier after it), ranks 0, 1 and 3 in the world's all_reduce.  Ranks 0 and 1 made
+    the group too (a non-member passes the factory at once): rank 3 is the one that went on without it.
+    Before 2026-12-06 rank 2, the peer that waited, was named, "in no collective"."""
+    job = job_factory("new_group_left_out", 4, culprit=3, members=[2, 3], timeout=1.0)
+    v = _verdict(job, timeout=90)
+    job.kill()
+    assert v["culprit_ranks"] == [3], (v["summary"], v["undecided"])
+    making = [h for h in v["hangs"] if h["op"] == "new_group" and 3 in h["missing_ranks"]]
+    assert making and 2 in making[0]["waiting_ranks"], v["hangs"]
+
+
+def test_a_rank_dead_before_a_new_group_is_named_dead(job_factory):
+    """Rank 3 dies before new_group([0..3]): the others wait in its making, in no collective (no deadline of the
+    observer's could pass before 2026-12-06: nothing was in flight); now the making's call is past it and rank 3
+    is named, dead."""
+    job = job_factory("new_group_left_out", 4, culprit=3, members=[0, 1, 2, 3], die=True, timeout=1.0)
+    v = _verdict(job, timeout=90)
+    job.kill()
+    assert v["culprit_ranks"] == [3] and v["ranks_dead"] == [3], (v["summary"], v["undecided"])
+    root = _making_root(v, 3)
+    assert root["waiting_ranks"] == [0, 1, 2] and root["missing"]["3"]["state"] == "dead", root
+
+
+@pytest.mark.skipif(not _local_sync(), reason="new_group has no use_local_synchronization before torch 2.1")
+def test_a_group_its_members_alone_make_takes_no_number_of_the_worlds_making(job_factory):
+    """Ranks 2 and 3 make a group with use_local_synchronization=True (the others never call it), then rank 0
+    leaves out the next new_group of every rank: the making the world numbers is #1 on every rank, and rank 0
+    is named (had the local one counted, ranks 2 and 3 would wait in #2, the others in #1)."""
+    job = job_factory("new_group_left_out", 4, culprit=0, members=[0, 1, 2, 3], local_first=[2, 3], timeout=1.0)
+    v = _verdict(job, timeout=90)
+    job.kill()
+    assert v["culprit_ranks"] == [0], (v["summary"], v["undecided"])
+    root = _making_root(v, 0)
+    assert root["seq"] == 1 and root["waiting_ranks"] == [1, 2, 3], root
+
+
 def test_a_hang_that_resolves_is_reported_resolved(job_factory):
     """Rank 1 is late past the timeout, then catches up: the verdict merged at hang time stays the record
     (rank 1 named), its outcome says the hang resolved and how late rank 1 was, the exit code is 3, and the
