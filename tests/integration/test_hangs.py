@@ -5,6 +5,7 @@ import pytest
 
 import c10d_observer
 from c10d_observer.sources import table
+from c10d_observer.sources.groups import MAKING
 from harness import reported
 
 USABLE = [s for s, r in c10d_observer.capabilities()["sources"].items() if r["usable"]]
@@ -82,8 +83,12 @@ def test_hang_in_subgroup_while_world_is_fine(job_factory):
     assert job.finish() == [0, 0, 0], job.log_text()
     e = _only(rep["overdue"], op="all_reduce")
     assert e["group_ranks"] == [0, 1]
-    world = [g for g in rep["groups"] if g["kind"] == "collective" and g["ranks"] == [0, 1, 2]]
+    # the world's own stream, beside the world's making stream (new_group([0, 1]) made: done, nothing in flight)
+    world = [g for g in rep["groups"] if g["kind"] == "collective" and g["ranks"] == [0, 1, 2]
+             and g["group"] != MAKING]
     assert len(world) == 1 and world[0]["in_flight_seq"] is None and world[0]["last_completed"] == 1
+    making = [g for g in rep["groups"] if g["group"] == MAKING]
+    assert len(making) == 1 and making[0]["in_flight_seq"] is None and making[0]["last_completed"] >= 1, making
     assert e["group"] != world[0]["group"]
     assert not reported(job, 1, before=released) and not reported(job, 2, before=released)  # none else, then
 
