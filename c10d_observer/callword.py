@@ -44,9 +44,13 @@ APIS = (
 # bits 56-62) and the element count modulo 2**24 (bits 32-55) of the tensor that must agree across the
 # ranks of the call (the input of all_reduce, broadcast, all_gather; the output of scatter and
 # reduce_scatter; none for all_to_all, whose splits may differ).  0: not known.
+MEMBERS, MEMBERS_DIGEST = "members", "members_digest"
 DTYPES = (
     "unknown", "float32", "float64", "float16", "bfloat16", "uint8", "int8", "int16", "int32", "int64",
     "bool", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64",
+    # not dtypes: the members of the group a ``new_group`` makes (sources/groups.py), which must agree across
+    # the world's ranks: a mask of them where the world has at most 24 ranks, else a digest (``encode_members``)
+    MEMBERS, MEMBERS_DIGEST,
 )
 DTYPE_CODES = {name: code for code, name in enumerate(DTYPES)}
 # c10 ScalarType names (flight-recorder entries) -> DTYPES
@@ -79,6 +83,24 @@ def encode_root(root):
     return ((root + 1) & ROOT_MASK) << ROOT_SHIFT if root is not None and root >= 0 else 0
 
 
+def encode_members(ranks, world_size):
+    """The size-signature bits of a group's making: its members (global ranks) as a mask of 24 bits where the
+    world has at most 24 ranks, else 24 bits of their CRC-32.  Two ranks that make different groups at one
+    place of the world's making stream differ here (verdict: a desync of sizes)."""
+    ranks = sorted(set(int(r) for r in ranks))
+    if world_size <= 24:
+        return encode_sig(DTYPE_CODES[MEMBERS], sum(1 << r for r in ranks))
+    import zlib
+    return encode_sig(DTYPE_CODES[MEMBERS_DIGEST], zlib.crc32(",".join(map(str, ranks)).encode()))
+
+
+def _members_text(code, numel):
+    if DTYPES[code] == MEMBERS:
+        from .text import rank_list
+        return "members %s" % rank_list([r for r in range(24) if numel >> r & 1]).split(" ", 1)[-1]
+    return "members of digest %06x" % numel
+
+
 def decode_root(word):
     """The root's rank in the group (modulo 2**16) of an op word, or None where not known."""
     r = (word >> ROOT_SHIFT) & ROOT_MASK
@@ -93,7 +115,10 @@ def decode_sig(word):
     text = None
     if sig:
         code = sig >> DTYPE_SHIFT
-        text = "%d x %s" % (sig & NUMEL_MASK, DTYPES[code] if code < len(DTYPES) else "dtype%d" % code)
+        if code < len(DTYPES) and DTYPES[code].startswith(MEMBERS):
+            text = _members_text(code, sig & NUMEL_MASK)
+        else:
+            text = "%d x %s" % (sig & NUMEL_MASK, DTYPES[code] if code < len(DTYPES) else "dtype%d" % code)
     if root is not None:
         text = ("%s, root %d" % (text, root)) if text else "root %d" % root
     return text

@@ -4,7 +4,7 @@ what kind of desync, what kind of hang, what became of it.  ``str``-valued: each
 the files and ``report --json`` keep their shape.  No imports of the package."""
 import enum
 
-__all__ = ["Level", "CallEnd", "Where", "MismatchKind", "OutcomeState", "Category", "MISMATCH_WORDS"]
+__all__ = ["Level", "CallEnd", "Where", "MismatchKind", "OutcomeState", "Category", "MISMATCH_WORDS", "mismatch_word"]
 
 
 class _Words(str, enum.Enum):
@@ -44,6 +44,14 @@ class MismatchKind(_Words):
 
 
 MISMATCH_WORDS = {MismatchKind.OP: "ops", MismatchKind.SIZE: "sizes", MismatchKind.ROOT: "roots"}  # "different <word>"
+
+
+def mismatch_word(kind, op):
+    """"different <word>" of a desync of ``kind`` in a call of ``op``: a ``new_group``'s size is the group it
+    makes (callword.encode_members)."""
+    if op == "new_group" and str(kind) == MismatchKind.SIZE.value:
+        return "groups"
+    return MISMATCH_WORDS[MismatchKind(str(kind))]
 
 
 class OutcomeState(_Words):

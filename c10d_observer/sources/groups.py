@@ -11,10 +11,13 @@ The same wrapper watches the group's making itself.  torch requires every rank o
 member of a new gloo group waits inside it until every member has come (gloo's rendezvous), a non-member
 returns at once; torch's store-based barrier after it (on 1.x, or where ``TORCH_DIST_INIT_BARRIER=1``) waits
 for every rank.  A rank that leaves a ``new_group`` out (under an ``if``) leaves its peers there, while it
-waits in its next collective for them.  Each factory call and each such barrier is a call (op ``new_group``)
-on one stream for the world, ``new_group:world``, every rank numbering them alike, so that the watchdog
+waits in its next collective for them.  Each factory call and each such barrier is a call (op ``new_group``,
+the group's members as its size) on one stream for the world, ``new_group:world``, every rank numbering them
+alike, so that the watchdog
 times them and the verdict sees where such a rank waits (not "in no collective") and which rank issued its
-next collective without the ``new_group`` the others made.  Not written: ``init_process_group``'s own
+next collective without the ``new_group`` the others made, or which made its groups in another order than the
+others (torch names a group by its place in that order: ranks that made [0, 1] at different places wait for
+each other under two names).  Not written: ``init_process_group``'s own
 factory call and barrier (no world yet; its barrier waits out the ranks' start-up), a ``new_group`` with
 ``use_local_synchronization=True`` (its members alone call it: ``_new_group_with_tag``, 2.x, says so) and its
 barrier, ``split_group`` (no factory call).
@@ -43,6 +46,7 @@ class GroupWatch(Source):
         self.making = None  # the stream writer of the world's making stream, once a group's making was written
         self.local = False  # inside a new_group(use_local_synchronization=True): its members alone call it
         self.barrier_next = False  # whether the next store-based barrier is new_group's (after its factory call)
+        self.members = None  # the members of the group whose making was written last (its barrier's too)
 
     @classmethod
     def build(cls, ctx):
@@ -64,7 +68,9 @@ class GroupWatch(Source):
             # the members of the group being made: the third argument from 1.8 to 2.15 (``group_ranks``,
             # then ``global_ranks_in_group``); empty for the default group, made before any other
             ranks = args[2] if len(args) > 2 else kwargs.get("global_ranks_in_group", kwargs.get("group_ranks"))
-            call = self._start_making() if self.tracker is not None and ranks and not self.local else None
+            making = self.tracker is not None and ranks and not self.local
+            self.members = list(ranks) if making else None  # the barrier after it is this group's making too
+            call = self._start_making(members=self.members) if making else None
             # a store-based barrier right after this is new_group's where the world existed before (else it is
             # init_process_group's, which waits out the ranks' start-up: not watched)
             self.barrier_next = compat.default_group() is not None
@@ -98,7 +104,7 @@ class GroupWatch(Source):
             # barrier of fewer ranks than the world's (use_local_synchronization) is not the world's, and not
             # written (its ranks' count of such barriers is not the world's)
             count = args[3] if len(args) > 4 else kwargs.get("rendezvous_count")
-            call = self._start_making(count) if self.barrier_next and not self.local else None
+            call = self._start_making(count, self.members) if self.barrier_next and not self.local else None
             self.barrier_next = False
             try:
                 return orig(*args, **kwargs)
@@ -108,10 +114,11 @@ class GroupWatch(Source):
 
         return barrier
 
-    def _start_making(self, count=None):
-        """Write the start of a group's making as a call on the world's making stream: (stream writer, seq), or
-        None where no world exists yet or the barrier is of a part of it.  Never raises: the group is made
-        whatever happens here."""
+    def _start_making(self, count=None, members=None):
+        """Write the start of a group's making as a call on the world's making stream, with the group's
+        ``members`` as its size (callword.encode_members: ranks that make different groups at one place differ
+        there): (stream writer, seq), or None where no world exists yet or the barrier is of a part of it.  Never
+        raises: the group is made whatever happens here."""
         try:
             world = compat.default_group()
             if world is None or (count is not None and count != world.size()):
@@ -123,7 +130,10 @@ class GroupWatch(Source):
                             kind="collective")
                 desc.pop("torch_timeout_s", None)
                 st = self.making = self.tracker._stream(desc)
-            return st, st.start(_cw.encode_op("new_group"))
+            word = _cw.encode_op("new_group")
+            if members:
+                word |= _cw.encode_members(members, world.size())
+            return st, st.start(word)
         except Exception:
             log.debug("c10d_observer: cannot write a group's making", exc_info=True)
             return None

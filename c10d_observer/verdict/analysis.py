@@ -10,7 +10,7 @@ import os
 
 from .. import arrivals as _arrivals
 from .. import documents as _documents
-from ..levels import CallEnd, Level, MismatchKind, Where
+from ..levels import CallEnd, Level, MismatchKind, Where, mismatch_word
 from ..streams import is_p2p, p2p_ends
 from ..text import describe, describe_call, rank_list
 from .stacks import _stack_groups, main_thread_frames, place
@@ -19,7 +19,7 @@ from .cycles import in_cycle, order_cycles
 from .deaths import ABORTED_WORDS, aborted_alone, aborted_beside_another, aborted_beside_the_order, raised_on_a_death
 from .mismatch import ROOT_TEXT, by_program, mismatch
 from .fields import Draft, LazyRanks
-from .types import MISMATCH_WORDS, Culprit, Hang, Host, Resolved, Straggler, Verdict, Whereabouts
+from .types import Culprit, Hang, Host, Resolved, Straggler, Verdict, Whereabouts
 
 VERSION = 1  # of the verdict's JSON (report --json)
 
@@ -395,7 +395,7 @@ def _place_missing(hangs, by_rank, frames, now, queued=None):
             if m.evidence:  # a lead that decides nothing (mismatch._early_lead)
                 why += "; %s" % m.evidence
             undecided.append("%s: the ranks in it issued different %s (%s) and %s" % (
-                describe(h), MISMATCH_WORDS[m.kind], m.text, why))
+                describe(h), mismatch_word(m.kind, h.op), m.text, why))
     for r in set(alone_named) & set(beside):
         culprits.add(r)
         for m, before in beside[r]:

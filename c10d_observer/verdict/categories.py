@@ -1,6 +1,6 @@
 """The category of a stuck call (types.Category) and the words that say why: what the ranks missing from it,
 and the GPU, tell."""
-from ..levels import MISMATCH_WORDS, Category, Where
+from ..levels import Category, Where, mismatch_word
 from ..text import describe, rank_list
 from .. import streams as _streams
 
@@ -33,7 +33,7 @@ def categorize(h, by_rank, undecided):
     if h.mismatch:
         h.category = Category.MISMATCH
         h.category_why = "its ranks issued different %s at the same seq: %s" % (
-            MISMATCH_WORDS[h.mismatch.kind], h.mismatch.text)
+            mismatch_word(h.mismatch.kind, h.op), h.mismatch.text)
     elif is_p2p(h) and h.missing_ranks and (h.cycle or h.caused_by):
         # a send or recv whose peer went on to another call (which waits for this rank: the calls wait for
         # each other): the peer left its half out, as docs/diagnosis.md documents an unmatched p2p

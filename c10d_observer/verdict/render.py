@@ -3,7 +3,7 @@ values the analysis built (types.Verdict, read as attributes), as torch's flight
 records apart from building them.  It stands on the enums and the words for ranks and calls only; the
 analysis builds values without words, and the verdict's front and files add the summary here (``worded``);
 ``types`` asks it for ``Verdict.text``."""
-from ..levels import MISMATCH_WORDS, Level, Where
+from ..levels import Level, Where, mismatch_word
 from ..text import clock, describe, format_ranks, rank_list, short_clock
 
 def _who(v, r):
@@ -11,6 +11,8 @@ def _who(v, r):
     if h is not None and h.host:
         return "rank %d (%s, pid %s)" % (r, h.host, h.pid)
     return "rank %d" % r
+
+SHOWN = 4  # the innermost frames a grouped stack shows, its job frame added where further in (stacks.py)
 
 
 def _level_words(h):
@@ -50,7 +52,7 @@ def summary_line(v):
     if h.mismatch:
         m = h.mismatch
         parts.append("different %s at the same seq: %s%s" % (
-            MISMATCH_WORDS[str(m.kind)], m.text,
+            mismatch_word(m.kind, h.op), m.text,
             "; the odd one out: %s" % rank_list(m.odd_ranks) if m.odd_ranks else ""))
     if h.ordering and not any((h.whereabouts(r) is not None and h.whereabouts(r).state == Where.OUT_OF_ORDER)
                               for r in h.missing_ranks):
@@ -182,8 +184,9 @@ def _tail_lines(v, problems):
             if len(variants) > 1:  # one place, different lines: each rank's own
                 lines.append("  %s, at %d different lines:" % (rank_list(g.ranks), len(variants)))
             for var in variants:
-                lines.append("%s%s: %s" % ("    " if len(variants) > 1 else "  ", rank_list(var.ranks),
-                                           " < ".join(var.frames[:4])))
+                job = getattr(var, "job_frame", None)
+                lines.append("%s%s: %s%s" % ("    " if len(variants) > 1 else "  ", rank_list(var.ranks),
+                                             " < ".join(var.frames[:SHOWN]), " < ... < %s" % job if job else ""))
     hosts = v.hosts or {}
     spied = [(r, hosts[str(r)].py_spy_dump) for r in v.culprit_ranks if str(r) in hosts and hosts[str(r)].py_spy_dump]
     for r, path in spied:

@@ -7,6 +7,7 @@ import re
 from typing import NamedTuple, Optional
 
 from .. import stackfile as _stackfile
+from .render import SHOWN
 from .types import Stacks
 
 _LIBRARY = re.compile(r"[/\\](site|dist)-packages[/\\]|[/\\]lib(64)?[/\\]python\d[.\d]*[/\\]|^<frozen|"
@@ -86,18 +87,28 @@ def _signature(frames):
 
 
 
-_WORDS = {}  # a main thread's innermost 8 frames -> (its _signature, its frames' texts): _stack_groups
+_WORDS = {}  # a main thread's frames -> (its _signature, its frames' texts, its job frame): _stack_groups
+_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this package's frames: its wrappers
+
+
+def _own(frame):
+    return bool(frame[0]) and frame[0].startswith(_OWN + os.sep)
 
 
 def _words(frames):
-    """(_signature, the frame_text of each of the innermost 8 frames, a tuple) of a main thread's frames, made
-    once per process for frames alike (the ranks waiting in one call share them)."""
-    key = tuple(frames[:8])
+    """(_signature, the frame_text of each of the innermost 8 frames but this package's own (its wrappers of
+    torch's functions: the job did not write them), a tuple, the frame_text of the job's innermost frame where it
+    is not among the first SHOWN of them, else None) of a main thread's frames, made once per process for
+    frames alike (the ranks waiting in one call share them)."""
+    key = tuple(frames)
     got = _WORDS.get(key)
     if got is None:
         if len(_WORDS) >= 4096:
             _WORDS.clear()
-        got = _WORDS[key] = (_signature(key), tuple([frame_text(f) for f in key]))
+        shown = [f for f in frames if not _own(f)] or list(frames)
+        job = next((i for i, f in enumerate(shown) if not is_library(f)), None)
+        got = _WORDS[key] = (_signature(frames), tuple([frame_text(f) for f in shown[:8]]),
+                             frame_text(shown[job]) if job is not None and job >= SHOWN else None)
     return got
 
 
@@ -105,14 +116,22 @@ def _stack_groups(frames_by_rank):
     """Main-thread stacks grouped by their frames (functions and files, not line numbers), each group with
     its line-number variants and the ranks at each: ranks one line apart stay one group, but each rank's
     own lines are kept (the difference may be what the user looks for).  [Stacks]."""
-    groups = collections.OrderedDict()  # signature -> (frames, ranks, {frames: ranks}: its variants)
+    groups = collections.OrderedDict()  # signature -> (frames, ranks, {(frames, job frame): ranks}: its variants)
     for r, frames in sorted(frames_by_rank.items()):
         if not frames:
             continue
-        signature, texts = _words(frames)
-        first, ranks, variants = groups.setdefault(signature, (list(texts), [], collections.OrderedDict()))
+        signature, texts, job = _words(frames)
+        first, ranks, variants = groups.setdefault(signature, ((list(texts), job), [], collections.OrderedDict()))
         ranks.append(r)
-        variants.setdefault(texts, []).append(r)
-    out = [Stacks(frames=first, ranks=ranks, variants=[Stacks(frames=list(t), ranks=rs) for t, rs in variants.items()])
+        variants.setdefault((texts, job), []).append(r)
+    out = [_stacks(first, ranks, [_stacks((list(t), j), rs) for (t, j), rs in variants.items()])
            for first, ranks, variants in groups.values()]
     return sorted(out, key=lambda g: (len(g.ranks), g.ranks))
+
+
+def _stacks(frames_job, ranks, variants=None):
+    frames, job = frames_job
+    more = {} if job is None else dict(job_frame=job)
+    if variants is not None:
+        more.update(variants=variants)
+    return Stacks(frames=frames, ranks=ranks, **more)

@@ -109,11 +109,13 @@ class Resolved(Part):
 
 
 class Stacks(Part):
-    """Main-thread stacks grouped (``Verdict.stack_groups``): the innermost ``frames`` in words, the ``ranks`` at
-    them; a group's ``variants``: the same functions at different lines, each with its ranks."""
+    """Main-thread stacks grouped (``Verdict.stack_groups``): the innermost ``frames`` in words (but the
+    observer's own), the ``ranks`` at them; a group's ``variants``: the same functions at different lines, each
+    with its ranks; ``job_frame``: the job's innermost frame, where the first frames shown are all torch's or
+    a library's (a ``new_group`` is five deep in torch: which of the job's it is, this line says)."""
     __slots__ = ()
     FIELDS = (F("frames", as_list, dump_list), F("ranks", as_list, dump_list),
-              F("variants", lambda v: list_of(Stacks)(v), dump_list, True))
+              F("variants", lambda v: list_of(Stacks)(v), dump_list, True), F("job_frame", optional=True))
 
 
 class Event(Part):

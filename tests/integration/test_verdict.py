@@ -148,6 +148,45 @@ def test_a_group_its_members_alone_make_takes_no_number_of_the_worlds_making(job
     assert root["seq"] == 1 and root["waiting_ranks"] == [1, 2, 3], root
 
 
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_a_rank_that_made_its_groups_in_another_order_is_named(job_factory, reverse):
+    """Every rank makes new_group([0, 1]) and new_group([2, 3]), rank ``reverse`` in the other order: torch
+    names a group by its place in that order, so the ranks that made [0, 1] at different places wait for each
+    other (under two names; gloo may also wire a member to a rank of the other group made under the same name:
+    where each waits varies from run to run).  Each making call carries its group's members (callword
+    .encode_members): at the first making the odd rank made another group than the three others, and it is
+    named (before: "cannot decide: ... no rank is missing and no op or size differs").  The stacks name the
+    job's line of the new_group a rank waits in, five frames deep in torch."""
+    job = job_factory("new_groups_in_another_order", 4, groups=[[0, 1], [2, 3]], reverse=[reverse], timeout=1.0)
+    v = _verdict(job, timeout=90)
+    job.kill()
+    assert v["culprit_ranks"] == [reverse], (v["summary"], v["undecided"])
+    making = [h for h in v["hangs"] if h["op"] == "new_group" and h.get("mismatch")]
+    assert making and making[0]["seq"] == 1 and making[0]["mismatch"]["odd_ranks"] == [reverse], v["hangs"]
+    assert making[0]["mismatch"]["text"].startswith("rank %d new_group of members 2, 3, " % reverse), making[0]
+    assert making[0]["size"] == "members 0, 1" and making[0]["category"] == "mismatch", making[0]
+    assert "different groups" in making[0]["category_why"], making[0]
+    in_making = [r for h in v["hangs"] if h["op"] == "new_group" for r in h["waiting_ranks"]]
+    shown = [g for g in v["stack_groups"] if set(g["ranks"]) & set(in_making)]
+    # the job's frame among the four a report shows (torch 1.x), else given after them (2.x: torch's logging
+    # wrapper and _new_group_with_tag are deeper)
+    assert shown and all(any("scenarios.py" in f for f in var["frames"][:4] + [var.get("job_frame", "")])
+                         for g in shown for var in g["variants"]), v["stack_groups"]
+    assert not any("groups.py" in f for g in v["stack_groups"] for f in g["frames"]), v["stack_groups"]
+
+
+def test_two_ranks_against_two_in_the_order_of_their_groups_name_nobody(job_factory):
+    """Ranks 0, 3 make [0, 1] first, ranks 1, 2 [2, 3] first: two against two, no majority says which order the
+    program meant; the verdict says it cannot decide, and why (never a wrong culprit).  (Ranks 0, 3 against 1,
+    2, not 0, 1 against 2, 3: then [0, 1] and [2, 3] are made under one name, and gloo may wire them across
+    into two groups that complete, where this job hangs in every run.)"""
+    job = job_factory("new_groups_in_another_order", 4, groups=[[0, 1], [2, 3]], reverse=[1, 2], timeout=1.0)
+    v = _verdict(job, timeout=90)
+    job.kill()
+    assert v["culprit_ranks"] == [], (v["summary"], v["undecided"])
+    assert any("issued different groups" in u and "none has a majority" in u for u in v["undecided"]), v["undecided"]
+
+
 def test_a_hang_that_resolves_is_reported_resolved(job_factory):
     """Rank 1 is late past the timeout, then catches up: the verdict merged at hang time stays the record
     (rank 1 named), its outcome says the hang resolved and how late rank 1 was, the exit code is 3, and the

@@ -16,9 +16,25 @@ MASKS = {cw.NUMEL_MASK, cw.OP_MASK, cw.DTYPE_MASK, cw.ROOT_MASK}
 def test_every_op_with_every_api_and_dtype_comes_back(op):
     for api in cw.APIS:
         for dtype, code in cw.DTYPE_CODES.items():
+            if dtype in (cw.MEMBERS, cw.MEMBERS_DIGEST):
+                continue  # a group's members, not a dtype: below
             word = cw.encode_op(op, api) | cw.encode_sig(code, 3 * 2 ** 24 + 1000)
             assert cw.decode_op(word) == (op, api)
             assert cw.decode_sig(word) == (None if code == 0 else "1000 x %s" % dtype)
+
+
+@pytest.mark.parametrize("members, world, text", [
+    ([0, 1], 4, "members 0, 1"), ([3, 2], 4, "members 2, 3"), ([0, 1, 2, 3], 4, "members 0-3"), ([23], 24, "members 23"),
+    (list(range(0, 24, 2)), 24, "members 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22")])
+def test_a_group_s_members_come_back_where_the_world_has_24_ranks_or_fewer(members, world, text):
+    word = cw.encode_op("new_group") | cw.encode_members(members, world)
+    assert cw.decode_op(word) == ("new_group", "") and cw.decode_sig(word) == text
+
+
+def test_a_larger_world_s_groups_differ_by_a_digest_of_their_members():
+    a, b = (cw.decode_sig(cw.encode_members(m, 64)) for m in ([0, 1], [2, 3]))
+    assert a.startswith("members of digest ") and b.startswith("members of digest ") and a != b
+    assert cw.decode_sig(cw.encode_members([1, 0, 1], 64)) == a  # the members, not the order they were given in
 
 
 @pytest.mark.parametrize("root", [None, 0, 1, 7, 4095, 65534])

@@ -1,6 +1,8 @@
 """verdict.analyze on hand-made rank documents: the cases real ranks cannot be made to show reliably, and
 each rule of the verdict on its own (issue 24).  Documents are built as JSON and read through
 documents.RankDoc, as the watchdog's are."""
+import os
+
 import pytest
 
 from c10d_observer import stackfile
@@ -207,6 +209,33 @@ def test_grouped_stacks_keep_each_ranks_own_line_numbers():
     assert "ranks 0-2, at 2 different lines:" in text
     assert "ranks 0, 2: step (train.py:20)" in text and "rank 1: step (train.py:21)" in text
     assert "rank 3: load (data.py:99)" in text
+
+
+def test_a_grouped_stack_deep_in_torch_ends_with_the_jobs_line_and_leaves_out_the_observers_frames():
+    """A rank in new_group (torch 2.x: the factory five frames below the job, two of them the observer's
+    wrappers): the four frames shown are torch's, the observer's own are left out, and the job's innermost
+    frame follows them (which new_group it is); a stack whose job frame is among the four gets none."""
+    import c10d_observer
+    own = os.path.join(os.path.dirname(os.path.abspath(c10d_observer.__file__)), "sources", "groups.py")
+    c10d = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
+    deep = [(c10d, 2169, "_new_process_group_helper"), (own, 78, "helper"), (c10d, 6056, "_new_group_with_tag"),
+            (own, 94, "with_tag"), (c10d, 5863, "new_group"),
+            ("/venv/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", 97, "wrapper"),
+            ("/w/train.py", 8, "<module>")]
+    shallow = [(c10d, 3252, "all_reduce"), ("/w/train.py", 12, "<module>")]
+    docs = {0: _doc(0, 2, [], stacks_text=_stacks(deep), main_thread=0xab),
+            1: _doc(1, 2, [], stacks_text=_stacks(shallow), main_thread=0xab)}
+    v = verdict.analyze(docs).to_json()
+    [g0] = [g for g in v["stack_groups"] if g["ranks"] == [0]]
+    [g1] = [g for g in v["stack_groups"] if g["ranks"] == [1]]
+    assert g0["frames"][:4] == ["_new_process_group_helper (distributed_c10d.py:2169)",
+                                "_new_group_with_tag (distributed_c10d.py:6056)", "new_group (distributed_c10d.py:5863)",
+                                "wrapper (c10d_logger.py:97)"], g0
+    assert g0["job_frame"] == "<module> (train.py:8)" and "job_frame" not in g1, (g0, g1)
+    text = verdict.format_text(v)
+    assert "rank 0: _new_process_group_helper (distributed_c10d.py:2169) < _new_group_with_tag" in text, text
+    assert "< wrapper (c10d_logger.py:97) < ... < <module> (train.py:8)" in text, text
+    assert text.rstrip().endswith("rank 1: all_reduce (distributed_c10d.py:3252) < <module> (train.py:12)"), text
 
 
 def test_text_lists_read_as_lists_and_exits_are_shown():
