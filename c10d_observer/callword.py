@@ -59,6 +59,7 @@ SCALAR_TYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFl
                 "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
                 "Float8_e4m3fn": "float8_e4m3fn", "Float8_e5m2": "float8_e5m2", "UInt16": "uint16",
                 "UInt32": "uint32", "UInt64": "uint64"}
+_FIRST_MEMBERS = DTYPE_CODES[MEMBERS]  # the codes from here on are a group's members, not dtypes
 OP_CODES = {name: code for code, name in enumerate(OPS)}
 API_CODES = {name: code for code, name in enumerate(APIS)}
 
@@ -127,6 +128,8 @@ def decode_sig(word):
 def signature(word):
     """(op code, dtype code, size bucket: the bit length of the element count) of an op word: what a
     deadline is learned for (watchdog.Learner).  Calls of one op whose sizes are within a factor of two
-    share a bucket."""
+    share a bucket.  A group's making is one signature whatever its members (``encode_members``)."""
     sig = (word >> SIG_SHIFT) & (DTYPE_MASK << DTYPE_SHIFT | NUMEL_MASK)
+    if sig >> DTYPE_SHIFT >= _FIRST_MEMBERS:
+        return word & OP_MASK, 0, 0
     return word & OP_MASK, sig >> DTYPE_SHIFT, (sig & NUMEL_MASK).bit_length()

@@ -37,6 +37,11 @@ def test_a_larger_world_s_groups_differ_by_a_digest_of_their_members():
     assert cw.decode_sig(cw.encode_members([1, 0, 1], 64)) == a  # the members, not the order they were given in
 
 
+def test_a_group_s_making_is_one_deadline_whatever_its_members():
+    words = [cw.encode_op("new_group") | cw.encode_members(m, w) for m, w in (([0, 1], 4), ([2, 3], 4), ([5], 64))]
+    assert {cw.signature(w) for w in words} == {cw.signature(cw.encode_op("new_group"))}
+
+
 @pytest.mark.parametrize("root", [None, 0, 1, 7, 4095, 65534])
 def test_a_root_comes_back_beside_the_op_api_and_size(root):
     for op in cw.ROOTED:
