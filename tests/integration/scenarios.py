@@ -909,17 +909,20 @@ def new_groups_in_another_order(ctx):
     ranks in ``reverse`` in the other order (torch documents that every rank makes its groups in one order; a
     group is named by its place in it, so [0, 1] made first by one rank and second by another is two names,
     whose members wait for each other), then a world all_reduce and each rank's own group's; stalls after.
+    ``instead``: {rank: the groups that rank makes instead} (another group's members than the others pass).
     Ended by the test (kill)."""
     _enable(ctx)
     t = torch.ones(4)
     for _ in range(ctx.args.get("steps", 3)):
         dist.all_reduce(t)
-    groups = ctx.args["groups"]
-    order = list(reversed(groups)) if ctx.rank in ctx.args["reverse"] else list(groups)
+    groups = ctx.args.get("instead", {}).get(str(ctx.rank), ctx.args["groups"])
+    order = list(reversed(groups)) if ctx.rank in ctx.args.get("reverse", ()) else list(groups)
     made = {tuple(ranks): dist.new_group(ranks) for ranks in order}
     ctx.record(past_new_group=True)
     dist.all_reduce(t)
-    dist.all_reduce(t, group=next(g for ranks, g in made.items() if ctx.rank in ranks))
+    mine = [g for ranks, g in made.items() if ctx.rank in ranks]
+    if mine:
+        dist.all_reduce(t, group=mine[0])
     ctx.stall_until_released()
 
 

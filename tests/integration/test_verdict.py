@@ -175,6 +175,21 @@ def test_a_rank_that_made_its_groups_in_another_order_is_named(job_factory, reve
     assert not any("groups.py" in f for g in v["stack_groups"] for f in g["frames"]), v["stack_groups"]
 
 
+def test_a_rank_that_made_another_group_than_the_others_is_named(job_factory):
+    """Rank 3 calls new_group([0, 1, 2]) where the others call new_group([0, 1, 2, 3]) (the list computed on each
+    rank, one rank's wrong): ranks 0-2 wait in the making for rank 3, which passed it (a non-member of its own
+    group) and waits in the world's all_reduce.  Before the making carried its members: "cannot decide: ...
+    no rank is missing or frozen"; now rank 3 is named by the group it made."""
+    job = job_factory("new_groups_in_another_order", 4, groups=[[0, 1, 2, 3]], instead={"3": [[0, 1, 2]]},
+                      timeout=1.0)
+    v = _verdict(job, timeout=90)
+    job.kill()
+    assert v["culprit_ranks"] == [3], (v["summary"], v["undecided"])
+    root = _root(v)  # rank 3 passed the making: not missing from it, the odd one in it
+    assert root["op"] == "new_group" and root["waiting_ranks"] == [0, 1, 2] and root["finished_ranks"] == [3], root
+    assert root["mismatch"]["odd_ranks"] == [3] and "rank 3 new_group of members 0-2" in root["mismatch"]["text"], root
+
+
 def test_two_ranks_against_two_in_the_order_of_their_groups_name_nobody(job_factory):
     """Ranks 0, 3 make [0, 1] first, ranks 1, 2 [2, 3] first: two against two, no majority says which order the
     program meant; the verdict says it cannot decide, and why (never a wrong culprit).  (Ranks 0, 3 against 1,
