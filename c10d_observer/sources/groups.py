@@ -13,12 +13,11 @@ returns at once; torch's store-based barrier after it (on 1.x, or where ``TORCH_
 for every rank.  A rank that leaves a ``new_group`` out (under an ``if``) leaves its peers there, while it
 waits in its next collective for them.  Each factory call and each such barrier is a call (op ``new_group``,
 the group's members as its size) on one stream for the world, ``new_group:world``, every rank numbering them
-alike, so that the watchdog
-times them and the verdict sees where such a rank waits (not "in no collective") and which rank issued its
-next collective without the ``new_group`` the others made, or which made its groups in another order than the
-others (torch names a group by its place in that order: ranks that made [0, 1] at different places wait for
-each other under two names).  Not written: ``init_process_group``'s own
-factory call and barrier (no world yet; its barrier waits out the ranks' start-up), a ``new_group`` with
+alike, so that the watchdog times them and the verdict sees where such a rank waits (not "in no collective"),
+which rank issued its next collective without the ``new_group`` the others made, and which made its groups in
+another order than the others or another group (torch names a group by its place in that order: ranks that
+made [0, 1] at different places wait for each other under two names).  Not written: ``init_process_group``'s
+own factory call and barrier (no world yet; its barrier waits out the ranks' start-up), a ``new_group`` with
 ``use_local_synchronization=True`` (its members alone call it: ``_new_group_with_tag``, 2.x, says so) and its
 barrier, ``split_group`` (no factory call).
 """

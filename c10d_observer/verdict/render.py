@@ -6,13 +6,14 @@ analysis builds values without words, and the verdict's front and files add the 
 from ..levels import Level, Where, mismatch_word
 from ..text import clock, describe, format_ranks, rank_list, short_clock
 
+SHOWN = 4  # the innermost frames a grouped stack shows, its job frame added where further in (stacks.py)
+
+
 def _who(v, r):
     h = v.host(r)
     if h is not None and h.host:
         return "rank %d (%s, pid %s)" % (r, h.host, h.pid)
     return "rank %d" % r
-
-SHOWN = 4  # the innermost frames a grouped stack shows, its job frame added where further in (stacks.py)
 
 
 def _level_words(h):
