@@ -116,7 +116,7 @@ def decode_sig(word):
     text = None
     if sig:
         code = sig >> DTYPE_SHIFT
-        if code < len(DTYPES) and DTYPES[code].startswith(MEMBERS):
+        if _FIRST_MEMBERS <= code < len(DTYPES):
             text = _members_text(code, sig & NUMEL_MASK)
         else:
             text = "%d x %s" % (sig & NUMEL_MASK, DTYPES[code] if code < len(DTYPES) else "dtype%d" % code)

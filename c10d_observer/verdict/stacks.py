@@ -10,8 +10,9 @@ from .. import stackfile as _stackfile
 from .render import SHOWN
 from .types import Stacks
 
+_OWN = re.compile(r"[/\\]c10d_observer[/\\]")  # this package's frames (its wrappers of torch's functions)
 _LIBRARY = re.compile(r"[/\\](site|dist)-packages[/\\]|[/\\]lib(64)?[/\\]python\d[.\d]*[/\\]|^<frozen|"
-                      r"[/\\]c10d_observer[/\\]")
+                      + _OWN.pattern)
 # what a main thread is doing, by a frame it is in: (file ending, functions or None for any, words)
 _ACTIVITIES = (
     ("torch/utils/data/dataloader.py", ("_try_get_data", "_get_data", "_next_data"), "waiting for a DataLoader worker"),
@@ -88,11 +89,10 @@ def _signature(frames):
 
 
 _WORDS = {}  # a main thread's frames -> (its _signature, its frames' texts, its job frame): _stack_groups
-_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this package's frames: its wrappers
 
 
 def _own(frame):
-    return bool(frame[0]) and frame[0].startswith(_OWN + os.sep)
+    return bool(frame[0]) and bool(_OWN.search(frame[0]))
 
 
 def _words(frames):
