@@ -13,6 +13,7 @@ verdict engine; the tables by fault kind, shape and fault step, and every wrong 
     python benchmarks/fuzz.py --kind swap --seed 13 --cases 20000      # two collectives swapped across groups
     python benchmarks/fuzz.py --real-only --real 40 --seed 5  # 40 programs by real gloo ranks (2-8 each)
     python benchmarks/fuzz.py --real-only --real 20 --kind freeze_in --seed 17   # a rank stopped (SIGSTOP) in a call
+    python benchmarks/fuzz.py --real-only --real 30 --kind make_order --seed 71  # a rank made its groups its own way
     python benchmarks/fuzz.py --kind slow --cases 2000 --seed 11 [--nodes 4] [--periods]  # one slow rank: the straggler rule
 
 Source models (``--source``): ``exact``, the patch wrappers and torch's pre/post hooks: every call a rank
@@ -70,12 +71,14 @@ def main(argv=None):
                     help="every program of this shape, simulated and real (mesh3d: pp x dp x tp, 8-64 ranks; ring: "
                          "batch_isend_irecv rings beside world collectives; async: bursts of async all_reduces; "
                          "ops: every collective kind, rooted, coalesced and object ones; drawn only where asked)")
-    ap.add_argument("--kind", choices=("swap", "freeze", "freeze_in", "mismatch_p2p", "slow"),
+    ap.add_argument("--kind", choices=("swap", "freeze", "freeze_in", "mismatch_p2p", "slow", "make_order",
+                                       "make_members"),
                     help="every case's fault of this kind, simulated and real (swap: two collectives of two groups "
                          "issued the other way round; freeze, freeze_in: the rank's process stopped before a call, "
                          "inside a collective; mismatch_p2p: a send or recv of another size than its other half; drawn only "
                          "where asked; slow: one slow rank, no hang, judged by the straggler rule, simulated only: "
-                         "tests/fuzz/stragglers.py)")
+                         "tests/fuzz/stragglers.py; make_order, make_members: one rank makes two of its groups the "
+                         "other way round, or passes one new_group other members, real only: with --real-only)")
     ap.add_argument("--nodes", type=int, default=1, help="--kind slow: the ranks on this many nodes, clocks apart")
     ap.add_argument("--periods", action="store_true", help="--kind slow: the documents written and joined every 2 s "
                                                            "as the watchdogs do (tests/fuzz/stragglers.periodic)")
@@ -97,6 +100,8 @@ def main(argv=None):
                     help="write each case's outcome to FILE, a line a case (its seed, outcome, culprits, summary, "
                          "the verdicts' categories and the SHA-1 of their JSON), to compare two versions case for case")
     a = ap.parse_args(argv)
+    if a.kind in ("make_order", "make_members") and not a.real_only:
+        ap.error("--kind %s: real only (the simulator writes no new_group calls); add --real-only --real N" % a.kind)
     if a.kind == "slow":
         return _slow(a)
     if a.real_only:

@@ -43,7 +43,10 @@ Slot.__new__.__defaults__ = (None,)
 
 Program = namedtuple("Program", "world shape groups families template steps prologue epilogue calls")
 Fault = namedtuple("Fault", "kind rank index call step detail")
-Case = namedtuple("Case", "seed program fault calls stop expected undecidable why_undecidable")
+Case = namedtuple("Case", "seed program fault calls stop expected undecidable why_undecidable making")
+# making: {rank: [(gid, ranks), ...]}, the faulty rank's ``new_group`` calls in the order it makes them, where a
+# fault is in the making (MAKING_KINDS); None: every rank makes the program's groups in the order of their names
+Case.__new__.__defaults__ = (None,)
 
 COLL_OPS = ("all_reduce", "broadcast", "all_gather", "barrier")
 # "ops" (EXTRA_SHAPES): every other collective a job issues on gloo, beside COLL_OPS (issue 42: "every
@@ -67,6 +70,13 @@ FAULT_WEIGHTS = (4, 3, 2, 2, 2, 1)
 # than its other half (issue 42's "change the size of one call", for p2p: gloo raises on some, a recv too
 # small for what comes; NCCL checks nothing).
 EXTRA_KINDS = ("swap", "freeze", "freeze_in", "mismatch_p2p")
+# Faults in the making of the groups, before step 0, drawn only where asked and run by real ranks only (the
+# simulator writes no making calls): "make_order", the rank makes two of the program's groups of other members
+# the other way round (torch names a group by its place in every rank's sequence of ``new_group`` calls, so the
+# two names cross on that rank); "make_members", the rank passes one ``new_group`` other members (one rank more
+# or fewer) than every other rank passes it.  Each is the rank's own fault whatever follows: a hang in the
+# making, a hang later on groups wired across, or torch raising.
+MAKING_KINDS = ("make_order", "make_members")
 SHAPES = ("world", "pairs", "halves", "subset", "mesh", "p2p")
 # Shapes drawn only where asked for (``make_case(seed, shape=...)``, run.py --shape): drawing them among SHAPES
 # would change every seed's program, and the seeds the tests keep.  "mesh3d": pp x dp x tp (each 2-4, 8-64
@@ -1321,10 +1331,56 @@ def _first_step(program, c):
     return -1
 
 
+def making(case, rank):
+    """[(gid, ranks), ...]: the groups ``rank`` makes with ``new_group``, in the order it makes them (the world,
+    "0", is made by init_process_group and not listed)."""
+    if case.making and rank in case.making:
+        return list(case.making[rank])
+    return [(gid, tuple(case.program.groups[gid].ranks))
+            for gid in sorted((g for g in case.program.groups if g != "0"), key=int)]
+
+
+def _inject_making(rng, program, kind):
+    """A fault of MAKING_KINDS on a random rank: (Fault, {rank: its makings}) or None where the program's groups
+    give it no place (no subgroup; for "make_order", no two neighbours in the making of other members).  The
+    Fault's index is the place (0-based) of the rank's first making that differs from the others'; its step -1
+    and its call None: no call of the loop is changed."""
+    made = [(gid, tuple(program.groups[gid].ranks))
+            for gid in sorted((g for g in program.groups if g != "0"), key=int)]
+    r = rng.randrange(program.world)
+    if kind == "make_order":
+        places = [j for j in range(len(made) - 1) if set(made[j][1]) != set(made[j + 1][1])]
+        if not places:
+            return None
+        j = rng.choice(places)
+        mine = made[:j] + [made[j + 1], made[j]] + made[j + 2:]
+        detail = "new_group of ranks %s, then of ranks %s" % (list(made[j + 1][1]), list(made[j][1]))
+    else:
+        if not made:
+            return None
+        j = rng.randrange(len(made))
+        gid, ranks = made[j]
+        q = rng.randrange(program.world)
+        other = tuple(sorted(set(ranks) ^ {q}))
+        if not other:  # a group of one rank, itself left out: another rank added instead
+            other = tuple(sorted(set(ranks) | {(q + 1) % program.world}))
+        mine = made[:j] + [(gid, other)] + made[j + 1:]
+        detail = "new_group of ranks %s where the others pass ranks %s" % (list(other), list(ranks))
+    return Fault(kind, r, j, None, -1, detail), {r: mine}
+
+
 def make_case(seed, shape=None, kind=None):
     """The case of one seed: a program and one fault in it (or None where the program has no call)."""
     rng = random.Random(seed)
     program = make_program(rng, shape=shape)
+    if kind in MAKING_KINDS:
+        got = _inject_making(rng, program, kind)
+        if got is None:
+            return Case(seed, program, None, program.calls, {}, set(), False, None)
+        fault, mine = got
+        why = ("the job has two ranks, each made its groups its own way: either may be the odd one"
+               if program.world == 2 else None)
+        return Case(seed, program, fault, program.calls, {}, {fault.rank}, why is not None, why, mine)
     got = inject(rng, program, kind=kind)
     if got is None:
         return Case(seed, program, None, program.calls, {}, set(), False, None)
@@ -1389,8 +1445,11 @@ def describe(case):
     if f is None:
         lines.append("  no fault (the program has no call)")
     else:
-        lines.append("  fault: %s on rank %d at its call #%d (step %d, slot %d): %s%s" % (
-            f.kind, f.rank, f.index, f.step, f.call.slot, _words(f.call, p), "; " + f.detail if f.detail else ""))
+        if f.call is None:  # MAKING_KINDS
+            lines.append("  fault: %s on rank %d at its new_group #%d: %s" % (f.kind, f.rank, f.index + 1, f.detail))
+        else:
+            lines.append("  fault: %s on rank %d at its call #%d (step %d, slot %d): %s%s" % (
+                f.kind, f.rank, f.index, f.step, f.call.slot, _words(f.call, p), "; " + f.detail if f.detail else ""))
         lines.append("  expected culprits: %s%s" % (sorted(case.expected),
                                                     "; undecidable: %s" % case.why_undecidable
                                                     if case.undecidable else ""))

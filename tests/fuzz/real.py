@@ -43,7 +43,7 @@ def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, k
     summary, rcs).  ``env``: more variables for the ranks (C10D_OBSERVER_TIMING, say); ``kind``: the case's
     fault of that kind, ``shape``: its program of that shape (programs.make_case)."""
     case = programs.make_case(seed, kind=kind, shape=shape)
-    if case.fault is not None:
+    if case.fault is not None and case.fault.kind not in programs.MAKING_KINDS:  # no making calls simulated
         sim = simulate.Sim(case.program, case.calls, case.stop).run()
         if sim.hung:  # the flags of the hang's state, as the simulated run of the program has it (gloo's)
             case = simulate.flag_at_hang(case, sim)

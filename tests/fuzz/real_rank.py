@@ -6,7 +6,8 @@ isends and irecvs of one step in one ``batch_isend_irecv``), under
 Python (it sleeps) before its call; an exit ends it there (``os._exit(1)``); a freeze stops its process
 (SIGSTOP) there, and a freeze inside a call half a second after it entered the call (a thread of its own
 sends the SIGSTOP: where the call completes sooner, the rank freezes just after it; ``--kind``: the case's
-fault of that kind, programs.EXTRA_KINDS).  ``fault.json`` (wall time) is
+fault of that kind, programs.EXTRA_KINDS; a fault in the making of the groups, programs.MAKING_KINDS: the rank
+makes its groups as ``programs.making`` says).  ``fault.json`` (wall time) is
 written into ``--out`` just before the fault; ``rank<R>.json`` when the rank is done with its program (calls
 made, or the error torch raised); a rank done lives on for ``--linger-s`` without collectives.  Python 3.8, torch 1.8.1+.
 """
@@ -135,9 +136,13 @@ def main():
     assert case.program.world == world, (case.program.world, world)
     dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=600))
     groups = {"0": None}
-    for gid in sorted((g for g in case.program.groups if g != "0"), key=int):
-        groups[gid] = dist.new_group(list(case.program.groups[gid].ranks))  # every rank, in one order
-    _setup_done(a.out, rank, world)
+    faulty = case.fault is not None and case.fault.kind in programs.MAKING_KINDS and rank == case.fault.rank
+    for j, (gid, ranks) in enumerate(programs.making(case, rank)):  # every rank in one order, but a faulty one
+        if faulty and j == case.fault.index:
+            _write(os.path.join(a.out, "fault.json"), {"at": time.time(), "rank": rank, "kind": case.fault.kind})
+        groups[gid] = dist.new_group(list(ranks))
+    if case.fault is None or case.fault.kind not in programs.MAKING_KINDS:
+        _setup_done(a.out, rank, world)  # a fault in the making: the ranks go on as a job's do
     calls = case.calls[rank]
     stop = case.stop.get(rank)
     step, made, error, batch = None, 0, None, []

@@ -1,0 +1,79 @@
+"""The fuzzer's faults in the making of the groups (tests/fuzz/programs.py, MAKING_KINDS; run by real ranks only:
+tests/fuzz/real_rank.py makes each rank's groups as ``programs.making`` says).  No torch, no ranks: each generated
+case changes exactly what its kind says on exactly one rank, and every other rank makes the program's groups in
+the order of their names."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, os.pardir))  # tests/, for ``fuzz``
+
+from fuzz import programs, run  # noqa: E402
+
+SEEDS = [run.case_seed(71, i) for i in range(300)]
+
+
+def _cases(kind):
+    cases = [programs.make_case(s, kind=kind) for s in SEEDS]
+    return [c for c in cases if c.fault is not None]
+
+
+def _program_order(case):
+    return [(gid, tuple(case.program.groups[gid].ranks))
+            for gid in sorted((g for g in case.program.groups if g != "0"), key=int)]
+
+
+@pytest.mark.parametrize("kind", programs.MAKING_KINDS)
+def test_only_the_faulty_rank_makes_its_groups_another_way(kind):
+    cases = _cases(kind)
+    assert len(cases) > 50, len(cases)
+    for case in cases:
+        f = case.fault
+        assert f.kind == kind and f.call is None and f.step == -1, f
+        assert case.expected == {f.rank}
+        assert case.calls == case.program.calls  # nothing in the loop changed
+        want = _program_order(case)
+        for r in range(case.program.world):
+            if r != f.rank:
+                assert programs.making(case, r) == want, (case.seed, r)
+        mine = programs.making(case, f.rank)
+        assert mine != want and len(mine) == len(want), (case.seed, mine, want)
+        assert mine[:f.index] == want[:f.index], case.seed  # the first making that differs is at the fault's index
+        assert mine[f.index] != want[f.index], case.seed
+
+
+def test_a_rank_that_makes_two_groups_the_other_way_round_swaps_two_of_other_members():
+    for case in _cases("make_order"):
+        j, mine, want = case.fault.index, programs.making(case, case.fault.rank), _program_order(case)
+        assert mine[j:j + 2] == [want[j + 1], want[j]] and mine[j + 2:] == want[j + 2:], case.seed
+        assert set(want[j][1]) != set(want[j + 1][1]), case.seed  # two groups alike: no fault at all
+
+
+def test_a_rank_that_passes_other_members_passes_one_rank_more_or_fewer():
+    for case in _cases("make_members"):
+        j, mine, want = case.fault.index, programs.making(case, case.fault.rank), _program_order(case)
+        assert mine[j][0] == want[j][0] and mine[j + 1:] == want[j + 1:], case.seed
+        assert len(set(mine[j][1]) ^ set(want[j][1])) == 1 and mine[j][1], (case.seed, mine[j], want[j])
+        assert all(0 <= q < case.program.world for q in mine[j][1]), case.seed
+
+
+@pytest.mark.parametrize("kind", programs.MAKING_KINDS)
+def test_two_ranks_that_made_their_groups_two_ways_are_flagged_undecidable(kind):
+    """One rank against one: no majority says which way the program meant (the verdict's "none has a majority").
+    (A 2-rank program of these shapes has one subgroup at most: only ``make_members`` finds a place there.)"""
+    cases = _cases(kind)
+    assert any(c.program.world == 2 for c in cases) == (kind == "make_members")
+    assert any(c.program.world > 2 for c in cases)
+    for case in cases:
+        assert case.undecidable == (case.program.world == 2), (case.seed, case.why_undecidable)
+
+
+def test_the_simulated_fuzzer_refuses_a_fault_in_the_making():
+    """The simulator writes no new_group calls: --kind make_order without --real-only is a usage error that says so."""
+    fuzz = os.path.join(HERE, os.pardir, os.pardir, "benchmarks", "fuzz.py")
+    p = subprocess.run([sys.executable, fuzz, "--kind", "make_order", "--cases", "1"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    assert p.returncode == 2 and "--kind make_order: real only" in p.stderr, p.stderr
