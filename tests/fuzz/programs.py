@@ -71,11 +71,12 @@ FAULT_WEIGHTS = (4, 3, 2, 2, 2, 1)
 # small for what comes; NCCL checks nothing).
 EXTRA_KINDS = ("swap", "freeze", "freeze_in", "mismatch_p2p")
 # Faults in the making of the groups, before step 0, drawn only where asked and run by real ranks only (the
-# simulator writes no making calls): "make_order", the rank makes two of the program's groups of other members
-# the other way round (torch names a group by its place in every rank's sequence of ``new_group`` calls, so the
-# two names cross on that rank); "make_members", the rank passes one ``new_group`` other members (one rank more
-# or fewer) than every other rank passes it.  Each is the rank's own fault whatever follows: a hang in the
-# making, a hang later on groups wired across, or torch raising.
+# simulator writes no making calls): "make_order", the rank makes two of the program's groups of other members,
+# one of them its own, the other way round (torch names a group by its place in every rank's sequence of
+# ``new_group`` calls, so the two names cross on that rank); "make_members", the rank passes one ``new_group``
+# other members (one rank more or fewer: a member leaves itself or another rank out or adds one, or a rank not in
+# the group adds itself) than every other rank passes it.  Each is the rank's own fault whatever follows: a hang
+# in the making, a hang later on groups wired across, torch raising, or nothing (a group the rank never uses).
 MAKING_KINDS = ("make_order", "make_members")
 SHAPES = ("world", "pairs", "halves", "subset", "mesh", "p2p")
 # Shapes drawn only where asked for (``make_case(seed, shape=...)``, run.py --shape): drawing them among SHAPES
@@ -1341,18 +1342,20 @@ def making(case, rank):
 
 
 def _inject_making(rng, program, kind):
-    """A fault of MAKING_KINDS on a random rank: (Fault, {rank: its makings}) or None where the program's groups
-    give it no place (no subgroup; for "make_order", no two neighbours in the making of other members).  The
-    Fault's index is the place (0-based) of the rank's first making that differs from the others'; its step -1
-    and its call None: no call of the loop is changed."""
+    """A fault of MAKING_KINDS on a random rank, in a group that rank is in (on torch 2.x a rank makes nothing of
+    a group it is not in: two such groups the other way round, or one of them with another rank added, change
+    nothing): (Fault, {rank: its makings}) or None where the program's groups give it no place (no subgroup; for
+    "make_order", no two neighbours in the making of other members).  The Fault's index is the place (0-based)
+    of the rank's first making that differs from the others'; its step -1 and its call None: no call of the loop
+    is changed."""
     made = [(gid, tuple(program.groups[gid].ranks))
             for gid in sorted((g for g in program.groups if g != "0"), key=int)]
-    r = rng.randrange(program.world)
     if kind == "make_order":
-        places = [j for j in range(len(made) - 1) if set(made[j][1]) != set(made[j + 1][1])]
+        places = [(r, j) for j in range(len(made) - 1) if set(made[j][1]) != set(made[j + 1][1])
+                  for r in sorted(set(made[j][1]) | set(made[j + 1][1]))]
         if not places:
             return None
-        j = rng.choice(places)
+        r, j = rng.choice(places)
         mine = made[:j] + [made[j + 1], made[j]] + made[j + 2:]
         detail = "new_group of ranks %s, then of ranks %s" % (list(made[j + 1][1]), list(made[j][1]))
     else:
@@ -1360,7 +1363,9 @@ def _inject_making(rng, program, kind):
             return None
         j = rng.randrange(len(made))
         gid, ranks = made[j]
-        q = rng.randrange(program.world)
+        # a member passes one rank more or fewer (itself left out, maybe), or a rank not in it adds itself
+        r = rng.randrange(program.world)
+        q = rng.randrange(program.world) if r in ranks else r
         other = tuple(sorted(set(ranks) ^ {q}))
         if not other:  # a group of one rank, itself left out: another rank added instead
             other = tuple(sorted(set(ranks) | {(q + 1) % program.world}))

@@ -18,8 +18,8 @@ from fuzz import programs, real, run, simulate  # noqa: E402
 KINDS = ("skip", "stall", "mismatch_op")
 # the quick tier runs these on every line, the others on the torch 2.13 line only (tox.ini; tests/README.md):
 # a few real programs on each line, one of each source's paths (a collective skipped, a ring's op left out, a
-# rank frozen inside a call, a p2p stage's send left out)
-EVERY_LINE = ("skip", "irecv", "freeze_in")
+# rank frozen inside a call, a p2p stage's send left out, a rank that made two groups the other way round)
+EVERY_LINE = ("skip", "irecv", "freeze_in", "make_order")
 
 
 def _once_elsewhere(values, ids=None):
@@ -163,3 +163,38 @@ def test_a_real_stage_that_left_out_one_send_mid_run_is_named_from_its_own_perio
     row = _run(seed, tmp_path)
     assert row["outcome"] == "exact", (programs.describe(case), row)
     assert " left out its " in row["summary"], row
+
+
+def _making_seed(kind):
+    """The first seed of the series whose program of 3-4 ranks, without bfloat16, has a fault of ``kind``
+    (programs.MAKING_KINDS) that changes a group the faulty rank is in: the two groups it made the other way
+    round, one of them its own; the group it passed other members, itself left out (its peers wait for it in
+    gloo's rendezvous; a rank that adds itself to a group it never uses may be let through: no hang)."""
+    for i in range(20000):
+        seed = run.case_seed(42, i)
+        case = programs.make_case(seed, kind=kind)
+        f = case.fault
+        if f is None or not 3 <= case.program.world <= 4:
+            continue
+        if any(c.size and "bfloat16" in c.size for cs in case.program.calls.values() for c in cs):
+            continue
+        mine, want = programs.making(case, f.rank), programs.making(case, (f.rank + 1) % case.program.world)
+        if kind == "make_order" and any(f.rank in ranks for _, ranks in mine[f.index:f.index + 2]):
+            return seed
+        if kind == "make_members" and f.rank in want[f.index][1] and f.rank not in mine[f.index][1]:
+            return seed
+    raise AssertionError("no %s case of 3-4 ranks in 20,000 seeds" % kind)
+
+
+@pytest.mark.parametrize("kind", _once_elsewhere(list(programs.MAKING_KINDS)))
+def test_a_real_rank_that_made_its_groups_its_own_way_is_named(kind, tmp_path):
+    """programs.py's faults in the making (run by real ranks only; the simulator writes no new_group calls): one
+    rank makes two of the program's groups the other way round, or passes one new_group other members, itself
+    in or out.  Real gloo ranks hang in the making or in their next call; each making carries its members, and
+    the verdict names the rank whose making differs from every other rank's ("different groups at the same
+    seq"; on 1.8.1 the two groups' rendezvous may wire across and let the rank through late, its peers waiting
+    in torch's store-based barrier after the making: then named as the rank that never arrived there)."""
+    seed = _making_seed(kind)
+    case = programs.make_case(seed, kind=kind)
+    row = _run(seed, tmp_path, kind=kind)
+    assert row["outcome"] == "exact", (programs.describe(case), row)
