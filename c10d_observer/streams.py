@@ -4,6 +4,7 @@ stream per group, sender and receiver, ``<group>:p2p:<src>-><dst>`` (``any``: a 
 side names them (tracker.py); the straggler join, the ordering rules and the verdict read them.  No imports."""
 
 P2P = ":p2p:"
+MAKING = "new_group:world"  # the stream (and group) of the world's making calls: each rank's count of them
 
 
 def p2p_name(group, src, dst):

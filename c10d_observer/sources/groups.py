@@ -26,11 +26,10 @@ import logging
 
 from .. import callword as _cw
 from .. import compat
+from ..streams import MAKING
 from .base import Source
 
 log = logging.getLogger("c10d_observer")
-
-MAKING = "new_group:world"  # the stream (and group) of the world's making calls: each rank's count of them
 
 
 class GroupWatch(Source):

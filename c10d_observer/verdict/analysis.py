@@ -17,7 +17,7 @@ from .stacks import _stack_groups, main_thread_frames, place
 from .categories import categorize
 from .cycles import in_cycle, order_cycles
 from .deaths import ABORTED_WORDS, aborted_alone, aborted_beside_another, aborted_beside_the_order, raised_on_a_death
-from .mismatch import ROOT_TEXT, by_program, mismatch
+from .mismatch import ROOT_TEXT, by_program, made_apart, mismatch
 from .fields import Draft, LazyRanks
 from .types import Culprit, Hang, Host, Resolved, Straggler, Verdict, Whereabouts
 
@@ -268,6 +268,7 @@ def analyze(by_rank, world_size=None, now=None, stragglers=None):
             if why is not None:
                 culprits.discard(r)
                 m.state, m.text = Where.RAISED, "%s; %s" % (m.text or "it is in no collective", why)
+    made = _made_apart(by_rank, hangs, culprits, undecided)
     for h in hangs:
         unknown = [r for r in h.missing_ranks if by_rank[r] is None]
         if unknown:
@@ -276,7 +277,31 @@ def analyze(by_rank, world_size=None, now=None, stragglers=None):
     hangs = _renumbered(hangs)
     held = _holds(hangs, by_rank, now)
     hangs = [h.build() for h in hangs]
-    return Verdict(**_facts(hangs, culprits, held, undecided, by_rank, world_size, frames, cands, stragglers, now))
+    out = _facts(hangs, culprits, held, undecided, by_rank, world_size, frames, cands, stragglers, now)
+    return Verdict(made_apart=made, **out) if made else Verdict(**out)
+
+
+def _made_apart(by_rank, hangs, culprits, undecided):
+    """Where the ranks made different groups at one ``new_group`` before the stuck calls (mismatch.made_apart),
+    that decides: the odd ones out are the culprits, whoever else the rules named or could not decide (a rank
+    named from a group its peers made otherwise, as "never arrived" in a call it is in under another group's
+    members, is no culprit), or nobody where none has a majority.  Its words (the verdict's ``made_apart``), or
+    None."""
+    if not hangs:
+        return None
+    apart = made_apart(by_rank, hangs)
+    if apart is None:
+        return None
+    m, seq = apart
+    words = "new_group #%d: %s" % (seq, m.text)
+    culprits.clear()
+    if m.odd_ranks:
+        culprits.update(m.odd_ranks)
+        del undecided[:]  # what the rules could not decide from calls on groups wired across: decided here
+        return "%s; the odd one out: %s" % (words, rank_list(m.odd_ranks))
+    undecided.append("%s: the ranks made different groups there (%s) and none has a majority" % (
+        "new_group #%d" % seq, m.text))
+    return words
 
 
 def _facts(hangs, culprits, held, undecided, by_rank, world_size, frames, cands, stragglers, now):

@@ -7,7 +7,7 @@ from .. import analogs as _analogs
 from .. import documents as _documents
 from .. import patterns as _patterns
 from ..levels import MismatchKind
-from ..streams import is_p2p
+from ..streams import MAKING, is_p2p
 from ..text import rank_list
 from .fields import Draft
 from .types import Mismatch
@@ -29,6 +29,38 @@ def mismatch(ops, calls, kind=MismatchKind.OP):
     return Draft(Mismatch, ("unknown",), kind=kind, ops={str(r): op for r, op in sorted(ops.items())},
                  expected_op=top if unique_top else None, odd_ranks=odd,
                  text=", ".join("%s %s" % (rank_list(rs), op) for op, rs in by_op.items()))
+
+
+def made_apart(by_rank, hangs):
+    """The first call of the world's making stream at which the ranks' documents show different groups (each
+    ``new_group`` carries the group it makes: callword.encode_members), completed or not, unless a stuck call is
+    that call (its own desync says it): (a draft Mismatch of sizes, the seq) or None.  torch names a group by its
+    place in every rank's sequence of ``new_group`` calls, so ranks that made different groups there hold groups
+    wired across under one name, and every call on them may be between ranks that mean different groups.  The
+    ranks whose records show the same makings are read once (a job's ranks show one sequence)."""
+    shown = {}
+    for r, doc in by_rank.items():
+        pos = doc.position(MAKING) if doc is not None else None
+        if pos is None:
+            continue
+        rec, c = pos.recent, pos.in_flight
+        key = (rec.words() if type(rec) is _documents.Record else tuple((x.seq, x.op, x.size) for x in rec),
+               None if c is None else (c.seq, c.op, c.size))
+        shown.setdefault(key, (pos, []))[1].append(r)
+    if len(shown) < 2:
+        return None  # every rank's record shows the same makings
+    at = collections.defaultdict(dict)  # seq: {rank: "new_group of members ..."}
+    for pos, ranks in shown.values():
+        for c in pos.shown():
+            if c.size:
+                word = "%s of %s" % (c.op, c.size)
+                at[c.seq].update((r, word) for r in ranks)
+    stuck = {h.seq for h in hangs if h.stream == MAKING}
+    for seq in sorted(at):
+        words = at[seq]
+        if len(set(words.values())) > 1:
+            return (None if seq in stuck else (mismatch(words, None, MismatchKind.SIZE), seq))
+    return None
 
 
 def by_program(m, calls, by_rank, stream, seq):

@@ -67,6 +67,8 @@ def summary_line(v):
                                                  "s" if len(h.waiting_ranks) == 1 else ""))
         else:
             parts.append("every rank of it is in it (waiting: %s)" % rank_list(h.waiting_ranks))
+    if v.made_apart:  # the ranks made different groups before it (mismatch.made_apart): that decides
+        parts.append("groups made apart before it: %s" % v.made_apart)
     if v.straggler_lines:  # who has been arriving last, live (arrivals.py)
         parts.append("straggler: %s" % v.straggler_lines[0])
     return "c10d_observer: %s%s: %s" % (h.call, stuck, "; ".join(parts))
@@ -164,6 +166,10 @@ def _missing_lines(v, h):
 def _tail_lines(v, problems):
     """The culprits, the nodes to exclude, ends, stacks, what cannot be decided, and what happened after."""
     lines = []
+    if v.made_apart:
+        lines.append("groups made apart: %s (torch names a group by its place in each rank's new_group calls: "
+                     "the calls on the groups made from there on may be between ranks that made different groups)"
+                     % v.made_apart)
     lines.append("culprit ranks: %s" % (format_ranks(v.culprit_ranks) or "none found"))
     named = [c for c in v.culprits or () if c.node and c.node_from != "hostname"]
     if named:  # the scheduler's name differs from the host's, or may: say which to exclude

@@ -186,7 +186,7 @@ class Verdict(Part):
               F("summary", optional=True), F("gather_id", optional=True), F("gather_s", optional=True),
               F("verdict_at", optional=True), F("merged", optional=True), F("recorded", optional=True),
               F("after", list_of(Event), dump_list, True), F("other_verdicts", list_of(Later), dump_list, True),
-              F("exit_code", optional=True))
+              F("exit_code", optional=True), F("made_apart", optional=True))
 
     def __init__(self, **values):
         values.setdefault("hangs", ())

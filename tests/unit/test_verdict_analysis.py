@@ -7,6 +7,7 @@ import pytest
 
 from c10d_observer import stackfile
 from c10d_observer import documents, dumpdir, verdict
+from c10d_observer.verdict import render
 
 
 def _doc(rank, world, groups, written_at=100.0, **kw):
@@ -1030,3 +1031,61 @@ def test_a_rank_gloo_aborted_whose_record_stops_before_calls_its_peer_completed_
     [why] = [u for u in v.undecided if "SIGABRT" in u]
     assert "rank 2 died of SIGABRT; its record holds no call on this group, where rank 3 completed #2" in why, why
     assert "not named" in why
+
+
+def _made_apart_docs(**words):
+    """tests/data/made-apart-real-74000073.json's documents (torch 2.13, the fuzzer's real mode, ``--kind
+    make_members``, seed 74000073, 2026-12-06): rank 1 made ``new_group([1, 2])`` where ranks 0, 2 and 3 made
+    ``new_group([1, 2, 3])``; gloo wired the two across and every making completed, and the job hung at group 1's
+    first all_reduce (ranks 1 and 2 in it, rank 3 in it under the members it made, rank 0 in the world's
+    all_gather).  ``words``: rank (as "r0") -> the members its making carries instead."""
+    import json
+    import os
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                           "made-apart-real-74000073.json")) as f:
+        raw = json.load(f)["documents"]
+    for key, members in words.items():
+        for g in raw[key[1:]]["groups"]:
+            if g["stream"] == "new_group:world":
+                g["recent_ops"] = [[s, op, members, t] for s, op, _, t in g["recent_ops"]]
+    return {int(r): documents.RankDoc.from_json(j) for r, j in raw.items()}
+
+
+def test_a_rank_that_made_another_group_before_the_hang_is_named_from_its_making():
+    """The hang came after the makings, which all completed: the verdict named rank 3 (never arrived in a call it
+    was in, under the members it made: a wrong culprit).  The world's making stream shows rank 1's making of other
+    members: the groups were made apart there, and that decides, whatever the calls on them show."""
+    v = verdict.analyze(_made_apart_docs())
+    assert v.culprit_ranks == [1], v.summary
+    assert v.made_apart == ("new_group #1: rank 1 new_group of members 1, 2, ranks 0, 2, 3 new_group of members "
+                            "1-3; the odd one out: rank 1"), v.made_apart
+    assert not v.undecided, v.undecided
+    text = render.worded(v)
+    assert "groups made apart before it: new_group #1: rank 1 new_group of members 1, 2" in text.summary
+    assert "\ngroups made apart: new_group #1: " in render.format_text(v)
+
+
+def test_the_making_compared_as_a_bundle_carries_it(monkeypatch):
+    """The merging node reads each rank's positions as rows (to_wire): its recent calls a Record (a stream of more
+    than RECORD_OVER calls; here every one), compared by their words without building them (Record.words); the
+    same verdict."""
+    monkeypatch.setattr(documents, "RECORD_OVER", 0)
+    docs = _made_apart_docs()
+    wired = {r: documents.RankDoc.of(d.to_wire()) for r, d in docs.items()}
+    assert any(type(p.recent) is documents.Record for d in wired.values() for p in d.groups)
+    assert verdict.analyze(wired).to_json() == verdict.analyze(docs).to_json()
+
+
+def test_two_ranks_against_two_at_a_making_before_the_hang_name_nobody():
+    """Ranks 0 and 1 made members 1, 2; ranks 2 and 3 members 1-3: no majority says which the program meant, and
+    the calls on the groups made apart decide nothing: nobody is named, and the verdict says why."""
+    v = verdict.analyze(_made_apart_docs(r0="members 1, 2"))
+    assert v.culprit_ranks == [], v.summary
+    assert v.made_apart.startswith("new_group #1: "), v.made_apart
+    assert any(u.startswith("new_group #1: the ranks made different groups there (") and
+               u.endswith("none has a majority") for u in v.undecided), v.undecided
+
+
+def test_ranks_that_made_the_same_groups_are_not_said_to_have_made_them_apart():
+    v = verdict.analyze(_made_apart_docs(r1="members 1-3"))
+    assert v.made_apart is None and "made apart" not in (v.summary or "")
