@@ -285,20 +285,23 @@ def _made_apart(by_rank, hangs, culprits, undecided):
     """Where the ranks made different groups at one ``new_group`` before the stuck calls (mismatch.made_apart),
     that decides: the odd ones out are the culprits, whoever else the rules named or could not decide (a rank
     named from a group its peers made otherwise, as "never arrived" in a call it is in under another group's
-    members, is no culprit), or nobody where none has a majority.  Its words (the verdict's ``made_apart``), or
-    None."""
+    members, is no culprit; nor, where that making is itself stuck, a rank that raised on the crossed groups
+    and ended: 1.8.1, seed 76000010), or nobody where none has a majority.  Its words (the verdict's
+    ``made_apart``; None where that making is the stuck call, whose own desync says it), or None."""
     if not hangs:
         return None
     apart = made_apart(by_rank, hangs)
     if apart is None:
         return None
-    m, seq = apart
+    m, seq, stuck = apart
     words = "new_group #%d: %s" % (seq, m.text)
     culprits.clear()
     if m.odd_ranks:
         culprits.update(m.odd_ranks)
         del undecided[:]  # what the rules could not decide from calls on groups wired across: decided here
-        return "%s; the odd one out: %s" % (words, rank_list(m.odd_ranks))
+        return None if stuck else "%s; the odd one out: %s" % (words, rank_list(m.odd_ranks))
+    if stuck:
+        return None  # the stuck call's own desync says why nobody is named
     undecided.append("%s: the ranks made different groups there (%s) and none has a majority" % (
         "new_group #%d" % seq, m.text))
     return words

@@ -33,8 +33,8 @@ def mismatch(ops, calls, kind=MismatchKind.OP):
 
 def made_apart(by_rank, hangs):
     """The first call of the world's making stream at which the ranks' documents show different groups (each
-    ``new_group`` carries the group it makes: callword.encode_members), completed or not, unless a stuck call is
-    that call (its own desync says it): (a draft Mismatch of sizes, the seq) or None.  torch names a group by its
+    ``new_group`` carries the group it makes: callword.encode_members), completed or not: (a draft Mismatch of
+    sizes, the seq, whether a stuck call is that call: its own desync says it) or None.  torch names a group by its
     place in every rank's sequence of ``new_group`` calls, so ranks that made different groups there hold groups
     wired across under one name, and every call on them may be between ranks that mean different groups.  The
     ranks whose records show the same makings are read once (a job's ranks show one sequence)."""
@@ -59,7 +59,7 @@ def made_apart(by_rank, hangs):
     for seq in sorted(at):
         words = at[seq]
         if len(set(words.values())) > 1:
-            return (None if seq in stuck else (mismatch(words, None, MismatchKind.SIZE), seq))
+            return mismatch(words, None, MismatchKind.SIZE), seq, seq in stuck
     return None
 
 

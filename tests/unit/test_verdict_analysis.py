@@ -1038,11 +1038,16 @@ def _made_apart_docs(**words):
     make_members``, seed 74000073, 2026-12-06): rank 1 made ``new_group([1, 2])`` where ranks 0, 2 and 3 made
     ``new_group([1, 2, 3])``; gloo wired the two across and every making completed, and the job hung at group 1's
     first all_reduce (ranks 1 and 2 in it, rank 3 in it under the members it made, rank 0 in the world's
-    all_gather).  ``words``: rank (as "r0") -> the members its making carries instead."""
+    all_gather)."""
+    return _real_docs("made-apart-real-74000073.json", **words)
+
+
+def _real_docs(name, **words):
+    """The documents a real job's merge read (tests/data/``name``); ``words``: rank (as "r0") -> the members its
+    makings carry instead."""
     import json
     import os
-    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
-                           "made-apart-real-74000073.json")) as f:
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", name)) as f:
         raw = json.load(f)["documents"]
     for key, members in words.items():
         for g in raw[key[1:]]["groups"]:
@@ -1089,3 +1094,16 @@ def test_two_ranks_against_two_at_a_making_before_the_hang_name_nobody():
 def test_ranks_that_made_the_same_groups_are_not_said_to_have_made_them_apart():
     v = verdict.analyze(_made_apart_docs(r1="members 1-3"))
     assert v.made_apart is None and "made apart" not in (v.summary or "")
+
+
+def test_a_rank_that_raised_on_groups_made_apart_at_the_stuck_making_is_no_culprit():
+    """tests/data/made-apart-real-76000010.json (torch 1.8.1, the fuzzer's real mode, ``--kind make_members``, seed
+    76000010, 2026-12-06): rank 2 made ``new_group([1, 2, 3])`` where ranks 0, 1 and 3 made ``new_group([1, 3])``;
+    gloo wired rank 2 to rank 1 in the making, which rank 3 still waits in, and ranks 1 and 2 raised on the crossed
+    groups and ended.  The making's desync names rank 2; rank 1, "in no collective" at the store-based barrier
+    after it, was named beside it (a wrong culprit).  The groups were made apart at the stuck making itself:
+    that decides the verdict, as before the hang."""
+    v = verdict.analyze(_real_docs("made-apart-real-76000010.json"))
+    assert v.culprit_ranks == [2], v.summary
+    assert v.made_apart is None  # the stuck call's own desync says it
+    assert "different groups at the same seq: rank 2 new_group of members 1-3" in render.worded(v).summary
