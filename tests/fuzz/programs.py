@@ -1337,8 +1337,12 @@ def making(case, rank):
     "0", is made by init_process_group and not listed)."""
     if case.making and rank in case.making:
         return list(case.making[rank])
-    return [(gid, tuple(case.program.groups[gid].ranks))
-            for gid in sorted((g for g in case.program.groups if g != "0"), key=int)]
+    return _in_order(case.program)
+
+
+def _in_order(program):
+    """The program's groups as every rank makes them: [(gid, ranks), ...] in the order of their names."""
+    return [(gid, tuple(program.groups[gid].ranks)) for gid in sorted((g for g in program.groups if g != "0"), key=int)]
 
 
 def _inject_making(rng, program, kind):
@@ -1348,8 +1352,7 @@ def _inject_making(rng, program, kind):
     "make_order", no two neighbours in the making of other members).  The Fault's index is the place (0-based)
     of the rank's first making that differs from the others'; its step -1 and its call None: no call of the loop
     is changed."""
-    made = [(gid, tuple(program.groups[gid].ranks))
-            for gid in sorted((g for g in program.groups if g != "0"), key=int)]
+    made = _in_order(program)
     if kind == "make_order":
         places = [(r, j) for j in range(len(made) - 1) if set(made[j][1]) != set(made[j + 1][1])
                   for r in sorted(set(made[j][1]) | set(made[j + 1][1]))]

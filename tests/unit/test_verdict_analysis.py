@@ -1021,12 +1021,7 @@ def test_a_rank_gloo_aborted_whose_record_stops_before_calls_its_peer_completed_
     program broadcasts bfloat16; gloo aborted rank 2 ("8388608 vs 2097152") before its source recorded any of its
     calls, and rank 2 was named, dead before #3 by its record (a wrong culprit), though rank 3 completed #1 and #2
     with it.  Where it died is not known: nobody is named, and the verdict says why."""
-    import json
-    import os
-    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
-                           "aborted-behind-real-66000013.json")) as f:
-        raw = json.load(f)["documents"]
-    v = verdict.analyze({int(r): documents.RankDoc.from_json(j) for r, j in raw.items()})
+    v = verdict.analyze(_real_docs("aborted-behind-real-66000013.json"))
     assert v.culprit_ranks == [], v.summary
     [why] = [u for u in v.undecided if "SIGABRT" in u]
     assert "rank 2 died of SIGABRT; its record holds no call on this group, where rank 3 completed #2" in why, why
