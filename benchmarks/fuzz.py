@@ -72,13 +72,15 @@ def main(argv=None):
                          "batch_isend_irecv rings beside world collectives; async: bursts of async all_reduces; "
                          "ops: every collective kind, rooted, coalesced and object ones; drawn only where asked)")
     ap.add_argument("--kind", choices=("swap", "freeze", "freeze_in", "mismatch_p2p", "slow", "make_order",
-                                       "make_members"),
+                                       "make_members", "make_skip", "make_own"),
                     help="every case's fault of this kind, simulated and real (swap: two collectives of two groups "
                          "issued the other way round; freeze, freeze_in: the rank's process stopped before a call, "
                          "inside a collective; mismatch_p2p: a send or recv of another size than its other half; drawn only "
                          "where asked; slow: one slow rank, no hang, judged by the straggler rule, simulated only: "
-                         "tests/fuzz/stragglers.py; make_order, make_members: one rank makes two of its groups the "
-                         "other way round, or passes one new_group other members, real only: with --real-only)")
+                         "tests/fuzz/stragglers.py; make_order, make_members, make_skip: one rank makes two of its "
+                         "groups the other way round, passes one new_group other members, or leaves out one of a "
+                         "group it is not in; make_own: every rank makes only the groups it is in; real only: with "
+                         "--real-only)")
     ap.add_argument("--nodes", type=int, default=1, help="--kind slow: the ranks on this many nodes, clocks apart")
     ap.add_argument("--periods", action="store_true", help="--kind slow: the documents written and joined every 2 s "
                                                            "as the watchdogs do (tests/fuzz/stragglers.periodic)")
@@ -100,7 +102,7 @@ def main(argv=None):
                     help="write each case's outcome to FILE, a line a case (its seed, outcome, culprits, summary, "
                          "the verdicts' categories and the SHA-1 of their JSON), to compare two versions case for case")
     a = ap.parse_args(argv)
-    if a.kind in ("make_order", "make_members") and not a.real_only:
+    if a.kind in ("make_order", "make_members", "make_skip", "make_own") and not a.real_only:
         ap.error("--kind %s: real only (the simulator writes no new_group calls); add --real-only --real N" % a.kind)
     if a.kind == "slow":
         return _slow(a)

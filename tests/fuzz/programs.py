@@ -77,7 +77,11 @@ EXTRA_KINDS = ("swap", "freeze", "freeze_in", "mismatch_p2p")
 # other members (one rank more or fewer: a member leaves itself or another rank out or adds one, or a rank not in
 # the group adds itself) than every other rank passes it.  Each is the rank's own fault whatever follows: a hang
 # in the making, a hang later on groups wired across, torch raising, or nothing (a group the rank never uses).
-MAKING_KINDS = ("make_order", "make_members")
+# "make_skip": the rank leaves out the ``new_group`` of one group it is not in (as ``if rank in ranks:
+# new_group(ranks)`` does), before one it is in, whose name (the next) then differs from its peers'.
+# "make_own": every rank makes only the groups it is in, the same guard on every rank (the common mistake): no
+# rank is the odd one, the case is flagged undecidable and a rank named is a wrong culprit.
+MAKING_KINDS = ("make_order", "make_members", "make_skip", "make_own")
 SHAPES = ("world", "pairs", "halves", "subset", "mesh", "p2p")
 # Shapes drawn only where asked for (``make_case(seed, shape=...)``, run.py --shape): drawing them among SHAPES
 # would change every seed's program, and the seeds the tests keep.  "mesh3d": pp x dp x tp (each 2-4, 8-64
@@ -1361,6 +1365,26 @@ def _inject_making(rng, program, kind):
         r, j = rng.choice(places)
         mine = made[:j] + [made[j + 1], made[j]] + made[j + 2:]
         detail = "new_group of ranks %s, then of ranks %s" % (list(made[j + 1][1]), list(made[j][1]))
+    elif kind == "make_skip":
+        places = [(r, j) for j in range(len(made)) for r in range(program.world)
+                  if r not in made[j][1] and any(r in ranks for _, ranks in made[j + 1:])]
+        if not places:
+            return None
+        r, j = rng.choice(places)
+        mine = made[:j] + made[j + 1:]
+        detail = "no new_group of ranks %s (a group it is not in), then new_group of ranks %s" % (
+            list(made[j][1]), list(mine[j][1]))
+    elif kind == "make_own":
+        own = {q: [m for m in made if q in m[1]] for q in range(program.world)}
+        # the ranks whose guard changed the name of a group they are in (a group left out before it)
+        shifted = [(next(i for i, m in enumerate(own[q]) if m != made[i]), q) for q in range(program.world)
+                   if own[q] != made[:len(own[q])]]
+        if not shifted:
+            return None
+        j, r = min(shifted)
+        return Fault(kind, r, j, None, -1, "every rank makes only the groups it is in: rank %d new_group of ranks "
+                     "%s where the others' new_group #%d is of ranks %s" % (r, list(own[r][j][1]), j + 1,
+                                                                         list(made[j][1]))), own
     else:
         if not made:
             return None
@@ -1386,6 +1410,9 @@ def make_case(seed, shape=None, kind=None):
         if got is None:
             return Case(seed, program, None, program.calls, {}, set(), False, None)
         fault, mine = got
+        if kind == "make_own":
+            why = "every rank made only the groups it is in: no rank's making is the odd one"
+            return Case(seed, program, fault, program.calls, {}, set(), True, why, mine)
         why = ("the job has two ranks, each made its groups its own way: either may be the odd one"
                if program.world == 2 else None)
         return Case(seed, program, fault, program.calls, {}, {fault.rank}, why is not None, why, mine)
