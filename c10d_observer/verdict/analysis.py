@@ -11,13 +11,13 @@ import os
 from .. import arrivals as _arrivals
 from .. import documents as _documents
 from ..levels import CallEnd, Level, MismatchKind, Where, mismatch_word
-from ..streams import is_p2p, p2p_ends
+from ..streams import MAKING, is_p2p, p2p_ends
 from ..text import describe, describe_call, rank_list
 from .stacks import _stack_groups, main_thread_frames, place
 from .categories import categorize
 from .cycles import in_cycle, order_cycles
 from .deaths import ABORTED_WORDS, aborted_alone, aborted_beside_another, aborted_beside_the_order, raised_on_a_death
-from .mismatch import ROOT_TEXT, by_program, made_apart, mismatch
+from .mismatch import GUARD_ADVICE, OWN_ONLY, ROOT_TEXT, by_program, made_apart, mismatch
 from .fields import Draft, LazyRanks
 from .types import Culprit, Hang, Host, Resolved, Straggler, Verdict, Whereabouts
 
@@ -293,18 +293,44 @@ def _made_apart(by_rank, hangs, culprits, undecided):
     apart = made_apart(by_rank, hangs)
     if apart is None:
         return None
-    m, seq, stuck = apart
+    m, seq, stuck, why = apart
     words = "new_group #%d: %s" % (seq, m.text)
     culprits.clear()
+    said = _guard_words(why, m.odd_ranks, seq)
+    if stuck:  # the stuck call's own desync says it, and why where the makings show it
+        for h in hangs:
+            if h.stream == MAKING and h.seq == seq and h.mismatch is not None:
+                if said:
+                    h.mismatch.text = "%s; %s" % (h.mismatch.text, said)
+                if why is not None and why[0] == OWN_ONLY:
+                    h.mismatch.odd_ranks, h.mismatch.expected_op = [], None
+    if why is not None and why[0] == OWN_ONLY:  # the guard on every rank: no odd one, whatever a majority says
+        del undecided[:]
+        undecided.append("new_group #%d: %s: no one rank is at fault" % (seq, said))
+        return None if stuck else "%s; %s" % (words, said)
     if m.odd_ranks:
         culprits.update(m.odd_ranks)
         del undecided[:]  # what the rules could not decide from calls on groups wired across: decided here
-        return None if stuck else "%s; the odd one out: %s" % (words, rank_list(m.odd_ranks))
+        return None if stuck else "%s; the odd one out: %s%s" % (words, rank_list(m.odd_ranks),
+                                                                  "; " + said if said else "")
     if stuck:
         return None  # the stuck call's own desync says why nobody is named
     undecided.append("%s: the ranks made different groups there (%s) and none has a majority" % (
         "new_group #%d" % seq, m.text))
     return words
+
+
+def _guard_words(why, odd, seq):
+    """What made the groups apart in words (mismatch._guarded's ``why``), or None."""
+    if why is None:
+        return None
+    if why[0] == OWN_ONLY:
+        return "each rank made only the groups it is in, so the groups took other names on different ranks; %s" % (
+            GUARD_ADVICE)
+    one = len(odd) == 1
+    return "%s left out new_group #%d (of %s, a group %s not in), so %s later groups took the next names; %s" % (
+        rank_list(odd), seq, rank_list(why[1]), "it is" if one else "they are", "its" if one else "their",
+        GUARD_ADVICE)
 
 
 def _facts(hangs, culprits, held, undecided, by_rank, world_size, frames, cands, stragglers, now):

@@ -59,8 +59,53 @@ def made_apart(by_rank, hangs):
     for seq in sorted(at):
         words = at[seq]
         if len(set(words.values())) > 1:
-            return mismatch(words, None, MismatchKind.SIZE), seq, seq in stuck
+            m = mismatch(words, None, MismatchKind.SIZE)
+            return m, seq, seq in stuck, _guarded(at, seq, m)
     return None
+
+
+# what made the groups apart, where the makings show it (made_apart's ``why``): every rank made only the groups it
+# is in; the odd ones left out one group they are not in, their later makings one place ahead of the others'
+OWN_ONLY, LEFT_OUT = "own_only", "left_out"
+GUARD_ADVICE = ("torch names a group by its place in the ranks' sequence of new_group calls: every rank calls "
+                "new_group for every group, in one order, members or not (or passes use_local_synchronization=True)")
+_MEMBERS = re.compile(r" of members ([0-9][0-9, -]*)$")
+
+
+def _members(word):
+    """The ranks of a making's words ("new_group of members 0-2, 5"), or None (a digest: more than 24 ranks)."""
+    got = _MEMBERS.search(word or "")
+    if got is None:
+        return None
+    ranks = set()
+    for part in got.group(1).split(", "):
+        lo, _, hi = part.partition("-")
+        ranks.update(range(int(lo), int(hi or lo) + 1))
+    return ranks
+
+
+def _guarded(at, seq, m):
+    """Why the makings differ at ``seq``, where they show it: (OWN_ONLY, None) where every rank's makings, shown
+    from the world's first, are all of groups it is in (``if rank in ranks: new_group(ranks)`` on every rank: no
+    rank is the odd one, whatever a majority says); (LEFT_OUT, the group's members) where each odd one is not in
+    the majority's group there and its makings from there on are the majority's from the next one on (it left that
+    group's making out); else None."""
+    ranks = set(r for words in at.values() for r in words)
+    if min(at) == 1 and all(r in (_members(w) or ()) for words in at.values() for r, w in words.items()) and all(
+            r in at[1] for r in ranks):
+        return OWN_ONLY, None
+    if not m.odd_ranks or m.expected_op is None:
+        return None
+    group = _members(m.expected_op)
+    if group is None or any(r in group for r in m.odd_ranks):
+        return None
+    later = sorted(s for s in at if s > seq)
+    for r in m.odd_ranks:
+        pairs = [(at[s][r], collections.Counter(w for q, w in at[s + 1].items() if q not in m.odd_ranks))
+                 for s in [seq] + later if s + 1 in at and r in at[s]]
+        if not pairs or any(not top or top.most_common(1)[0][0] != w for w, top in pairs):
+            return None
+    return LEFT_OUT, sorted(group)
 
 
 def by_program(m, calls, by_rank, stream, seq):

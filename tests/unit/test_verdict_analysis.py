@@ -1047,7 +1047,12 @@ def _real_docs(name, **words):
     for key, members in words.items():
         for g in raw[key[1:]]["groups"]:
             if g["stream"] == "new_group:world":
-                g["recent_ops"] = [[s, op, members, t] for s, op, _, t in g["recent_ops"]]
+                if isinstance(members, list):  # one making a text, numbered from 1, each completed
+                    t = g["recent_ops"][0][3]
+                    g["recent_ops"] = [[i + 1, "new_group", m, t + i] for i, m in enumerate(members)]
+                    g["last_started"] = g["last_completed"] = len(members)
+                else:
+                    g["recent_ops"] = [[s, op, members, t] for s, op, _, t in g["recent_ops"]]
     return {int(r): documents.RankDoc.from_json(j) for r, j in raw.items()}
 
 
@@ -1084,6 +1089,53 @@ def test_two_ranks_against_two_at_a_making_before_the_hang_name_nobody():
     assert v.made_apart.startswith("new_group #1: "), v.made_apart
     assert any(u.startswith("new_group #1: the ranks made different groups there (") and
                u.endswith("none has a majority") for u in v.undecided), v.undecided
+
+
+def test_ranks_that_each_made_only_their_own_groups_are_none_of_them_named():
+    """``if rank in ranks: new_group(ranks)`` on every rank (the fuzzer's ``make_own``): rank 0 made only a group
+    of itself, ranks 1-3 only theirs.  Three against one at new_group #1, but no rank is the odd one: the
+    documents of a program whose groups came in the other order are the same.  Nobody is named, and the verdict
+    says what to change."""
+    v = verdict.analyze(_made_apart_docs(r0="members 0"))
+    assert v.culprit_ranks == [], v.summary
+    assert any("each rank made only the groups it is in" in u and "no one rank is at fault" in u
+               for u in v.undecided), v.undecided
+    assert "every rank calls new_group for every group" in v.made_apart, v.made_apart
+    assert "the odd one out" not in v.made_apart, v.made_apart
+
+
+def test_real_ranks_that_each_made_only_their_own_half_are_none_of_them_named():
+    """tests/data/made-own-real-82000019.json (torch 2.13, the fuzzer's real mode, ``--kind make_own``, seed
+    82000019, 2026-12-06): halves [0, 1, 2] and [3, 4, 5, 6], each rank made only its own; both groups took
+    the name 1, and ranks 3-6 were stuck in their making.  The making's desync named ranks 0-2 by the majority
+    of ranks 3-6 (a wrong culprit: the documents of the program with its halves made the other way round are
+    the same).  Nobody is named, and the stuck call says why."""
+    v = verdict.analyze(_real_docs("made-own-real-82000019.json"))
+    assert v.culprit_ranks == [], v.summary
+    assert "each rank made only the groups it is in" in render.worded(v).summary, render.worded(v).summary
+    assert any("no one rank is at fault" in u for u in v.undecided), v.undecided
+
+
+def test_a_rank_that_left_out_a_group_it_is_not_in_is_named_with_what_to_change():
+    """Rank 0 left out ``new_group([1, 2])`` (it is not in it) where ranks 1-3 made it, then ``[1, 2, 3]``: its
+    makings are the others' one place ahead.  It is named, and the verdict says that it left that group out."""
+    v = verdict.analyze(_made_apart_docs(r0=["members 1-3"], r1=["members 1, 2", "members 1-3"],
+                                         r2=["members 1, 2", "members 1-3"], r3=["members 1, 2", "members 1-3"]))
+    assert v.culprit_ranks == [0], v.summary
+    assert ("rank 0 left out new_group #1 (of ranks 1, 2, a group it is not in), so its later groups took the next "
+            "names; torch names a group by its place") in v.made_apart, v.made_apart
+    assert v.made_apart.endswith("use_local_synchronization=True)"), v.made_apart
+
+
+def test_a_rank_whose_other_making_is_not_one_place_ahead_is_not_said_to_have_left_one_out():
+    """Rank 0's new_group #1 is the others' #2, but its #2 is not their #3: another fault than a making left out
+    (made in another order); it is named, with no word of a group left out."""
+    v = verdict.analyze(_made_apart_docs(r0=["members 1-3", "members 1, 2", "members 0-3"],
+                                         r1=["members 1, 2", "members 1-3", "members 0, 1"],
+                                         r2=["members 1, 2", "members 1-3", "members 0, 1"],
+                                         r3=["members 1, 2", "members 1-3", "members 0, 1"]))
+    assert v.culprit_ranks == [0], v.summary
+    assert "left out" not in v.made_apart and "the odd one out: rank 0" in v.made_apart, v.made_apart
 
 
 def test_ranks_that_made_the_same_groups_are_not_said_to_have_made_them_apart():
