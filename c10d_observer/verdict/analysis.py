@@ -17,7 +17,7 @@ from .stacks import _stack_groups, main_thread_frames, place
 from .categories import categorize
 from .cycles import in_cycle, order_cycles
 from .deaths import ABORTED_WORDS, aborted_alone, aborted_beside_another, aborted_beside_the_order, raised_on_a_death
-from .mismatch import GUARD_ADVICE, OWN_ONLY, ROOT_TEXT, by_program, made_apart, mismatch
+from .mismatch import GUARD_ADVICE, NOT_IN, OWN_ONLY, ROOT_TEXT, by_program, made_apart, mismatch
 from .fields import Draft, LazyRanks
 from .types import Culprit, Hang, Host, Resolved, Straggler, Verdict, Whereabouts
 
@@ -328,6 +328,10 @@ def _guard_words(why, odd, seq):
         return "each rank made only the groups it is in, so the groups took other names on different ranks; %s" % (
             GUARD_ADVICE)
     one = len(odd) == 1
+    if why[0] == NOT_IN:  # no later making shows whether it left that one out: said as a question
+        return "%s not in the group the others made there (%s): where %s left that new_group out, %s" % (
+            "%s is" % rank_list(odd) if one else "%s are" % rank_list(odd), rank_list(why[1]),
+            "it" if one else "they", GUARD_ADVICE)
     return "%s left out new_group #%d (of %s, a group %s not in), so %s later groups took the next names; %s" % (
         rank_list(odd), seq, rank_list(why[1]), "it is" if one else "they are", "its" if one else "their",
         GUARD_ADVICE)

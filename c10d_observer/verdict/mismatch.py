@@ -65,8 +65,9 @@ def made_apart(by_rank, hangs):
 
 
 # what made the groups apart, where the makings show it (made_apart's ``why``): every rank made only the groups it
-# is in; the odd ones left out one group they are not in, their later makings one place ahead of the others'
-OWN_ONLY, LEFT_OUT = "own_only", "left_out"
+# is in; the odd ones left out one group they are not in, their later makings one place ahead of the others'; the
+# odd ones are not in the group the others made there, and no later making shows that they left it out
+OWN_ONLY, LEFT_OUT, NOT_IN = "own_only", "left_out", "not_in"
 GUARD_ADVICE = ("torch names a group by its place in the ranks' sequence of new_group calls: every rank calls "
                 "new_group for every group, in one order, members or not (or passes use_local_synchronization=True)")
 _MEMBERS = re.compile(r" of members ([0-9][0-9, -]*)$")
@@ -88,8 +89,10 @@ def _guarded(at, seq, m):
     """Why the makings differ at ``seq``, where they show it: (OWN_ONLY, None) where every rank's makings, shown
     from the world's first, are all of groups it is in (``if rank in ranks: new_group(ranks)`` on every rank: no
     rank is the odd one, whatever a majority says); (LEFT_OUT, the group's members) where each odd one is not in
-    the majority's group there and its makings from there on are the majority's from the next one on (it left that
-    group's making out); else None."""
+    the majority's group there and its makings from there on are the majority's one place on (one place: one
+    call a group on torch 2.x, two on 1.x, whose store-based barrier after the factory carries the members too);
+    (NOT_IN, the members) where the odd ones are not in that group and their makings past it do not show that
+    they left it out (the others wait in it, or in its barrier, and show none past it); else None."""
     ranks = set(r for words in at.values() for r in words)
     if min(at) == 1 and all(r in (_members(w) or ()) for words in at.values() for r, w in words.items()) and all(
             r in at[1] for r in ranks):
@@ -99,13 +102,13 @@ def _guarded(at, seq, m):
     group = _members(m.expected_op)
     if group is None or any(r in group for r in m.odd_ranks):
         return None
-    later = sorted(s for s in at if s > seq)
-    for r in m.odd_ranks:
-        pairs = [(at[s][r], collections.Counter(w for q, w in at[s + 1].items() if q not in m.odd_ranks))
-                 for s in [seq] + later if s + 1 in at and r in at[s]]
-        if not pairs or any(not top or top.most_common(1)[0][0] != w for w, top in pairs):
-            return None
-    return LEFT_OUT, sorted(group)
+    for step in (1, 2):
+        pairs = [(at[s][r], collections.Counter(w for q, w in at[s + step].items() if q not in m.odd_ranks))
+                 for r in m.odd_ranks for s in sorted(at) if s >= seq and s + step in at and r in at[s]]
+        pairs = [(w, top) for w, top in pairs if top]
+        if pairs and all(top.most_common(1)[0][0] == w for w, top in pairs):
+            return LEFT_OUT, sorted(group)
+    return NOT_IN, sorted(group)
 
 
 def by_program(m, calls, by_rank, stream, seq):

@@ -1127,15 +1127,38 @@ def test_a_rank_that_left_out_a_group_it_is_not_in_is_named_with_what_to_change(
     assert v.made_apart.endswith("use_local_synchronization=True)"), v.made_apart
 
 
+def test_a_rank_that_left_out_a_group_is_said_to_have_where_each_making_is_two_calls():
+    """torch 1.x: each new_group is the factory's call and the store-based barrier's, both carrying the members:
+    rank 0's makings are the others' two calls on."""
+    two = ["members 1, 2", "members 1, 2", "members 1-3", "members 1-3"]
+    v = verdict.analyze(_made_apart_docs(r0=["members 1-3", "members 1-3"], r1=two, r2=two, r3=two))
+    assert v.culprit_ranks == [0], v.summary
+    assert "rank 0 left out new_group #1 (of ranks 1, 2, a group it is not in)" in v.made_apart, v.made_apart
+
+
 def test_a_rank_whose_other_making_is_not_one_place_ahead_is_not_said_to_have_left_one_out():
     """Rank 0's new_group #1 is the others' #2, but its #2 is not their #3: another fault than a making left out
-    (made in another order); it is named, with no word of a group left out."""
+    (made in another order); it is named, and only said not to be in the group the others made there."""
     v = verdict.analyze(_made_apart_docs(r0=["members 1-3", "members 1, 2", "members 0-3"],
                                          r1=["members 1, 2", "members 1-3", "members 0, 1"],
                                          r2=["members 1, 2", "members 1-3", "members 0, 1"],
                                          r3=["members 1, 2", "members 1-3", "members 0, 1"]))
     assert v.culprit_ranks == [0], v.summary
     assert "left out" not in v.made_apart and "the odd one out: rank 0" in v.made_apart, v.made_apart
+    assert "rank 0 is not in the group the others made there (ranks 1, 2): where it left that new_group out, " \
+        "torch names" in v.made_apart, v.made_apart
+
+
+def test_a_real_rank_that_left_out_a_group_on_1_8_is_named_and_the_words_say_it_may_have():
+    """tests/data/made-skip-real-86000040.json (torch 1.8.1, the fuzzer's real mode, ``--kind make_skip``, seed
+    86000040, 2026-12-06): rank 2 left out ``new_group([0, 1])`` and made ``[2, 3]`` under its name; on 1.x each
+    new_group is two calls of the making stream (the factory, then torch's store-based barrier), and every rank
+    waits in the first group's: no making past it shows that rank 2 left one out.  Rank 2 is named; the words
+    say it is not in the group the others made there, and what to change where it left it out."""
+    v = verdict.analyze(_real_docs("made-skip-real-86000040.json"))
+    assert v.culprit_ranks == [2], v.summary
+    assert ("rank 2 is not in the group the others made there (ranks 0, 1): where it left that new_group out, "
+            "torch names a group") in render.worded(v).summary, render.worded(v).summary
 
 
 def test_ranks_that_made_the_same_groups_are_not_said_to_have_made_them_apart():
