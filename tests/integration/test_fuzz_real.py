@@ -183,18 +183,26 @@ def _making_seed(kind):
             return seed
         if kind == "make_members" and f.rank in want[f.index][1] and f.rank not in mine[f.index][1]:
             return seed
+        if kind in ("make_skip", "make_own"):
+            return seed
     raise AssertionError("no %s case of 3-4 ranks in 20,000 seeds" % kind)
 
 
 @pytest.mark.parametrize("kind", _once_elsewhere(list(programs.MAKING_KINDS)))
 def test_a_real_rank_that_made_its_groups_its_own_way_is_named(kind, tmp_path):
     """programs.py's faults in the making (run by real ranks only; the simulator writes no new_group calls): one
-    rank makes two of the program's groups the other way round, or passes one new_group other members, itself
-    in or out.  Real gloo ranks hang in the making or in their next call; each making carries its members, and
-    the verdict names the rank whose making differs from every other rank's ("different groups at the same
-    seq"; on 1.8.1 the two groups' rendezvous may wire across and let the rank through late, its peers waiting
-    in torch's store-based barrier after the making: then named as the rank that never arrived there)."""
+    rank makes two of the program's groups the other way round, passes one new_group other members, itself in or
+    out, or leaves out the making of a group it is not in.  Real gloo ranks hang in the making or in their next
+    call; each making carries its members, and the verdict names the rank whose making differs from every other
+    rank's ("different groups at the same seq"; on 1.8.1 the two groups' rendezvous may wire across and let the
+    rank through late, its peers waiting in torch's store-based barrier after the making: then named as the rank
+    that never arrived there).  Where every rank made only the groups it is in (``make_own``), nobody is the odd
+    one: nobody is named, and the verdict says what to change."""
     seed = _making_seed(kind)
     case = programs.make_case(seed, kind=kind)
     row = _run(seed, tmp_path, kind=kind)
     assert row["outcome"] == "exact", (programs.describe(case), row)
+    if kind == "make_own":
+        assert row["named"] == [] and "each rank made only the groups it is in" in row["summary"], row
+    if kind == "make_skip":
+        assert " left out new_group #" in row["summary"], row
