@@ -91,8 +91,14 @@ def encode_members(ranks, world_size):
     ranks = sorted(set(int(r) for r in ranks))
     if world_size <= 24:
         return encode_sig(DTYPE_CODES[MEMBERS], sum(1 << r for r in ranks))
+    return encode_sig(DTYPE_CODES[MEMBERS_DIGEST], members_digest(ranks))
+
+
+def members_digest(ranks):
+    """The 24 bits a group's making carries of its members past 24 ranks (their CRC-32; the text shows them as
+    ``members of digest %06x``): the verdict digests the groups the documents show to learn whose they are."""
     import zlib
-    return encode_sig(DTYPE_CODES[MEMBERS_DIGEST], zlib.crc32(",".join(map(str, ranks)).encode()))
+    return zlib.crc32(",".join(map(str, sorted(set(int(r) for r in ranks)))).encode()) & NUMEL_MASK
 
 
 def _members_text(code, numel):

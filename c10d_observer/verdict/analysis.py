@@ -17,7 +17,7 @@ from .stacks import _stack_groups, main_thread_frames, place
 from .categories import categorize
 from .cycles import in_cycle, order_cycles
 from .deaths import ABORTED_WORDS, aborted_alone, aborted_beside_another, aborted_beside_the_order, raised_on_a_death
-from .mismatch import GUARD_ADVICE, NOT_IN, OWN_ONLY, ROOT_TEXT, by_program, made_apart, mismatch
+from .mismatch import GUARD_ADVICE, NOT_IN, OWN_ONLY, ROOT_TEXT, UNSHOWN, by_program, made_apart, mismatch
 from .fields import Draft, LazyRanks
 from .types import Culprit, Hang, Host, Resolved, Straggler, Verdict, Whereabouts
 
@@ -302,11 +302,12 @@ def _made_apart(by_rank, hangs, culprits, undecided):
             if h.stream == MAKING and h.seq == seq and h.mismatch is not None:
                 if said:
                     h.mismatch.text = "%s; %s" % (h.mismatch.text, said)
-                if why is not None and why[0] == OWN_ONLY:
+                if why is not None and why[0] in (OWN_ONLY, UNSHOWN):
                     h.mismatch.odd_ranks, h.mismatch.expected_op = [], None
-    if why is not None and why[0] == OWN_ONLY:  # the guard on every rank: no odd one, whatever a majority says
+    if why is not None and why[0] in (OWN_ONLY, UNSHOWN):  # the guard on every rank, or maybe: no odd one
         del undecided[:]
-        undecided.append("new_group #%d: %s: no one rank is at fault" % (seq, said))
+        undecided.append("new_group #%d: %s: no one rank is at fault%s" % (
+            seq, said, "" if why[0] == OWN_ONLY else " there, or the documents cannot tell which"))
         return None if stuck else "%s; %s" % (words, said)
     if m.odd_ranks:
         culprits.update(m.odd_ranks)
@@ -327,6 +328,10 @@ def _guard_words(why, odd, seq):
     if why[0] == OWN_ONLY:
         return "each rank made only the groups it is in, so the groups took other names on different ranks; %s" % (
             GUARD_ADVICE)
+    if why[0] == UNSHOWN:  # a majority could name the wrong ranks: no rank is named
+        return ("no making shown is of a group its rank is not in (past 24 ranks a making carries a digest of its "
+                "members, known only for groups the documents show; or the first makings are not shown): where "
+                "each rank made only the groups it is in, %s" % GUARD_ADVICE)
     one = len(odd) == 1
     if why[0] == NOT_IN:  # no later making shows whether it left that one out: said as a question
         return "%s not in the group the others made there (%s): where %s left that new_group out, %s" % (

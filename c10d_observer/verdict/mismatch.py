@@ -4,6 +4,7 @@ import collections
 import re
 
 from .. import analogs as _analogs
+from .. import callword as _cw
 from .. import documents as _documents
 from .. import patterns as _patterns
 from ..levels import MismatchKind
@@ -60,24 +61,38 @@ def made_apart(by_rank, hangs):
         words = at[seq]
         if len(set(words.values())) > 1:
             m = mismatch(words, None, MismatchKind.SIZE)
-            return m, seq, seq in stuck, _guarded(at, seq, m)
+            return m, seq, seq in stuck, _guarded(at, seq, m, _digested(by_rank))
     return None
+
+
+def _digested(by_rank):
+    """{digest: members} of the groups the documents show (their streams' ranks): whose a making of more than
+    24 ranks is, where a rank called on that group (callword.members_digest)."""
+    seen = set()
+    for doc in by_rank.values():
+        for g in doc.groups if doc is not None else ():
+            if g.stream != MAKING and g.ranks and len(g.ranks) > 1:
+                seen.add(tuple(g.ranks))
+    return {"%06x" % _cw.members_digest(ranks): set(ranks) for ranks in seen}
 
 
 # what made the groups apart, where the makings show it (made_apart's ``why``): every rank made only the groups it
 # is in; the odd ones left out one group they are not in, their later makings one place ahead of the others'; the
 # odd ones are not in the group the others made there, and no later making shows that they left it out
-OWN_ONLY, LEFT_OUT, NOT_IN = "own_only", "left_out", "not_in"
+OWN_ONLY, LEFT_OUT, NOT_IN, UNSHOWN = "own_only", "left_out", "not_in", "unshown"
 GUARD_ADVICE = ("torch names a group by its place in the ranks' sequence of new_group calls: every rank calls "
                 "new_group for every group, in one order, members or not (or passes use_local_synchronization=True)")
 _MEMBERS = re.compile(r" of members ([0-9][0-9, -]*)$")
+_DIGEST = re.compile(r" of members of digest ([0-9a-f]{6})$")
 
 
-def _members(word):
-    """The ranks of a making's words ("new_group of members 0-2, 5"), or None (a digest: more than 24 ranks)."""
+def _members(word, digested=None):
+    """The ranks of a making's words ("new_group of members 0-2, 5"; past 24 ranks "... of digest 3fa2c1", whose
+    ranks ``digested`` knows where the documents show that group), or None."""
     got = _MEMBERS.search(word or "")
     if got is None:
-        return None
+        got = _DIGEST.search(word or "")
+        return digested[got.group(1)] if got is not None and digested and got.group(1) in digested else None
     ranks = set()
     for part in got.group(1).split(", "):
         lo, _, hi = part.partition("-")
@@ -85,21 +100,27 @@ def _members(word):
     return ranks
 
 
-def _guarded(at, seq, m):
+def _guarded(at, seq, m, digested=None):
     """Why the makings differ at ``seq``, where they show it: (OWN_ONLY, None) where every rank's makings, shown
     from the world's first, are all of groups it is in (``if rank in ranks: new_group(ranks)`` on every rank: no
     rank is the odd one, whatever a majority says); (LEFT_OUT, the group's members) where each odd one is not in
     the majority's group there and its makings from there on are the majority's one place on (one place: one
     call a group on torch 2.x, two on 1.x, whose store-based barrier after the factory carries the members too);
     (NOT_IN, the members) where the odd ones are not in that group and their makings past it do not show that
-    they left it out (the others wait in it, or in its barrier, and show none past it); else None."""
+    they left it out (the others wait in it, or in its barrier, and show none past it); (UNSHOWN, None) where no
+    making shown is of a group its rank is not in, but not every one is known to be of a group its rank is in (a
+    digest past 24 ranks of a group no document shows; the first makings not shown): the guard on every rank is
+    not ruled out, and a majority could name the wrong ranks; else None."""
     ranks = set(r for words in at.values() for r in words)
-    if min(at) == 1 and all(r in (_members(w) or ()) for words in at.values() for r, w in words.items()) and all(
-            r in at[1] for r in ranks):
-        return OWN_ONLY, None
+    inside = [r in got if got is not None else None
+              for got, r in ((_members(w, digested), r) for words in at.values() for r, w in words.items())]
+    if False not in inside:  # no rank shown making a group it is not in
+        if None not in inside and min(at) == 1 and all(r in at[1] for r in ranks):
+            return OWN_ONLY, None
+        return UNSHOWN, None
     if not m.odd_ranks or m.expected_op is None:
         return None
-    group = _members(m.expected_op)
+    group = _members(m.expected_op, digested)
     if group is None or any(r in group for r in m.odd_ranks):
         return None
     for step in (1, 2):

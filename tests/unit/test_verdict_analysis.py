@@ -1161,6 +1161,51 @@ def test_a_real_rank_that_left_out_a_group_on_1_8_is_named_and_the_words_say_it_
             "torch names a group") in render.worded(v).summary, render.worded(v).summary
 
 
+def _digest_docs(makings, groups=None, world=30):
+    """Documents of a ``world``-rank job (past 24 ranks a making carries a digest of its members) whose ranks
+    made ``makings`` ({rank: [members, ...]}, the last one in flight where ``groups`` does not say the rank went
+    past it: {rank: (made, in flight)}); ``groups``: {rank: [members of a group it called on, ...]}."""
+    from c10d_observer import callword
+    ranks, docs = list(range(world)), {}
+    for r, made in makings.items():
+        done = len(made) if r not in (groups or {}) or groups[r] is None else groups[r][0]
+        words = ["members of digest %06x" % callword.members_digest(m) for m in made]
+        g = _g("new_group:world", ranks, len(made), done, op="new_group", since=90.0,
+               recent=[(i + 1, "new_group", w, 50.0 + i) for i, w in enumerate(words[:done])],
+               size=words[-1] if done < len(made) else None)
+        pos = [g] + [_g(str(i + 1), list(m), 3, 3, recent=[(k, "all_reduce", "4 x float32", 60.0 + k)
+                                                           for k in (1, 2, 3)])
+                     for i, m in enumerate((groups or {}).get(r, (None, []))[1])]
+        docs[r] = documents.RankDoc.from_json(_doc(r, world, pos))
+    return docs
+
+
+def test_past_24_ranks_a_majority_of_makings_whose_members_are_unknown_names_nobody():
+    """30 ranks: ranks 0-19 made only ``new_group(range(20))`` and called on it, ranks 20-29 only
+    ``new_group(range(20, 30))``, in whose making they wait (the guard on every rank).  The makings carry digests;
+    the first group's members are known from ranks 0-19's documents, the second's from none: no making shown is of a
+    group its rank is not in, so the guard on every rank is not ruled out.  Twenty against ten named ranks 20-29
+    (the program with its two groups made the other way round leaves the same documents): nobody is named."""
+    a, b = list(range(20)), list(range(20, 30))
+    makings = dict([(r, [a]) for r in a] + [(r, [b]) for r in b])
+    groups = dict([(r, (1, [a])) for r in a] + [(r, (0, [])) for r in b])
+    v = verdict.analyze(_digest_docs(makings, groups))
+    assert v.culprit_ranks == [], v.summary
+    assert any("no making shown is of a group its rank is not in" in u for u in v.undecided), v.undecided
+
+
+def test_past_24_ranks_a_rank_that_left_out_a_group_others_are_not_in_is_named():
+    """30 ranks: rank 29 left out ``new_group(range(20))`` (it is not in it); ranks 20-28 made it (not in it
+    either: known from ranks 0-19's documents, which show that group) and wait in the next making, of ranks 20-29,
+    whose name rank 29 took.  The guard on every rank is ruled out; rank 29 is named, and said to have left one out."""
+    a, b = list(range(20)), list(range(20, 30))
+    makings = dict([(r, [a, b]) for r in range(29)] + [(29, [b])])
+    groups = dict([(r, (2, [a])) for r in a] + [(r, (1, [])) for r in range(20, 29)] + [(29, (1, []))])
+    v = verdict.analyze(_digest_docs(makings, groups))
+    assert v.culprit_ranks == [29], v.summary
+    assert "rank 29 left out new_group #1" in render.worded(v).summary, render.worded(v).summary
+
+
 def test_ranks_that_made_the_same_groups_are_not_said_to_have_made_them_apart():
     v = verdict.analyze(_made_apart_docs(r1="members 1-3"))
     assert v.made_apart is None and "made apart" not in (v.summary or "")
