@@ -90,7 +90,7 @@ class _Pg(object):
     reads.  ``nums(by_pg)``: a read's entries of this group by the observer's numbers."""
 
     __slots__ = ("name", "key_id", "stream", "base", "inflight", "looked", "completed", "group", "p2p_before",
-                 "held", "numbers", "arrivals", "backfilled", "pending")
+                 "held", "numbers", "arrivals", "backfilled", "pending", "rootless")
 
     def __init__(self, name, stream, base=0, group=None, p2p_before=False, key_id=None, numbers=None, arrivals=None):
         self.name = name
@@ -107,6 +107,9 @@ class _Pg(object):
         self.arrivals = arrivals  # the stream of exact starts (kind "arrivals"), or None
         self.backfilled = 0  # the highest number put on it
         self.pending = collections.deque()  # (number, op word, start ns) read, not yet put on it
+        # gloo: number -> (torch's op id, op word, start ns) of a rooted call named before the patch wrapper noted
+        # its root (recorders._root_pending): named again at the next look, or at its end from the root noted since
+        self.rootless = {}
 
     def nums(self, by_pg):
         by_num = by_pg.get(self.key_id) or {}

@@ -12,10 +12,11 @@ import logging
 import time
 from time import perf_counter as _perf_counter  # kept apart from time, which the unit tests replace by a clock
 
+from .. import callword as _cw
 from .. import channel as _ch
 from .. import compat
 from .recorder_books import BUDGET, LADDER, _Batches, _Numbers, _Pg, backfill, queue_starts
-from .recorders import _UNKNOWN, _by_pg, _entry_json, _group_name, _op_word, _ops_by_pg, _start_ns
+from .recorders import _UNKNOWN, _by_pg, _entry_json, _group_name, _op_word, _ops_by_pg, _root_pending, _start_ns
 
 log = logging.getLogger("c10d_observer")
 
@@ -297,12 +298,18 @@ class RecorderReader(object):
 
     @staticmethod
     def _name(p, number, e, now):
-        """At the first look at a call's entry: its op, size signature and creation time go to its slot."""
-        first = number not in p.looked
+        """At the first look at a call's entry: its op, size signature and creation time go to its slot (again
+        at a later look where its root was not noted yet: ``rootless``)."""
+        first = number not in p.looked or number in p.rootless
         p.looked[number] = now
         if first and p.stream is not None:
             wall_minus_mono = time.time_ns() - time.monotonic_ns()
-            p.stream.amend(number, _op_word(e, p.group), _start_ns(e, wall_minus_mono, p.inflight[number]))
+            word, start = _op_word(e, p.group), _start_ns(e, wall_minus_mono, p.inflight[number])
+            p.stream.amend(number, word, start)
+            if _root_pending(word, p.group, start):
+                p.rootless[number] = (e.get("op_id"), word, start)
+            else:
+                p.rootless.pop(number, None)
 
     @staticmethod
     def _end(p, number):
@@ -310,6 +317,11 @@ class RecorderReader(object):
         p.looked.pop(number, None)
         p.held.discard(number)
         if p.stream is not None:
+            late = p.rootless.pop(number, None)
+            if late is not None:  # named before its root was noted, ended before another look: noted since?
+                noted = p.group.roots.get(late[0]) if p.group is not None else None
+                if noted is not None and noted[0] == late[1] & _cw.OP_MASK:
+                    p.stream.amend(number, late[1] | _cw.encode_root(noted[1]), late[2])
             p.stream.done(number)
         else:  # only the oldest call is followed: the next one starts after it
             p.completed = max(p.completed, number)
