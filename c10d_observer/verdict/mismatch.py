@@ -61,19 +61,33 @@ def made_apart(by_rank, hangs):
         words = at[seq]
         if len(set(words.values())) > 1:
             m = mismatch(words, None, MismatchKind.SIZE)
-            return m, seq, seq in stuck, _guarded(at, seq, m, _digested(by_rank))
+            return m, seq, seq in stuck, _guarded(at, seq, m, _digested(by_rank, at))
     return None
 
 
-def _digested(by_rank):
-    """{digest: members} of the groups the documents show (their streams' ranks): whose a making of more than
-    24 ranks is, where a rank called on that group (callword.members_digest)."""
+def _digested(by_rank, at):
+    """{digest: members} of the groups past 24 ranks whose members the documents tell (callword.members_digest):
+    the groups they show (their streams' ranks, where a rank called on the group), and those whose makers at one
+    place are its members (their digest is the group's); and the digests a group's members cannot have: one the
+    whole world made at one place (its members would be the world's, whose digest it is not) maps to no rank."""
     seen = set()
     for doc in by_rank.values():
         for g in doc.groups if doc is not None else ():
             if g.stream != MAKING and g.ranks and len(g.ranks) > 1:
                 seen.add(tuple(g.ranks))
-    return {"%06x" % _cw.members_digest(ranks): set(ranks) for ranks in seen}
+    makers = collections.defaultdict(set)  # (seq, words) -> the ranks that made it there
+    for s, words in at.items():
+        for r, w in words.items():
+            makers[(s, w)].add(r)
+    seen.update(tuple(sorted(ranks)) for ranks in makers.values())
+    known = {"%06x" % _cw.members_digest(ranks): set(ranks) for ranks in seen}
+    sizes = set(doc.world_size for doc in by_rank.values() if doc is not None and doc.world_size)
+    world = set(range(sizes.pop())) if len(sizes) == 1 else None
+    for (_, w), ranks in makers.items():
+        got = _DIGEST.search(w)
+        if world is not None and ranks == world and got is not None and got.group(1) not in known:
+            known[got.group(1)] = set()  # the whole world made it, and it is not the world's: some maker is not in it
+    return known
 
 
 # what made the groups apart, where the makings show it (made_apart's ``why``): every rank made only the groups it

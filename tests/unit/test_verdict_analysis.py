@@ -1180,18 +1180,46 @@ def _digest_docs(makings, groups=None, world=30):
     return docs
 
 
-def test_past_24_ranks_a_majority_of_makings_whose_members_are_unknown_names_nobody():
+def test_past_24_ranks_ranks_that_each_made_only_their_own_groups_are_none_of_them_named():
     """30 ranks: ranks 0-19 made only ``new_group(range(20))`` and called on it, ranks 20-29 only
     ``new_group(range(20, 30))``, in whose making they wait (the guard on every rank).  The makings carry digests;
-    the first group's members are known from ranks 0-19's documents, the second's from none: no making shown is of a
-    group its rank is not in, so the guard on every rank is not ruled out.  Twenty against ten named ranks 20-29
-    (the program with its two groups made the other way round leaves the same documents): nobody is named."""
+    the first group's members are known from ranks 0-19's documents, the second's from its makers (their digest
+    is the group's).  Twenty against ten named ranks 20-29 (the program with its two groups made the other way
+    round leaves the same documents): nobody is named, and the verdict says why."""
     a, b = list(range(20)), list(range(20, 30))
     makings = dict([(r, [a]) for r in a] + [(r, [b]) for r in b])
     groups = dict([(r, (1, [a])) for r in a] + [(r, (0, [])) for r in b])
     v = verdict.analyze(_digest_docs(makings, groups))
     assert v.culprit_ranks == [], v.summary
+    assert any("each rank made only the groups it is in" in u for u in v.undecided), v.undecided
+
+
+def test_past_24_ranks_a_majority_of_makings_whose_members_are_unknown_names_nobody():
+    """As above, but rank 29's document shows no making: the makers of the second group are not all its members,
+    as far as the documents tell, and no document shows that group: whether each rank made only its own groups is
+    not known, and the majority could name the wrong ranks: nobody is named."""
+    a, b = list(range(20)), list(range(20, 30))
+    makings = dict([(r, [a]) for r in a] + [(r, [b]) for r in range(20, 29)])
+    groups = dict([(r, (1, [a])) for r in a] + [(r, (0, [])) for r in range(20, 29)])
+    docs = _digest_docs(makings, groups)
+    docs[29] = documents.RankDoc.from_json(_doc(29, 30, []))
+    v = verdict.analyze(docs)
+    assert v.culprit_ranks == [], v.summary
     assert any("no making shown is of a group its rank is not in" in u for u in v.undecided), v.undecided
+
+
+def test_past_24_ranks_a_group_the_whole_world_made_that_is_not_the_world_rules_the_guard_out():
+    """30 ranks, no rank called on a group yet: every rank made ``new_group(range(10))``, then rank 29 left out
+    ``new_group(range(10, 20))`` (it is not in it) and made ``[20, 29]`` where the others made that one, in
+    whose making ranks 20-28 wait.  No document shows whose the digests are, but a group all 30 ranks made that
+    is not the world's has a maker not in it: the guard on every rank is ruled out, and rank 29 is named (with no
+    word of a group left out: whose the group it left out is, nothing tells)."""
+    a, b, c = list(range(10)), list(range(10, 20)), list(range(20, 30))
+    makings = dict([(r, [a, b, c]) for r in range(29)] + [(29, [a, c])])
+    groups = dict([(r, (3, [])) for r in range(20)] + [(r, (2, [])) for r in range(20, 29)] + [(29, (2, []))])
+    v = verdict.analyze(_digest_docs(makings, groups))
+    assert v.culprit_ranks == [29], v.summary
+    assert v.made_apart.endswith("the odd one out: rank 29"), v.made_apart
 
 
 def test_past_24_ranks_a_rank_that_left_out_a_group_others_are_not_in_is_named():
