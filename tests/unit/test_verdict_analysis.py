@@ -1234,6 +1234,23 @@ def test_past_24_ranks_a_rank_that_left_out_a_group_others_are_not_in_is_named()
     assert "rank 29 left out new_group #1" in render.worded(v).summary, render.worded(v).summary
 
 
+def test_27_real_ranks_one_of_which_left_out_a_group_name_it_from_digests():
+    """tests/data/made-skip-real-95000004-27.json (torch 2.13, the fuzzer's real mode, ``--kind make_skip --shape
+    mesh3d``, seed 95000004, 2026-12-06): 27 ranks, whose makings carry digests of their members; rank 11 left out
+    ``new_group([6, 7, 8])``, the third, and every rank waits in a making before any call on a group.  The first
+    two groups, made by every rank, are not the world: the guard on every rank is ruled out, and rank 11 is named."""
+    v = verdict.analyze(_real_docs("made-skip-real-95000004-27.json"))
+    assert v.culprit_ranks == [11], v.summary
+
+
+def test_27_real_ranks_that_each_made_only_their_own_groups_name_nobody_and_say_what_to_change():
+    """tests/data/made-own-real-95000004-27.json (as above, ``--kind make_own``): each rank made only its own tp, dp
+    and pp groups; nine makings of three ranks each at new_group #1."""
+    v = verdict.analyze(_real_docs("made-own-real-95000004-27.json"))
+    assert v.culprit_ranks == [], v.summary
+    assert "every rank calls new_group for every group" in render.worded(v).summary, render.worded(v).summary
+
+
 def test_ranks_that_made_the_same_groups_are_not_said_to_have_made_them_apart():
     v = verdict.analyze(_made_apart_docs(r1="members 1-3"))
     assert v.made_apart is None and "made apart" not in (v.summary or "")
