@@ -135,7 +135,7 @@ def _guarded(at, seq, m, digested=None):
     if not m.odd_ranks or m.expected_op is None:
         return None
     group = _members(m.expected_op, digested)
-    if group is None or any(r in group for r in m.odd_ranks):
+    if not group or any(r in group for r in m.odd_ranks):  # empty: not the world's, whose it is nothing tells
         return None
     for step in (1, 2):
         pairs = [(at[s][r], collections.Counter(w for q, w in at[s + step].items() if q not in m.odd_ranks))

@@ -1234,6 +1234,18 @@ def test_past_24_ranks_a_rank_that_left_out_a_group_others_are_not_in_is_named()
     assert "rank 29 left out new_group #1" in render.worded(v).summary, render.worded(v).summary
 
 
+def test_past_24_ranks_a_group_known_only_as_not_the_worlds_gives_no_words_of_a_group_left_out():
+    """30 ranks: every rank made ``new_group(range(10))``, then ranks 0-28 made it again where rank 29 made
+    ``[20, 29]``; ranks 0-28 wait in that making.  That the whole world made the first tells only that it is not
+    the world's, not whose it is: rank 29 is named, with no word of a group it is not in ("of none" before)."""
+    a, c = list(range(10)), [20, 29]
+    makings = dict([(r, [a, a]) for r in range(29)] + [(29, [a, c])])
+    groups = dict([(r, (1, [])) for r in range(29)] + [(29, (2, []))])
+    v = verdict.analyze(_digest_docs(makings, groups))
+    assert v.culprit_ranks == [29], v.summary
+    assert "not in" not in render.worded(v).summary and "none" not in render.worded(v).summary, v.summary
+
+
 def test_27_real_ranks_one_of_which_left_out_a_group_name_it_from_digests():
     """tests/data/made-skip-real-95000004-27.json (torch 2.13, the fuzzer's real mode, ``--kind make_skip --shape
     mesh3d``, seed 95000004, 2026-12-06): 27 ranks, whose makings carry digests of their members; rank 11 left out
