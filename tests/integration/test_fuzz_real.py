@@ -169,11 +169,17 @@ def _making_seed(kind):
     """The first seed of the series whose program of 3-4 ranks, without bfloat16, has a fault of ``kind``
     (programs.MAKING_KINDS) that changes a group the faulty rank is in: the two groups it made the other way
     round, one of them its own; the group it passed other members, itself left out (its peers wait for it in
-    gloo's rendezvous; a rank that adds itself to a group it never uses may be let through: no hang)."""
+    gloo's rendezvous; a rank that adds itself to a group it never uses may be let through: no hang).
+    ``make_own``: 3-5 ranks, groups of two sizes (two groups of one size under one name, each rank making only
+    its own, gloo's rendezvous sometimes lets through: CI, 2026-12-06, seed 42000040, pairs of 4 ranks, "no hang";
+    of two sizes, the 3 to 2 a majority named before)."""
     for i in range(20000):
         seed = run.case_seed(42, i)
         case = programs.make_case(seed, kind=kind)
         f = case.fault
+        if kind == "make_own" and f is not None and 3 <= case.program.world <= 5 and len(
+                set(len(g.ranks) for gid, g in case.program.groups.items() if gid != "0")) > 1:
+            return seed
         if f is None or not 3 <= case.program.world <= 4:
             continue
         if any(c.size and "bfloat16" in c.size for cs in case.program.calls.values() for c in cs):
@@ -183,7 +189,7 @@ def _making_seed(kind):
             return seed
         if kind == "make_members" and f.rank in want[f.index][1] and f.rank not in mine[f.index][1]:
             return seed
-        if kind in ("make_skip", "make_own"):
+        if kind == "make_skip":
             return seed
     raise AssertionError("no %s case of 3-4 ranks in 20,000 seeds" % kind)
 
