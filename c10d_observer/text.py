@@ -77,6 +77,18 @@ def rank_list(ranks, none="none"):
     return "%s %s" % ("rank" if len(ranks) == 1 else "ranks", ", ".join(parts))
 
 
+def ranks_in(words):
+    """The ranks of rank_list's words without their 'rank'/'ranks' ("0-2, 5": runs and single ranks; not its
+    strided or 'except' forms, which a world of 24 ranks or fewer never gets), or None where they are not such."""
+    ranks = set()
+    for part in (words or "").split(", "):
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or not (hi.isdigit() or not hi):
+            return None
+        ranks.update(range(int(lo), int(hi or lo) + 1))
+    return ranks
+
+
 def describe_call(entry):
     """'all_reduce #5 on group 0 (ranks 0-3), 1024 x float32' for a call (a dict with op, seq, group,
     group_ranks, kind, peer, api, size), its size where known."""

@@ -286,7 +286,8 @@ def _made_apart(by_rank, hangs, culprits, undecided):
     that decides: the odd ones out are the culprits, whoever else the rules named or could not decide (a rank
     named from a group its peers made otherwise, as "never arrived" in a call it is in under another group's
     members, is no culprit; nor, where that making is itself stuck, a rank that raised on the crossed groups
-    and ended: 1.8.1, seed 76000010), or nobody where none has a majority.  Its words (the verdict's
+    and ended: 1.8.1, seed 76000010), or nobody where none has a majority, or where every rank may have made
+    only the groups it is in (mismatch._guarded: no rank is the odd one).  Its words (the verdict's
     ``made_apart``; None where that making is the stuck call, whose own desync says it), or None."""
     if not hangs:
         return None
@@ -297,14 +298,15 @@ def _made_apart(by_rank, hangs, culprits, undecided):
     words = "new_group #%d: %s" % (seq, m.text)
     culprits.clear()
     said = _guard_words(why, m.odd_ranks, seq)
+    no_odd = why is not None and why[0] in (OWN_ONLY, UNSHOWN)  # the guard on every rank, or maybe: no odd one
     if stuck:  # the stuck call's own desync says it, and why where the makings show it
         for h in hangs:
             if h.stream == MAKING and h.seq == seq and h.mismatch is not None:
                 if said:
                     h.mismatch.text = "%s; %s" % (h.mismatch.text, said)
-                if why is not None and why[0] in (OWN_ONLY, UNSHOWN):
+                if no_odd:
                     h.mismatch.odd_ranks, h.mismatch.expected_op = [], None
-    if why is not None and why[0] in (OWN_ONLY, UNSHOWN):  # the guard on every rank, or maybe: no odd one
+    if no_odd:
         del undecided[:]
         undecided.append("new_group #%d: %s: no one rank is at fault%s" % (
             seq, said, "" if why[0] == OWN_ONLY else " there, or the documents cannot tell which"))

@@ -9,7 +9,7 @@ from .. import documents as _documents
 from .. import patterns as _patterns
 from ..levels import MismatchKind
 from ..streams import MAKING, is_p2p
-from ..text import rank_list
+from ..text import rank_list, ranks_in
 from .fields import Draft
 from .types import Mismatch
 
@@ -107,11 +107,7 @@ def _members(word, digested=None):
     if got is None:
         got = _DIGEST.search(word or "")
         return digested[got.group(1)] if got is not None and digested and got.group(1) in digested else None
-    ranks = set()
-    for part in got.group(1).split(", "):
-        lo, _, hi = part.partition("-")
-        ranks.update(range(int(lo), int(hi or lo) + 1))
-    return ranks
+    return ranks_in(got.group(1))
 
 
 def _guarded(at, seq, m, digested=None):

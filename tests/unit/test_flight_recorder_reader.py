@@ -561,9 +561,14 @@ class _Amends(object):
         self.said.append(("done", seq))
 
 
-def _rootless_pg(g, stream):
-    return types.SimpleNamespace(stream=stream, group=g, looked={}, inflight={6: time.monotonic_ns()}, held=set(),
-                                 rootless={}, completed=0)
+def _rootless_pg():
+    """(the tracker's group, a gloo broadcast's entry of op id 6, its stream, the reader's group following it)."""
+    g = types.SimpleNamespace(roots={}, native="gloo")
+    e = {"op_id": 6, "profiling_name": "gloo:broadcast", "input_sizes": [[8]], "input_dtypes": ["Float"],
+         "time_created_ns": time.time_ns() - 10 ** 6}
+    st = _Amends()
+    return g, e, st, types.SimpleNamespace(stream=st, group=g, looked={}, inflight={6: time.monotonic_ns()},
+                                           held=set(), rootless={}, completed=0)
 
 
 def test_a_rooted_call_named_before_its_root_was_noted_is_named_again_at_the_next_look():
@@ -573,11 +578,7 @@ def test_a_rooted_call_named_before_its_root_was_noted_is_named_again_at_the_nex
     names it again, with its root."""
     from c10d_observer import callword as cw
     from c10d_observer import tracker as tr
-    g = types.SimpleNamespace(roots={}, native="gloo")
-    e = {"op_id": 6, "profiling_name": "gloo:broadcast", "input_sizes": [[8]], "input_dtypes": ["Float"],
-         "time_created_ns": time.time_ns() - 10 ** 6}
-    st = _Amends()
-    p = _rootless_pg(g, st)
+    g, e, st, p = _rootless_pg()
     recorder_reader.GlooReader._name(p, 6, e, time.monotonic_ns())
     assert [cw.decode_root(op) for _, _, op in st.said] == [None] and 6 in p.rootless
     recorder_reader.GlooReader._name(p, 6, e, time.monotonic_ns())  # still not noted: named again, rootless
@@ -593,18 +594,13 @@ def test_a_rooted_call_that_ends_before_another_look_takes_the_root_noted_since(
     by its op id goes into its slot, before the call is done; none where none was noted."""
     from c10d_observer import callword as cw
     from c10d_observer import tracker as tr
-    g = types.SimpleNamespace(roots={}, native="gloo")
-    e = {"op_id": 6, "profiling_name": "gloo:broadcast", "input_sizes": [[8]], "input_dtypes": ["Float"],
-         "time_created_ns": time.time_ns() - 10 ** 6}
-    st = _Amends()
-    p = _rootless_pg(g, st)
+    g, e, st, p = _rootless_pg()
     recorder_reader.GlooReader._name(p, 6, e, time.monotonic_ns())
     tr._Group.note_root(g, 6, ch.OP_CODES["broadcast"], 0)
     recorder_reader.GlooReader._end(p, 6)
     assert [(x[0], cw.decode_root(x[2]) if x[0] == "amend" else None) for x in st.said] == [
         ("amend", None), ("amend", 0), ("done", None)], st.said
-    st2 = _Amends()
-    p2 = _rootless_pg(types.SimpleNamespace(roots={}, native="gloo"), st2)
+    _, _, st2, p2 = _rootless_pg()
     recorder_reader.GlooReader._name(p2, 6, e, time.monotonic_ns())
     recorder_reader.GlooReader._end(p2, 6)
     assert [x[0] for x in st2.said] == ["amend", "done"] and not p2.rootless

@@ -194,3 +194,14 @@ def test_format_ranks(ranks, text_):
 ])
 def test_rank_list_reads_as_a_list(ranks, words):
     assert text.rank_list(ranks) == words
+
+
+@pytest.mark.parametrize("ranks", [[2], [0, 2], [0, 1, 2, 3, 8], [1, 2, 3], [0, 4, 5, 6, 9, 23]])
+def test_ranks_in_reads_back_what_rank_list_wrote(ranks):
+    """What a making's members say ("members 0-3, 8") read back as ranks (verdict/mismatch._members)."""
+    assert text.ranks_in(text.rank_list(ranks).split(" ", 1)[1]) == set(ranks)
+
+
+@pytest.mark.parametrize("words", ["of digest 3fa2c1", "", "0-2 step 2", "a, 1"])
+def test_ranks_in_says_none_of_what_it_cannot_read(words):
+    assert text.ranks_in(words) is None
