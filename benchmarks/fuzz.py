@@ -102,7 +102,7 @@ def main(argv=None):
                     help="write each case's outcome to FILE, a line a case (its seed, outcome, culprits, summary, "
                          "the verdicts' categories and the SHA-1 of their JSON), to compare two versions case for case")
     a = ap.parse_args(argv)
-    if a.kind in ("make_order", "make_members", "make_skip", "make_own") and not a.real_only:
+    if a.kind in _MAKING and not a.real_only:
         ap.error("--kind %s: real only (the simulator writes no new_group calls); add --real-only --real N" % a.kind)
     if a.kind == "slow":
         return _slow(a)
@@ -188,16 +188,20 @@ def _real(a):
     for seed in seeds:
         row = _real_mode.run_real(seed, wait_s=a.real_wait, kind=a.kind, shape=a.shape)
         rows.append(row)
-        print("real %d/%d seed %d: %s %s rank(s) %s at step %d, world %d: %s%s" % (
+        print("real %d/%d seed %d: %s %s rank(s) %s at step %d, world %d: %s%s%s" % (
             len(rows), len(seeds), seed, row["shape"], row["kind"], row["expected"], row["step"], row["world"],
-            row["outcome"], " in %.1f s" % row["named_s"] if row["named_s"] is not None else ""))
+            row["outcome"], " in %.1f s" % row["named_s"] if row["named_s"] is not None else "",
+            "; said made apart by %s" % _rank_words(row["said_apart"]) if row["said_apart"] else ""))
         sys.stdout.flush()
     by = collections.Counter(r["outcome"] for r in rows)
     named = sorted(r["named_s"] for r in rows if r["outcome"] == "exact" and r["named_s"] is not None)
     p90 = named[min(len(named) - 1, int(0.9 * len(named)))] if named else None
-    print("\nreal programs: %d, torch %s, %.0f s: %s; the fault to the culprit (exact): p90 %s s" % (
-        len(rows), torch.__version__, time.time() - t0, ", ".join("%s %d" % kv for kv in sorted(by.items())),
-        "%.1f" % p90 if p90 is not None else "-"))
+    said = sum(1 for r in rows if r["said_apart"])
+    print("\nreal programs: %d, torch %s, %.0f s: %s; the fault to the culprit (exact): p90 %s s; a new_group said "
+          "not the same on every rank: %d of %d programs%s" % (
+              len(rows), torch.__version__, time.time() - t0, ", ".join("%s %d" % kv for kv in sorted(by.items())),
+              "%.1f" % p90 if p90 is not None else "-", said, len(rows),
+              "" if a.kind in _MAKING else " (a false alarm each: these programs make their groups alike)"))
     out = os.path.join(HERE, "results", "fuzz_real_seed%d%s%s_torch%s.json" % (
         a.seed, "_" + a.shape if a.shape else "", "_" + a.kind if a.kind else "", torch.__version__.split("+")[0]))
     with open(out, "w") as f:
@@ -205,10 +209,16 @@ def _real(a):
                        a.real, a.seed, " --shape %s" % a.shape if a.shape else "", " --kind %s" % a.kind if a.kind else ""),
                    "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    "torch": torch.__version__, "machine": "%s, %d cores" % (platform.machine(), os.cpu_count() or 0),
-                   "outcomes": dict(by), "p90_named_s": p90, "rows": rows}, f, indent=1, sort_keys=True)
+                   "outcomes": dict(by), "p90_named_s": p90, "said_apart": said, "rows": rows}, f, indent=1,
+                  sort_keys=True)
         f.write("\n")
     print("results: %s" % os.path.relpath(out, ROOT))
-    return 1 if by.get("wrong") else 0
+    return 1 if by.get("wrong") or (said and a.kind not in _MAKING) else 0
+
+
+def _rank_words(ranks):
+    from c10d_observer.text import rank_list
+    return rank_list(ranks)
 
 
 if __name__ == "__main__":

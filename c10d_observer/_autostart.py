@@ -13,6 +13,8 @@ import functools
 import os
 import sys
 
+from .console import say as _say
+
 ENV = "C10D_OBSERVER"
 _OFF = ("", "0", "false", "no", "off")
 _TARGET = "torch.distributed"
@@ -22,12 +24,6 @@ def wanted(environ=None):
     return (environ if environ is not None else os.environ).get(ENV, "").strip().lower() not in _OFF
 
 
-def _say(msg):
-    try:
-        sys.stderr.write("c10d_observer: %s\n" % msg)
-        sys.stderr.flush()
-    except Exception:
-        pass
 
 
 SETTINGS = {}  # enable()'s arguments once the group exists: ``run``'s options (the environment's otherwise)

@@ -17,6 +17,7 @@ from . import channel as _ch
 
 from . import channel_writer as _ch_writer
 from . import compat
+from .console import say as _say
 from . import config as _config
 from . import dumpdir as _dumpdir
 from . import relay as _relay
@@ -340,12 +341,6 @@ class _Off(Exception):
     """The observer cannot start for a fault of its own: it stays off, said in one line."""
 
 
-def _say(text):
-    try:
-        sys.stderr.write("c10d_observer: %s\n" % text)
-        sys.stderr.flush()
-    except Exception:
-        pass
 
 
 def _name_threads(dump):

@@ -5,6 +5,10 @@ side names them (tracker.py); the straggler join, the ordering rules and the ver
 
 P2P = ":p2p:"
 MAKING = "new_group:world"  # the stream (and group) of the world's making calls: each rank's count of them
+# what to do where the ranks made their groups apart (the verdict's words; the rank's line where its new_group
+# is not the one another rank made at that place: sources/groups.py)
+GUARD_ADVICE = ("torch names a group by its place in the ranks' sequence of new_group calls: every rank calls "
+                "new_group for every group, in one order, members or not (or passes use_local_synchronization=True)")
 
 
 def p2p_name(group, src, dst):

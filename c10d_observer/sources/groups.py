@@ -20,13 +20,23 @@ made [0, 1] at different places wait for each other under two names).  Not writt
 own factory call and barrier (no world yet; its barrier waits out the ranks' start-up), a ``new_group`` with
 ``use_local_synchronization=True`` (its members alone call it: ``_new_group_with_tag``, 2.x, says so) and its
 barrier, ``split_group`` (no factory call).
+
+A job whose groups were made apart need not hang: where two groups of one size take one name (every rank
+making only the groups it is in, ``if rank in ranks: new_group(ranks)``), gloo may wire them across, and their
+collectives complete with the wrong ranks' tensors (ranks [0, 1] and [2, 3] each making their own pair, torch
+2.13: an all_reduce of rank + 1 gave 5, not 3 or 7, on two or four ranks in 6 of 10 runs:
+benchmarks/made_apart.py).  ``SameGroup`` asks the world's store,
+as each ``new_group`` is made, whether this rank's group is the one another rank made at that place, and a
+rank whose group is not says so in one line (once).
 """
 import functools
 import logging
 
 from .. import callword as _cw
 from .. import compat
-from ..streams import MAKING
+from ..console import say as _say
+from ..streams import GUARD_ADVICE, MAKING
+from ..text import rank_list
 from .base import Source
 
 log = logging.getLogger("c10d_observer")
@@ -45,6 +55,7 @@ class GroupWatch(Source):
         self.local = False  # inside a new_group(use_local_synchronization=True): its members alone call it
         self.barrier_next = False  # whether the next store-based barrier is new_group's (after its factory call)
         self.members = None  # the members of the group whose making was written last (its barrier's too)
+        self.same = SameGroup()  # whether each new_group is the group the other ranks made at that place
 
     @classmethod
     def build(cls, ctx):
@@ -69,6 +80,8 @@ class GroupWatch(Source):
             making = self.tracker is not None and ranks and not self.local
             self.members = list(ranks) if making else None  # the barrier after it is this group's making too
             call = self._start_making(members=self.members) if making else None
+            if call is not None:
+                self.same.made(self.members)
             # a store-based barrier right after this is new_group's where the world existed before (else it is
             # init_process_group's, which waits out the ranks' start-up: not watched)
             self.barrier_next = compat.default_group() is not None
@@ -105,10 +118,13 @@ class GroupWatch(Source):
             call = self._start_making(count, self.members) if self.barrier_next and not self.local else None
             self.barrier_next = False
             try:
-                return orig(*args, **kwargs)
+                passed = orig(*args, **kwargs)
             finally:
                 if call is not None:
                     call[0].done(call[1])
+            if call is not None:
+                self.same.passed()
+            return passed
 
         return barrier
 
@@ -157,3 +173,83 @@ class GroupWatch(Source):
                 fn(pg)
             except Exception:  # a group we cannot hook is watched less, never broken
                 log.warning("c10d_observer: cannot watch process group %r", pg, exc_info=True)
+
+
+class SameGroup(object):
+    """Whether this rank's ``new_group`` at each place (its count of them since the world was made) is the group
+    the other ranks made there, asked of the world's store as the group is made: one ``compare_set`` a
+    ``new_group`` where the store has it (torch 2.x; the first rank's members stay under the place's key, a rank
+    whose members differ says so at once); else (1.x) one ``add`` under a key of the place and the members, and
+    once torch's store-based barrier after it passed (every rank of the world made its ``new_group`` there), one
+    read of how many ranks made the same group (fewer than the world: this rank says so).  One line a rank, at
+    its first place that differs (the places after a left-out ``new_group`` all differ).  Never raises, never
+    waits on anything but the store: the group is made whatever happens here."""
+
+    def __init__(self, say=None, where=None):
+        self.where = where or _world_and_store  # () -> (the default group, the world's store)
+        self.world = None  # id() of the default group the count is of (a new world after destroy_process_group:
+        # from 0; not the group itself, which this would keep alive)
+        self.rank = None
+        self.worlds = 0
+        self.count = 0
+        self.pending = None  # (store, key, members' text, world size): read once the barrier passed (1.x)
+        self.said = False
+        self.say = say or _say
+
+    def made(self, members):
+        self.pending = None
+        try:
+            world, store = self.where()
+            if id(world) != self.world:
+                self.world, self.worlds, self.count, self.said = id(world), self.worlds + 1, 0, False
+                self.rank = world.rank()
+            self.count += 1
+            if self.said:
+                return
+            key = "c10d_observer/made/%d/%d" % (self.worlds, self.count)
+            digest = "%06x" % _cw.members_digest(members)
+            text = _members_text(members)
+            if hasattr(store, "compare_set"):
+                got = store.compare_set(key, "", "%d:%s:%s" % (self.rank, digest, text))
+                other_rank, other_digest, other = _text(got).split(":", 2)
+                if other_digest != digest:
+                    self._differs("this rank made %s where rank %s made %s" % (text, other_rank, other))
+            else:
+                key = "%s/%s" % (key, digest)
+                store.add(key, 1)
+                self.pending = (store, key, text, world.size())
+        except Exception:
+            log.debug("c10d_observer: cannot compare this rank's new_group with the others'", exc_info=True)
+
+    def passed(self):
+        pending, self.pending = self.pending, None
+        if pending is None or self.said:
+            return
+        store, key, text, size = pending
+        try:
+            alike = store.add(key, 0)
+            if alike != size:
+                self._differs("this rank made %s; %d of the world's %d ranks made that group there" % (
+                    text, alike, size))
+        except Exception:
+            log.debug("c10d_observer: cannot compare this rank's new_group with the others'", exc_info=True)
+
+    def _differs(self, what):
+        self.said = True
+        self.say("rank %d: new_group #%d is not the same group on every rank: %s; groups made apart may share a "
+                 "name, and their collectives hang or complete across the wrong ranks (wrong results, no error): "
+                 "%s" % (self.rank, self.count, what, GUARD_ADVICE))
+
+
+def _world_and_store():
+    return compat.default_group(), compat.c10d_module()._get_default_store()
+
+
+def _members_text(members):
+    """A group's members as the line says them ("ranks 0-3, 8"), shortened past 200 characters."""
+    text = rank_list(members)
+    return text if len(text) <= 200 else "%d ranks (%s ...)" % (len(set(members)), text[:120])
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

@@ -11,13 +11,13 @@ import os
 from .. import arrivals as _arrivals
 from .. import documents as _documents
 from ..levels import CallEnd, Level, MismatchKind, Where, mismatch_word
-from ..streams import MAKING, is_p2p, p2p_ends
+from ..streams import GUARD_ADVICE, MAKING, is_p2p, p2p_ends
 from ..text import describe, describe_call, rank_list
 from .stacks import _stack_groups, main_thread_frames, place
 from .categories import categorize
 from .cycles import in_cycle, order_cycles
 from .deaths import ABORTED_WORDS, aborted_alone, aborted_beside_another, aborted_beside_the_order, raised_on_a_death
-from .mismatch import GUARD_ADVICE, NOT_IN, OWN_ONLY, ROOT_TEXT, UNSHOWN, by_program, made_apart, mismatch
+from .mismatch import NOT_IN, OWN_ONLY, ROOT_TEXT, UNSHOWN, by_program, made_apart, mismatch
 from .fields import Draft, LazyRanks
 from .types import Culprit, Hang, Host, Resolved, Straggler, Verdict, Whereabouts
 

@@ -94,8 +94,6 @@ def _digested(by_rank, at):
 # is in; the odd ones left out one group they are not in, their later makings one place ahead of the others'; the
 # odd ones are not in the group the others made there, and no later making shows that they left it out
 OWN_ONLY, LEFT_OUT, NOT_IN, UNSHOWN = "own_only", "left_out", "not_in", "unshown"
-GUARD_ADVICE = ("torch names a group by its place in the ranks' sequence of new_group calls: every rank calls "
-                "new_group for every group, in one order, members or not (or passes use_local_synchronization=True)")
 _MEMBERS = re.compile(r" of members ([0-9][0-9, -]*)$")
 _DIGEST = re.compile(r" of members of digest ([0-9a-f]{6})$")
 

@@ -9,7 +9,9 @@ the ranks that shared a call with it, the job failed rather than hung;
 the verdict, where one came, is still judged for a wrong culprit), "no hang" (every rank finished its
 program: gloo let the fault through, as a broadcast from another root, which completes with the wrong data),
 "missed" (no culprit named within ``wait_s`` of the fault) and "no fault" (the program ended before it).
-``named_s``: the fault to the first verdict that named a culprit, seconds.
+``named_s``: the fault to the first verdict that named a culprit, seconds.  ``said_apart``: the ranks whose log
+says their new_group is not the group the others made at its place (every program of a making kind should have
+one; any other program, a false alarm).
 """
 import json
 import os
@@ -116,10 +118,24 @@ def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, k
         row["rcs"] = [p.returncode for p in procs]
         for log in logs:
             log.close()
+        row["said_apart"] = [r for r in range(case.program.world) if _says_apart(os.path.join(out, "rank%d.log" % r))]
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
         else:
             row["dir"] = out
+
+
+def _says_apart(log):
+    """Whether a rank's log has the line of a new_group that is not the group the others made at its place
+    (sources/groups.py's SameGroup): every making kind's program should, no other program may."""
+    try:
+        with open(log, errors="replace") as f:
+            return any(SAYS_APART in line for line in f)
+    except OSError:
+        return False
+
+
+SAYS_APART = "is not the same group on every rank"
 
 
 if __name__ == "__main__":

@@ -255,12 +255,13 @@ class Job(object):
         return wait_until(lambda: os.path.exists(path), timeout,
                           lambda: "the signal to rank %d (%s)\n%s" % (rank, path, self.log_text()))
 
-    def log_text(self):
+    def log_text(self, tail=4000):
+        """The ranks' logs, the last ``tail`` characters of each (None: whole)."""
         out = []
         for rank, log in enumerate(self.logs):
             log.flush()
             with open(log.name) as f:
-                out.append("--- rank %d log ---\n%s" % (rank, f.read()[-4000:]))
+                out.append("--- rank %d log ---\n%s" % (rank, f.read()[-tail if tail else 0:]))
         return "\n".join(out)
 
     # -- processes ---------------------------------------------------------------------------------

@@ -52,3 +52,5 @@ def test_in_a_mesh_the_slow_rank_is_named_and_the_rank_it_held_is_not(job_factor
     doc = _stragglers(job)
     named = {g["stream"]: g["straggler"]["rank"] for g in (doc or {}).get("groups") or () if g["straggler"]}
     assert named and set(named.values()) == {3}, doc
+    # its four groups made alike on every rank: none says its new_group is not the others' (sources/groups.py)
+    assert "is not the same group on every rank" not in job.log_text(tail=None)

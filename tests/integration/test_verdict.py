@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from c10d_observer.streams import GUARD_ADVICE
 from harness import ROOT, assert_caught_up, read_verdict, timings, wait_until
 
 
@@ -200,6 +201,56 @@ def test_two_ranks_against_two_in_the_order_of_their_groups_name_nobody(job_fact
     job.kill()
     assert v["culprit_ranks"] == [], (v["summary"], v["undecided"])
     assert any("issued different groups" in u and "none has a majority" in u for u in v["undecided"]), v["undecided"]
+
+
+MADE_APART = "is not the same group on every rank"
+
+
+def _made_apart_lines(job):
+    return [l for l in job.log_text(tail=None).splitlines() if MADE_APART in l]
+
+
+def test_a_group_made_apart_is_said_though_the_job_runs_on(job_factory):
+    """Ranks 0-2 make new_group([0, 1]), rank 3 new_group([0, 2]) (the list computed on each rank, one rank's
+    wrong; neither rank 2 nor 3 is a member of the group it made, so gloo waits for nobody and no call hangs):
+    the job runs on, and a rank says, as the group is made, that its new_group #1 is not the group another rank
+    made there (torch 2.x: compared in the store as it is made; 1.x: once torch's store-based barrier after it
+    passed, counted).  The job ends as it would have, with no verdict."""
+    job = job_factory("new_groups_in_another_order", 4, groups=[[0, 1]], instead={"3": [[0, 2]]}, timeout=5.0)
+    for r in range(4):
+        job.wait_facts(r, "past_new_group")
+    lines = wait_until(lambda: _made_apart_lines(job), 30, job.log_text)
+    job.release()
+    assert job.finish() == [0, 0, 0, 0], job.log_text()
+    import torch.distributed as dist
+    line = lines[0]
+    assert "new_group #1 " in line and "use_local_synchronization=True" in line, line
+    if hasattr(dist.Store, "compare_set"):  # the first rank's members stay: one side says what the other made
+        assert ("this rank made ranks 0, 2 where rank " in line and line.endswith(
+            " made ranks 0, 1; groups made apart may share a name, and their collectives hang or complete "
+            "across the wrong ranks (wrong results, no error): " + GUARD_ADVICE)) or (
+            "this rank made ranks 0, 1 where rank 3 made ranks 0, 2;" in line), line
+    else:
+        assert ("this rank made ranks 0, 1; 3 of the world's 4 ranks made that group there;" in line
+                or "this rank made ranks 0, 2; 1 of the world's 4 ranks made that group there;" in line), line
+    assert len(lines) == len(set(lines)) <= 4, lines  # one line a rank at most
+    assert not os.path.exists(os.path.join(job.dump_dir, "verdict.json"))
+
+
+@pytest.mark.skipif(not hasattr(__import__("torch.distributed").distributed.Store, "compare_set"),
+                    reason="torch 1.x: each rank's own pair made under one name raises in gloo's rendezvous "
+                           "(connection refused), and no barrier passes to count them")
+def test_pairs_each_made_by_their_own_ranks_are_said(job_factory):
+    """Ranks 0, 1 make new_group([0, 1]) and ranks 2, 3 new_group([2, 3]), each only the group it is in (``if rank
+    in ranks: new_group(ranks)``): both pairs take the name "1", and on torch 2.13 gloo wires them across, their
+    all_reduces completing with the other pair's tensors (no hang, no error: sources/groups.py).  A rank of one
+    pair says so as the group is made.  (Killed after: whether the job hangs is gloo's wiring.)"""
+    job = job_factory("new_groups_in_another_order", 4, groups=[[0, 1]], instead={"2": [[2, 3]], "3": [[2, 3]]},
+                      timeout=5.0)
+    lines = wait_until(lambda: _made_apart_lines(job), 60, job.log_text)
+    job.kill()
+    assert any("this rank made ranks 2, 3 where rank " in l and " made ranks 0, 1;" in l for l in lines) or any(
+        "this rank made ranks 0, 1 where rank " in l and " made ranks 2, 3;" in l for l in lines), lines
 
 
 def test_a_hang_that_resolves_is_reported_resolved(job_factory):

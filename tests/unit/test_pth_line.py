@@ -27,7 +27,7 @@ def test_the_pth_line_does_nothing_unless_asked(tmp_path):
         f.write(_autostart.PTH_LINE)
     for value, want in (("", "[] []"), ("off", "[] []"),
                         ("1", "['c10d_observer', 'c10d_observer._autostart', 'c10d_observer._unset', "
-                              "'c10d_observer._version'] ['_Finder']")):
+                              "'c10d_observer._version', 'c10d_observer.console'] ['_Finder']")):
         env = {k: v for k, v in os.environ.items() if not k.startswith("C10D_OBSERVER")}
         env.update(C10D_OBSERVER=value, PYTHONPATH=ROOT)
         out = subprocess.run([sys.executable, "-S", "-c", code, path], env=env, stdout=subprocess.PIPE,
