@@ -165,6 +165,19 @@ def free_port():
         s.close()
 
 
+# the line of a rank whose new_group is not the group the others made at its place (sources/groups.py SameGroup)
+SAYS_APART = "is not the same group on every rank"
+
+
+def says_apart(log_path):
+    """Whether a rank's log has SAYS_APART's line: a job that makes its groups alike on every rank never does."""
+    try:
+        with open(log_path, errors="replace") as f:
+            return any(SAYS_APART in line for line in f)
+    except OSError:
+        return False
+
+
 def end_sessions(procs):
     """End each process started with ``start_new_session`` that is still running, with its session (a stopped
     one continued first, so that SIGKILL is not left pending), and reap them all."""

@@ -23,7 +23,8 @@ Results go to benchmarks/results/fault_matrix[_<tag>].json (or ``--out``) with t
 a table is printed.  ``--quick``: one run per kind of a smaller set, the default source, no timeout.
 ``--gate``: exit 1 where a promise broke: a verdict named a wrong rank, a hanging kind was missed, a run with
 no timeout had a hard verdict (before the default hard deadline: soft informs, hard acts), or a healthy run
-had a verdict or a signal (tests/integration/test_fault_matrix.py runs ``--quick --gate``).
+had a verdict or a signal, or a rank said its new_group is not the others' (every kind makes its groups alike)
+(tests/integration/test_fault_matrix.py runs ``--quick --gate``).
 """
 from __future__ import print_function
 
@@ -37,7 +38,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import RESULTS, child_env, end_sessions, free_port, machine, summary, table, today, write_json  # noqa: E402
+from _harness import (RESULTS, child_env, end_sessions, free_port, machine, says_apart, summary, table, today,  # noqa: E402
+                      write_json)
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from c10d_observer import _autostart  # noqa: E402
@@ -178,6 +180,9 @@ def run_one(kind, source, timeout, wait_s, tmp, fault_step=30, step_s=0.1, verbo
         end_sessions(procs)
         for log in logs:
             log.close()
+        # every kind makes its groups alike on every rank: a rank that says its new_group is not the others' is
+        # a false alarm (--gate)
+        row["said_apart"] = [r for r in range(world) if says_apart(os.path.join(out, "rank%d.log" % r))]
     if kind == "healthy":
         verdicts = [_read(f) for f in glob.glob(os.path.join(dumps, "verdict-*.json"))]
         named = (_read(os.path.join(dumps, "stragglers.json")) or {}).get("groups") or []
@@ -411,6 +416,9 @@ def gate(rows):
             # no timeout given: the hard deadline is the default 300 s, beyond any run's wait
             out.append("%s: a hard verdict %s s after the fault, before the default hard deadline: soft verdicts "
                        "inform, only hard ones act" % (where, r.get("verdict_s")))
+        elif r.get("said_apart"):
+            out.append("%s: ranks %s said a new_group is not the same group on every rank, where every rank makes "
+                       "them alike" % (where, r["said_apart"]))
         elif r["kind"] == "healthy" and (r["outcome"] != "exact" or r.get("signals")):
             out.append("%s: %s soft, %s hard verdicts, %s signals, stragglers %s in a healthy run" % (
                 where, r.get("soft"), r.get("hard"), r.get("signals"), r.get("stragglers")))

@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
 sys.path.append(os.path.join(ROOT, "benchmarks"))  # _harness: free ports, ending the ranks (no torch)
 
-from _harness import end_sessions, free_port  # noqa: E402
+from _harness import end_sessions, free_port, says_apart  # noqa: E402
 from c10d_observer.dumpdir import read_json as _read  # noqa: E402
 from fuzz import programs, simulate  # noqa: E402
 
@@ -118,24 +118,11 @@ def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, k
         row["rcs"] = [p.returncode for p in procs]
         for log in logs:
             log.close()
-        row["said_apart"] = [r for r in range(case.program.world) if _says_apart(os.path.join(out, "rank%d.log" % r))]
+        row["said_apart"] = [r for r in range(case.program.world) if says_apart(os.path.join(out, "rank%d.log" % r))]
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
         else:
             row["dir"] = out
-
-
-def _says_apart(log):
-    """Whether a rank's log has the line of a new_group that is not the group the others made at its place
-    (sources/groups.py's SameGroup): every making kind's program should, no other program may."""
-    try:
-        with open(log, errors="replace") as f:
-            return any(SAYS_APART in line for line in f)
-    except OSError:
-        return False
-
-
-SAYS_APART = "is not the same group on every rank"
 
 
 if __name__ == "__main__":
