@@ -14,6 +14,7 @@ verdict engine; the tables by fault kind, shape and fault step, and every wrong 
     python benchmarks/fuzz.py --real-only --real 40 --seed 5  # 40 programs by real gloo ranks (2-8 each)
     python benchmarks/fuzz.py --real-only --real 20 --kind freeze_in --seed 17   # a rank stopped (SIGSTOP) in a call
     python benchmarks/fuzz.py --real-only --real 30 --kind make_order --seed 71  # a rank made its groups its own way
+    python benchmarks/fuzz.py --real-only --real 12 --kind make_skip --two --seed 7  # and a fault of the loop on another
     python benchmarks/fuzz.py --kind slow --cases 2000 --seed 11 [--nodes 4] [--periods]  # one slow rank: the straggler rule
 
 Source models (``--source``): ``exact``, the patch wrappers and torch's pre/post hooks: every call a rank
@@ -106,6 +107,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.kind in _MAKING and not a.real_only:
         ap.error("--kind %s: real only (the simulator writes no new_group calls); add --real-only --real N" % a.kind)
+    if a.two and a.real_only and a.kind not in _MAKING:
+        ap.error("--two --real-only: real ranks run two faults with the first in the making only: add --kind %s"
+                 % "|".join(_MAKING))
     if a.kind == "slow":
         return _slow(a)
     if a.real_only:
@@ -183,12 +187,12 @@ def _real(a):
     seeds, i = [], 0
     while len(seeds) < a.real:
         seed = _run.case_seed(a.seed, i)
-        if _real_mode.eligible(seed, kind=a.kind, shape=a.shape):
+        if _real_mode.eligible(seed, kind=a.kind, shape=a.shape, two=a.two):
             seeds.append(seed)
         i += 1
     rows, t0 = [], time.time()
     for seed in seeds:
-        row = _real_mode.run_real(seed, wait_s=a.real_wait, kind=a.kind, shape=a.shape)
+        row = _real_mode.run_real(seed, wait_s=a.real_wait, kind=a.kind, shape=a.shape, two=a.two)
         rows.append(row)
         print("real %d/%d seed %d: %s %s rank(s) %s at step %d, world %d: %s%s%s" % (
             len(rows), len(seeds), seed, row["shape"], row["kind"], row["expected"], row["step"], row["world"],
@@ -204,11 +208,13 @@ def _real(a):
               len(rows), torch.__version__, time.time() - t0, ", ".join("%s %d" % kv for kv in sorted(by.items())),
               "%.1f" % p90 if p90 is not None else "-", said, len(rows),
               "" if a.kind in _MAKING else " (a false alarm each: these programs make their groups alike)"))
-    out = os.path.join(HERE, "results", "fuzz_real_seed%d%s%s_torch%s.json" % (
-        a.seed, "_" + a.shape if a.shape else "", "_" + a.kind if a.kind else "", torch.__version__.split("+")[0]))
+    out = os.path.join(HERE, "results", "fuzz_real_seed%d%s%s%s_torch%s.json" % (
+        a.seed, "_" + a.shape if a.shape else "", "_" + a.kind if a.kind else "", "_two" if a.two else "",
+        torch.__version__.split("+")[0]))
     with open(out, "w") as f:
-        json.dump({"command": "python benchmarks/fuzz.py --real-only --real %d --seed %d%s%s" % (
-                       a.real, a.seed, " --shape %s" % a.shape if a.shape else "", " --kind %s" % a.kind if a.kind else ""),
+        json.dump({"command": "python benchmarks/fuzz.py --real-only --real %d --seed %d%s%s%s" % (
+                       a.real, a.seed, " --shape %s" % a.shape if a.shape else "", " --kind %s" % a.kind if a.kind else "",
+                       " --two" if a.two else ""),
                    "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    "torch": torch.__version__, "machine": "%s, %d cores" % (platform.machine(), os.cpu_count() or 0),
                    "outcomes": dict(by), "p90_named_s": p90, "said_apart": said, "rows": rows}, f, indent=1,

@@ -1424,12 +1424,17 @@ def make_case(seed, shape=None, kind=None):
     return Case(seed, program, fault, calls, stop, {fault.rank}, why is not None, why)
 
 
-def make_case2(seed, shape=None):
+def make_case2(seed, shape=None, kind=None):
     """Two faults at once (issue 42: "and, separately, two at once"): the first as make_case's, a second on
     another rank at a random call of its list.  ``expected``: both ranks.  A verdict may name one of them (the
     hang the first fault made can hide the second: "partial") or both; a rank outside the two is wrong, except
     that two faults can leave the documents one fault on a third rank would leave (two ranks skip the same
-    call: the third, alone in it, looks like the one that issued an extra call), which run.py counts apart."""
+    call: the third, alone in it, looks like the one that issued an extra call), which run.py counts apart.
+    ``kind`` of MAKING_KINDS: the first fault is that one, in the making (real ranks only), the second any
+    fault of the loop on a rank other than the making's (for ``make_own``, whose making names nobody, that
+    rank: expected is the second's rank alone)."""
+    if kind in MAKING_KINDS:
+        return _making_and_loop(seed, shape, kind)
     rng = random.Random("two-%d" % seed)
     program = make_program(rng, shape=shape)
     got = inject(rng, program)
@@ -1455,6 +1460,31 @@ def make_case2(seed, shape=None):
         why = ("both ranks did the same to the same call: the documents are those of one fault on the call's other "
                "ranks" if alike else None)
         return Case(seed, program, two, calls, stop, {fault.rank, second.rank}, alike, why)
+    return Case(seed, program, None, program.calls, {}, set(), False, None)
+
+
+def _making_and_loop(seed, shape, kind):
+    """make_case2's two faults with the first in the making (MAKING_KINDS)."""
+    rng = random.Random("two-making-%d" % seed)
+    program = make_program(rng, shape=shape)
+    got = _inject_making(rng, program, kind)
+    if got is None or program.world < 3:
+        return Case(seed, program, None, program.calls, {}, set(), False, None)
+    fault, mine = got
+    for _ in range(50):
+        k = rng.choices(FAULT_KINDS, FAULT_WEIGHTS)[0]
+        r = rng.randrange(program.world)
+        if r == fault.rank or not program.calls[r]:
+            continue
+        i = _pick_call(rng, program.calls[r], k, rng.random() < 0.35)
+        if i is None:
+            continue
+        second, calls, stop = _apply(rng, program, k, r, i)
+        two = fault._replace(detail="%s; and %s on rank %d at its call #%d%s" % (
+            fault.detail, second.kind, r, i, " (%s)" % second.detail if second.detail else ""))
+        if kind == "make_own":  # no rank of the making is at fault: the second's rank alone
+            return Case(seed, program, two, calls, stop, {r}, False, None, mine)
+        return Case(seed, program, two, calls, stop, {fault.rank, r}, False, None, mine)
     return Case(seed, program, None, program.calls, {}, set(), False, None)
 
 

@@ -33,18 +33,21 @@ from c10d_observer.dumpdir import read_json as _read  # noqa: E402
 from fuzz import programs, simulate  # noqa: E402
 
 
-def eligible(seed, max_world=8, kind=None, shape=None):
+def eligible(seed, max_world=8, kind=None, shape=None, two=False):
     """Whether a case runs here: a fault, 2 to ``max_world`` ranks."""
-    case = programs.make_case(seed, kind=kind, shape=shape)
+    case = (programs.make_case2 if two else programs.make_case)(seed, kind=kind, shape=shape)
     return case.fault is not None and 2 <= case.program.world <= max_world
 
 
 def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, keep=False, env=None, kind=None,
-             shape=None):
+             shape=None, two=False):
     """One case by real ranks: a dict (seed, kind, shape, world, step, expected, named, outcome, named_s,
     summary, rcs).  ``env``: more variables for the ranks (C10D_OBSERVER_TIMING, say); ``kind``: the case's
-    fault of that kind, ``shape``: its program of that shape (programs.make_case)."""
-    case = programs.make_case(seed, kind=kind, shape=shape)
+    fault of that kind, ``shape``: its program of that shape (programs.make_case); ``two``: two faults
+    (programs.make_case2; with a making ``kind``, the first in the making: the only two-fault cases run here)."""
+    if two and kind not in programs.MAKING_KINDS:
+        raise ValueError("two=True runs a making kind's two faults (programs.MAKING_KINDS), not kind=%r" % (kind,))
+    case = (programs.make_case2 if two else programs.make_case)(seed, kind=kind, shape=shape)
     if case.fault is not None and case.fault.kind not in programs.MAKING_KINDS:  # no making calls simulated
         sim = simulate.Sim(case.program, case.calls, case.stop).run()
         if sim.hung:  # the flags of the hang's state, as the simulated run of the program has it (gloo's)
@@ -63,11 +66,14 @@ def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, k
     row = {"seed": seed, "kind": f.kind, "shape": case.program.shape, "world": case.program.world, "step": f.step,
            "expected": sorted(case.expected), "undecidable": bool(case.undecidable), "named": [], "outcome": "missed",
            "named_s": None, "summary": None}
+    if two:
+        row["detail"] = f.detail
     procs, logs = [], []
     for r in range(case.program.world):
         log = open(os.path.join(out, "rank%d.log" % r), "w")
         procs.append(subprocess.Popen([python, RANK, "--seed", str(seed), "--out", out]
-                                      + (["--kind", kind] if kind else []) + (["--shape", shape] if shape else []),
+                                      + (["--kind", kind] if kind else []) + (["--shape", shape] if shape else [])
+                                      + (["--two"] if two else []),
                                       env=dict(env, RANK=str(r), LOCAL_RANK=str(r)), stdout=log,
                                       stderr=subprocess.STDOUT, start_new_session=True))
         logs.append(log)

@@ -130,9 +130,10 @@ def main():
     ap.add_argument("--linger-s", type=float, default=300.0, help="how long a rank done with its program lives on")
     ap.add_argument("--kind", help="the case's fault of this kind (programs.make_case's ``kind``)")
     ap.add_argument("--shape", help="the case's program of this shape (programs.make_case's ``shape``)")
+    ap.add_argument("--two", action="store_true", help="two faults: programs.make_case2's case")
     a = ap.parse_args()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    case = programs.make_case(a.seed, kind=a.kind, shape=a.shape)
+    case = (programs.make_case2 if a.two else programs.make_case)(a.seed, kind=a.kind, shape=a.shape)
     assert case.program.world == world, (case.program.world, world)
     dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=600))
     groups = {"0": None}
@@ -145,11 +146,16 @@ def main():
         _setup_done(a.out, rank, world)  # a fault in the making: the ranks go on as a job's do
     calls = case.calls[rank]
     stop = case.stop.get(rank)
+    # the fault of the loop's calls this rank writes fault.json at (a skip, a mismatch; a stop writes its own):
+    # none where the case's fault is in the making (a second fault of two then marks nothing: the making's is
+    # the fault's time)
+    loop_fault = case.fault if case.fault is not None and case.fault.kind not in programs.MAKING_KINDS else None
     step, made, error, batch = None, 0, None, []
     try:
         for i, c in enumerate(calls):
             if stop is not None and stop[0] == i:
-                _write(os.path.join(a.out, "fault.json"), {"at": time.time(), "rank": rank, "kind": stop[1]})
+                if loop_fault is not None or not os.path.exists(os.path.join(a.out, "fault.json")):
+                    _write(os.path.join(a.out, "fault.json"), {"at": time.time(), "rank": rank, "kind": stop[1]})
                 if stop[1] == "dead":
                     os._exit(1)
                 if stop[1] == "frozen":
@@ -159,7 +165,7 @@ def main():
                     _issue(c, groups, rank)
                 while True:
                     time.sleep(3600)
-            if case.fault is not None and rank == case.fault.rank and i == case.fault.index:
+            if loop_fault is not None and rank == loop_fault.rank and i == loop_fault.index:
                 _write(os.path.join(a.out, "fault.json"), {"at": time.time(), "rank": rank, "kind": case.fault.kind})
             if c.step != step:
                 step = c.step
@@ -175,7 +181,7 @@ def main():
                 continue
             _issue(c, groups, rank)
             made += 1
-        if case.fault is not None and rank == case.fault.rank and case.fault.index >= len(calls):
+        if loop_fault is not None and rank == loop_fault.rank and loop_fault.index >= len(calls):
             # a skip of the rank's last call: the fault is that it ends without it
             _write(os.path.join(a.out, "fault.json"), {"at": time.time(), "rank": rank, "kind": case.fault.kind})
     except Exception as e:  # torch raised (gloo saw a closed connection, a size it refuses): the job fails
