@@ -115,3 +115,28 @@ def test_the_simulated_fuzzer_refuses_a_fault_in_the_making():
     p = subprocess.run([sys.executable, fuzz, "--kind", "make_order", "--cases", "1"], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, universal_newlines=True)
     assert p.returncode == 2 and "--kind make_order: real only" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("kind", programs.MAKING_KINDS)
+def test_two_faults_with_the_first_in_the_making_add_one_of_the_loop_on_another_rank(kind):
+    """make_case2 with a making kind (real ranks' --two): the making's fault as make_case's kind makes it, and one
+    fault of the loop (FAULT_KINDS) on another rank; expected both ranks, or the loop's alone for make_own (no rank
+    of its making is at fault)."""
+    seen = set()
+    for s in SEEDS:
+        case = programs.make_case2(s, kind=kind)
+        if case.fault is None:
+            continue
+        f = case.fault
+        assert f.kind == kind and f.call is None and case.making, s
+        assert case.calls != case.program.calls or case.stop, s  # the loop's fault changed a call or stops a rank
+        changed = {r for r in range(case.program.world) if case.calls[r] != case.program.calls[r]} | set(case.stop)
+        assert len(changed) == 1, (s, changed)
+        [second] = changed
+        seen.add(f.detail.split("; and ")[1].split(" ")[0])
+        if kind == "make_own":
+            assert case.expected == {second} and not case.undecidable, s
+        else:
+            assert second != f.rank and case.expected == {f.rank, second}, s
+            assert programs.making(case, f.rank) != _program_order(case), s
+    assert seen == set(programs.FAULT_KINDS), seen
