@@ -14,6 +14,7 @@ verdict engine; the tables by fault kind, shape and fault step, and every wrong 
     python benchmarks/fuzz.py --real-only --real 40 --seed 5  # 40 programs by real gloo ranks (2-8 each)
     python benchmarks/fuzz.py --real-only --real 20 --kind freeze_in --seed 17   # a rank stopped (SIGSTOP) in a call
     python benchmarks/fuzz.py --real-only --real 30 --kind make_order --seed 71  # a rank made its groups its own way
+    python benchmarks/fuzz.py --kind make_skip --cases 5000 --seed 7   # the same, simulated (torch 2.x and 1.x)
     python benchmarks/fuzz.py --real-only --real 12 --kind make_skip --two --seed 7  # and a fault of the loop on another
     python benchmarks/fuzz.py --kind slow --cases 2000 --seed 11 [--nodes 4] [--periods]  # one slow rank: the straggler rule
 
@@ -82,8 +83,10 @@ def main(argv=None):
                          "where asked; slow: one slow rank, no hang, judged by the straggler rule, simulated only: "
                          "tests/fuzz/stragglers.py; make_order, make_members, make_skip: one rank makes two of its "
                          "groups the other way round, passes one new_group other members, or leaves out one of a "
-                         "group it is not in; make_own: every rank makes only the groups it is in; real only: with "
-                         "--real-only)")
+                         "group it is not in; make_own: every rank makes only the groups it is in; simulated as "
+                         "torch's new_group makes groups (--line), tests/fuzz/making.py, or real: with --real-only)")
+    ap.add_argument("--line", choices=("2.x", "1.x"), help="--kind make_*, simulated: torch's new_group of this line "
+                    "(1.x: each a factory and the world's store-based barrier); default both")
     ap.add_argument("--nodes", type=int, default=1, help="--kind slow: the ranks on this many nodes, clocks apart")
     ap.add_argument("--periods", action="store_true", help="--kind slow: the documents written and joined every 2 s "
                                                            "as the watchdogs do (tests/fuzz/stragglers.periodic)")
@@ -105,8 +108,11 @@ def main(argv=None):
                     help="write each case's outcome to FILE, a line a case (its seed, outcome, culprits, summary, "
                          "the verdicts' categories and the SHA-1 of their JSON), to compare two versions case for case")
     a = ap.parse_args(argv)
+    if a.kind in _MAKING and not a.real_only and (a.two or a.real or a.source not in ("exact", "recorder")):
+        ap.error("--kind %s, simulated: one fault (no --two), no --real, --source exact or recorder (the making is "
+                 "the patch wrapper's; NCCL's not modelled); or real: --real-only --real N" % a.kind)
     if a.kind in _MAKING and not a.real_only:
-        ap.error("--kind %s: real only (the simulator writes no new_group calls); add --real-only --real N" % a.kind)
+        return _making(a)
     if a.two and a.real_only and a.kind not in _MAKING:
         ap.error("--two --real-only: real ranks run two faults with the first in the making only: add --kind %s"
                  % "|".join(_MAKING))
@@ -149,6 +155,45 @@ def main(argv=None):
     if a.real:
         bad = _real(a) or bad
     return 1 if bad else 0
+
+
+def _making(a):
+    """Faults in the making, simulated (tests/fuzz/making.py): per line of torch, the outcomes; results as data
+    (results/fuzz_sim_seed<SEED>_<kind>[_<shape>][_<source>].json)."""
+    import collections
+    from fuzz import making  # tests/fuzz/making.py
+    lines = [a.line] if a.line else list(making.LINES)
+    doc = {"command": "python benchmarks/fuzz.py --kind %s --cases %d --seed %d%s%s%s" % (
+               a.kind, a.cases, a.seed, " --shape %s" % a.shape if a.shape else "",
+               " --source %s" % a.source if a.source != "exact" else "", " --line %s" % a.line if a.line else ""),
+           "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "machine": "%s, %d cores, Python %s" % (platform.machine(), os.cpu_count() or 0, platform.python_version()),
+           "lines": {}}
+    wrong = 0
+    for line in lines:
+        t0, by, bad = time.time(), collections.Counter(), []
+        for i in range(a.cases):
+            seed = _run.case_seed(a.seed, i)
+            case, outcome, named, summary = making.judge(seed, a.kind, line, source=a.source, shape=a.shape)
+            by[outcome or "no place"] += 1
+            if outcome in ("wrong", "undecided"):
+                bad.append({"seed": seed, "outcome": outcome, "named": named, "expected": sorted(case.expected),
+                            "summary": summary})
+        dt = time.time() - t0
+        wrong += by["wrong"]
+        print("%s, torch %s: %d cases, %.0f s (%.0f cases/s): %s" % (a.kind, line, a.cases, dt, a.cases / dt,
+                                                                    ", ".join("%s %d" % kv for kv in sorted(by.items()))))
+        for b in bad[:10]:
+            print("  %s %d: named %s, expected %s: %s" % (b["outcome"], b["seed"], b["named"], b["expected"],
+                                                         (b["summary"] or "")[:300]))
+        doc["lines"][line] = {"outcomes": dict(by), "seconds": round(dt, 1), "not_exact": bad}
+    out = a.out or os.path.join(HERE, "results", "fuzz_sim_seed%d_%s%s%s.json" % (
+        a.seed, a.kind, "_" + a.shape if a.shape else "", "_" + a.source if a.source != "exact" else ""))
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print("results: %s" % os.path.relpath(out, ROOT))
+    return 1 if wrong else 0
 
 
 def _slow(a):

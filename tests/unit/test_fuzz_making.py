@@ -109,12 +109,19 @@ def test_two_ranks_that_made_their_groups_two_ways_are_flagged_undecidable(kind)
         assert case.undecidable == (case.program.world == 2), (case.seed, case.why_undecidable)
 
 
-def test_the_simulated_fuzzer_refuses_a_fault_in_the_making():
-    """The simulator writes no new_group calls: --kind make_order without --real-only is a usage error that says so."""
+def test_the_simulated_fuzzer_runs_a_fault_in_the_making_and_refuses_what_it_does_not_model(tmp_path):
+    """--kind make_order simulated: torch 2.x's and 1.x's makings (tests/fuzz/making.py), a line each, every case
+    judged; two faults or the NCCL model: a usage error that says so (real ranks run two: --real-only --two)."""
     fuzz = os.path.join(HERE, os.pardir, os.pardir, "benchmarks", "fuzz.py")
-    p = subprocess.run([sys.executable, fuzz, "--kind", "make_order", "--cases", "1"], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, universal_newlines=True)
-    assert p.returncode == 2 and "--kind make_order: real only" in p.stderr, p.stderr
+    p = subprocess.run([sys.executable, fuzz, "--kind", "make_order", "--cases", "30", "--seed", "71", "--out",
+                        str(tmp_path / "out.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "make_order, torch 2.x: 30 cases" in p.stdout and "make_order, torch 1.x: 30 cases" in p.stdout, p.stdout
+    for bad in (["--two"], ["--source", "nccl"]):
+        p = subprocess.run([sys.executable, fuzz, "--kind", "make_order", "--cases", "1"] + bad, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        assert p.returncode == 2 and "--kind make_order, simulated: one fault" in p.stderr, p.stderr
 
 
 @pytest.mark.parametrize("kind", programs.MAKING_KINDS)
@@ -140,3 +147,45 @@ def test_two_faults_with_the_first_in_the_making_add_one_of_the_loop_on_another_
             assert second != f.rank and case.expected == {f.rank, second}, s
             assert programs.making(case, f.rank) != _program_order(case), s
     assert seen == set(programs.FAULT_KINDS), seen
+
+
+@pytest.mark.parametrize("line", ["2.x", "1.x"])
+@pytest.mark.parametrize("kind", programs.MAKING_KINDS)
+def test_the_simulated_making_holds_ranks_as_torch_does_and_the_verdict_names_no_wrong_rank(kind, line):
+    """tests/fuzz/making.py over 120 seeds a kind and line: each rank's making stream is its sequence of new_group
+    calls (one call a group on 2.x; on 1.x two, the factory and the world's barrier after it, of one members), done
+    up to the one it is held in; a held rank's last call is not done, a rank past every making has each done; the
+    faulty rank of a one-rank kind is held (its group is not the others'); and the verdict on the documents names no
+    rank outside the expected ones (make_own: nobody)."""
+    from fuzz import making
+    judged = exact = 0
+    for s in SEEDS[:120]:
+        case = programs.make_case(s, kind=kind)
+        if case.fault is None:
+            continue
+        made, held = making.run_making(case, line)
+        for r in range(case.program.world):
+            mine = programs.making(case, r)
+            calls = made[r]
+            per = 1 if line == "2.x" else 2
+            assert [q for q, _, _ in calls] == list(range(1, len(calls) + 1)), (s, r, calls)
+            assert [m for _, m, _ in calls] == [tuple(mine[i // per][1]) for i in range(len(calls))], (s, r)
+            if r in held:
+                assert calls and not calls[-1][2] and all(done for _, _, done in calls[:-1]), (s, r, calls)
+            else:
+                assert len(calls) == per * len(mine) and all(done for _, _, done in calls), (s, r, calls)
+        f = case.fault
+        if kind != "make_own" and f.rank in programs.making(case, f.rank)[f.index][1] and len(
+                programs.making(case, f.rank)[f.index][1]) > 1:
+            assert f.rank in held, (s, held)  # (a member that left itself out passes at once: the others wait)
+        _, outcome, named, summary = making.judge(s, kind, line)
+        if outcome == "nohang":
+            assert kind == "make_own" and not held, s  # every group's members agreed under its name: no hang
+            continue
+        judged += 1
+        exact += outcome in ("exact", "undecided_ok")
+        # "undecided": a miss, never a wrong rank (71000054, make_members: rank 5 adds itself to a group of every
+        # rank but itself, and every rank held at new_group #1: the documents of every rank making only its own
+        # groups of a program with both groups, where no rank is at fault)
+        assert outcome in ("exact", "undecided_ok", "undecided"), (s, outcome, named, sorted(case.expected), summary)
+    assert judged > 30 and exact >= 0.9 * judged, (judged, exact)
