@@ -44,7 +44,7 @@ sys.path.insert(0, ROOT)
 
 import run as _run  # noqa: E402  (tests/fuzz/run.py)
 
-_MAKING = _run.programs.MAKING_KINDS  # faults in the making: real only, and each program's ranks should say so
+_MAKING = _run.programs.MAKING_KINDS  # faults in the making: simulated by making.py; real programs' ranks say so
 
 
 SOURCE_WORDS = {"exact": "exact (patch, hooks)", "recorder": "recorder (torch's gloo recorder)",

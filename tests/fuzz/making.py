@@ -140,6 +140,21 @@ def _add_making(doc, calls, world, stuck):
                                             None, None, started, completed, hist[-simulate.HISTORY:], fly))
 
 
+def flag_at_hang(case, line="2.x"):
+    """The case flagged undecidable where the hang's makings are those of every rank making only the groups it is
+    in: each rank's making calls, as shown, all of groups it is in (``make_members``: a rank that added itself to
+    a group of every other rank, every rank held at the first making: the program with both groups, each rank
+    making its own, leaves the same documents where gloo's race under the first name holds the others' group too;
+    mismatch._guarded's OWN_ONLY, which names nobody)."""
+    if case.undecidable:
+        return case
+    made, _ = run_making(case, line)
+    if all(r in members for r, calls in made.items() for _, members, _ in calls):
+        return case._replace(undecidable=True, why_undecidable="every making shown is of a group its rank is in: "
+                             "the documents of every rank making only its own groups")
+    return case
+
+
 def judge(seed, kind, line="2.x", source="exact", shape=None):
     """(case, outcome, named, summary) of one making case: outcome as simulate.classify, "nohang" where no rank is
     held in a making, None where the program has no place for the fault."""
@@ -150,5 +165,6 @@ def judge(seed, kind, line="2.x", source="exact", shape=None):
     sim, docs = run_case(case, line, source)
     if docs is None:
         return case, "nohang", [], "no rank held in a making"
+    case = flag_at_hang(case, line)
     v = _verdict.analyze(docs)
     return case, simulate.classify(case, v.culprit_ranks), list(v.culprit_ranks), v.summary

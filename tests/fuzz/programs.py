@@ -70,8 +70,8 @@ FAULT_WEIGHTS = (4, 3, 2, 2, 2, 1)
 # than its other half (issue 42's "change the size of one call", for p2p: gloo raises on some, a recv too
 # small for what comes; NCCL checks nothing).
 EXTRA_KINDS = ("swap", "freeze", "freeze_in", "mismatch_p2p")
-# Faults in the making of the groups, before step 0, drawn only where asked and run by real ranks only (the
-# simulator writes no making calls): "make_order", the rank makes two of the program's groups of other members,
+# Faults in the making of the groups, before step 0, drawn only where asked, run by real ranks and simulated as
+# torch holds ranks in new_group (making.py; not by simulate.py's Sim, which starts at step 0): "make_order", the rank makes two of the program's groups of other members,
 # one of them its own, the other way round (torch names a group by its place in every rank's sequence of
 # ``new_group`` calls, so the two names cross on that rank); "make_members", the rank passes one ``new_group``
 # other members (one rank more or fewer: a member leaves itself or another rank out or adds one, or a rank not in

@@ -196,7 +196,7 @@ def _making_seed(kind):
 
 @pytest.mark.parametrize("kind", _once_elsewhere(list(programs.MAKING_KINDS)))
 def test_a_real_rank_that_made_its_groups_its_own_way_is_named(kind, tmp_path):
-    """programs.py's faults in the making (run by real ranks only; the simulator writes no new_group calls): one
+    """programs.py's faults in the making (here by real ranks; simulated by tests/fuzz/making.py): one
     rank makes two of the program's groups the other way round, passes one new_group other members, itself in or
     out, or leaves out the making of a group it is not in.  Real gloo ranks hang in the making or in their next
     call; each making carries its members, and the verdict names the rank whose making differs from every other

@@ -184,8 +184,8 @@ def test_the_simulated_making_holds_ranks_as_torch_does_and_the_verdict_names_no
             continue
         judged += 1
         exact += outcome in ("exact", "undecided_ok")
-        # "undecided": a miss, never a wrong rank (71000054, make_members: rank 5 adds itself to a group of every
-        # rank but itself, and every rank held at new_group #1: the documents of every rank making only its own
-        # groups of a program with both groups, where no rank is at fault)
-        assert outcome in ("exact", "undecided_ok", "undecided"), (s, outcome, named, sorted(case.expected), summary)
+        # undecided_ok: flagged (making.flag_at_hang), as 71000054, make_members: rank 5 adds itself to a group of
+        # every rank but itself, and every rank is held at new_group #1: the documents of every rank making only its
+        # own groups of a program with both groups, where no rank is at fault
+        assert outcome in ("exact", "undecided_ok"), (s, outcome, named, sorted(case.expected), summary)
     assert judged > 30 and exact >= 0.9 * judged, (judged, exact)
