@@ -40,12 +40,13 @@ def run_making(case, line="2.x"):
     world = case.program.world
     lists = [programs.making(case, r) for r in range(world)]
     calls = {r: [] for r in range(world)}
-    lucky = _races(case, lists)
+    lucky, across = _races(case, lists)
 
     def meets(r, k):  # rank r's making k passes its factory: r not in it, or its members all at k, alike (and,
-        # where groups of other members are made under that name, its group's draw let it through)
+        # where groups of other members are made under that name, its group's draw let it through), or gloo's race
+        # wired r to ranks of the other group and let it through alone
         members = frozenset(lists[r][k][1])
-        if r not in members:
+        if r not in members or r in across.get((k, members), ()):
             return True
         return lucky.get((k, members), True) and all(
             m < world and len(lists[m]) > k and at[m] == k and set(lists[m][k][1]) == members for m in members)
@@ -58,8 +59,9 @@ def run_making(case, line="2.x"):
             for r in range(world):
                 k = at[r]
                 if k < len(lists[r]) and meets(r, k):
-                    group = [r] if r not in set(lists[r][k][1]) else lists[r][k][1]
-                    for m in group:
+                    members = frozenset(lists[r][k][1])
+                    alone = r not in members or r in across.get((k, members), ())
+                    for m in [r] if alone else members:
                         at[m] += 1
                     moved = True
         for r in range(world):
@@ -84,18 +86,26 @@ def run_making(case, line="2.x"):
 
 
 def _races(case, lists):
-    """{(k, members): passes}: where the ranks' k-th makings are of groups of other members (each made by a member
-    of it), gloo's rendezvous under the name k is a race (store keys of one name, written by both groups): each
-    such group's members pass or are held by a draw of the case's seed (both, one, or neither: the verdict must be
-    right whichever; a group whose members do not agree is held whatever its draw)."""
+    """({(k, members): passes}, {(k, members): the members that pass alone}): where the ranks' k-th makings are of
+    groups of other members (each made by a member of it), gloo's rendezvous under the name k is a race (store keys
+    of one name, written by both groups): each such group's members pass or are held by a draw of the case's seed
+    (both, one, or neither: the verdict must be right whichever; a group whose members do not agree is held
+    whatever its draw), and of a group held, a draw lets some members through alone, wired to ranks of the other
+    (real ranks, 2.13: tests/data/made-own-real-82000019.json, rank 0 of [0, 1, 2] through, 1 and 2 held)."""
     made = {}
     for r, mine in enumerate(lists):
         for k, (_, members) in enumerate(mine):
             if r in members:
                 made.setdefault(k, set()).add(frozenset(members))
     rng = random.Random("making-race-%d" % case.seed)
-    return {(k, g): rng.random() < 0.5 for k in sorted(made) if len(made[k]) > 1
-            for g in sorted(made[k], key=sorted)}
+    lucky, across = {}, {}
+    for k in sorted(made):
+        if len(made[k]) > 1:
+            for g in sorted(made[k], key=sorted):
+                lucky[(k, g)] = rng.random() < 0.5
+                if not lucky[(k, g)] and rng.random() < 0.5:
+                    across[(k, g)] = {m for m in sorted(g) if rng.random() < 0.3}
+    return lucky, across
 
 
 def run_case(case, line="2.x", source="exact", mode=None):

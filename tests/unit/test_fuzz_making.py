@@ -175,12 +175,14 @@ def test_the_simulated_making_holds_ranks_as_torch_does_and_the_verdict_names_no
             else:
                 assert len(calls) == per * len(mine) and all(done for _, _, done in calls), (s, r, calls)
         f = case.fault
+        _, across = making._races(case, [programs.making(case, r) for r in range(case.program.world)])
         if kind != "make_own" and f.rank in programs.making(case, f.rank)[f.index][1] and len(
-                programs.making(case, f.rank)[f.index][1]) > 1:
-            assert f.rank in held, (s, held)  # (a member that left itself out passes at once: the others wait)
+                programs.making(case, f.rank)[f.index][1]) > 1 and not across:
+            assert f.rank in held, (s, held)  # (a member that left itself out passes at once: the others wait;
+            # where gloo's race lets ranks through alone, wired across, it may be one of them)
         _, outcome, named, summary = making.judge(s, kind, line)
         if outcome == "nohang":
-            assert kind == "make_own" and not held, s  # every group's members agreed under its name: no hang
+            assert not held, s  # every group's members agreed under its name, or passed wired across: no hang
             continue
         judged += 1
         exact += outcome in ("exact", "undecided_ok")
