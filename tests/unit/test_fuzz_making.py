@@ -191,3 +191,15 @@ def test_the_simulated_making_holds_ranks_as_torch_does_and_the_verdict_names_no
         # own groups of a program with both groups, where no rank is at fault
         assert outcome in ("exact", "undecided_ok"), (s, outcome, named, sorted(case.expected), summary)
     assert judged > 30 and exact >= 0.9 * judged, (judged, exact)
+
+
+def test_a_making_older_than_the_record_of_the_rank_that_made_it_apart_is_flagged_and_names_nobody():
+    """233000658 (``--kind make_order --shape mesh3d``, 64 ranks, found by the first simulated runs): rank 10 made
+    new_group #3 and #4 the other way round (#3 a group it is not in: through at once), gloo's race let it through
+    #4 alone, and it went on past all 48 makings; its document keeps its last 32 calls (#17-#48, the others'), so
+    nothing shows its #3, and ranks 8, 9 and 11 wait there for it: "cannot decide", nobody named, and the case is
+    flagged (making.flag_at_hang), not a miss."""
+    from fuzz import making
+    case, outcome, named, summary = making.judge(233000658, "make_order", "2.x", shape="mesh3d")
+    assert (outcome, named) == ("undecided_ok", []), (outcome, named, summary)
+    assert "#3, is older than the 32 calls its document keeps" in case.why_undecidable
