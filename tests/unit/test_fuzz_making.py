@@ -2,6 +2,7 @@
 tests/fuzz/real_rank.py makes each rank's groups as ``programs.making`` says).  No torch, no ranks: each generated
 case changes exactly what its kind says on exactly one rank, and every other rank makes the program's groups in
 the order of their names."""
+import collections
 import os
 import subprocess
 import sys
@@ -203,3 +204,23 @@ def test_a_making_older_than_the_record_of_the_rank_that_made_it_apart_is_flagge
     case, outcome, named, summary = making.judge(233000658, "make_order", "2.x", shape="mesh3d")
     assert (outcome, named) == ("undecided_ok", []), (outcome, named, summary)
     assert "#3, is older than the 32 calls its document keeps" in case.why_undecidable
+
+
+# the fixed corpus's share of making cases (test_fuzz_corpus's C10D_FUZZ_CORPUS: 10,000 on the 2.13 line, 200
+# elsewhere): a tenth of it a kind and line, seeds of run.py --seed 2
+MAKING_CORPUS = max(20, int(os.environ.get("C10D_FUZZ_CORPUS") or 200) // 10)
+
+
+@pytest.mark.parametrize("kind", programs.MAKING_KINDS)
+def test_the_simulated_making_corpus_names_no_wrong_rank(kind):
+    """MAKING_CORPUS seeds a kind, torch 2.x's and 1.x's makings (tests/fuzz/making.py): no rank named outside the
+    expected ones; every case judged exact, or flagged and nobody named."""
+    from fuzz import making
+    seen = collections.Counter()
+    for line in making.LINES:
+        for i in range(MAKING_CORPUS):
+            s = run.case_seed(2, i)
+            case, outcome, named, summary = making.judge(s, kind, line)
+            seen[outcome] += 1
+            assert outcome in (None, "nohang", "exact", "undecided_ok"), (s, line, outcome, named, summary)
+    assert seen["exact"] > MAKING_CORPUS // 2, seen
