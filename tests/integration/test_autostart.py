@@ -85,13 +85,13 @@ def test_unset_or_no_group_means_nothing_happens():
     probe = ("import sys, torch.distributed; print(sorted(m for m in sys.modules if m.startswith('c10d_observer')), "
              "[type(f).__name__ for f in sys.meta_path if 'c10d' in type(f).__module__])")
     cases = (("", []), ("0", []), ("1", ["c10d_observer", "c10d_observer._autostart", "c10d_observer._unset",
-                                         "c10d_observer._version"]))
+                                         "c10d_observer._version", "c10d_observer.console"]))
     probes = [subprocess.Popen([sys.executable, "-c", probe], env=_env(C10D_OBSERVER=value), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, universal_newlines=True) for value, _ in cases]  # at once
     for (value, imported), p in zip(cases, probes):
         out = p.communicate(timeout=120)[0]
         assert p.returncode == 0, out
-        # set: the package's top and the autostart module only, no observer, no finder left once armed
+        # set: the package's top, the autostart module and its stderr line's, no observer, no finder left once armed
         assert out.strip().splitlines()[-1] == "%r []" % (imported,), (value, out)
 
 
