@@ -42,9 +42,9 @@ def run_making(case, line="2.x"):
     calls = {r: [] for r in range(world)}
     lucky, across = _races(case, lists)
 
-    def meets(r, k):  # rank r's making k passes its factory: r not in it, or its members all at k, alike (and,
-        # where groups of other members are made under that name, its group's draw let it through), or gloo's race
-        # wired r to ranks of the other group and let it through alone
+    def meets(r, k, at):  # rank r's making k passes its factory, each rank m at its making at[m]: r not in it, or
+        # its members all at k, alike (and, where groups of other members are made under that name, its group's
+        # draw let it through), or gloo's race wired r to ranks of the other group and let it through alone
         members = frozenset(lists[r][k][1])
         if r not in members or r in across.get((k, members), ()):
             return True
@@ -58,7 +58,7 @@ def run_making(case, line="2.x"):
             moved = False
             for r in range(world):
                 k = at[r]
-                if k < len(lists[r]) and meets(r, k):
+                if k < len(lists[r]) and meets(r, k, at):
                     members = frozenset(lists[r][k][1])
                     alone = r not in members or r in across.get((k, members), ())
                     for m in [r] if alone else members:
@@ -73,8 +73,7 @@ def run_making(case, line="2.x"):
         making = [r for r in range(world) if len(lists[r]) > k]
         if not making:
             return calls, set()
-        at = [k] * world
-        passed = {r for r in making if meets(r, k)}
+        passed = {r for r in making if meets(r, k, [k] * world)}  # (every rank at its k-th: the barriers)
         barrier = len(making) == world and len(passed) == world
         for r in making:
             calls[r].append((2 * k + 1, tuple(lists[r][k][1]), r in passed))
@@ -108,10 +107,10 @@ def _races(case, lists):
     return lucky, across
 
 
-def run_case(case, line="2.x", source="exact", mode=None):
+def run_case(case, line="2.x", source="exact", mode=None, made=None):
     """(the loop's Sim, the documents as the verdict reads them) of a making case, or (None, None) where no rank
-    is held in a making."""
-    made, held = run_making(case, line)
+    is held in a making; ``made``: run_making's result for the case, where the caller has it."""
+    made, held = made or run_making(case, line)
     if not held:
         return None, None
     world = case.program.world
@@ -150,16 +149,18 @@ def _add_making(doc, calls, world, stuck):
                                             None, None, started, completed, hist[-simulate.HISTORY:], fly))
 
 
-def flag_at_hang(case, line="2.x"):
+def flag_at_hang(case, line="2.x", made=None):
     """The case flagged undecidable where the hang's makings are those of every rank making only the groups it is
     in: each rank's making calls, as shown, all of groups it is in (``make_members``: a rank that added itself to
     a group of every other rank, every rank held at the first making: the program with both groups, each rank
     making its own, leaves the same documents where gloo's race under the first name holds the others' group too;
     mismatch._guarded's OWN_ONLY, which names nobody); or where the faulty rank's first making that differs is
-    older than the calls its document keeps (a job of many groups: its record shows nothing odd)."""
+    older than the calls its document keeps (a job of many groups: its record shows nothing odd).  ``made``:
+    run_making's calls of the case, where the caller has them."""
     if case.undecidable:
         return case
-    made, _ = run_making(case, line)
+    if made is None:
+        made, _ = run_making(case, line)
     if all(r in members for r, calls in made.items() for _, members, _ in calls):
         return case._replace(undecidable=True, why_undecidable="every making shown is of a group its rank is in: "
                              "the documents of every rank making only its own groups")
@@ -182,9 +183,10 @@ def judge(seed, kind, line="2.x", source="exact", shape=None):
     case = programs.make_case(seed, kind=kind, shape=shape)
     if case.fault is None:
         return case, None, [], ""
-    sim, docs = run_case(case, line, source)
-    if docs is None:
+    made, held = run_making(case, line)
+    if not held:
         return case, "nohang", [], "no rank held in a making"
-    case = flag_at_hang(case, line)
+    sim, docs = run_case(case, line, source, made=(made, held))
+    case = flag_at_hang(case, line, made)
     v = _verdict.analyze(docs)
     return case, simulate.classify(case, v.culprit_ranks), list(v.culprit_ranks), v.summary
