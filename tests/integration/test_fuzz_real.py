@@ -172,7 +172,8 @@ def _making_seed(kind):
     gloo's rendezvous; a rank that adds itself to a group it never uses may be let through: no hang).
     ``make_own``: 3-5 ranks, groups of two sizes (two groups of one size under one name, each rank making only
     its own, gloo's rendezvous sometimes lets through: CI, 2026-12-06, seed 42000040, pairs of 4 ranks, "no hang";
-    of two sizes, the 3 to 2 a majority named before)."""
+    of two sizes, the 3 to 2 a majority named before; of two sizes too, CI at f41f023 had seed 42000057 let
+    through: the test takes that outcome where the ranks said the groups were made apart)."""
     for i in range(20000):
         seed = run.case_seed(42, i)
         case = programs.make_case(seed, kind=kind)
@@ -207,6 +208,13 @@ def test_a_real_rank_that_made_its_groups_its_own_way_is_named(kind, tmp_path):
     seed = _making_seed(kind)
     case = programs.make_case(seed, kind=kind)
     row = _run(seed, tmp_path, kind=kind)
+    if kind == "make_own" and row["outcome"] in ("no hang", "torch raised"):
+        # two groups under one name, each made by its own ranks: gloo's rendezvous is a race that may let every
+        # rank through (wrong sums, no error) or raise (CI at f41f023: seed 42000057, "no hang"); either way the
+        # ranks whose group is not the first one's said so as it was made (torch 2.x: before the rendezvous)
+        # and nobody is named
+        assert row["named"] == [] and row["said_apart"], (programs.describe(case), row)
+        return
     assert row["outcome"] == "exact", (programs.describe(case), row)
     if kind == "make_own":
         assert row["named"] == [] and "each rank made only the groups it is in" in row["summary"], row
