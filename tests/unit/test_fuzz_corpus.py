@@ -1365,6 +1365,40 @@ def test_a_sparse_world_call_of_another_slots_kind_first_run_at_the_fault_names_
     assert res.outcome != "wrong", (res.culprits, res.summary)
 
 
+def test_a_world_call_first_run_between_two_slots_of_a_pair_names_nobody_for_the_other_slot():
+    """330079733 (``--shape p2p``, every source model; found 2026-12-06 by a fresh hunt, NCCL seed 330, wrong at
+    f41f023 too): a chain's link 1 -> 2 and an exchange of ranks 1 and 3 each step, a world all_reduce every three
+    steps first run at step 2 between them; rank 3 left the all_reduce out and waits in the exchange's recv #3,
+    rank 1 in the all_reduce.  Rank 1's sends to 2 and 3 went one for one, so it was named for leaving out its
+    send #3 (left_out.batch_culprit); the program with the all_reduce after the exchange, rank 1 leaving its
+    send out, leaves the same documents.  The call rank 1 issued past the op is the world's first, within the
+    pair's first ten steps (``_first_run_before``): nobody is named.  An epilogue's barrier after a chain of 16 steps still names the
+    rank that left a recv out (7000884)."""
+    from fuzz import run
+    for source in ("exact", "recorder", "nccl"):
+        res = run.judge(330079733, check_healthy=False, source=source)
+        assert res.outcome in ("undecided", "undecided_ok") and not res.culprits, (source, res.culprits,
+                                                                                   res.summary)
+        res = run.judge(7000884, check_healthy=False, source=source)
+        assert res.outcome == "exact" and res.culprits == [5], (source, res.culprits, res.summary)
+
+
+def test_pairs_of_another_pace_by_their_own_period_do_not_speak_for_a_pair_with_no_step_on_record():
+    """333015683 (``--shape stages``, every source model; found 2026-12-06 by a fresh hunt, NCCL seed 333, wrong at
+    f41f023 too): eight pairs all_gather each step, pairs [2, 3], [8, 9] and [10, 11] once more after the world's
+    all_gather; rank 7 left the world's call out at step 1 and waits in its pair's #3, rank 6 in the world's #3.
+    No step of pair [6, 7] was on record (its #2 the last call before the world's #3), and the pairs of two calls
+    a step, whose own calls repeat with a period of one, were taken as like it (analogs.alike_in_a_step) and
+    named rank 6 with their #3 before the world's; the pairs of one call a step, as like by their calls, had no
+    such period to show.  Where the other group's calls fall between the world's and no step of the stuck
+    group's shows, its period alone says nothing: nobody is named."""
+    from fuzz import run
+    for source in ("exact", "recorder", "nccl"):
+        res = run.judge(333015683, check_healthy=False, shape="stages", source=source)
+        assert res.outcome in ("undecided", "undecided_ok") and not res.culprits, (source, res.culprits,
+                                                                                   res.summary)
+
+
 def test_an_exchange_left_out_at_step_2_names_the_rank_from_two_pairs_a_step():
     """7000684 (``--seed 7``, every source model; undecided until 2026-12-06): ranks 9 and 2 exchange one tensor
     each step after the world's broadcast; rank 9 left its recv out at step 2, went on, and waits in its send of
