@@ -229,10 +229,9 @@ def batch_culprit(histories, last_started, last_completed, cycle, group_name=Non
     if len(found) != 1:
         return None
     m, stream, seq, waiting, (other, after, shown) = found[0]
-    if (not is_p2p(after[0]) and not any((w, stream) in batched for w in waiting)
-            and (set((members or {}).get(after[0]) or ()) == {m} | set(waiting)
-                 or _first_run_before(histories.get(m) or (), last_started, members, after, waiting,
-                                                   shown))):
+    own_group = set((members or {}).get(after[0]) or ()) == {m} | set(waiting)
+    if (not is_p2p(after[0]) and not any((w, stream) in batched for w in waiting) and (
+            own_group or _first_run_before(histories.get(m) or (), last_started, members, after, waiting, shown))):
         return None  # the sparse twin: a call on the pair's own group between the two ops, skipped by the other
     for w in waiting:  # each posted its half of #seq beside the other op of its own pair: its step as ever
         pairs = _pairs(_order(histories.get(w) or ()))
