@@ -104,8 +104,12 @@ def test_a_new_group_one_rank_left_out_names_that_rank(job_factory):
     assert v["culprit_ranks"] == [0], (v["summary"], v["undecided"])
     root = _making_root(v, 0)
     assert root["waiting_ranks"] == [1, 2, 3] and root["category"] == "order", root
-    text = root["missing"]["0"]["text"]  # "rank 0 issued all_reduce #4 on group 0 without its new_group #1 ..."
-    assert text.startswith("rank 0 issued") and "new_group #1 on group new_group:world" in text, text
+    # "rank 0 issued all_reduce #4 on group 0 without its new_group #1 ..." (its history's order), or, where the
+    # merge came before rank 0's history showed it, "rank 0 issued #4 on group 0 before #1 on group
+    # new_group:world, which every other rank of both groups (1, 2, 3) issued first" (the majority: CI at 428aec3,
+    # torch 2.15, 2026-12-06): rank 0 named for the making either way
+    text = root["missing"]["0"]["text"]
+    assert text.startswith("rank 0 issued") and "#1 on group new_group:world" in text, text
     world = [h for h in v["hangs"] if h["op"] == "all_reduce"]
     assert len(world) == 1 and world[0]["missing_ranks"] == [1, 2, 3], v["hangs"]
     assert all(world[0]["missing"][str(r)]["state"] != "no_collective" for r in (1, 2, 3)), world[0]["missing"]
