@@ -104,6 +104,11 @@ def main(argv=None):
     ap.add_argument("--healthy-every", type=int, default=1, metavar="N",
                     help="run and judge the healthy program of every N-th case only (1: each; it checks the "
                          "generator, not the verdict, and costs more than the faulty run)")
+    ap.add_argument("--twins", action="store_true",
+                    help="also build every twin of each hung case (tests/fuzz/twins.py, whatever its flags say) and "
+                         "give the strict table: the cases no twin built explains, and the verdict's bets (a case one "
+                         "explains, named); some 20 simulated runs a case more; with --real-only, each program's row "
+                         "carries its twins (they always do: cheap beside real ranks)")
     ap.add_argument("--dump", metavar="FILE",
                     help="write each case's outcome to FILE, a line a case (its seed, outcome, culprits, summary, "
                          "the verdicts' categories and the SHA-1 of their JSON), to compare two versions case for case")
@@ -116,6 +121,8 @@ def main(argv=None):
     if a.two and a.real_only and a.kind not in _MAKING:
         ap.error("--two --real-only: real ranks run two faults with the first in the making only: add --kind %s"
                  % "|".join(_MAKING))
+    if a.twins and not a.real_only and (a.two or a.source == "nccl-sizes"):
+        ap.error("--twins: one fault a case (no --two), --source exact, recorder or nccl")
     if a.kind == "slow":
         return _slow(a)
     if a.real_only:
@@ -125,18 +132,21 @@ def main(argv=None):
     t0 = time.time()
     every = max(1, a.healthy_every)
     got = _run.run(a.cases, a.seed, skew=a.skew, two=a.two, source=a.source, shape=a.shape, kind=a.kind,
-                   healthy_every=every)
+                   healthy_every=every, twins=a.twins)
     dt = time.time() - t0
     doc = {"command": "python benchmarks/fuzz.py --cases %d --seed %d%s%s%s%s%s" % (
                a.cases, a.seed, " --skew" if a.skew else "", " --two" if a.two else "",
                " --source %s" % a.source if a.source != "exact" else "", " --shape %s" % a.shape if a.shape else "",
-               " --kind %s" % a.kind if a.kind else "") + (" --healthy-every %d" % every if every > 1 else ""),
+               " --kind %s" % a.kind if a.kind else "") + (" --healthy-every %d" % every if every > 1 else "")
+           + (" --twins" if a.twins else ""),
            "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "machine": "%s, %d cores, Python %s" % (platform.machine(), os.cpu_count() or 0, platform.python_version()),
            "source_model": SOURCE_WORDS[a.source], "cases": a.cases, "seconds": round(dt, 1),
            "cases_per_s": round(a.cases / dt, 1) if dt else None, "healthy_every": every,
            "by_kind": _counts(got["by_kind"]), "by_shape": _counts(got["by_shape"]), "by_step": _counts(got["by_step"]),
            "undecided_why": _counts(got["reasons"]),
+           "strict": {step: {"%s, %s" % (o, "a built twin" if t else "no built twin"): n for (o, t), n in c.items()}
+                      for step, c in got["strict"].items()} if a.twins else None,
            "wrong": [{"seed": r.case.seed, "kind": r.case.fault.kind, "named": r.culprits,
                       "expected": sorted(r.case.expected), "summary": r.summary} for r in got["wrong"]],
            "unhealthy": [r.case.seed for r in got["unhealthy"]], "nohang": [r.case.seed for r in got["nohang"]]}
@@ -253,6 +263,9 @@ def _real(a):
               len(rows), torch.__version__, time.time() - t0, ", ".join("%s %d" % kv for kv in sorted(by.items())),
               "%.1f" % p90 if p90 is not None else "-", said, len(rows),
               "" if a.kind in _MAKING else " (a false alarm each: these programs make their groups alike)"))
+    strict = _run.strict_counts(rows)
+    if strict:
+        print(_run.strict_words(strict))
     out = os.path.join(HERE, "results", "fuzz_real_seed%d%s%s%s_torch%s.json" % (
         a.seed, "_" + a.shape if a.shape else "", "_" + a.kind if a.kind else "", "_two" if a.two else "",
         torch.__version__.split("+")[0]))
@@ -262,7 +275,8 @@ def _real(a):
                        " --two" if a.two else ""),
                    "commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                    "torch": torch.__version__, "machine": "%s, %d cores" % (platform.machine(), os.cpu_count() or 0),
-                   "outcomes": dict(by), "p90_named_s": p90, "said_apart": said, "rows": rows}, f, indent=1,
+                   "outcomes": dict(by), "p90_named_s": p90, "said_apart": said, "strict": strict, "rows": rows}, f,
+                  indent=1,
                   sort_keys=True)
         f.write("\n")
     print("results: %s" % os.path.relpath(out, ROOT))

@@ -30,7 +30,7 @@ sys.path.append(os.path.join(ROOT, "benchmarks"))  # _harness: free ports, endin
 
 from _harness import end_sessions, free_port, says_apart  # noqa: E402
 from c10d_observer.dumpdir import read_json as _read  # noqa: E402
-from fuzz import programs, simulate  # noqa: E402
+from fuzz import programs, simulate, twins  # noqa: E402
 
 
 def eligible(seed, max_world=8, kind=None, shape=None, two=False):
@@ -48,10 +48,13 @@ def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, k
     if two and kind not in programs.MAKING_KINDS:
         raise ValueError("two=True runs a making kind's two faults (programs.MAKING_KINDS), not kind=%r" % (kind,))
     case = (programs.make_case2 if two else programs.make_case)(seed, kind=kind, shape=shape)
+    built = None
     if case.fault is not None and case.fault.kind not in programs.MAKING_KINDS:  # no making calls simulated
         sim = simulate.Sim(case.program, case.calls, case.stop).run()
         if sim.hung:  # the flags of the hang's state, as the simulated run of the program has it (gloo's)
             case = simulate.flag_at_hang(case, sim)
+            if not two:  # every twin built, whatever the flags say (twins.built_twins): the strict test
+                built = twins.built_twins(case, sim)
     out = tempfile.mkdtemp(prefix="fuzz-real-%d-" % seed, dir=tmp)
     dumps = os.path.join(out, "dumps")
     env_extra = env
@@ -64,7 +67,8 @@ def run_real(seed, wait_s=45.0, timeout=None, tmp=None, python=sys.executable, k
         env["C10D_OBSERVER_TIMEOUT"] = str(timeout)
     f = case.fault
     row = {"seed": seed, "kind": f.kind, "shape": case.program.shape, "world": case.program.world, "step": f.step,
-           "expected": sorted(case.expected), "undecidable": bool(case.undecidable), "named": [], "outcome": "missed",
+           "expected": sorted(case.expected), "undecidable": bool(case.undecidable), "twins": built, "named": [],
+           "outcome": "missed",
            "named_s": None, "summary": None}
     if two:
         row["detail"] = f.detail

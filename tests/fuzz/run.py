@@ -137,20 +137,84 @@ def table(title, rows):
     return "\n".join(out)
 
 
+def built_twins(res, source="exact"):
+    """The kinds of the twins that, built for a judged case whatever its flags say, leave its documents
+    (``twins.built_twins``): [] where none of them does."""
+    from fuzz import twins  # twins builds on simulate
+    _, faulty, _ = simulate.run_case(res.case, res.mode, source=source, healthy=False)
+    return twins.built_twins(res.case, faulty, source)
+
+
+def strict_table(rows):
+    """rows: {step bucket: Counter of (outcome, whether a built twin leaves its documents)} -> text: the cases no
+    twin built here explains (exact, undecided, partial, wrong; exact of them), and those one explains (named, a
+    bet; undecided)."""
+    out = ["%-10s %6s  %s  | %s" % ("fault step", "cases", "no built twin: exact undecided partial wrong (exact %)",
+                                   "a built twin: named (a bet) undecided")]
+    total = collections.Counter()
+    for label in sorted(rows) + ["all"]:
+        c = rows[label] if label != "all" else total
+        if label != "all":
+            total.update(c)
+        plain = {o: c[(o, False)] for o in OUTCOMES}
+        undec = plain["undecided"] + plain["undecided_ok"]
+        n_plain = plain["exact"] + undec + plain["partial"] + plain["wrong"] + plain["mimic"]
+        bets = sum(c[(o, True)] for o in ("exact", "partial", "wrong", "mimic"))
+        out.append("%-10s %6d  %14d %9d %7d %5d (%s)  | %18d %9d" % (
+            label, sum(c.values()), plain["exact"], undec, plain["partial"], plain["wrong"],
+            "%.2f %%" % (100.0 * plain["exact"] / n_plain) if n_plain else "-", bets,
+            c[("undecided", True)] + c[("undecided_ok", True)]))
+    return "\n".join(out)
+
+
+HUNG = ("exact", "undecided", "undecided_ok", "partial", "wrong", "missed")  # a real program's outcomes where it hung
+
+
+def strict_counts(rows):
+    """Of real programs' rows that hung and carry their twins (real.py: ``twins``, every twin built,
+    twins.built_twins), {"no built twin": {outcome: n}, "a built twin": {outcome: n}}; {} where no row carries them."""
+    out = {}
+    for r in rows:
+        if r.get("twins") is None or r["outcome"] not in HUNG:
+            continue
+        side = out.setdefault("a built twin" if r["twins"] else "no built twin", {})
+        side[r["outcome"]] = side.get(r["outcome"], 0) + 1
+    return out
+
+
+def strict_words(strict):
+    """A line of ``strict_counts``: the programs no twin built explains, exact of them; the verdict's bets."""
+    plain, twin = strict.get("no built twin", {}), strict.get("a built twin", {})
+    n = sum(plain.values())
+    undecided = plain.get("undecided", 0) + plain.get("undecided_ok", 0)
+    return ("strict (every twin built, whatever the flags say): %d hung with no built twin: %d exact (%s), %d "
+            "undecided, %d partial, %d wrong, %d missed; %d with a built twin: %d named (a bet: the twin's culprit "
+            "is another rank), %d undecided" % (
+                n, plain.get("exact", 0), "%.1f %%" % (100.0 * plain.get("exact", 0) / n) if n else "-", undecided,
+                plain.get("partial", 0), plain.get("wrong", 0), plain.get("missed", 0), sum(twin.values()),
+                sum(twin.get(o, 0) for o in ("exact", "partial", "wrong")),
+                twin.get("undecided", 0) + twin.get("undecided_ok", 0)))
+
+
 def run(cases, seed, show=(), out=sys.stdout, skew=False, two=False, source="exact", shape=None, kind=None,
-        healthy_every=1):
+        healthy_every=1, twins=False):
     # a case makes some 100,000 objects and frees them (no cycles to speak of): the collector's default
     # thresholds have it scan the young ones every 700 allocations (3,000 cases of seed 7: 250 -> 285 cases/s);
     # benchmarks/fuzz.py runs this too
     before = gc.get_threshold()
     gc.set_threshold(100000, 10, 10)
     try:
-        return _run(cases, seed, show, out, skew, two, source, shape, kind, healthy_every)
+        return _run(cases, seed, show, out, skew, two, source, shape, kind, healthy_every, twins)
     finally:
         gc.set_threshold(*before)
 
 
-def _run(cases, seed, show, out, skew, two, source, shape, kind, healthy_every):
+def _run(cases, seed, show, out, skew, two, source, shape, kind, healthy_every, twins=False):
+    """``twins``: also build every twin of each hung case (``built_twins``; some 20 runs a case more) and give
+    the strict table (``strict_table``)."""
+    if twins and (two or source == "nccl-sizes"):
+        raise ValueError("twins=True: one fault a case, a source model of exact, recorder or nccl")
+    strict = collections.defaultdict(collections.Counter)
     t = time.time()
     by_kind, by_shape, by_step = (collections.defaultdict(collections.Counter) for _ in range(3))
     reasons = collections.defaultdict(collections.Counter)  # undecided, not flagged: why, by fault kind
@@ -174,6 +238,8 @@ def _run(cases, seed, show, out, skew, two, source, shape, kind, healthy_every):
         by_step[step_bucket(f.step, res.case.program)][res.outcome] += 1
         if res.outcome == "undecided":
             reasons[res.reason][f.kind] += 1
+        if twins:
+            strict[step_bucket(f.step, res.case.program)][(res.outcome, bool(built_twins(res, source)))] += 1
         if res.outcome == "wrong":
             wrong.append(res)
         if res.outcome == "exact" and res.case.undecidable and not two:
@@ -216,12 +282,15 @@ def _run(cases, seed, show, out, skew, two, source, shape, kind, healthy_every):
     w("named in a case flagged undecidable (the flag's twin would make it a wrong culprit): %d\n" % len(betting))
     for res in betting:
         _line(res, w)
+    if twins:
+        w("\nevery twin built (the strict test: a case one explains cannot be decided from its documents):\n"
+          + strict_table(strict) + "\n")
     if shown:
         w("\ncases shown (%s): %d\n" % (", ".join(show), len(shown)))
         for text in shown:
             w(text)
     return {"wrong": wrong, "unhealthy": unhealthy, "nohang": nohang, "by_kind": by_kind, "by_shape": by_shape,
-            "by_step": by_step, "reasons": reasons, "betting": betting}
+            "by_step": by_step, "reasons": reasons, "betting": betting, "strict": strict}
 
 
 def _line(res, w):
@@ -292,6 +361,8 @@ def main(argv=None):
                          "generator, and costs more than the faulty run)")
     ap.add_argument("--show", default="", help="also list the cases of these outcomes (comma separated: "
                                                 "undecided, undecided_ok, partial, exact)")
+    ap.add_argument("--twins", action="store_true", help="also build every twin of each hung case and give the "
+                                                         "strict table (built_twins)")
     a = ap.parse_args(argv)
     if a.kind == "slow":
         got = stragglers.run(a.cases, a.seed, shape=a.shape, nodes=max(1, a.nodes),
@@ -301,7 +372,7 @@ def main(argv=None):
         replay(a.replay, skew=a.skew, two=a.two, source=a.source, shape=a.shape, kind=a.kind)
         return 0
     got = run(a.cases, a.seed, [s for s in a.show.split(",") if s], skew=a.skew, two=a.two, source=a.source,
-              shape=a.shape, kind=a.kind, healthy_every=max(1, a.healthy_every))
+              shape=a.shape, kind=a.kind, healthy_every=max(1, a.healthy_every), twins=a.twins)
     return 1 if got["wrong"] or got["unhealthy"] or got["nohang"] else 0
 
 

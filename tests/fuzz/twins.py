@@ -280,27 +280,68 @@ def same_documents(case, faulty, source):
     _, mine = documents_of(case.program, case.calls, case.seed, source)
     for kind in kinds:
         try:
-            healthy, twin_faulty, culprit = BUILDERS[kind](case, faulty)
+            built = BUILDERS[kind](case, faulty)
         except (AssertionError, StopIteration):
             # the builder's program is not this one's shape (``--shape stages``: a slot that only some groups of
             # the family run, the rank's next call on another group): no twin built, no flag by it
             continue
-        if culprit in case.expected or not healthy_ends(case.program, healthy):
-            continue
-        twin, theirs = documents_of(case.program, twin_faulty, case.seed, source)
-        if twin.hung and theirs == mine:
-            return kind
-        if source != "nccl":
-            continue
-        # the twin with its synchronisations where the case's Pythons stopped; and going on after the place
-        variants = ((", synchronised where the case's ranks were", healthy, synced_as(faulty, case.program,
-                                                                                         twin_faulty)),
-                    (", going on after the place", going_on(case.program, healthy),
-                     going_on(case.program, twin_faulty)))
-        for how, program_calls, calls in variants:
-            if program_calls is not healthy and not healthy_ends(case.program, program_calls):
-                continue
-            twin, theirs = documents_of(case.program, calls, case.seed, source)
-            if twin.hung and theirs == mine:
-                return kind + how
+        got = _leaves(case, faulty, source, kind, built, mine)
+        if got is not None:
+            return got
     return None
+
+
+def _leaves(case, faulty, source, kind, built, mine):
+    """``kind`` (and under the NCCL model how the twin was run) where the twin ``built`` (a builder's (twin program,
+    twin faulty calls, its culprit)) leaves the documents ``mine`` under ``source``, its culprit another rank, its
+    program ending healthy and its own fault hanging it; else None."""
+    healthy, twin_faulty, culprit = built
+    if culprit in case.expected or not healthy_ends(case.program, healthy):
+        return None
+    twin, theirs = documents_of(case.program, twin_faulty, case.seed, source)
+    if twin.hung and theirs == mine:
+        return kind
+    if source != "nccl":
+        return None
+    # the twin with its synchronisations where the case's Pythons stopped; and going on after the place
+    variants = ((", synchronised where the case's ranks were", healthy, synced_as(faulty, case.program,
+                                                                                     twin_faulty)),
+                (", going on after the place", going_on(case.program, healthy),
+                 going_on(case.program, twin_faulty)))
+    for how, program_calls, calls in variants:
+        if program_calls is not healthy and not healthy_ends(case.program, program_calls):
+            continue
+        twin, theirs = documents_of(case.program, calls, case.seed, source)
+        if twin.hung and theirs == mine:
+            return kind + how
+    return None
+
+
+TWIN_KINDS = ("skip", "swap", "mismatch_op", "mismatch_size", "mismatch_root")  # programs.undecidable_at_hang's
+STRICT = ("sparse", "link", "link_extra", "link_later", "later", "later_step", "sibling", "shifted", "swapped",
+          "extra")  # every builder once (``sparse_swap`` is ``sparse``)
+
+
+def built_twins(case, faulty, source="exact"):
+    """The kinds of every twin of BUILDERS that, built for this case whatever its flags say, leaves the case's
+    documents under ``source`` (``faulty``: the case's Sim, run): the strict test of whether the documents decide
+    (issue 42).  A case with one cannot be decided from its documents: a verdict that names its culprit bets
+    that the program is not the twin's (each such bet is a wrong culprit in the twin).  The flags
+    (``programs.undecidable_at_hang``) take a twin only where the verdict does not bet, by rules of their own;
+    this takes every twin built here, so it counts the verdict's bets too.  A builder applied where its flag's
+    rules would not apply it may make no program at all (an index past a list, a broadcast's root outside its
+    group): no twin by it.  Not every twin a user may write is built here: a case without one may still have
+    one.  Only a fault of the calls a rank issues has twins here (TWIN_KINDS: no stop, a run of the calls
+    alone)."""
+    if case.fault is None or case.fault.kind not in TWIN_KINDS or case.stop:
+        return []
+    _, mine = documents_of(case.program, case.calls, case.seed, source)
+    found = []
+    for kind in STRICT:
+        try:
+            got = _leaves(case, faulty, source, kind, BUILDERS[kind](case, faulty), mine)
+        except Exception:  # no program by this builder here (above): no twin
+            got = None
+        if got is not None:
+            found.append(kind)
+    return found

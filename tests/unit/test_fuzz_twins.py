@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))  # tests/, for ``fuzz``
 
 from c10d_observer import verdict  # noqa: E402
-from fuzz import programs, simulate, twins  # noqa: E402
+from fuzz import programs, run, simulate, twins  # noqa: E402
 
 # (seed, twin): seeds of ``run.py --seed 7`` that only the hang's state flags, found by that run (2026-12-02)
 SPARSE = (7001379, 7003226, 7001350, 7001875)  # a skip on W, the rank then waits in a call on a pair S
@@ -346,3 +346,48 @@ def test_two_like_links_at_a_links_first_step_do_not_name_against_the_link_twin(
     docs = simulate.documents(faulty, simulate.mode_of(case.seed), source="recorder",
                               period=simulate.period_of(case.seed))
     assert verdict.analyze(docs).culprit_ranks == []
+
+
+# the strict test (twins.built_twins, benchmarks/fuzz.py --twins): every twin built, whatever the flags say
+STRICT_CASES = ((7000133, "undecided", ["shifted", "extra"]), (7000060, "exact", ["link_extra"]),
+                (7000027, "exact", []))
+
+
+@pytest.mark.parametrize("seed,outcome,kinds", STRICT_CASES)
+def test_every_twin_built_is_found_whatever_the_flags_say(seed, outcome, kinds):
+    """7000133 (pairs, step 1): rank 3 issued an all_gather for its pair's all_reduce; the verdict names nobody, and
+    no flag takes the case (past the first step the flags' rules bet that a pair runs its family's program), yet
+    the program with one more call on the pair at that step (a stage's), rank 2 skipping it, leaves its
+    documents: no verdict could decide it.  7000060 (p2p, step 10): the verdict names the rank that left its send
+    out, a bet against the program with that exchange twice at that step (a wrong culprit there).  7000027: no
+    twin built leaves its documents.  Each twin found is built again here and its documents held to the case's."""
+    res = run.judge(seed, check_healthy=False)
+    assert res.outcome == outcome and not res.case.undecidable
+    faulty = _faulty(res.case)
+    assert twins.built_twins(res.case, faulty) == kinds
+    _, mine = twins.documents_of(res.case.program, res.case.calls, seed)
+    for kind in kinds:
+        healthy, twin_faulty, culprit = twins.BUILDERS[kind](res.case, faulty)
+        assert culprit not in res.case.expected and twins.healthy_ends(res.case.program, healthy)
+        twin_sim, theirs = twins.documents_of(res.case.program, twin_faulty, seed)
+        assert twin_sim.hung and theirs == mine, kind
+
+
+def test_a_stopped_rank_has_no_twin_built():
+    """A stall (a rank stopped before a call) is no fault of the calls issued: no twin of them is built."""
+    case = programs.make_case(350000000)
+    assert case.fault.kind == "stall" and case.stop
+    assert twins.built_twins(case, _faulty(case)) == []
+
+
+def test_the_strict_counts_of_real_programs_keep_the_bets_apart():
+    """benchmarks/fuzz.py --real-only: the rows that hung and carry their twins, counted by whether one was built;
+    a program named where a twin was built is a bet, and exact of the rest is of those no twin explains."""
+    rows = [{"outcome": "exact", "twins": []}, {"outcome": "exact", "twins": []}, {"outcome": "undecided", "twins": []},
+            {"outcome": "exact", "twins": ["sparse"]}, {"outcome": "undecided", "twins": ["extra"]},
+            {"outcome": "torch raised", "twins": []}, {"outcome": "exact", "twins": None}]
+    got = run.strict_counts(rows)
+    assert got == {"no built twin": {"exact": 2, "undecided": 1}, "a built twin": {"exact": 1, "undecided": 1}}
+    words = run.strict_words(got)
+    assert "3 hung with no built twin: 2 exact (66.7 %), 1 undecided" in words
+    assert "2 with a built twin: 1 named (a bet" in words and "1 undecided" in words.rpartition(";")[2]
