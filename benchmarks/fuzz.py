@@ -145,7 +145,7 @@ def main(argv=None):
            "cases_per_s": round(a.cases / dt, 1) if dt else None, "healthy_every": every,
            "by_kind": _counts(got["by_kind"]), "by_shape": _counts(got["by_shape"]), "by_step": _counts(got["by_step"]),
            "undecided_why": _counts(got["reasons"]),
-           "strict": {step: {"%s, %s" % (o, "a built twin" if t else "no built twin"): n for (o, t), n in c.items()}
+           "strict": {step: {"%s, %s" % (o, "a twin" if t else "no twin"): n for (o, t), n in c.items()}
                       for step, c in got["strict"].items()} if a.twins else None,
            "wrong": [{"seed": r.case.seed, "kind": r.case.fault.kind, "named": r.culprits,
                       "expected": sorted(r.case.expected), "summary": r.summary} for r in got["wrong"]],
