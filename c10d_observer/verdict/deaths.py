@@ -145,9 +145,10 @@ def _behind(r, h, by_rank, started):
 
 def raised_on_a_death(r, by_rank, culprits, odd=()):
     """Why rank ``r``, alive and in no collective, is a symptom of a dead rank of ``culprits`` (the ranks named, and
-    the dead ranks missing from the stuck call that ``r`` is missing from: one gloo aborted is not named, and its
-    death raises in its peers all the same; the fuzzer's real seed 37000018 on 2.15, on a loaded machine, named
-    three such ranks beside it), in words; else None.  Its
+    every dead rank: one gloo aborted is not named, and its death raises in its peers all the same; the fuzzer's
+    real seed 37000018 on 2.15, on a loaded machine, named three such ranks beside it; nor need the dead rank be
+    in a stuck call: seed 363000187 on 2.15, a mesh rank whose tp call raised when its tp peer exited, named in
+    its dp pair's broadcast), in words; else None.  Its
     last call on a group of a dead named rank is one that rank never entered, and it is no longer in it: a
     collective cannot complete without a member, so it ended by raising (gloo raises in the peers of a rank
     whose process ends), and the rank went to its error path, where it may stay a while (tearing down).  The

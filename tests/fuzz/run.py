@@ -146,9 +146,9 @@ def built_twins(res, source="exact"):
 
 
 def strict_table(rows):
-    """rows: {step bucket: Counter of (outcome, whether a built twin leaves its documents)} -> text: the cases no
-    twin built here explains (exact, undecided, partial, wrong; exact of them), and those one explains (named, a
-    bet; undecided)."""
+    """rows: {step bucket: Counter of (outcome, whether a twin leaves its documents: one built, or the flags')}
+    -> text: the cases no twin explains (exact, undecided, partial, wrong; exact of them), and those one explains
+    (named: a bet; undecided)."""
     out = ["%-10s %6s  %s  | %s" % ("fault step", "cases", "no built twin: exact undecided partial wrong (exact %)",
                                    "a built twin: named (a bet) undecided")]
     total = collections.Counter()

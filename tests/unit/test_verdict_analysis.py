@@ -1279,3 +1279,38 @@ def test_a_rank_that_raised_on_groups_made_apart_at_the_stuck_making_is_no_culpr
     assert v.culprit_ranks == [2], v.summary
     assert v.made_apart is None  # the stuck call's own desync says it
     assert "different groups at the same seq: rank 2 new_group of members 1-3" in render.worded(v).summary
+
+
+def _raised_beside_an_exit_elsewhere_docs(raised=True):
+    """The fuzzer's real seed 363000187 on torch 2.15, this VM loaded by three more fuzzer runs (2026-12-07): in a
+    mesh of 8, rank 7 exited before a call at step 2; its tp peers' calls raised, and rank 5, in no collective
+    past the deadline (its error path), was named as never arriving in its dp pair's broadcast, where rank 1
+    waited: a wrong culprit (the dead rank in none of the stuck calls, so not counted as the death it raised on).
+    Rebuilt in 3 ranks: the world "0", the pair "1" of ranks 0 and 1 (dp), "2" of ranks 1 and 2 (tp).  Rank 2
+    exited after its tp call #3; rank 1's tp #4, which rank 2 never entered, is over (``raised``: gloo raised it;
+    else rank 1 stopped before it, a stall of its own); rank 0 waits in the pair's #4."""
+    gone = "process 47 ended without disable() (the rank closed its end; exit code 1)"
+    world = [0, 1, 2]
+    return {0: _doc(0, 3, [_g("0", world, 2, 2), _g("1", [0, 1], 4, 3, op="broadcast")]),
+            1: _doc(1, 3, [_g("0", world, 2, 2), _g("1", [0, 1], 3, 3),
+                           _g("2", [1, 2], 4 if raised else 3, 4 if raised else 3,
+                              recent=[(4 if raised else 3, "all_reduce", "4 x float32", 95.0)])]),
+            2: _doc(2, 3, [_g("0", world, 2, 2), _g("2", [1, 2], 3, 3)], kind="end", alive=False, exit_reason=gone)}
+
+
+def test_a_rank_whose_call_raised_on_a_death_in_another_group_is_no_culprit():
+    """A rank in no collective, missing from a stuck call, whose last call on another group is one a dead rank
+    never entered, and over: it raised when that rank died (a symptom), whether or not the dead rank is missing
+    from a stuck call.  Not a wrong culprit: nobody is named, or the dead rank."""
+    v = verdict.analyze(_raised_beside_an_exit_elsewhere_docs()).to_json()
+    assert 1 not in v["culprit_ranks"], v["summary"]
+    assert set(v["culprit_ranks"]) <= {2}, v["summary"]
+    m = v["hangs"][0]["missing"]["1"]
+    assert m["state"] == "raised" and "rank 2 never entered" in m["text"], m
+
+
+def test_a_rank_that_stopped_before_a_call_of_a_group_with_a_dead_rank_is_still_named():
+    """The same ranks, rank 1 stopped before its tp #4: a stall of its own, named as before."""
+    v = verdict.analyze(_raised_beside_an_exit_elsewhere_docs(raised=False)).to_json()
+    assert 1 in v["culprit_ranks"], v["summary"]
+    assert v["hangs"][0]["missing"]["1"]["state"] == "no_collective"
