@@ -4,6 +4,7 @@ verdict engine; the tables by fault kind, shape and fault step, and every wrong 
 
     python benchmarks/fuzz.py --cases 20000 --seed 7          # the tables; results/fuzz_sim_seed7.json
     python tests/fuzz/run.py --replay 7013475                  # one case, whole
+    python benchmarks/fuzz.py --cases 20000 --seed 7 --twins  # and the strict test: every twin built (tests/fuzz/twins.py)
 
     python benchmarks/fuzz.py --cases 10000 --seed 21 --two   # two faults at once, on two ranks
     python benchmarks/fuzz.py --source recorder --seed 7      # documents as torch's gloo recorder leaves them
