@@ -715,6 +715,10 @@ def coll_place(calls, index):
 SHOWN = 32  # calls per stream a document shows (rank_docs.HISTORY, simulate.HISTORY)
 
 
+TWIN_KINDS = ("skip", "swap", "mismatch_op", "mismatch_size", "mismatch_root")  # the faults of the calls a rank
+# issues, whose twins the flags (undecidable_at_hang) and the strict test (twins.built_twins) look for
+
+
 def undecidable_at_hang(program, fault, faulty, started, blocked):
     """Why no verdict can name the culprit, from the faulty run's state at the hang (``started``: {rank: {stream:
     the last seq it started}}, ``blocked``: {rank: (stream, seq) it waits in}), where ``undecidable`` (the program
@@ -763,7 +767,7 @@ def undecidable_at_hang(program, fault, faulty, started, blocked):
       group runs that call after the other group's, the partner skipping the other group's call
       (``_later_at_first_step``; flagged only where that twin, built, leaves the case's documents).
     """
-    if fault.kind not in ("skip", "swap", "mismatch_op", "mismatch_size", "mismatch_root"):
+    if fault.kind not in TWIN_KINDS:
         return None
     c = fault.call
     if c.op in P2P_OPS:

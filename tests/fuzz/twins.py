@@ -317,9 +317,8 @@ def _leaves(case, faulty, source, kind, built, mine):
     return None
 
 
-TWIN_KINDS = ("skip", "swap", "mismatch_op", "mismatch_size", "mismatch_root")  # programs.undecidable_at_hang's
-STRICT = ("sparse", "link", "link_extra", "link_later", "later", "later_step", "sibling", "shifted", "swapped",
-          "extra")  # every builder once (``sparse_swap`` is ``sparse``)
+STRICT = tuple(kind for kind in BUILDERS if kind != "sparse_swap")  # every builder once (``sparse_swap`` is
+# ``sparse``)
 
 
 def built_twins(case, faulty, source="exact"):
@@ -331,9 +330,9 @@ def built_twins(case, faulty, source="exact"):
     this takes every twin built here, so it counts the verdict's bets too.  A builder applied where its flag's
     rules would not apply it may make no program at all (an index past a list, a broadcast's root outside its
     group): no twin by it.  Not every twin a user may write is built here: a case without one may still have
-    one.  Only a fault of the calls a rank issues has twins here (TWIN_KINDS: no stop, a run of the calls
-    alone)."""
-    if case.fault is None or case.fault.kind not in TWIN_KINDS or case.stop:
+    one.  Only a fault of the calls a rank issues has twins here (programs.TWIN_KINDS: no stop, a run of the
+    calls alone)."""
+    if case.fault is None or case.fault.kind not in programs.TWIN_KINDS or case.stop:
         return []
     _, mine = documents_of(case.program, case.calls, case.seed, source)
     found = []
