@@ -1428,3 +1428,46 @@ def test_a_link_two_rings_share_does_not_pair_with_one_ring_s_link_at_two_steps(
         res = run.judge(7009963, check_healthy=False, shape="ring", source=source)
         assert res.outcome in ("undecided", "undecided_ok") and not res.culprits, (source, res.culprits,
                                                                                    res.summary)
+
+
+def _with_early_entries(docs, faulty, n=8):
+    """``docs`` (typed, simulate.run_case's) each with torch's flight-recorder entries of its collective groups'
+    first ``n`` calls (``RankDoc.flight_recorder``, which ``RankDoc.history`` reads beside the recent calls): the
+    entries of an early read of torch's buffer, a history with the calls between left out.  Real gloo on torch
+    2.15, the fuzzer's real seed 363000096 with three more processes busy (2026-12-07): rank 3's document carried
+    its groups' entries #1-#8 beside its recent calls, #27-#58.  The simulator leaves the field empty; this puts it."""
+    def early(r, doc):
+        fr = {}
+        for g in doc.groups:
+            if g.kind == "collective" and g.stream == g.group:
+                fr[g.group] = [{"seq": q, "op": op, "size": text, "time_created_ns": int(t * 1e9)}
+                               for q, op, text, t in (faulty.hist[r].get(g.stream) or [])[:n]]
+        return doc._replace(flight_recorder=fr)
+    return {r: early(r, doc) for r, doc in docs.items()}
+
+
+def test_a_history_with_calls_left_out_between_its_early_and_late_entries_names_whom_the_whole_one_does():
+    """A rank's history with its groups' first calls and its last 32, those between left out (an early read of
+    torch's flight recorder, ``_with_early_entries``), names the culprit its late calls alone name.  Real seed
+    363000096 (a 2 x 3 mesh, rank 2 left its dp all_reduce out at step 23; the job hung at its end): rank 3's
+    dp #27, after its tp #8 in that history, was read as placed there (``analogs.places_on``), its dp group was
+    no longer like rank 2's, and nobody was named, on real ranks, where the same ranks with a whole history name
+    rank 2.  At fcee893, 8 of seed 7's first 3,000 simulated cases named their culprit and went undecided so."""
+    case = programs.make_case(363000096)
+    _, faulty, docs = simulate.run_case(case, healthy=False, typed=True)
+    assert verdict.analyze(docs).culprit_ranks == [2]
+    assert verdict.analyze(_with_early_entries(docs, faulty)).culprit_ranks == [2]
+    changed, named = [], 0
+    for i in range(300):
+        case = programs.make_case(7000000 + i)
+        if case.fault is None:
+            continue
+        _, faulty, docs = simulate.run_case(case, healthy=False, typed=True)
+        if docs is None:
+            continue
+        before = list(verdict.analyze(docs).culprit_ranks)
+        named += bool(before)
+        after = list(verdict.analyze(_with_early_entries(docs, faulty)).culprit_ranks)
+        if after != before:
+            changed.append((case.seed, before, after))
+    assert named >= 200 and not changed, (named, changed)  # (7000073 and 7000101 changed at fcee893)
