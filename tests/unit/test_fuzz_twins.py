@@ -394,3 +394,28 @@ def test_the_strict_counts_of_real_programs_keep_the_bets_apart():
     words = run.strict_words(got)
     assert "3 hung with no twin: 2 exact (66.7 %), 1 undecided" in words
     assert "3 with a twin (built, or the flags'): 1 named (a bet" in words and "2 undecided" in words.rpartition(";")[2]
+
+
+def test_a_twin_that_differs_only_in_when_it_issues_its_calls_is_found_at_the_case_s_times():
+    """Real seed 363000231 (torch 2.15, 2026-12-06; the same in the simulation): ranks 1 and 2 of a world of three
+    run a barrier on their pair each step, rank 2 left the one of step 4 out, and the job hung at its end: rank 1 in
+    the pair's #48, ranks 0 and 2 in the world's closing barrier.  The verdict names nobody, and the strict test
+    counted it a miss: no twin built left its documents.  The program with one more barrier on the pair after
+    the world's, rank 1 skipping the world's, leaves them call for call; only the times differ, the builder
+    keeping each moved call's time (``later``: the pair's step-4 barrier issued last, at step 4's time).  A
+    program's calls come when its compute lets them, which the verdict does not weigh: issued at the case's times
+    (``twins.retimed``) the twin leaves the case's documents, and the strict test finds it."""
+    res = run.judge(363000231, check_healthy=False)
+    assert res.outcome == "undecided" and not res.case.undecidable
+    faulty = _faulty(res.case)
+    healthy, twin_faulty, culprit = twins.BUILDERS["later"](res.case, faulty)
+    assert culprit == 1 and twins.healthy_ends(res.case.program, healthy)
+    _, mine = twins.documents_of(res.case.program, res.case.calls, res.case.seed)
+    sim, theirs = twins.documents_of(res.case.program, twin_faulty, res.case.seed)
+    assert sim.hung and theirs != mine  # the builder's times
+    again = twins.retimed(res.case, twin_faulty)
+    assert [[(c.group, c.op, c.step, c.slot) for c in again[r]] for r in sorted(again)] == [
+        [(c.group, c.op, c.step, c.slot) for c in twin_faulty[r]] for r in sorted(twin_faulty)]  # the same calls
+    sim, theirs = twins.documents_of(res.case.program, again, res.case.seed)
+    assert sim.hung and theirs == mine
+    assert twins.built_twins(res.case, faulty) == ["later"]
