@@ -22,7 +22,8 @@ def gloo_aborted(doc):
 
 def aborted_beside_another(h, by_rank, waiting_in):
     """The missing ranks of hang ``h`` that died of SIGABRT, where a missing rank that did not (in no
-    collective, frozen, dead otherwise) is there to name: else none (an abort alone is named)."""
+    collective, frozen, dead otherwise) is there to name, but for those that raised on the death in the call
+    before (``raised_before``): else none (an abort alone is named)."""
     aborted, others = [], []
     for r in h.missing_ranks:
         doc = by_rank[r]
@@ -32,7 +33,48 @@ def aborted_beside_another(h, by_rank, waiting_in):
             aborted.append(r)
         else:
             others.append(r)
+    if others and set(others) <= raised_before(h, by_rank, waiting_in):
+        return []
     return aborted if others else []
+
+
+def raised_before(h, by_rank, waiting_in):
+    """The missing ranks of hang ``h`` that raised on the death of the one missing rank gloo aborted (SIGABRT) in
+    the call before it, #seq - 1, which two ranks or more waiting in ``h`` completed, issued alike: each of them in
+    no collective, its last call there #seq - 1, of the op and size those ranks issued, and a call the aborted
+    rank never entered or died inside, by its record (``raised_on_a_death``).  Every one of them or none (set()).
+    gloo aborts a rank that receives more than it posted, and a receiver of the call's data of the size that
+    the ranks that completed it posted did not abort: the aborted rank posted another size, or crashed, and
+    those that raised did so on its death.  The fuzzer's real seed 363000078 on torch 2.15 (2026-12-06, four runs
+    at once): rank 4 of five posted the world's broadcast #1 of another size at step 0; gloo aborted it, its
+    record holding no call; the root and rank 1 raised, ranks 2 and 3 completed #1 and wait in #2, and nobody
+    was named, rank 4 taken for a symptom beside ranks 0 and 1, and they for symptoms of its death.  A rank that
+    raised whose #seq - 1 is another size, or whose record does not show it, may be the one that sent more (a
+    relay of the broadcast's tree forwards what it posted): nothing is excused then."""
+    aborted = [r for r in h.missing_ranks if r not in waiting_in and by_rank[r] is not None
+               and gloo_aborted(by_rank[r])]
+    if len(aborted) != 1 or h.seq < 2:
+        return set()
+    prev = h.seq - 1
+
+    def call_of(r):
+        g = by_rank[r].position(h.stream) if by_rank[r] is not None else None
+        c = g.call(prev) if g is not None else None
+        return (c.op, c.size) if c is not None and c.op not in (None, "unknown") and c.size else None
+
+    completed = {call_of(p) for p in h.waiting_ranks}
+    if len(h.waiting_ranks) < 2 or len(completed) != 1 or None in completed:
+        return set()
+    out = set()
+    for r in h.missing_ranks:
+        if r in aborted or r in waiting_in:
+            continue
+        g = by_rank[r].position(h.stream) if by_rank[r] is not None else None
+        if (g is None or g.last_started != prev or call_of(r) not in completed
+                or raised_on_a_death(r, by_rank, set(aborted)) is None):
+            return set()
+        out.add(r)
+    return out
 
 
 def aborted_beside_the_order(hangs, by_rank, culprits):
@@ -69,13 +111,21 @@ def aborted_alone(h, by_rank, waiting_in):
       odd ranks are the peers whose call is another (named, the dead rank a symptom), or [] where every peer
       issued the program's call;
     - else ``odd`` is None: nothing decides, the hang says why."""
-    missing = [r for r in h.missing_ranks if by_rank[r] is not None and r not in waiting_in]
+    raised = raised_before(h, by_rank, waiting_in)
+    missing = [r for r in h.missing_ranks if by_rank[r] is not None and r not in waiting_in and r not in raised]
     if len(missing) != 1:
         return None  # none, or aborted_beside_another's case
     r = missing[0]
     doc = by_rank[r]
     if not gloo_aborted(doc):
         return None
+    pos = doc.position(h.stream)
+    if raised and (pos.last_started if pos is not None else 0) < h.seq:
+        c = by_rank[h.waiting_ranks[0]].position(h.stream).call(h.seq - 1)  # (raised_before: shown, alike)
+        prev = call_words(c.op, h.seq - 1, h.group, h.group_ranks, h.kind, size=c.size)
+        return (r, [], "aborted (SIGABRT) in or before %s, which %s completed and %s issued alike and raised on "
+                        "its death: it posted another size than they did, or crashed" % (
+                            prev, rank_list(sorted(h.waiting_ranks)), rank_list(sorted(raised))))
     m = h.mismatch if h.has("mismatch") else None
     if m is not None and m.odd_ranks:
         # the call's mismatch names its odd ranks from the peers' own calls: gloo aborts the victim of a desync

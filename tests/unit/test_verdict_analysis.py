@@ -866,14 +866,17 @@ def test_a_rank_whose_call_a_dead_rank_died_inside_is_over_is_a_symptom_of_the_d
 def test_an_aborted_rank_its_peers_name_alone_stays_named_though_a_later_call_took_it_for_a_symptom():
     """The same seed on torch 2.13 (gloo's recorder): rank 1's document holds no call of the world (the recorder
     did not see its broadcast before gloo aborted it).  Broadcast #1 names it (its peers issued one call alike);
-    broadcast #2 took it for a symptom beside rank 3, in no collective, a symptom itself: nobody was named."""
+    broadcast #2 took it for a symptom beside rank 3, in no collective, a symptom itself: nobody was named.
+    Broadcast #2 now names it too: ranks 2 and 4 completed #1, and rank 3 issued it alike and raised on the
+    death (deaths.raised_before)."""
     docs = _died_inside_docs()
     docs[1] = _doc(1, 5, [_g("0", [0, 1, 2, 3, 4], 0, 0)], kind="end", alive=False, exit_reason=ABORTED)
     v = verdict.analyze(docs).to_json()
     assert v["culprit_ranks"] == [1], v["summary"]
     first, second = sorted(v["hangs"], key=lambda h: h["seq"])
     assert "issued alike" in first["missing"]["1"]["text"]
-    assert "named at broadcast #1" in second["missing"]["1"]["text"], second["missing"]["1"]
+    assert "which ranks 2, 4 completed and rank 3 issued alike and raised on its death" in second["missing"]["1"][
+        "text"], second["missing"]["1"]
     assert second["missing"]["3"]["state"] == "raised"
 
 
@@ -1314,3 +1317,44 @@ def test_a_rank_that_stopped_before_a_call_of_a_group_with_a_dead_rank_is_still_
     v = verdict.analyze(_raised_beside_an_exit_elsewhere_docs(raised=False)).to_json()
     assert 1 in v["culprit_ranks"], v["summary"]
     assert v["hangs"][0]["missing"]["1"]["state"] == "no_collective"
+
+
+def _aborted_before_docs(sizes=None, waiting=(2, 3), record=0):
+    """The fuzzer's real seed 363000078 on torch 2.15 (2026-12-06, four runs at once), in its five ranks: the
+    world's broadcast from root 0 of 4 x float32; rank 4 posted #1 of another size, gloo aborted it (SIGABRT) with
+    ``record`` calls in its record; ranks 0 and 1 raised in #1 (in no collective, #1 over in their records);
+    ``waiting`` completed #1 and wait in #2; ``record`` 1: rank 4 died inside #1 by its record.  ``sizes``: {rank: its #1's size} where not 4 x float32 (None: not
+    shown)."""
+    sizes, world, ok = sizes or {}, [0, 1, 2, 3, 4], "4 x float32"
+    one = lambda r: [(1, "broadcast", sizes.get(r, ok), 90.0)] if sizes.get(r, ok) else [(1, "broadcast", None, 90.0)]
+    docs = {}
+    for r in range(4):
+        if r in waiting:
+            docs[r] = _doc(r, 5, [_g("0", world, 2, 1, op="broadcast", size=ok, recent=one(r))])
+        else:
+            docs[r] = _doc(r, 5, [_g("0", world, 1, 1, recent=one(r))])
+    docs[4] = _doc(4, 5, [_g("0", world, record, 0, op="broadcast")], kind="end", alive=False, exit_reason=ABORTED)
+    return docs
+
+
+def test_a_rank_aborted_in_the_call_before_the_stuck_one_that_others_completed_alike_is_named():
+    """Ranks 2 and 3 completed broadcast #1 and wait in #2; the root and rank 1 raised in #1 on rank 4's death: a
+    receiver of the size they all posted did not abort, so rank 4, aborted, posted another size (or crashed).  It
+    is named, the ranks that raised are symptoms (nobody was named: each side took the other for symptoms)."""
+    for record in (0, 1):
+        v = verdict.analyze(_aborted_before_docs(record=record)).to_json()
+        assert v["culprit_ranks"] == [4], (record, v["summary"])
+        text = v["hangs"][0]["missing"]["4"]["text"]
+        assert "broadcast #1 on group 0 (ranks 0-4), 4 x float32, which ranks 2, 3 completed and ranks 0, 1" in text
+        for r in ("0", "1"):
+            assert v["hangs"][0]["missing"][r]["state"] == "raised", v["hangs"][0]["missing"][r]
+
+
+def test_a_rank_aborted_beside_a_rank_that_raised_with_another_or_no_size_is_not_named():
+    """Rank 1 raised in #1, its own #1 of another size, or not shown: a relay of the broadcast's tree sends what it
+    posted, so it may be the one that sent rank 4 more than rank 4 posted.  Rank 4 is not named; and with one rank
+    alone waiting in #2, one completed #1: not enough to say the call's size."""
+    for docs in (_aborted_before_docs(sizes={1: "8 x float32"}), _aborted_before_docs(sizes={1: None}),
+                 _aborted_before_docs(waiting=(2,))):
+        v = verdict.analyze(docs).to_json()
+        assert 4 not in v["culprit_ranks"], v["summary"]
