@@ -33,7 +33,7 @@ def aborted_beside_another(h, by_rank, waiting_in):
             aborted.append(r)
         else:
             others.append(r)
-    if others and set(others) <= raised_before(h, by_rank, waiting_in):
+    if aborted and others and set(others) <= raised_before(h, by_rank, waiting_in):
         return []
     return aborted if others else []
 
@@ -111,8 +111,9 @@ def aborted_alone(h, by_rank, waiting_in):
       odd ranks are the peers whose call is another (named, the dead rank a symptom), or [] where every peer
       issued the program's call;
     - else ``odd`` is None: nothing decides, the hang says why."""
-    raised = raised_before(h, by_rank, waiting_in)
-    missing = [r for r in h.missing_ranks if by_rank[r] is not None and r not in waiting_in and r not in raised]
+    missing = [r for r in h.missing_ranks if by_rank[r] is not None and r not in waiting_in]
+    raised = raised_before(h, by_rank, waiting_in) if len(missing) > 1 else set()
+    missing = [r for r in missing if r not in raised]
     if len(missing) != 1:
         return None  # none, or aborted_beside_another's case
     r = missing[0]
