@@ -251,16 +251,24 @@ def places_on(by_rank, rank, stream, against):
 
 
 def _places_on(by_rank, rank, stream, against):
-    calls = history_of(by_rank, rank)
-    out, last = {}, 0 if any(s == against and c.seq == 1 for _, s, c in calls) else None
-    since = []  # the calls of ``stream`` since ``against``'s last
+    return _last_before(history_of(by_rank, rank), stream, against)
+
+
+def _last_before(calls, counted, other):
+    """{seq: the last call of ``other`` before call #seq of ``counted`` (0: before ``other``'s #1)} in a history
+    ``calls`` ((started_at, stream, Call) in order), for each call of ``counted`` after a call of ``other`` it shows
+    (or after where its #1 would be) and before the next one it shows, where that is the next one issued: across
+    calls of ``other`` left out of the history, nothing (``places_on``; ``_counted_before`` reads it the other way
+    round)."""
+    out, last = {}, 0 if any(s == other and c.seq == 1 for _, s, c in calls) else None
+    since = []  # the calls of ``counted`` since ``other``'s last
     for _, s, c in calls:
-        if s == against:
+        if s == other:
             if last is not None and c.seq != last + 1:
-                for q in since:  # the history lacks the calls of ``against`` between: their places are not shown
+                for q in since:  # the history lacks the calls of ``other`` between: their places are not shown
                     del out[q]
             last, since = c.seq, []
-        elif s == stream and last is not None:
+        elif s == counted and last is not None:
             out[c.seq] = last
             since.append(c.seq)
     return out
@@ -448,23 +456,7 @@ def _counts_before(by_rank, rank, stream, against):
 
 
 def _counted_before(calls, stream, against):
-    out, last, open_ = {}, None, []
-    since = []  # the calls of ``against`` since ``stream``'s last
-    for _, s, c in calls:
-        if s == stream:
-            if last is None and c.seq == 1:
-                out.update((m, 0) for m in open_)
-            elif last is not None and c.seq != last + 1:
-                for m in since:  # the history lacks the calls of ``stream`` between: their counts are not shown
-                    del out[m]
-            last, since = c.seq, []
-        elif s == against:
-            if last is None:
-                open_.append(c.seq)
-            else:
-                out[c.seq] = last
-                since.append(c.seq)
-    return out
+    return _last_before(calls, against, stream)  # (the calls of ``stream`` before each of ``against``'s)
 
 
 def _steps(places):
