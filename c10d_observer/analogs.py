@@ -85,8 +85,11 @@ def _streams(by_rank):
 
 @_memo
 def _p2p_streams(by_rank):
-    """{stream: {"ranks": (src, dst), "group", "calls": {seq: size}, "clash", "done"}} of every p2p stream: a
-    send and its recv are one call of it; ``done``, the last call both halves completed."""
+    """{stream: {"ranks": (src, dst), "group", "calls": {seq: size}, "clash", "done", "reverse"}} of every p2p
+    stream: a send and its recv are one call of it; ``done``, the last call both halves completed; ``reverse``,
+    whether the documents show the stream the other way, from dst to src, of its sizes at each seq both show (an
+    exchange's half, a pipeline's link that carries gradients back; not a chain's or a ring's link, whose way
+    back, where some other ring runs one, carries another slot's sizes)."""
     out = {}
     for doc in by_rank.values():
         for g in doc.groups:
@@ -98,13 +101,28 @@ def _p2p_streams(by_rank):
             for c in g.shown():
                 if s["calls"].setdefault(c.seq, c.size) != c.size:
                     s["clash"].add(c.seq)
+    ends = {(s["group"], s["ranks"]): s for s in out.values()}
+    for s in out.values():
+        back = ends.get((s["group"], s["ranks"][::-1]))
+        common = [q for q in s["calls"] if back is not None and q in back["calls"]]
+        s["reverse"] = bool(common) and all(back["calls"][q] == s["calls"][q] for q in common)
     return out
+
+
+def _one_kind(h, me):
+    """Whether p2p streams ``h`` and ``me`` (``_p2p_streams``' entries) are links of one kind: of one group, and
+    each shown the other way too or neither (an exchange's half is no link of a chain: the fuzzer's seed
+    371007988, recorder model, found 2026-12-07: a chain 3 -> 8 beside exchanges 3 <-> 6 and 0 <-> 4 of its
+    sizes, after the world's one broadcast; rank 6 left its recv from 3 out at step 2, and the exchanges' halves,
+    taken as like the chain's links, spoke for an order rank 5 broke: rank 5 was named)."""
+    return h["group"] == me["group"] and h["reverse"] == me["reverse"]
 
 
 def like_p2p(by_rank, stream, min_shared=MIN_SHARED):
     """The p2p streams like ``stream``: of its group, between two other ranks, and of the sizes its ranks
-    sent at every seq both show (at least ``min_shared`` of them): the other pairs of an exchange."""
-    return _like(_p2p_streams(by_rank), stream, min_shared, lambda h, me: h["group"] == me["group"])
+    sent at every seq both show (at least ``min_shared`` of them): the other pairs of an exchange, each shown the
+    other way too where it is (``_one_kind``)."""
+    return _like(_p2p_streams(by_rank), stream, min_shared, _one_kind)
 
 
 def like(by_rank, stream, min_shared=MIN_SHARED):
@@ -608,16 +626,33 @@ def new_kind(by_rank, streams, seq, call, other):
     own (a pipeline stage's); the ranks that issued the program's call may have left it out.  The fuzzer's
     stages seeds 228006973 (recorder model) and 253007367 (NCCL model): a pair's own all_gather every seven
     steps, and broadcast every five, first run at the place, which one rank left out; the other pair and the
-    pair's period named the one that kept it."""
-    def bare(size):
-        return (size or "").split(", root")[0]
-    if call[0] == other[0] or not bare(call[1]) or not bare(other[1]) or bare(call[1]) == bare(other[1]):
+    pair's period named the one that kept it.  A call that the groups like it (``streams`` past the first)
+    issued next, at #seq + 1, is no new kind: the rank that issued it at #seq left the program's call out, one
+    call ahead (``issued_next``)."""
+    if call[0] == other[0] or not _bare(call[1]) or not _bare(other[1]) or _bare(call[1]) == _bare(other[1]):
         return False  # one field changed; or a barrier where a call of a tensor goes (or the other way round): a
         # rank's barrier issued where the others' all_reduce goes is the classic rank-dependent bug
     table = _streams(by_rank)
-    shown = set((op, bare(size)) for s in streams if s in table for q, (op, size) in table[s]["calls"].items()
+    shown = set((op, _bare(size)) for s in streams if s in table for q, (op, size) in table[s]["calls"].items()
                 if q < seq)
-    return (call[0], bare(call[1])) not in shown
+    return (call[0], _bare(call[1])) not in shown and not issued_next(by_rank, streams[1:], seq, call)
+
+
+def issued_next(by_rank, streams, seq, call):
+    """The groups of ``streams`` whose ranks issued ``call`` ((op, size), a root apart) at #seq + 1, alike.  The
+    fuzzer's real seed 368000174 (torch 2.15, 2026-12-07): a 2 x 2 mesh's dp pairs all_reduce each step and
+    broadcast 1 x float32 at step 5 after it; rank 1 left its all_reduce of step 5 out and issued the broadcast
+    as its #6, where rank 3 issued the all_reduce.  The broadcast was taken for a kind no record showed before
+    #6, a slot the pair might run alone, and nobody was named; dp pair [0, 2] issued it as its #7."""
+    table = _streams(by_rank)
+    want = (call[0], _bare(call[1]))
+    return [s for s in streams if s in table and seq + 1 in table[s]["calls"] and seq + 1 not in table[s]["clash"]
+            and (table[s]["calls"][seq + 1][0], _bare(table[s]["calls"][seq + 1][1])) == want]
+
+
+def _bare(size):
+    """A size's words without its root."""
+    return (size or "").split(", root")[0]
 
 
 def past_calls(by_rank, stream, seq, min_shared=MIN_SHARED):

@@ -191,6 +191,12 @@ def _by_program(m, calls, by_rank, stream, seq):
                                rank_list(new), _call(calls[new[0]].op, calls[new[0]].size),
                                "s" if len(calls) - len(new) > 1 else ""))
             m.odd_ranks, m.expected_op = [], None
+        ahead = sorted(r for r in m.odd_ranks if _analogs.issued_next(by_rank, streams, seq,
+                                                                       (calls[r].op, calls[r].size)))
+        if ahead:
+            m.evidence += "; %s issued %s, the call group%s %s issued next, at #%d" % (
+                rank_list(ahead), _call(calls[ahead[0]].op, calls[ahead[0]].size),
+                "s" if len(streams) > 1 else "", _few(streams), seq + 1)
     return m
 
 

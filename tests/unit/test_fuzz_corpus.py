@@ -1471,3 +1471,27 @@ def test_a_history_with_calls_left_out_between_its_early_and_late_entries_names_
         if after != before:
             changed.append((case.seed, before, after))
     assert named >= 200 and not changed, (named, changed)  # (7000073 and 7000101 changed at fcee893)
+
+
+def test_an_exchange_beside_a_chain_of_its_sizes_does_not_speak_for_the_chain_s_order():
+    """371007988 (found 2026-12-07 by a fresh hunt, recorder seed 371, 100,000 cases; wrong under every source
+    model at ed25c52): a world of ten, one broadcast, then each step exchanges 3 <-> 6, 0 <-> 4, 1 <-> 8, 2 <-> 7,
+    5 <-> 9 and a chain 3 -> 4 -> ... -> 8, every message 1048576 x float32.  Rank 6 left its recv from 3 out at
+    step 2; 3 waits to send to 6, 4 for 3, 5 for 4, 6 for 5: a cycle.  The exchanges' halves 3 -> 6 and 4 -> 0,
+    of the chain's size, were taken as links like the chain's (analogs.like_p2p) and spoke for an order rank 5
+    broke: rank 5 was named.  A link shown the other way too, of its sizes, is an exchange's half, no chain's link
+    (analogs._one_kind): rank 6 is named, by its exchange's one-for-one calls (left_out.batch_culprit)."""
+    from fuzz import run
+    for source in ("exact", "recorder", "nccl"):
+        res = run.judge(371007988, check_healthy=False, source=source)
+        assert res.outcome == "exact" and res.culprits == [6], (source, res.culprits, res.summary)
+
+
+def test_a_rank_that_issued_the_call_like_pairs_issued_next_is_named_in_the_simulation_too():
+    """The real seed 368000174 (test_verdict_analysis.py, its documents) simulated: rank 1 left its dp pair's
+    all_reduce of step 5 out and issued the broadcast that pair [0, 2] issued next; named under the exact and
+    recorder models (undecided at ed25c52: analogs.new_kind took the broadcast for a slot of the pair's own)."""
+    from fuzz import run
+    for source in ("exact", "recorder"):
+        res = run.judge(368000174, check_healthy=False, source=source)
+        assert res.outcome == "exact" and res.culprits == [1], (source, res.culprits, res.summary)

@@ -1358,3 +1358,42 @@ def test_a_rank_aborted_beside_a_rank_that_raised_with_another_or_no_size_is_not
                  _aborted_before_docs(waiting=(2,))):
         v = verdict.analyze(docs).to_json()
         assert 4 not in v["culprit_ranks"], v["summary"]
+
+
+def _next_call_docs():
+    """A real gloo job's documents at its merge (tests/data/mismatch-next-call-real-368000174.json: torch 2.15, the
+    fuzzer's real mode, seed 368000174): a 2 x 2 mesh whose dp pairs [0, 2] and [1, 3] all_reduce 1024 x float32
+    each step and broadcast 1 x float32 after it at step 5; rank 1 left its all_reduce of step 5 out and issued
+    the broadcast as its #6 on pair [1, 3], where rank 3 issued the all_reduce; pair [0, 2] issued the all_reduce
+    as its #6 and the broadcast as its #7."""
+    import json
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                           "mismatch-next-call-real-368000174.json")) as f:
+        return json.load(f)["documents"]
+
+
+def test_a_call_the_like_pair_issued_next_is_no_new_kind_and_the_rank_that_issued_it_early_is_named():
+    """The broadcast rank 1 issued at #6 was read as a kind no record showed before #6 (a slot its pair might run
+    alone, analogs.new_kind), and nobody was named; pair [0, 2], like it call for call, issued that very call
+    next, at #7: rank 1 left the all_reduce out, one call ahead.  It is named, with that evidence."""
+    raw = _next_call_docs()
+    v = verdict.analyze({int(r): documents.RankDoc.from_json(j) for r, j in raw.items()})
+    assert v.culprit_ranks == [1], v.summary
+    [h] = [h for h in v.hangs if h.mismatch]
+    assert "rank 1 issued broadcast of 1 x float32, root 0, the call group 3 issued next, at #7" in h.mismatch.evidence
+
+
+def test_a_call_the_like_pair_did_not_issue_next_stays_a_new_kind_that_names_nobody():
+    """The same documents with pair [0, 2]'s #7 another broadcast (4 x float32): no record shows rank 1's call, which
+    may be a slot its pair runs alone, first run there, that rank 3 left out; nobody is named."""
+    raw = _next_call_docs()
+    for r in ("0", "2"):
+        for g in raw[r]["groups"]:
+            if g["group"] == "3" and g.get("in_flight_seq") == 7:
+                g["in_flight_size"] = "4 x float32, root 0"
+            if g["group"] == "3":
+                g["recent_ops"] = [[s, op, "4 x float32, root 0" if s == 7 else size, t] for s, op, size, t in
+                                   g["recent_ops"]]
+    v = verdict.analyze({int(r): documents.RankDoc.from_json(j) for r, j in raw.items()})
+    assert v.culprit_ranks == [], v.summary
+    assert any("of a kind neither record showed" in u for u in v.undecided), v.undecided
