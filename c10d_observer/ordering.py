@@ -70,16 +70,24 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
     if len({f[0] for f in found}) != 1:
         return None
     r, x, y, witnesses, likes, likes_x = sorted(found, key=lambda f: (str(f[2][0]), f[2][1]))[0]
-    text = "rank %d issued #%d on %s before #%d on %s, which %s issued first" % (
-        r, y[1], name(y[0]), x[1], name(x[0]), "every other rank of both groups (%s)" % ", ".join(map(str, witnesses))
-        if len(witnesses) >= 2 or not (likes or likes_x) else "the other rank of both groups (%s)" % ", ".join(
-            map(str, witnesses)))
+    if witnesses:
+        text = "rank %d issued #%d on %s before #%d on %s, which %s issued first" % (
+            r, y[1], name(y[0]), x[1], name(x[0]), "every other rank of both groups (%s)" % ", ".join(
+                map(str, witnesses)) if len(witnesses) >= 2 or not (likes or likes_x) else
+            "the other rank of both groups (%s)" % ", ".join(map(str, witnesses)))
+        so = "; so did "
+    else:  # it is the one rank of both groups (two p2p streams of its own, a group and a link): the groups like them
+        # speak alone (the words were "which the other rank of both groups () issued first" until 2026-12-07)
+        text = "rank %d issued #%d on %s before #%d on %s, the one rank of both groups; the ranks of groups like " \
+               "them issued the other first: " % (r, y[1], name(y[0]), x[1], name(x[0]))
+        so = ""
     if likes:
-        text += "; so did rank%s %s, of groups like %s, before #%d on their own" % (
-            "s" if len(likes) > 1 else "", _ranks(likes), name(y[0]), y[1])
+        text += "%srank%s %s, of groups like %s, before #%d on their own" % (
+            so, "s" if len(likes) > 1 else "", _ranks(likes), name(y[0]), y[1])
+        so = "; so did " if so else "; "
     if likes_x:
-        text += "; so did rank%s %s, of groups like %s, with #%d on their own" % (
-            "s" if len(likes_x) > 1 else "", _ranks(likes_x), name(x[0]), x[1])
+        text += "%srank%s %s, of groups like %s, with #%d on their own" % (
+            so, "s" if len(likes_x) > 1 else "", _ranks(likes_x), name(x[0]), x[1])
     return Found(r, (y[0], y[1]), (x[0], x[1]), list(witnesses) + list(likes) + list(likes_x), text)
 
 

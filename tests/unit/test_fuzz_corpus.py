@@ -1495,3 +1495,15 @@ def test_a_rank_that_issued_the_call_like_pairs_issued_next_is_named_in_the_simu
     for source in ("exact", "recorder"):
         res = run.judge(368000174, check_healthy=False, source=source)
         assert res.outcome == "exact" and res.culprits == [1], (source, res.culprits, res.summary)
+
+
+def test_an_order_named_by_groups_like_them_alone_says_so_and_lists_no_empty_witnesses():
+    """mesh3d seed 7004584: rank 1 is the one rank of pair 8 and group 1, and the ranks of groups like them speak
+    for the order it broke (ordering.majority_culprit).  Its words read "which the other rank of both groups ()
+    issued first" until 2026-12-07 (in 3 of mesh3d seed 7's first 5,000 cases, and in stages and recorder runs)."""
+    from fuzz import run
+    res = run.judge(7004584, check_healthy=False, shape="mesh3d")
+    assert res.outcome == "exact" and res.culprits == [1], (res.culprits, res.summary)
+    assert "()" not in res.summary and "rank 1 issued #7 on group 1 before #6 on group 8, the one rank of both " \
+        "groups; the ranks of groups like them issued the other first: ranks 0, 2, of groups like group 8, with #6 " \
+        "on their own" in res.summary, res.summary
