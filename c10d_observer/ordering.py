@@ -8,10 +8,10 @@ Pure: no torch, no files, no clock.
 """
 from collections import namedtuple
 
-from .analogs import MIN_GROUPS
+from .analogs import MIN_GROUPS, MIN_SHARED
 from .patterns import as_the_pattern, b_as_the_pattern, multiples, repeats, signatures
 from .places import consensus, expected_place, in_order, lower_bound, places_of
-from .streams import is_p2p, p2p_ends
+from .streams import P2P, is_p2p, p2p_ends
 
 # one call of one rank; started_at: wall seconds or None; size: its size signature where known (or None)
 Call = namedtuple("Call", "stream seq op started_at size")
@@ -269,7 +269,9 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
     A then B, rank 1: B then A) is undecided: each rank is out of order by the other's calls.  Why this
     order of rules: rule 1 lets an irregular program speak for itself; rule 2 before rule 3 lets the
     earlier steps outvote one rank's stuck call, so that a rank which issued B early is found as surely as
-    one that skipped it; the period (not a constant stride) covers steps with several calls on B.
+    one that skipped it; the period (not a constant stride) covers steps with several calls on B.  Where A or B
+    is a p2p stream, the other links of its slot speak for the least place too (``_links``): where nothing else
+    does, and against one rank's place (rule 3), which the one rank may have taken out of order.
     """
     found = []
     ranks = sorted(set(members.get(a, ())) & set(members.get(b, ())))
@@ -295,11 +297,12 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
             many = _many(places, target, r)
             if many is not None and got <= many:
                 continue  # in order by the place all but one of the others issued it at
-            pending = [last_started[x].get(a, 0) for x in ranks if x != r and last[x] < target] + [
-                last_started[k[1]].get(k[2], 0) for k, n in all_last.items()
-                if k not in last and n < target and k[1] in last_started]
+            pending = _pending(last_started, a, r, target, ranks, last, all_last)
             if got > lower_bound(all_places, known, target, pending):
-                return None  # it may be out of order; nothing says where B #target goes
+                links, more = _links(histories, last_started, a, b, r, target, places[r], ranks)
+                if not (links or more) or got > lower_bound(_with(all_places, links), known, target,
+                                                            pending + more):
+                    return None  # it may be out of order; nothing says where B #target goes
         elif got > expected[0]:
             if expected[2] is not None and not _a_as_the_pattern(histories[r], a, expected[0] + 1, expected[2], ks):
                 return None  # the call it issued there is not the pattern's: the pattern may be wrong
@@ -317,12 +320,80 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
             if target not in known and _others_went_past_too(histories, last_started, members, a, b, ranks,
                                                               places[r], target, expected[0]):
                 continue  # in order as the ranks like it are: the place is refuted at this step, not the rank
+            if target not in known and expected[3] is None and len(expected[1]) == 1:
+                # one rank's place (rule 3) against the other links of a p2p slot, which put B #target later
+                links, more = _links(histories, last_started, a, b, r, target, places[r], ranks)
+                if (links or more) and got <= lower_bound(_with(all_places, links), known, target, _pending(
+                        last_started, a, r, target, ranks, last, all_last) + more):
+                    continue  # in order as the other links are: the one witness may be the culprit
             if target not in known and _issued_it_later(places, r, target, expected[0], expected[1]):
                 return None  # ranks issued B #target past that place too: the pattern is refuted at this step
             found.append((r, a, b, expected[0], target, expected[1], places[r],
                           (target in known, likes, len({k[2:] for k in agree}),
                            a if any(k[2] != a for k in agree) else b)))
     return found
+
+
+def _pending(last_started, a, r, target, ranks, last, all_last):
+    """The last A call of each rank of the pair but r, and of the like groups' ranks, that has not issued B
+    #target (``places.lower_bound``'s ``pending``)."""
+    return [last_started[x].get(a, 0) for x in ranks if x != r and last[x] < target] + [
+        last_started[k[1]].get(k[2], 0) for k, n in all_last.items()
+        if k not in last and n < target and k[1] in last_started]
+
+
+def _sizes(calls, stream):
+    """{seq: size} of a rank's calls on ``stream``."""
+    return dict((c.seq, c.size) for c in calls if c.stream == stream)
+
+
+def _with(d, more):
+    out = dict(d)
+    out.update(more)
+    return out
+
+
+def _links(histories, last_started, a, b, r, target, own, ranks):
+    """``({key: places}, [A counts])``: what the other links of a p2p slot say of B #target's least place
+    (``places.lower_bound``), where the pair's own ranks leave it open.  A p2p stream's slot runs other links,
+    each at the same place among the collectives (a chain's, an exchange's pairs; their ranks may be the pair's,
+    in another part): on B p2p, the places among A of another stream of B's group, on a rank that shares A,
+    equal to B's on rank r (``own``) at every seq both show, MIN_SHARED or more, count as B's (keys
+    ("link", rank, stream)); on A p2p, a rank of another stream of A's group whose places of B among it equal
+    r's among A likewise, and which has not issued B #target, started its last call there before B #target as
+    the program has it (a count of ``pending``).  Two links of one size from two slots part somewhere in what
+    the histories show; a link's rank that skipped a call is one count of several, as ``lower_bound`` reads them.
+    The real program 376000094 on 2.15 (found 2026-12-07): a chain 3 -> 2 -> 1 -> 0 after the world's all_gather,
+    a world broadcast every nine steps; rank 3 left its send of step 29 out; rank 0, waiting in its recv #30 with
+    the world's #63 its last call, was "maybe out of order" on (world, 1 -> 0) and on (1 -> 0, world): the
+    broadcast of step 27 broke the pattern of places, and no other rank of the pair had issued #30 (nor the
+    world's #64).  Ranks 1 and 2 issued their links' #30 after the world's #63 as rank 0 did, and none the
+    world's #64: rank 3 is named."""
+    links, more = {}, []
+    p2p = b if is_p2p(b) else a if is_p2p(a) else None
+    if p2p is None or r not in histories:
+        return links, more
+    group, part = str(p2p).rpartition(P2P)[0], _part(p2p, r)
+    sizes = {q: z for q, z in _sizes(histories[r], p2p).items() if z is not None}
+    for x in sorted(histories):
+        if x not in last_started:
+            continue
+        for s in sorted({c.stream for c in histories[x] if c.stream != p2p and is_p2p(c.stream)}):
+            if str(s).rpartition(P2P)[0] != group or _part(s, x) != part:
+                continue  # another group's, or the link's other end (a chain's sender lags its receiver)
+            if p2p == b:  # B's places among A
+                theirs = places_of(histories[x], s, a, last_started[x].get(a, 0))
+            else:  # B's places among the link's calls
+                theirs = places_of(histories[x], b, s, last_started[x].get(s, 0))
+            common = [q for q in own if q in theirs and q < target - 1]
+            if len(common) < MIN_SHARED or any(theirs[q] != own[q] for q in common) or any(
+                    sizes.get(q, z) != z for q, z in _sizes(histories[x], s).items() if z is not None):
+                continue  # too few seqs shown to tell, or another slot's link: other places or other sizes
+            if p2p == b:
+                links[("link", x, s)] = theirs
+            elif last_started[x].get(b, 0) < target:
+                more.append(last_started[x].get(s, 0))
+    return links, more
 
 
 def _as_the_pattern_by(histories, b, target, known, expected):

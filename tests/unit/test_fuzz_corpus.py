@@ -1497,6 +1497,30 @@ def test_a_rank_that_issued_the_call_like_pairs_issued_next_is_named_in_the_simu
         assert res.outcome == "exact" and res.culprits == [1], (source, res.culprits, res.summary)
 
 
+def test_a_chain_s_other_links_speak_for_its_last_link_s_place_in_the_simulation_too():
+    """The real seed 376000094 (test_verdict_analysis.py, its documents) simulated, and ring seed 61002487 (rank 6
+    skipped the world's all_gather at step 2 beside two rings): undecided at fbf7755, each pair of streams whose ranks
+    the pattern of places left open now read by the other links of the p2p slot (ordering._links)."""
+    from fuzz import run
+    for source in ("exact", "recorder", "nccl"):
+        res = run.judge(376000094, check_healthy=False, source=source)
+        assert res.outcome == "exact" and res.culprits == [3], (source, res.culprits, res.summary)
+        res = run.judge(61002487, check_healthy=False, source=source, shape="ring")
+        assert res.outcome == "exact" and res.culprits == [6], (source, res.culprits, res.summary)
+
+
+def test_links_with_few_calls_shown_do_not_speak_for_a_link_s_place():
+    """The other links speak only where MIN_SHARED seqs or more show them at the link's places (ordering._links).
+    With two, ring seed 62012714 (rank 4 left its irecv of a second ring [3, 4] out at step 0) named rank 3; with
+    none required, seed 8000001 (recorder model: two chains of other sizes beside an exchange, one step) named rank
+    9.  Both name nobody."""
+    from fuzz import run
+    res = run.judge(62012714, check_healthy=False, shape="ring")
+    assert res.outcome == "undecided", (res.culprits, res.summary)
+    res = run.judge(8000001, check_healthy=False, source="recorder")
+    assert res.outcome == "undecided", (res.culprits, res.summary)
+
+
 def test_an_order_named_by_groups_like_them_alone_says_so_and_lists_no_empty_witnesses():
     """mesh3d seed 7004584: rank 1 is the one rank of pair 8 and group 1, and the ranks of groups like them speak
     for the order it broke (ordering.majority_culprit).  Its words read "which the other rank of both groups ()

@@ -1397,3 +1397,28 @@ def test_a_call_the_like_pair_did_not_issue_next_stays_a_new_kind_that_names_nob
     v = verdict.analyze({int(r): documents.RankDoc.from_json(j) for r, j in raw.items()})
     assert v.culprit_ranks == [], v.summary
     assert any("of a kind neither record showed" in u for u in v.undecided), v.undecided
+
+
+def _chain_docs():
+    """A real gloo job's documents at its merge (tests/data/ordering-chain-links-real-376000094.json: torch 2.15, the
+    fuzzer's real mode, seed 376000094): 4 ranks, each step a world all_gather of 4 x float32, a chain 3 -> 2 -> 1 -> 0
+    of 1 x float32, every nine steps a world broadcast, then a world all_gather of 1 x int64; rank 3 left its send of
+    step 29 out and waits in the world's #64; ranks 2, 1, 0 wait in their recvs #30, each after the world's #63."""
+    import json
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                           "ordering-chain-links-real-376000094.json")) as f:
+        return json.load(f)["documents"]
+
+
+def test_the_chain_s_other_links_say_where_its_last_link_goes_and_the_rank_that_left_its_send_out_is_named():
+    """Rank 0, in its recv #30 with the world's #63 its last call, was "maybe out of order" on the pair (world, 1 -> 0):
+    the broadcast of step 27 broke the pattern of places, and rank 1 had not sent #30 yet; one undecided pair left
+    the whole cycle undecided.  Ranks 1 and 2 issued their own links' #30 after the world's #63 too, the links'
+    places the same as 1 -> 0's at every seq shown (ordering._links): rank 0 is in order, and rank 3, which issued
+    the world's #64 without its send #30, is named."""
+    raw = _chain_docs()
+    v = verdict.analyze({int(r): documents.RankDoc.from_json(j) for r, j in raw.items()})
+    assert v.culprit_ranks == [3], v.summary
+    [h] = [h for h in v.hangs if h.stream == "0:p2p:3->2" and h.ordering]  # the root: the send rank 3 left out
+    assert "rank 3 issued all_gather #64 on group 0 without its send #30 on group 0 (p2p 3->2), which rank 2 issued " \
+        "between all_gather #63 and #64" in h.ordering.text, h.ordering.text
