@@ -500,7 +500,11 @@ def _others_went_past_too(histories, last_started, members, a, b, ranks, mine, t
     each step and, every nine steps, a second one, first run at step 8, which rank 3 skipped; ranks 0-2 and 4-11
     went on to the second without their pairs' all_gathers, and rank 2 was named by its pair's pattern),
     139078864 (the same with the world's every-ten-steps barrier ahead of its all_reduce), 139084777 and
-    134000789 (a p2p link's send, the other links of its exchange left behind as it was)."""
+    134000789 (a p2p link's send, the other links of its exchange left behind as it was).  The stream's places
+    must be B's at every seq both show, not only the last two: a stream of another slot may sit between the same
+    A calls two steps running (the fuzzer's seed 379060343, found 2026-12-07: rank 0 left its recv from 7 out of
+    an exchange at step 5, a chain after a world all_reduce every three steps, the exchange before it; the chain's
+    links, beside the exchange at steps 3 and 4, cleared rank 0, and rank 7 was named)."""
     if not mine.get(target - 1):
         return False  # (none of A's calls came before B #target - 1: where the streams go among A's is not shown)
     for x in members.get(a, ()):
@@ -513,7 +517,8 @@ def _others_went_past_too(histories, last_started, members, a, b, ranks, mine, t
             if started.get(s2, 0) != target - 1:
                 continue
             theirs = places_of(histories[x], s2, a, started.get(a, 0))
-            if all(theirs.get(q) == mine[q] for q in (target - 1, target - 2) if q in mine):
+            if all(theirs.get(q) == mine[q] for q in (target - 1, target - 2) if q in mine) and all(
+                    theirs[q] == mine[q] for q in mine if q in theirs):
                 return True
     return False
 

@@ -1509,6 +1509,21 @@ def test_a_chain_s_other_links_speak_for_its_last_link_s_place_in_the_simulation
         assert res.outcome == "exact" and res.culprits == [6], (source, res.culprits, res.summary)
 
 
+def test_a_chain_of_another_size_does_not_clear_an_exchange_s_rank_that_left_its_recv_out():
+    """379060343 (found 2026-12-07 by a fresh hunt, NCCL seed 379, 100,000 cases, at f232c2f; wrong under every source
+    model there, exact at fbf7755): ten ranks, each step an exchange 0 <-> 7 ... of 1024 x float32, a world
+    all_reduce every three steps, a chain 3 -> 4 -> 5 of bfloat16; rank 0 left its recv from 7 out at step 5 and
+    went on to the world's all_reduce #4.  The chain's links, between the same collectives as the exchange's at
+    steps 3 and 4, cleared rank 0 on (world, 7 -> 0) (``ordering._others_went_past_too``), which the open rank 7
+    had kept undecided until the other links spoke for it (``ordering._links``); rank 7, out of order by rank 0's
+    place alone, was named.  A stream clears the rank only where its places are the rank's at every seq both show
+    (the chain's #3 came after the world's all_reduce #2 of step 2, the exchange's before it): rank 0 is named."""
+    from fuzz import run
+    for source in ("exact", "recorder", "nccl"):
+        res = run.judge(379060343, check_healthy=False, source=source)
+        assert res.outcome == "exact" and res.culprits == [0], (source, res.culprits, res.summary)
+
+
 def test_links_with_few_calls_shown_do_not_speak_for_a_link_s_place():
     """The other links speak only where MIN_SHARED seqs or more show them at the link's places (ordering._links).
     With two, ring seed 62012714 (rank 4 left its irecv of a second ring [3, 4] out at step 0) named rank 3; with
