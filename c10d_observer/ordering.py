@@ -342,11 +342,6 @@ def _pending(last_started, a, r, target, ranks, last, all_last):
         if k not in last and n < target and k[1] in last_started]
 
 
-def _sizes(calls, stream):
-    """{seq: size} of a rank's calls on ``stream``."""
-    return dict((c.seq, c.size) for c in calls if c.stream == stream)
-
-
 def _with(d, more):
     out = dict(d)
     out.update(more)
@@ -374,7 +369,7 @@ def _links(histories, last_started, a, b, r, target, own, ranks):
     if p2p is None or r not in histories:
         return links, more
     group, part = str(p2p).rpartition(P2P)[0], _part(p2p, r)
-    sizes = {q: z for q, z in _sizes(histories[r], p2p).items() if z is not None}
+    sizes = {q: z for q, (_, z) in signatures(histories[r], p2p).items() if z is not None}
     for x in sorted(histories):
         if x not in last_started:
             continue
@@ -387,7 +382,7 @@ def _links(histories, last_started, a, b, r, target, own, ranks):
                 theirs = places_of(histories[x], b, s, last_started[x].get(s, 0))
             common = [q for q in own if q in theirs and q < target - 1]
             if len(common) < MIN_SHARED or any(theirs[q] != own[q] for q in common) or any(
-                    sizes.get(q, z) != z for q, z in _sizes(histories[x], s).items() if z is not None):
+                    sizes.get(q, z) != z for q, (_, z) in signatures(histories[x], s).items() if z is not None):
                 continue  # too few seqs shown to tell, or another slot's link: other places or other sizes
             if p2p == b:
                 links[("link", x, s)] = theirs
