@@ -174,10 +174,37 @@ def program_call(by_rank, stream, seq, min_groups=MIN_GROUPS):
     past (``streams``, at least ``min_groups``), and the seqs before it on which they agree with ``stream``'s
     ranks; None where nothing decides (module docstring)."""
     got = _one_call(past_calls(by_rank, stream, seq), min_groups)
-    if got is None:
+    if got is None or _hidden_dissent(_streams(by_rank), stream, seq, got[0]):
         return None
     kept = _one_program(_streams(by_rank), got[1], seq)
     return (got[0], kept, got[2]) if kept is not None and len(kept) >= min_groups else None
+
+
+def _hidden_dissent(streams, stream, seq, call):
+    """Whether a group of ``stream``'s size, of other ranks, that went past #seq issued another call than ``call``
+    there, where its record shows too few of the seqs before the place to vote (fewer than ``MIN_SHARED``: it
+    scrolled past them), agrees with ``stream``'s at those it shows, and its own period, carried back by seq, puts
+    ``stream``'s every call before the place where ``stream`` shows it: the stuck group may run its program as well
+    as the voters', and the two part at the place.  The fuzzer's seed 385048121 (``--shape stages``): pairs [4, 5]
+    and [6, 7] run a broadcast of their own every three steps, the other pairs not; rank 5 left it out the first
+    time (#5); the other pairs, whose records showed #1-#4 alike, spoke for the next step's broadcast and named rank
+    4, where pair [6, 7], 35 calls on, showed its #4-#35 only, with its own broadcast at #5."""
+    me = streams[stream]
+    mine = {s: k for s, k in me["calls"].items() if s < seq and s not in me["clash"]}
+    for other, h in streams.items():
+        if other == stream or len(h["ranks"]) != len(me["ranks"]) or set(h["ranks"]) == set(me["ranks"]):
+            continue
+        if h["done"] < seq or seq not in h["calls"] or seq in h["clash"] or h["calls"][seq] == call:
+            continue
+        theirs = {q: c for q, c in h["calls"].items() if q not in h["clash"]}
+        common = [s for s in mine if s in theirs]
+        if len(common) >= MIN_SHARED or any(theirs[s] != mine[s] for s in common):
+            continue  # a voter, or another program
+        first, run = _run_at(theirs)
+        p = _period_of(run)
+        if p is not None and mine and all(k == run[(s - first) % p] for s, k in mine.items()):
+            return True
+    return False
 
 
 def _one_program(streams, who, seq):
@@ -497,11 +524,17 @@ def _period(h):
 
 def _run_of(calls):
     """The calls of the longest unbroken run of seqs in ``calls`` ({seq: call}), in order."""
-    return max(_runs(calls), key=len, default=[])
+    return _run_at(calls)[1]
+
+
+def _run_at(calls):
+    """(its first seq, its calls in order) of the longest unbroken run of seqs in ``calls`` ({seq: call});
+    (0, []) where none."""
+    return max(_runs(calls), key=lambda run: len(run[1]), default=(0, []))
 
 
 def _runs(calls):
-    """Each unbroken run of seqs in ``calls`` ({seq: call}): the list of its calls, in order."""
+    """Each unbroken run of seqs in ``calls`` ({seq: call}): (its first seq, the list of its calls)."""
     runs, run = [], []
     for q in sorted(calls):
         if run and q != run[-1] + 1:
@@ -510,7 +543,7 @@ def _runs(calls):
         run.append(q)
     if run:
         runs.append(run)
-    return [[calls[q] for q in r] for r in runs]
+    return [(r[0], [calls[q] for q in r]) for r in runs]
 
 
 def _period_of(run):
@@ -528,14 +561,24 @@ def _holds(run, p):
 
 def _one_period(mine, theirs):
     """Whether two groups' records ({seq: call} each) may show one program by their periods: where each shows a
-    period and they differ, one of the records runs with the other's too (a record too short to show a longer
-    period).  Two periods that neither record holds are two programs, though the records agree where they
-    overlap (the fuzzer's shape "stages", seed 97001212: a pair ran five all_reduces a step where the others
+    period, one record's calls are those the other's period puts at their seqs (``_aligned``; a record too short
+    to show a longer period holds it).  Two periods that neither record holds so are two programs, though the
+    records agree where they overlap (the fuzzer's shape "stages", seed 97001212: a pair ran five all_reduces a step where the others
     ran four, one of them twice; their records, 32 calls long, overlapped at four seqs where the steps fell
     alike, and at the next the other pairs spoke for a call the pair's program did not put there)."""
-    a, b = _run_of(mine), _run_of(theirs)
+    (fa, a), (fb, b) = _run_at(mine), _run_at(theirs)
     pa, pb = _period_of(a), _period_of(b)
-    return pa is None or pb is None or pa == pb or _holds(a, pb) or _holds(b, pa)
+    return pa is None or pb is None or _aligned(a, fa, b, fb, pb) or _aligned(b, fb, a, fa, pa)
+
+
+def _aligned(run, first, by, by_first, p):
+    """Whether each call of ``run`` (its first seq ``first``) is the call that ``by`` (its first seq ``by_first``,
+    a record of period ``p``, shown over two periods and more) puts at its seq: the two records of one program.
+    A record of calls alike holds every period, but not a program whose period puts another call at seqs it shows:
+    the fuzzer's seed 385025642 (``--shape stages``, NCCL model): a pair's broadcast every seven steps beside an
+    all_gather each step, the other pairs' records, 32 calls of all_gathers, overlapping it at six seqs between
+    two broadcasts; they spoke for an all_gather at the place of the pair's broadcast, where its period put one."""
+    return all(c == by[(first + i - by_first) % p] for i, c in enumerate(run))
 
 
 def early_call(by_rank, stream, seq):
@@ -826,7 +869,7 @@ def _period_refuted(streams, stream, cycle, mine, fits=None):
     for other, h in streams.items():
         if other == stream or not fits(h, me) or set(h["ranks"]) & set(me["ranks"]):
             continue
-        for calls in _runs({q: c for q, c in h["calls"].items() if q not in h["clash"]}):
+        for _, calls in _runs({q: c for q, c in h["calls"].items() if q not in h["clash"]}):
             if (len(calls) > MIN_REPEATS * p and set(calls) <= kinds
                     and any(calls[i] != calls[i - p] for i in range(p, len(calls)))):
                 q = _period_of(calls)

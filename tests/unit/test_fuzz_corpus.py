@@ -1546,3 +1546,45 @@ def test_an_order_named_by_groups_like_them_alone_says_so_and_lists_no_empty_wit
     assert "()" not in res.summary and "rank 1 issued #7 on group 1 before #6 on group 8, the one rank of both " \
         "groups; the ranks of groups like them issued the other first: ranks 0, 2, of groups like group 8, with #6 " \
         "on their own" in res.summary, res.summary
+
+
+def test_a_pair_s_own_broadcast_every_seven_steps_is_not_spoken_for_by_pairs_that_never_ran_it():
+    """385025642 (``--shape stages``; found 2026-12-07 by a fresh hunt, NCCL seed 385, wrong under every model at
+    03a05db): pair [10, 11] runs a broadcast of its own every seven steps beside the all_gather every pair runs each
+    step; rank 10 left it out at step 20 and waits in the next all_gather, rank 11 in the broadcast (#24).  The other
+    pairs, 49 calls on, showed #18-#49, all all_gathers, alike with the pair's #18-#23, and their record of one
+    call held "every period" (analogs._one_period): they spoke for an all_gather at #24 and named rank 11.  Their
+    record holds the pair's period only where it puts the pair's broadcast at the seqs they show (#24, #32, ...),
+    which it does not: another program.  Rank 10 repeated the pair's #23 (a program with two all_gathers there,
+    rank 11 leaving one out, is the twin the fuzzer flags): nobody is named, under every source model."""
+    from fuzz import run
+    for source in ("exact", "recorder", "nccl"):
+        res = run.judge(385025642, check_healthy=False, shape="stages", source=source)
+        assert res.outcome == "undecided_ok" and not res.culprits, (source, res.culprits, res.summary)
+
+
+def test_records_of_one_call_hold_a_longer_period_only_where_it_puts_their_calls_at_their_seqs():
+    """analogs._one_period, by seq: a pair's all_gathers with a broadcast every eighth call (#8, #16) and a record
+    of 32 all_gathers (#18-#49), which shows #24 and #32, are two programs; a record of five all_gathers between
+    two of the pair's broadcasts (#18-#22) is too short to tell, and may be the pair's program."""
+    from c10d_observer import analogs
+    ag, bc = ("all_gather", "65536 x float32"), ("broadcast", "65536 x int64")
+    pair = {q: bc if q % 8 == 0 else ag for q in range(1, 24)}
+    assert not analogs._one_period(pair, {q: ag for q in range(18, 50)})
+    assert analogs._one_period(pair, {q: ag for q in range(17, 24)})
+    assert analogs._one_period(pair, {q: bc if q % 8 == 0 else ag for q in range(20, 52)})
+    assert not analogs._one_period(pair, {q: bc if q % 8 == 4 else ag for q in range(20, 52)})
+
+
+def test_a_like_pair_whose_record_scrolled_past_the_place_still_says_its_call_there():
+    """385048121 (``--shape stages``; found 2026-12-07 by a fresh hunt, NCCL seed 385, wrong under every model at
+    03a05db): pairs [4, 5] and [6, 7] run a broadcast of their own every three steps, first at step 2 (#5), the
+    other pairs not; rank 5 left it out there and issued the next step's broadcast.  Pairs [0, 1], [2, 3], [8, 9],
+    28 calls on, showed #1-#4 alike and a broadcast of 65536 at #5, and named rank 4; pair [6, 7], 35 calls on,
+    showed #4-#35 only (too few of the pair's seqs to vote), its own broadcast of 4096 at #5, and a period that,
+    carried back, puts the stuck pair's #1-#4 where it shows them (analogs._hidden_dissent): the stuck pair may
+    run either program, and nobody is named, under every source model."""
+    from fuzz import run
+    for source in ("exact", "recorder", "nccl"):
+        res = run.judge(385048121, check_healthy=False, shape="stages", source=source)
+        assert res.outcome == "undecided_ok" and not res.culprits, (source, res.culprits, res.summary)
