@@ -59,8 +59,9 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
             in_like_x, y_by_x = _like_order(x, y, members, like, last_started, x_side=True,
                                             histories=histories)  # groups like X's
             y_by_y, likes = _like_order(y, x, members, like, last_started)  # ranks of groups like Y's
-            if likes and histories is not None and any(unseen_kind(histories.get(r) or (), y[0], y[1])
-                                                       for r in members.get(y[0]) or ()):
+            if likes and histories is not None and (any(unseen_kind(histories.get(r) or (), y[0], y[1])
+                                                        for r in members.get(y[0]) or ()) or _one_group_for_a_new_kind(
+                    histories, x, likes, (like or {}).get(y[0]) or (), members)):
                 likes = set()  # Y's call a slot first run there: groups like Y's may not run it
             if y_by_x or y_by_y:
                 continue  # a rank of a group like X's or Y's went Y's way: the program may put Y first
@@ -284,6 +285,10 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
     for r in ranks:
         got, target = last_started[r].get(a, 0), last[r] + 1
         like_only = {k: p for k, p in all_places.items() if k not in places}
+        first_run = len({k[2:] for k in like_only}) < MIN_GROUPS and any(
+            _first_of_its_kind(histories[x], b, target) for x in ranks)
+        if first_run:
+            like_only = {}  # B #target of a kind B never showed, one group like A's: _one_group_for_a_new_kind
         expected = expected_place(places, known, target, r, like_only)
         ks = _as_the_pattern_by(histories, b, target, known, expected)
         if not ks:
@@ -310,9 +315,9 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
             likes = sorted({k[1] for k in agree})
             # a call of a kind A's record never showed before is a slot first run here, maybe A's alone (a pipeline
             # stage's): groups like A, which may not run it, do not refute the sparse twin
-            kept = likes if not unseen_kind(histories[r], a, expected[0] + 1) else []
-            if _twin_of_a_sparse_call(a, b, target, known, kept, expected[1], members, like, last, histories,
-                                      expected[0]) and not _past_its_slot(
+            kept = likes if not first_run and not unseen_kind(histories[r], a, expected[0] + 1) else []
+            if _twin_of_a_sparse_call(a, b, target, known, kept, expected[1], members, None if first_run else like,
+                                      last, histories, expected[0]) and not _past_its_slot(
                     histories[r], a, b, target, expected[0], batch=(expected[1][0], b) in batched) and not _ran_past(
                     (written or {}).get(r), a, b, target, expected[0]) and not _issued_another(
                     (written_calls or {}).get(r), histories, r, b, target):
@@ -460,6 +465,34 @@ def _an_extra_call(calls, a, n):
     return False
 
 
+def _one_group_for_a_new_kind(histories, x, likes, like_groups, members):
+    """Whether the ranks ``likes`` of groups like a stuck call Y's, which speak for the order of Y and stuck call X,
+    are of one group (fewer than MIN_GROUPS) and X's call is of a kind its stream never showed before (a slot first
+    run there): where X falls among that group's calls says nothing of where it falls among Y's, as a stage's own
+    call before it may put it later.  The fuzzer's stages seed 392040924: a 2 x 2 mesh whose tp groups run two
+    all_gathers a step, [0, 1] one of its own first, [2, 3] one of its own last, and a world all_reduce every three
+    steps between them for [0, 1] and first for [2, 3]; rank 0 left its own all_gather out at step 0, so its first
+    such all_reduce came after its tp #4, as ranks 2 and 3 issued theirs, and rank 1, waiting in tp #5, was named.
+    Where many groups speak (six pairs, each issuing a world call of a new kind after its #10: the fuzzer's NCCL seed
+    376009588), they still do: the bet that groups alike run one program (analogs.MIN_GROUPS)."""
+    groups = {o for o in like_groups if set(members.get(o) or ()) & set(likes)}
+    return len(groups) < MIN_GROUPS and any(_first_of_its_kind(histories.get(r) or (), x[0], x[1])
+                                            for r in members.get(x[0]) or ())
+
+
+def _first_of_its_kind(calls, a, seq):
+    """Whether the rank's call #seq on A is of an op and size none of its earlier A calls its history shows were
+    (and some are shown): a slot first run there (or once in more steps than the history spans)."""
+    _, call, before = _kinds_before(calls, a, seq)
+    return call is not None and bool(before) and call not in before
+
+
+def _kinds_before(calls, a, seq):
+    """({seq: (op, size)} of the rank's A calls its history shows, #seq's, [those of the calls before it])."""
+    mine = dict((c.seq, (c.op, c.size)) for c in calls if c.stream == a)
+    return mine, mine.get(seq), [k for s, k in mine.items() if s < seq]
+
+
 def unseen_kind(calls, a, seq):
     """Whether the rank's call #seq on A is of an op and size its earlier A calls, as its history shows them,
     never were (and some were shown), or were only in the run of such calls right before it, after calls of other
@@ -468,9 +501,7 @@ def unseen_kind(calls, a, seq):
     at step 6 and waits in that one, rank 0 in the world's; ranks 2 and 3, of the pair like 0-1 by every call
     so far, went to the world's call without a call of their own, and rank 1 was named; the program with the
     pair's call first run at step 6, which rank 0 skipped, leaves the same documents."""
-    mine = dict((c.seq, (c.op, c.size)) for c in calls if c.stream == a)
-    call = mine.get(seq)
-    before = [k for s, k in mine.items() if s < seq]
+    mine, call, before = _kinds_before(calls, a, seq)
     if call is None or not before:
         return False
     # or shown only in the run of it right before #seq, after calls of other kinds: a slot first run at this step,

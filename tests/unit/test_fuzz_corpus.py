@@ -1588,3 +1588,24 @@ def test_a_like_pair_whose_record_scrolled_past_the_place_still_says_its_call_th
     for source in ("exact", "recorder", "nccl"):
         res = run.judge(385048121, check_healthy=False, shape="stages", source=source)
         assert res.outcome == "undecided_ok" and not res.culprits, (source, res.culprits, res.summary)
+
+
+def test_a_world_call_of_a_new_kind_is_not_placed_among_a_tp_group_s_calls_by_the_other_tp_group():
+    """392040924 (``--shape stages``; found 2026-12-07 by a fresh hunt, exact seed 392, wrong under every model at
+    03a05db and 8a5e3e4): a 2 x 2 mesh whose tp groups run two all_gathers a step each, [0, 1] one of its own first,
+    [2, 3] one of its own last, and a world all_reduce every three steps after [0, 1]'s own call and before [2, 3]'s
+    calls; rank 0 left its own all_gather out at step 0, so its world all_reduce #2 (the first of that kind: #1 was
+    the prologue's broadcast) came after its tp #4, as ranks 2 and 3 issued theirs, and rank 1 waits in tp #5.  Ranks 2
+    and 3 spoke for the place, and rank 1 was named.  A call of a kind its stream never showed is a slot first run
+    there, whose place among a tp group's calls one group like it may not share (a stage's own call before it):
+    it counts neither in the order rule (``ordering._pair_findings``) nor in the majority of both groups
+    (``majority_culprit``; ``ordering._one_group_for_a_new_kind``), and the one witness left, itself under test,
+    meets the sparse twin: nobody is named, under every source model.  Six pairs that issued a world call of a new
+    kind after their #10 still speak for it (NCCL seed 376009588: rank 8 named)."""
+    from fuzz import run
+    for source in ("exact", "recorder", "nccl"):
+        res = run.judge(392040924, check_healthy=False, shape="stages", source=source)
+        assert res.outcome in ("undecided", "undecided_ok") and not res.culprits, (source, res.culprits,
+                                                                                   res.summary)
+    res = run.judge(376009588, check_healthy=False, source="nccl")
+    assert res.outcome == "exact" and res.culprits == [8], (res.culprits, res.summary)
