@@ -288,7 +288,7 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
         first_run = len({k[2:] for k in like_only}) < MIN_GROUPS and any(
             _first_of_its_kind(histories[x], b, target) for x in ranks)
         if first_run:
-            like_only = {}  # B #target of a kind B never showed, one group like A's: _one_group_for_a_new_kind
+            like_only = {}  # B #target of a kind B never showed, fewer groups like A's: _one_group_for_a_new_kind
         expected = expected_place(places, known, target, r, like_only)
         ks = _as_the_pattern_by(histories, b, target, known, expected)
         if not ks:
