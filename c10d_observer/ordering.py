@@ -61,7 +61,8 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
             y_by_y, likes = _like_order(y, x, members, like, last_started)  # ranks of groups like Y's
             if likes and histories is not None and (any(unseen_kind(histories.get(r) or (), y[0], y[1])
                                                         for r in members.get(y[0]) or ()) or _one_group_for_a_new_kind(
-                    histories, x, likes, (like or {}).get(y[0]) or (), members)):
+                    histories, x[0], x[1], members.get(x[0]) or (), len(
+                        {o for o in (like or {}).get(y[0]) or () if set(members.get(o) or ()) & likes}))):
                 likes = set()  # Y's call a slot first run there: groups like Y's may not run it
             if y_by_x or y_by_y:
                 continue  # a rank of a group like X's or Y's went Y's way: the program may put Y first
@@ -285,8 +286,7 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
     for r in ranks:
         got, target = last_started[r].get(a, 0), last[r] + 1
         like_only = {k: p for k, p in all_places.items() if k not in places}
-        first_run = len({k[2:] for k in like_only}) < MIN_GROUPS and any(
-            _first_of_its_kind(histories[x], b, target) for x in ranks)
+        first_run = _one_group_for_a_new_kind(histories, b, target, ranks, len({k[2:] for k in like_only}))
         if first_run:
             like_only = {}  # B #target of a kind B never showed, fewer groups like A's: _one_group_for_a_new_kind
         expected = expected_place(places, known, target, r, like_only)
@@ -465,19 +465,18 @@ def _an_extra_call(calls, a, n):
     return False
 
 
-def _one_group_for_a_new_kind(histories, x, likes, like_groups, members):
-    """Whether the ranks ``likes`` of groups like a stuck call Y's, which speak for the order of Y and stuck call X,
-    are of one group (fewer than MIN_GROUPS) and X's call is of a kind its stream never showed before (a slot first
-    run there): where X falls among that group's calls says nothing of where it falls among Y's, as a stage's own
-    call before it may put it later.  The fuzzer's stages seed 392040924: a 2 x 2 mesh whose tp groups run two
+def _one_group_for_a_new_kind(histories, stream, seq, ranks, groups):
+    """Whether the ranks of ``groups`` groups like a stuck call Y's, which speak for the order of Y and a call #seq on
+    ``stream`` (X), are fewer than MIN_GROUPS, and X is of a kind its stream never showed before on any of ``ranks``
+    (a slot first run there): where X falls among that group's calls says nothing of where it falls among Y's, as a
+    stage's own call before it may put it later (``majority_culprit``; in ``_pair_findings`` the like groups' places
+    of B #target).  The fuzzer's stages seed 392040924: a 2 x 2 mesh whose tp groups run two
     all_gathers a step, [0, 1] one of its own first, [2, 3] one of its own last, and a world all_reduce every three
     steps between them for [0, 1] and first for [2, 3]; rank 0 left its own all_gather out at step 0, so its first
     such all_reduce came after its tp #4, as ranks 2 and 3 issued theirs, and rank 1, waiting in tp #5, was named.
     Where many groups speak (six pairs, each issuing a world call of a new kind after its #10: the fuzzer's NCCL seed
     376009588), they still do: the bet that groups alike run one program (analogs.MIN_GROUPS)."""
-    groups = {o for o in like_groups if set(members.get(o) or ()) & set(likes)}
-    return len(groups) < MIN_GROUPS and any(_first_of_its_kind(histories.get(r) or (), x[0], x[1])
-                                            for r in members.get(x[0]) or ())
+    return groups < MIN_GROUPS and any(_first_of_its_kind(histories.get(r) or (), stream, seq) for r in ranks)
 
 
 def _first_of_its_kind(calls, a, seq):
@@ -488,8 +487,8 @@ def _first_of_its_kind(calls, a, seq):
 
 
 def _kinds_before(calls, a, seq):
-    """({seq: (op, size)} of the rank's A calls its history shows, #seq's, [those of the calls before it])."""
-    mine = dict((c.seq, (c.op, c.size)) for c in calls if c.stream == a)
+    """(``signatures`` of the rank's A calls, #seq's (op, size), [those of the calls before it])."""
+    mine = signatures(calls, a)
     return mine, mine.get(seq), [k for s, k in mine.items() if s < seq]
 
 
