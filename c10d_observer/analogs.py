@@ -669,7 +669,8 @@ def new_kind(by_rank, streams, seq, call, other):
     own (a pipeline stage's); the ranks that issued the program's call may have left it out.  The fuzzer's
     stages seeds 228006973 (recorder model) and 253007367 (NCCL model): a pair's own all_gather every seven
     steps, and broadcast every five, first run at the place, which one rank left out; the other pair and the
-    pair's period named the one that kept it.  A call that the groups like it (``streams`` past the first)
+    pair's period named the one that kept it (as three like pairs did, stages seed 404008047, where only one like
+    group and the period were asked until 2026-12-07).  A call that the groups like it (``streams`` past the first)
     issued next, at #seq + 1, is no new kind: the rank that issued it at #seq left the program's call out, one
     call ahead (``issued_next``)."""
     if call[0] == other[0] or not _bare(call[1]) or not _bare(other[1]) or _bare(call[1]) == _bare(other[1]):

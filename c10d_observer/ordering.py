@@ -9,7 +9,7 @@ Pure: no torch, no files, no clock.
 from collections import namedtuple
 
 from .analogs import MIN_GROUPS, MIN_SHARED
-from .patterns import as_the_pattern, b_as_the_pattern, multiples, repeats, signatures
+from .patterns import alike, as_the_pattern, b_as_the_pattern, multiples, repeats, signatures
 from .places import consensus, expected_place, in_order, lower_bound, places_of
 from .streams import P2P, is_p2p, p2p_ends
 
@@ -228,8 +228,10 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
         if len(one) != 1:
             return None
         found = [f for f in found if f[0] in one]
+    if all(f[7][4] for f in found):
+        return None  # found out of order by one witness's place alone, which a twin leaves (_one_more_a_step)
     found.sort(key=lambda f: ((f[2], f[4]) not in stuck, (f[1], f[3] + 1) not in stuck, f[1], f[2]))
-    r, a, b, n, target, witnesses, own, (_, likes, _, like_what) = found[0]
+    r, a, b, n, target, witnesses, own, (_, likes, _, like_what, _) = found[0]
     text = _text(histories, r, a, b, n, target, witnesses, own, name)
     if likes:
         text += "; rank%s %s, of groups like %s, issued it at that place" % (
@@ -242,8 +244,8 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
 def _pair_findings(a, b, histories, last_started, members, like, last_completed, suspects, batched=frozenset(),
                    written=None, written_calls=None):
     """The ranks out of order on the pair of streams (A, B) = (``a``, ``b``): [(rank, a, b, place, target,
-    witnesses, places on b, (by a fact, like ranks, like groups, like what))], or None where the pair leaves
-    the cycle undecided.
+    witnesses, places on b, (by a fact, like ranks, like groups, like what, by one witness's place alone, which
+    a twin leaves: ``_one_more_a_step``))], or None where the pair leaves the cycle undecided.
 
     The rule.  For each ordered pair (A, B) of the cycle's streams and each rank r in both, the *place* of
     B #b on r is n, the last A call r started before it (0: none), read on r's clock; it is read only where
@@ -311,6 +313,8 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
         elif got > expected[0]:
             if expected[2] is not None and not _a_as_the_pattern(histories[r], a, expected[0] + 1, expected[2], ks):
                 return None  # the call it issued there is not the pattern's: the pattern may be wrong
+            weak = _one_more_a_step(histories, members, a, b, known, target, expected, r)  # a twin the groups
+            # like A's cannot refute: the finding stands on one witness's place, which names nobody alone
             agree = [k for k, p in all_places.items() if k not in places and p.get(target) == expected[0]]
             likes = sorted({k[1] for k in agree})
             # a call of a kind A's record never showed before is a slot first run here, maybe A's alone (a pipeline
@@ -334,8 +338,8 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
             if target not in known and _issued_it_later(places, r, target, expected[0], expected[1]):
                 return None  # ranks issued B #target past that place too: the pattern is refuted at this step
             found.append((r, a, b, expected[0], target, expected[1], places[r],
-                          (target in known, likes, len({k[2:] for k in agree}),
-                           a if any(k[2] != a for k in agree) else b)))
+                          (target in known, [] if weak else likes, 0 if weak else len({k[2:] for k in agree}),
+                           a if any(k[2] != a for k in agree) else b, weak)))
     return found
 
 
@@ -463,6 +467,31 @@ def _an_extra_call(calls, a, n):
         if len(run) == 2 * p and all(gap[k] == gap[k - p] for k in run) and any(gap[k] for k in run):
             return gap[n] != gap[n - p] or gap[n + 1] != gap[n + 1 - p]
     return False
+
+
+def _one_more_a_step(histories, members, a, b, known, target, expected, r):
+    """Whether the place of B #target that finds rank ``r`` out of order is one witness's (rule 3, the groups like
+    A's agreeing or not) where the pair's own record shows the place of one B call like #target (a prologue's call
+    of another kind shows no step), and every A call the rank and the witness show is of one op and size, on a
+    group A whose every rank is in B: the program in which A's ranks run one such call more than the groups like
+    it after each such B call (a stage's own), which the witness left out, leaves the same documents (the rank
+    named went on to the call the witness skipped), and the pair's one place cannot refute it.  The
+    fuzzer's stages seed 404024054 (recorder model): pairs run three barriers a step around a world all_reduce,
+    pair [0, 1] a fourth of its own after it; rank 1 left one out at step 1 and issued the world's #2 after its
+    barrier #6, as ranks 2-5 did, and rank 0, waiting in barrier #7, was named.  Two known places of such B calls
+    show the pair's own count a step; two witnesses, or calls of two kinds, would need a second fault in that twin."""
+    if target in known or expected[3] is not None or len(expected[1]) != 1 or not set(members.get(a) or ()) <= set(
+            members.get(b) or ()):
+        return False  # (a rank of A outside B, which issued A's calls a step, would refute the twin)
+    on_b = signatures(histories.get(expected[1][0]) or (), b)
+    call = on_b.get(target)
+    if call is None or sum(1 for s in known if s in on_b and alike(on_b[s], call)) != 1:
+        return False  # two such places show the pair's count a step; none leaves a call before B's first, once
+        # (the sparse twin, which the groups like A's refute: _twin_of_a_sparse_call)
+    kinds = []
+    for x in (r, expected[1][0]):
+        kinds += signatures(histories.get(x) or (), a).values()
+    return bool(kinds) and all(alike(k, kinds[0]) for k in kinds)
 
 
 def _one_group_for_a_new_kind(histories, stream, seq, ranks, groups):
