@@ -1633,7 +1633,7 @@ def test_a_pair_s_own_call_of_another_size_first_run_at_the_fault_is_no_size_mis
                                                                                    res.summary)
 
 
-@pytest.mark.parametrize("seed", [404014292, 404024054, 404025822])
+@pytest.mark.parametrize("seed", [404014292, 404024054, 404025822, 410003610])
 def test_like_groups_do_not_place_a_world_call_for_a_pair_whose_one_step_cannot_show_its_count_of_its_one_kind(seed):
     """Three wrong culprits of ``--shape stages`` (found 2026-12-07 by the recorder hunt of seed 404 at 9b861b2, wrong
     at 03a05db too; the fuzzer flags none of them): a pair runs one call more a step than the pairs like it, of the
@@ -1644,7 +1644,10 @@ def test_like_groups_do_not_place_a_world_call_for_a_pair_whose_one_step_cannot_
     three, rank 0 leaving the world's #2 out, leaves the same documents: rank 1's place alone
     (``ordering._one_more_a_step``), which names nobody, under every source model.  404014292 (a prologue's
     broadcast of the world before the loop: one place of a world all_reduce known) and 404025822 (all_gathers) are
-    the same."""
+    the same.  410003610 (exact seed 410, found 2026-12-07 at db63a4f, wrong at 90f213f too): pairs run an
+    all_reduce and two broadcasts a step around a world broadcast, pair [0, 1] a second all_reduce of its own last;
+    rank 1 left step 1's first all_reduce out, and rank 0, whose call past the place is an all_reduce where the
+    pairs' step puts a broadcast there (its call one world call before it), was named."""
     from fuzz import run
     for source in ("exact", "recorder", "nccl"):
         res = run.judge(seed, check_healthy=False, shape="stages", source=source)
@@ -1685,6 +1688,21 @@ def test_a_call_of_another_op_and_size_of_a_new_kind_is_no_changed_op_where_many
                                                                                    res.summary)
     _, _, v = _judge(programs.make_case(seed, shape="stages"))
     assert "another op and size, of a kind no record showed" in verdict.format_text(v), verdict.format_text(v)
+
+
+@pytest.mark.xfail(strict=True, reason="open: found 2026-12-07 by the stages hunt of recorder seed 411 at db63a4f, "
+                                       "wrong at 90f213f too: groups like the stuck one refute the sparse twin")
+def test_a_pair_s_own_call_every_three_steps_first_run_at_the_fault_is_not_placed_by_pairs_that_never_ran_it():
+    """411041764 (``--shape stages``, recorder model; the fuzzer flags it): pairs run an all_reduce of 4096 x float32
+    every three steps and one of 1048576 x bfloat16 each step before a world all_reduce, pair [0, 1] a second of
+    4096 x float32 of its own every three steps, first at step 2, which rank 0 left out: rank 0 issued the world's #3
+    after its #4, as every other pair did, and rank 1, in its #5, was named.  The program in which rank 1 issued #5
+    without the world's #3 leaves the same documents; the pairs that kept the order refute that twin
+    (``ordering._twin_of_a_sparse_call``: the bet that groups like a pair run its program), and here they run
+    another."""
+    from fuzz import run
+    res = run.judge(411041764, check_healthy=False, shape="stages", source="recorder")
+    assert res.outcome != "wrong", (res.culprits, res.summary)
 
 
 @pytest.mark.xfail(strict=True, reason="open: found 2026-12-07 by fresh stages hunts at 9b861b2 (seeds 403 exact, 404 "
