@@ -184,14 +184,14 @@ def _by_program(m, calls, by_rank, stream, seq):
             first, last, len(cycle))
     new = sorted(r for r in m.odd_ranks if _analogs.new_kind(by_rank, [stream] + list(streams), seq,
                                                              (calls[r].op, calls[r].size), (op, size)))
-    if new:
+    if new:  # however many groups voted: a slot of the group's own may be first run here
         m.evidence += ("; but %s issued %s, another op and size, of a kind no record showed: a call this "
                        "group runs alone (first run here), the other rank%s leaving it out, leaves the same "
                        "documents, so nothing decides" % (
                            rank_list(new), _call(calls[new[0]].op, calls[new[0]].size),
                            "s" if len(calls) - len(new) > 1 else ""))
         m.odd_ranks, m.expected_op = [], None
-    if period is not None:
+    elif period is not None:
         ahead = sorted(r for r in m.odd_ranks if _analogs.issued_next(by_rank, streams, seq,
                                                                        (calls[r].op, calls[r].size)))
         if ahead:
