@@ -652,13 +652,19 @@ def own_calls_possible(by_rank, stream, seq, odd_calls):
     new = set(odd_calls) - kinds
     if not before or not new:
         return False
+    return any(new & set(h["calls"].values()) for _, h in _richer(streams, stream, seq))
+
+
+def _richer(streams, stream, seq):
+    """(name, record) of the groups of ``stream``'s size, of other ranks, that showed every kind of call the group's
+    record shows before #seq and more (groups of one family, one of which runs calls of its own)."""
+    me = streams[stream]
+    kinds = set(k for s, k in me["calls"].items() if s < seq)
     for other, h in streams.items():
         if other == stream or len(h["ranks"]) != len(me["ranks"]) or set(h["ranks"]) & set(me["ranks"]):
             continue
-        earlier = set(k for s, k in h["calls"].items() if s < seq)
-        if earlier > kinds and new & set(h["calls"].values()):
-            return True
-    return False
+        if set(k for s, k in h["calls"].items() if s < seq) > kinds:
+            yield other, h
 
 
 def new_kind(by_rank, streams, seq, call, other):
@@ -672,14 +678,30 @@ def new_kind(by_rank, streams, seq, call, other):
     pair's period named the one that kept it (as three like pairs did, stages seed 404008047, where only one like
     group and the period were asked until 2026-12-07).  A call that the groups like it (``streams`` past the first)
     issued next, at #seq + 1, is no new kind: the rank that issued it at #seq left the program's call out, one
-    call ahead (``issued_next``)."""
-    if call[0] == other[0] or not _bare(call[1]) or not _bare(other[1]) or _bare(call[1]) == _bare(other[1]):
-        return False  # one field changed; or a barrier where a call of a tensor goes (or the other way round): a
-        # rank's barrier issued where the others' all_reduce goes is the classic rank-dependent bug
+    call ahead (``issued_next``).
+    Where ``other`` is a barrier, only where a group of the stuck group's size runs calls of its own
+    (``own_groups``): a rank's call of a tensor where its group's barrier goes is the classic rank-dependent bug
+    where groups of one size run one program, and a stage's own call first run there where they do not (stages
+    seed 404012199: tp pair [0, 1]'s own all_reduce every ten steps, first at step 9, which rank 1 left out; pair
+    [2, 3] and the pair's period put a barrier there, and rank 0 was named, where pair [4, 5] runs a broadcast of
+    its own each step).  A rank's barrier where the program's call of a tensor goes is never a new kind."""
+    if call[0] == other[0] or not _bare(call[1]) or _bare(call[1]) == _bare(other[1]):
+        return False  # one field changed, or a barrier issued where the others' call of a tensor goes
+    if not _bare(other[1]) and not own_groups(by_rank, streams[0], seq):
+        return False
     table = _streams(by_rank)
     shown = set((op, _bare(size)) for s in streams if s in table for q, (op, size) in table[s]["calls"].items()
                 if q < seq)
     return (call[0], _bare(call[1])) not in shown and not issued_next(by_rank, streams[1:], seq, call)
+
+
+def own_groups(by_rank, stream, seq):
+    """The groups of ``stream``'s size, of other ranks, whose records showed every kind of call ``stream``'s shows
+    before #seq and more: groups of one family, one of which runs calls of its own (``_richer``)."""
+    table = _streams(by_rank)
+    if stream not in table:
+        return []
+    return sorted((other for other, _ in _richer(table, stream, seq)), key=_natural)
 
 
 def issued_next(by_rank, streams, seq, call):

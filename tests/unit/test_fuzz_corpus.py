@@ -1705,17 +1705,66 @@ def test_a_pair_s_own_call_every_three_steps_first_run_at_the_fault_is_not_place
     assert res.outcome != "wrong", (res.culprits, res.summary)
 
 
-@pytest.mark.xfail(strict=True, reason="open: found 2026-12-07 by fresh stages hunts at 9b861b2 (seeds 403 exact, 404 "
-                                       "recorder), wrong under every model there and at 03a05db: a group's own call "
-                                       "of a tensor, first run at the fault, where groups like it issued a barrier")
-@pytest.mark.parametrize("seed", [403037074, 404012199])
-def test_a_group_s_own_call_of_a_tensor_where_like_groups_issued_a_barrier_names_nobody(seed):
-    """Two wrong culprits of ``--shape stages``, open (the fuzzer flags them).  404012199: tp pair [0, 1] runs an
-    all_reduce of 1048576 x int64 of its own every ten steps, first at step 9, which rank 1 left out; rank 0 issued it
-    as its #30, where tp pair [2, 3] and the pair's own period put a barrier, and was named for an op it changed.
-    403037074: dp pair [1, 3]'s own broadcast, the same way, against dp pair [0, 2]'s barrier.  ``analogs.new_kind``
-    withdraws a call of another op and size both; a rank's barrier where the others' call of a tensor goes, or the
-    other way round, is the classic rank-dependent bug, and it still names that rank."""
+@pytest.mark.parametrize("source", ["exact", "recorder", "nccl"])
+def test_a_group_s_own_call_of_a_tensor_where_like_groups_issued_a_barrier_names_nobody_where_a_group_runs_its_own(
+        source):
+    """404012199 (``--shape stages``; found 2026-12-07 by the recorder hunt of seed 404 at 9b861b2, wrong under every
+    model there, at 03a05db and at 1c5aa42; the fuzzer flags it): tp pairs [0, 1], [2, 3], [4, 5] run a broadcast,
+    an all_reduce of 1 x int64 and a barrier each step, pair [4, 5] a broadcast of its own too, and pair [0, 1] an
+    all_reduce of 1048576 x int64 of its own every ten steps, first at step 9, which rank 1 left out.  Rank 0 issued
+    it as its #30, where pair [2, 3] and the pair's own period put the barrier, and was named for an op it changed.
+    The program in which the pair runs no call of its own and rank 0 issued that all_reduce for its barrier leaves
+    the same documents, and pair [4, 5]'s record shows that groups of this size run calls of their own
+    (``analogs.new_kind``, ``analogs.own_groups``): nobody is named, and the evidence says why."""
+    from fuzz import run
+    res = run.judge(404012199, check_healthy=False, shape="stages", source=source)
+    assert res.outcome == "undecided_ok" and not res.culprits, (res.culprits, res.summary)
+    _, _, docs = simulate.run_case(programs.make_case(404012199, shape="stages"), source=source)
+    text = verdict.format_text(verdict.analyze(docs))
+    assert ("a call of a tensor where the barrier goes, of a kind no record showed, and group 3, of this group's "
+            "size, runs calls of its own") in text, text
+
+
+def test_a_rank_s_call_of_a_tensor_where_like_groups_that_run_one_program_issued_a_barrier_names_it():
+    """The guard of the test above (general seed 425000219, exact model): a 2 x 2 mesh whose pairs each run a
+    barrier a step on tp, on dp and on the world; rank 0 issued an all_gather of 4 x float32 for its dp barrier at
+    step 11 (#12).  No pair's record shows a call of its own, so the three pairs like it, which issued the barrier
+    at #12, speak: rank 0 is named (the classic rank-dependent op)."""
+    from fuzz import run
+    res = run.judge(425000219, check_healthy=False)
+    assert res.outcome == "exact" and res.culprits == [0], (res.culprits, res.summary)
+
+
+@pytest.mark.xfail(strict=True, reason="open: found 2026-12-07 by fresh stages hunts at 9b861b2 (seed 403 exact) and "
+                                       "at 1c5aa42 (seed 423, NCCL model), wrong under every model there: a group's "
+                                       "own call, first run at the fault, of the kind groups like it issued next")
+@pytest.mark.parametrize("seed", [403037074, 423005082])
+def test_a_group_s_own_call_of_the_kind_like_groups_issued_next_names_nobody(seed):
+    """Two wrong culprits of ``--shape stages``, open (the fuzzer flags them).  423005082: pairs [0, 1] and [2, 3]
+    all_reduce 65536 x int64 each step and all_gather 4096 x float32 every eight steps, pair [2, 3] an all_gather of
+    that size of its own before its all_reduce, every eight steps, first at step 7, which rank 2 left out; rank 3
+    issued it as its #8, where pair [0, 1] and the pair's period put the all_reduce and pair [0, 1] issued the
+    all_gather next, at #9: rank 3 was named, as a rank that left the all_reduce out and issued the next call one
+    ahead.  403037074: dp pair [1, 3]'s own broadcast against dp pair [0, 2]'s barrier, the same way.  Nothing
+    in the records shows a pair's own call, and the real seed 368000174 (a 2 x 2 mesh, rank 1 leaving its all_reduce
+    out and issuing the next call, test_verdict_analysis) leaves the same documents with the other rank at fault:
+    ``analogs.issued_next`` keeps that one named."""
     from fuzz import run
     res = run.judge(seed, check_healthy=False, shape="stages", source="recorder")
+    assert res.outcome != "wrong", (res.culprits, res.summary)
+
+
+@pytest.mark.xfail(strict=True, reason="open: found 2026-12-07 by the stages hunt of NCCL seed 426 at 1c5aa42, wrong "
+                                       "under every model there: a group's own barrier, first run at the fault, "
+                                       "where a group like it issued a call of a tensor")
+def test_a_group_s_own_barrier_first_run_at_the_fault_names_nobody():
+    """426007586 (``--shape stages``, NCCL model; the fuzzer flags it): tp pairs [0, 1] and [2, 3] all_reduce
+    65536 and 4 x float32 each step, pair [2, 3] a barrier of its own every ten steps, first at step 9, which rank 2
+    left out; rank 3 issued the barrier as its #21, where pair [0, 1] and the pair's period put the all_reduce, and
+    was named.  The program with no barrier of the pair's own, rank 3 issuing a barrier for its all_reduce, leaves
+    the same documents.  A rank's barrier where its group's call of a tensor goes is the classic rank-dependent bug
+    (``analogs.new_kind`` never takes it for a new kind), and no record shows a group of this size running calls of
+    its own: dp pair [0, 2]'s own all_reduce every four steps is of the kind the dp pairs' common one is."""
+    from fuzz import run
+    res = run.judge(426007586, check_healthy=False, shape="stages", source="nccl")
     assert res.outcome != "wrong", (res.culprits, res.summary)
