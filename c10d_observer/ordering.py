@@ -23,7 +23,7 @@ Call.__new__.__defaults__ = (None,)
 Found = namedtuple("Found", "rank issued skipped witnesses text")
 
 
-def majority_culprit(members, cycle, group_name=None, like=None, last_started=None, histories=None):
+def majority_culprit(members, cycle, group_name=None, like=None, last_started=None, histories=None, dissent=None):
     """Where the histories do not show who broke the order: the one rank that went the other way round at two
     stuck calls of the cycle, against every other rank of both groups (at least two), or None.
 
@@ -44,6 +44,13 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
     (``_like_order``).  The ranks of groups like Y's count only where Y's call is of a kind its ranks' histories
     (``histories``, as ``ordering_culprit``'s) showed on Y before (``unseen_kind``: not a slot first run there,
     which Y's group may run alone, as a pipeline stage's: the fuzzer's seed 173000299).
+    ``dissent``: {stream: [streams]}, groups like a stream by fewer shared calls (``cycles._like_early``); they never
+    count for the one rank's fault, and one of their ranks that went Y's way names nobody too.  A group with a call
+    of its own each step shares more calls with the stuck one than the groups that run its program do, at its first
+    steps: the fuzzer's stages seed 430041265 (NCCL model), pair [0, 1] with a barrier of its own each step, the
+    only group like pair [12, 13] by four calls, spoke for barrier #4 before the world's all_gather #4, and rank 13,
+    which issued the all_gather, was named; the ranks of three pairs like it by their three calls had issued it
+    after their #3, as rank 13 did (rank 12 left it out).
     Returns a Found; ``witnesses``: the ranks that issued X first.
     """
     name = group_name or (lambda stream: "group %s" % stream)
@@ -66,6 +73,9 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
                 likes = set()  # Y's call a slot first run there: groups like Y's may not run it
             if y_by_x or y_by_y:
                 continue  # a rank of a group like X's or Y's went Y's way: the program may put Y first
+            if dissent and (_like_order(x, y, members, dissent, last_started, x_side=True, histories=histories)[1]
+                            or _like_order(y, x, members, dissent, last_started)[0]):
+                continue  # so did a rank of a group like X's or Y's by fewer calls: groups of one size part here
             if len(first_y) == 1 and len(first_x | likes | in_like_x) >= 2 and first_x | first_y == both:
                 found.add((next(iter(first_y)), x, y, tuple(sorted(first_x)), tuple(sorted(likes)),
                            tuple(sorted(in_like_x - likes))))

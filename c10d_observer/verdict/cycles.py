@@ -63,6 +63,20 @@ def _many_like(by_rank, like, cyc):
     return out
 
 
+def _like_early(by_rank, cyc):
+    """{stream: [streams]}: for each collective stream of ``cyc``, the groups like it by as few shared calls as its
+    first steps show (MIN_SHARED_EARLY, fewer at its first calls), with a step of its program on record
+    (analogs.alike_in_a_step): ``ordering.majority_culprit``'s ``dissent``, heard only against a culprit."""
+    out = {}
+    for s, seq in {c[0]: c[1] for c in cyc}.items():
+        if _streams.is_p2p(s):
+            continue
+        shared = _analogs.MIN_SHARED_EARLY if seq > _analogs.MIN_SHARED_EARLY else seq - 1
+        out[s] = [o for o in _analogs.like(by_rank, s, min_shared=shared)
+                  if _analogs.alike_in_a_step(by_rank, s, o, seq)]
+    return out
+
+
 def _stepped_or_many(by_rank, stream, seq):
     """The groups like ``stream`` (analogs.like) that speak for its order at #seq: MIN_GROUPS of them or more, else
     the one with a step of its program on record (analogs.alike_in_a_step).  One group like it by its first calls
@@ -99,7 +113,12 @@ def _one_density(by_rank, stream, likes, against):
     links; those, in the world's all_reduce without their #3, spoke against rank 6, whose recv #3 is the first
     ring's of step 1), 127004120 and 128019995 (links two rings share, their #3 of the same step, spoke for a
     link of one ring).  Only the steps the ends closed count: a rank that ran ahead into its ring's next step
-    (skipping the world's call) shows two calls in the step it has not closed, and is still named (107002107)."""
+    (skipping the world's call) shows two calls in the step it has not closed, and is still named (107002107).
+    Fewer calls than the links like it are a rank's op left out, where one end has not closed the step; where both
+    ends did (each issued the collective after it), no op was left out, for its peer would wait in it: the stream
+    runs fewer a step, another slot.  The fuzzer's seed 432050847 (recorder model): chains [0..5] and [0..4] each
+    step, so links 0->1 to 3->4 carry two calls a step and 4->5 one; rank 5 left the world's barrier of step 1
+    out and waited in its recv #2 from 4, and the other links, whose #2 came before the barrier, named rank 4."""
     for a in against:
         base = {}
         for other in likes:
@@ -108,6 +127,9 @@ def _one_density(by_rank, stream, likes, against):
                     return False
         if any(n > base[p] for p, n in _counts_at(by_rank, stream, a, went_past=True).items() if p in base):
             return False
+        if any(n != base[p] for p, n in _counts_at(by_rank, stream, a, went_past=True, both=True).items()
+               if p in base):
+            return False  # fewer where both its ends went past: no op left out (its peer would wait), a sparser slot
         for other in _links_of_its_ends(by_rank, stream):
             if any(n != base[p] for p, n in _counts_at(by_rank, other, a, went_past=True).items() if p in base):
                 return False
@@ -121,17 +143,23 @@ def _links_of_its_ends(by_rank, stream):
                    if g.kind == "p2p" and g.stream != stream and str(g.stream).rpartition(_streams.P2P)[0] == group})
 
 
-def _counts_at(by_rank, stream, against, went_past=False):
+def _counts_at(by_rank, stream, against, went_past=False, both=False):
     """{place: the most calls of p2p ``stream`` either end's history shows there} (``_analogs.places_on``'s
-    places); ``went_past``: only places an end went past (it issued call #place + 1 of ``against``)."""
+    places); ``went_past``: only places an end went past (it issued call #place + 1 of ``against``); ``both``: only
+    places both ends went past."""
     out = collections.Counter()
+    lasts = []
     for r in _streams.p2p_ends(stream) or ():
         if r not in by_rank:
+            lasts.append(0)
             continue
         g = by_rank[r].position(against)
         last = g.last_started if g is not None and isinstance(g.last_started, int) else 0
+        lasts.append(last)
         counts = collections.Counter(_analogs.places_on(by_rank, r, stream, against).values())
         out |= collections.Counter({p: n for p, n in counts.items() if not went_past or p < last})
+    if both:
+        out = collections.Counter({p: n for p, n in out.items() if all(p < last for last in lasts)})
     return out
 
 
@@ -275,7 +303,7 @@ def order_cycles(hangs, cycles, by_rank, undecided):
             if not found:  # one rank against every other rank of both groups, at the stuck calls themselves
                 found = _ordering.majority_culprit(members, cyc, group_name=name,
                                                    like=_many_like(by_rank, like, cyc), last_started=last_started,
-                                                   histories=histories)
+                                                   histories=histories, dissent=_like_early(by_rank, cyc))
             if not found:  # one rank's own period, broken once by the call it never arrived at
                 found = _left_out.left_out_culprit(histories, last_started, last_completed, cyc, group_name=name)
             if not found:  # one rank's pair of p2p ops, one left out at its last step

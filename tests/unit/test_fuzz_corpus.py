@@ -1768,3 +1768,41 @@ def test_a_group_s_own_barrier_first_run_at_the_fault_names_nobody():
     from fuzz import run
     res = run.judge(426007586, check_healthy=False, shape="stages", source="nccl")
     assert res.outcome != "wrong", (res.culprits, res.summary)
+
+
+@pytest.mark.parametrize("source", ["exact", "recorder", "nccl"])
+def test_groups_like_the_stuck_one_by_fewer_calls_that_went_the_other_way_name_nobody(source):
+    """430041265 (``--shape stages``; found 2026-12-07 by the NCCL hunt of seed 430 at a868aea, wrong under every
+    model there): eight pairs run two barriers a step around the world's all_gathers, pair [0, 1] a third of its own;
+    rank 12 left the world's all_gather #4 out at step 1 and issued its pair's barrier #4, where rank 13 waits in
+    the all_gather.  Pair [0, 1], the one group like pair [12, 13] by four calls, had issued its #4 before the
+    all_gather, and rank 13 was named (``ordering.majority_culprit``); pairs [4, 5], [6, 7] and [14, 15], like it by
+    the three calls they show, had issued the all_gather after their #3, as rank 13 did.  They now dissent
+    (``cycles._like_early``): nobody is named (a pair with a barrier of its own, rank 13 leaving it out, leaves the
+    same documents)."""
+    from fuzz import run
+    res = run.judge(430041265, check_healthy=False, shape="stages", source=source)
+    assert res.outcome == "undecided" and not res.culprits, (res.culprits, res.summary)
+
+
+@pytest.mark.parametrize("source", ["exact", "recorder", "nccl"])
+def test_a_link_of_fewer_calls_a_closed_step_than_the_links_like_it_is_not_spoken_for_by_them(source):
+    """432050847 (``--shape p2p``; found 2026-12-07 by the recorder hunt of seed 432 at a868aea, wrong under every
+    model there): chains [0..5] and [0..4] after the world's all_reduce and barrier, so links 0->1 to 3->4 carry two
+    calls a step and 4->5 one; rank 5 left the barrier of step 1 out and waits in its recv #2 from 4.  The links
+    like 4->5 by their sizes and places, whose #2 came before the barrier, named rank 4, waiting in the barrier.
+    Step 0, which both ends of 4->5 closed, shows one call on it and two on the others: another slot, not an op
+    left out (its peer would wait in it), so they do not speak for it (``cycles._one_density``)."""
+    from fuzz import run
+    res = run.judge(432050847, check_healthy=False, source=source)
+    assert res.outcome == "undecided" and not res.culprits, (res.culprits, res.summary)
+
+
+def test_a_link_short_of_an_op_in_the_step_one_end_has_not_closed_is_still_spoken_for():
+    """The guard of the test above (seed 434008757, exact model): rank 7 left a recv from 6 out at step 15 of a
+    chain [3..7] beside two exchanges, and waits in the epilogue's barrier; link 6->7 shows one call fewer than
+    the links like it in the step rank 6, waiting in its send #23, has not closed: an op left out, and rank 7 is
+    named."""
+    from fuzz import run
+    res = run.judge(434008757, check_healthy=False)
+    assert res.outcome == "exact" and res.culprits == [7], (res.culprits, res.summary)
