@@ -679,16 +679,20 @@ def new_kind(by_rank, streams, seq, call, other):
     group and the period were asked until 2026-12-07).  A call that the groups like it (``streams`` past the first)
     issued next, at #seq + 1, is no new kind: the rank that issued it at #seq left the program's call out, one
     call ahead (``issued_next``).
-    Where ``other`` is a barrier, only where a group of the stuck group's size runs calls of its own
-    (``own_groups``): a rank's call of a tensor where its group's barrier goes is the classic rank-dependent bug
-    where groups of one size run one program, and a stage's own call first run there where they do not (stages
-    seed 404012199: tp pair [0, 1]'s own all_reduce every ten steps, first at step 9, which rank 1 left out; pair
-    [2, 3] and the pair's period put a barrier there, and rank 0 was named, where pair [4, 5] runs a broadcast of
-    its own each step).  A rank's barrier where the program's call of a tensor goes is never a new kind."""
-    if call[0] == other[0] or not _bare(call[1]) or _bare(call[1]) == _bare(other[1]):
-        return False  # one field changed, or a barrier issued where the others' call of a tensor goes
-    if not _bare(other[1]) and not own_groups(by_rank, streams[0], seq):
-        return False
+    Where ``other`` is a barrier, or of ``call``'s op (its size alone changed), only where a group of the stuck
+    group's size runs calls of its own (``own_groups``): a rank's call of a tensor where its group's barrier goes,
+    or of another size, is the classic rank-dependent bug where groups of one size run one program, and may be a
+    stage's own call first run there where they do not (stages seed 404012199: tp pair [0, 1]'s own all_reduce
+    every ten steps, first at step 9, which rank 1 left out; pair [2, 3] and the pair's period put a barrier there,
+    and rank 0 was named, where pair [4, 5] runs a broadcast of its own each step; stages seed 397046715: pair
+    [6, 7]'s own all_reduce of 1024 x int64, first at step 6, where pairs [2, 3] and [4, 5] issued 1 x float32 and
+    pair [0, 1] runs an all_gather of its own).  A rank's barrier where the program's call of a tensor goes, or a
+    call of the program's size and another op, is never a new kind."""
+    if not _bare(call[1]) or _bare(call[1]) == _bare(other[1]):
+        return False  # a barrier issued where the others' call of a tensor goes, or the op alone changed
+    if (call[0] == other[0] or not _bare(other[1])) and not own_groups(by_rank, streams[0], seq):
+        return False  # the size alone changed, or a call of a tensor where the barrier goes: groups of its size
+        # run one program by every record, and the rank changed its call
     table = _streams(by_rank)
     shown = set((op, _bare(size)) for s in streams if s in table for q, (op, size) in table[s]["calls"].items()
                 if q < seq)

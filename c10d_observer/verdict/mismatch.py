@@ -185,11 +185,13 @@ def _by_program(m, calls, by_rank, stream, seq):
     new = sorted(r for r in m.odd_ranks if _analogs.new_kind(by_rank, [stream] + list(streams), seq,
                                                              (calls[r].op, calls[r].size), (op, size)))
     if new:  # however many groups voted: a slot of the group's own may be first run here
-        own = _analogs.own_groups(by_rank, stream, seq) if op == "barrier" else []
+        mine = calls[new[0]]
+        own = _analogs.own_groups(by_rank, stream, seq) if op in ("barrier", mine.op) else []
         m.evidence += ("; but %s issued %s, %s, of a kind no record showed%s: a call this group runs alone (first "
                        "run here), the other rank%s leaving it out, leaves the same documents, so nothing decides" % (
-                           rank_list(new), _call(calls[new[0]].op, calls[new[0]].size),
-                           "a call of a tensor where the barrier goes" if own else "another op and size",
+                           rank_list(new), _call(mine.op, mine.size),
+                           "a call of a tensor where the barrier goes" if op == "barrier" else
+                           "another size" if op == mine.op else "another op and size",
                            ", and group%s %s, of this group's size, run%s calls of its own" % (
                                "s" if len(own) > 1 else "", _few(own), "" if len(own) > 1 else "s") if own else "",
                            "s" if len(calls) - len(new) > 1 else ""))
