@@ -1353,7 +1353,7 @@ def test_a_pairs_second_call_of_a_slot_first_run_at_the_step_is_not_outvoted_by_
 @pytest.mark.xfail(strict=True, reason="open: a world slot every few steps, first run at the fault, of the op and "
                                        "size of another slot (302058065 and 341045761, found 2026-12-06, wrong at "
                                        "49e13a0 and f41f023 too): its twin is issue 42's own subgroup skip")
-@pytest.mark.parametrize("seed", [302058065, 341045761])
+@pytest.mark.parametrize("seed", [302058065, 341045761, 454010612])
 def test_a_sparse_world_call_of_another_slots_kind_first_run_at_the_fault_names_nobody(seed):
     """302058065 (``--shape subset``, every source model; found 2026-12-06 by a fresh hunt, recorder seed 302): the
     world runs all_reduces of 65536 and 4096 x float32 a step and a third of 65536 every ten steps, first at step 9,
@@ -1364,6 +1364,9 @@ def test_a_sparse_world_call_of_another_slots_kind_first_run_at_the_fault_names_
     fuzzer does not flag it (a slot every k steps the records never showed: programs.undecidable's "not flagged").
     341045761 (``--source nccl``, found by the hunt of seed 341 at acd7c19; wrong under every model): the same at
     a world of three, a world all_reduce of 1 x float32 each step and another every five steps, first at step 4.
+    454010612 (``--shape subset``, recorder seed 454 at 8061d61, wrong at 1c5aa42 too): the same at a world of three,
+    a subset barrier and a world all_reduce each step and a second all_reduce every nine steps, first at step 8;
+    rank 1 left step 7's all_reduce out, so its #8 met the others' and the first sparse one (#9) waits for it.
     Not fixed: the twin of each is the subgroup skip issue 42 asks named (a world call and a subgroup call each
     step, a rank skipping the subgroup's), whose documents are the same but for the program (docs/fault-matrix.md)."""
     from fuzz import run
@@ -1822,3 +1825,41 @@ def test_a_link_short_of_an_op_in_the_step_one_end_has_not_closed_is_still_spoke
     from fuzz import run
     res = run.judge(434008757, check_healthy=False)
     assert res.outcome == "exact" and res.culprits == [7], (res.culprits, res.summary)
+
+
+@pytest.mark.xfail(strict=True, reason="open: found 2026-12-07 by fresh stages hunts at a868aea (seeds 448 NCCL, 449 "
+                                       "recorder), wrong under every model there and at 8061d61: a pair's own call "
+                                       "first run at the fault, of a kind its record showed")
+@pytest.mark.parametrize("seed", [448023086, 449035280])
+def test_a_pair_s_own_call_of_a_kind_its_record_showed_first_run_at_the_fault_names_nobody(seed):
+    """Two wrong culprits of ``--shape stages``, open (the fuzzer flags both).  448023086: tp pairs all_reduce
+    1 x int64 each step and all_gather 4096 x int64 every seven steps, pair [4, 5] a second such all_gather of its
+    own, first at step 6, which rank 4 left out; rank 5 issued it as its #9, where pairs [0, 1] and [2, 3] issued
+    the all_reduce, and was named for an op it changed.  Its call is of a kind the pair's record showed (the common
+    all_gather at step 0), so it is no new kind (``analogs.new_kind``), and no pair's record shows a call of its
+    own.  449035280: pair [2, 3] runs an all_reduce of its own every three steps, first run at step 4 as its #7;
+    rank 2 left the world's all_reduce #5 out and issued the pair's #6 and #7, and rank 3, which issued the world's
+    #5 after its #6, was named by rank 2's place alone (the program with the pair's own #7 there, rank 3 leaving it
+    out, leaves the same documents; ``ordering._one_more_a_step`` reads only a group inside the other)."""
+    from fuzz import run
+    res = run.judge(seed, check_healthy=False, shape="stages", source="recorder")
+    assert res.outcome != "wrong", (res.culprits, res.summary)
+
+
+@pytest.mark.xfail(strict=True, reason="open: found 2026-12-07 by the fresh stages hunts at 8061d61 (seeds 456 exact, "
+                                       "457 recorder, 458 NCCL), wrong at 1c5aa42 too: a group's own call first run "
+                                       "at the fault, read against groups like it or its own period")
+@pytest.mark.parametrize("seed, source", [(456036275, "exact"), (457005480, "recorder"), (457030299, "recorder"),
+                                          (458034271, "nccl")])
+def test_stages_programs_whose_own_call_is_first_run_at_the_fault_name_nobody(seed, source):
+    """Four wrong culprits of ``--shape stages``, open.  456036275: pair [14, 15]'s own broadcast of 1024 x int64
+    every eight steps, first at step 7, which rank 15 left out; seven tp pairs issued the barrier there and rank 14,
+    which issued the broadcast, was named (no tp pair's record shows a call of its own: ``analogs.own_groups``).
+    457005480: pair [0, 1]'s own barrier every seven steps beside a common one; rank 8 left the world's all_gather
+    of step 6 out, and rank 9 was named by rank 8's place and pair [0, 1]'s, which runs one barrier more.
+    457030299: half [0..3]'s own broadcast each step and a world all_gather every two steps; rank 1 left its
+    half's broadcast of step 1 out, and rank 0 was named by rank 1's place.  458034271: a tp pair's barrier left
+    out at step 0, the first call of the program, read by rank 1's period on its dp group as its left-out call."""
+    from fuzz import run
+    res = run.judge(seed, check_healthy=False, shape="stages", source=source)
+    assert res.outcome != "wrong", (res.culprits, res.summary)
