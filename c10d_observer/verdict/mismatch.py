@@ -192,8 +192,9 @@ def _by_program(m, calls, by_rank, stream, seq):
                            rank_list(new), _call(mine.op, mine.size),
                            "a call of a tensor where the barrier goes" if op == "barrier" else
                            "another size" if op == mine.op else "another op and size",
-                           ", and group%s %s, of this group's size, run%s calls of its own" % (
-                               "s" if len(own) > 1 else "", _few(own), "" if len(own) > 1 else "s") if own else "",
+                           ", and group%s %s, of this group's size, %s" % (
+                               "s" if len(own) > 1 else "", _few(own),
+                               "run calls of their own" if len(own) > 1 else "runs calls of its own") if own else "",
                            "s" if len(calls) - len(new) > 1 else ""))
         m.odd_ranks, m.expected_op = [], None
     elif period is not None:
