@@ -43,14 +43,10 @@ def _many_like(by_rank, like, cyc):
             # groups like it speak for its program only where a step of it is on record (analogs.alike_in_a_step)
             out[s] = [o for o in out[s] if _analogs.alike_in_a_step(by_rank, s, o, seq)]
             continue
-        of = _analogs.like_p2p if p2p else _analogs.like
-        found = of(by_rank, s) if p2p else []
+        found = _analogs.like_p2p(by_rank, s) if p2p else []
         if len(found) < _analogs.MIN_GROUPS:
-            # at its first calls (fewer than MIN_SHARED_EARLY before the stuck one), as many as it shows
-            shared = _analogs.MIN_SHARED_EARLY if p2p or seq > _analogs.MIN_SHARED_EARLY else seq - 1
-            found = of(by_rank, s, min_shared=shared)
-            if not p2p:  # groups that agree at its first calls run its program only where a step shows it
-                found = [o for o in found if _analogs.alike_in_a_step(by_rank, s, o, seq)]
+            found = _analogs.like_p2p(by_rank, s, min_shared=_analogs.MIN_SHARED_EARLY) if p2p else _early_like(
+                by_rank, s, seq)
             # (two groups where a step of the stream is on record; a p2p stream's links need three: at a link's
             # first step two links alike may still run its ops in another order, the fuzzer's recorder seed
             # 272095939)
@@ -67,14 +63,16 @@ def _like_early(by_rank, cyc):
     """{stream: [streams]}: for each collective stream of ``cyc``, the groups like it by as few shared calls as its
     first steps show (MIN_SHARED_EARLY, fewer at its first calls), with a step of its program on record
     (analogs.alike_in_a_step): ``ordering.majority_culprit``'s ``dissent``, heard only against a culprit."""
-    out = {}
-    for s, seq in {c[0]: c[1] for c in cyc}.items():
-        if _streams.is_p2p(s):
-            continue
-        shared = _analogs.MIN_SHARED_EARLY if seq > _analogs.MIN_SHARED_EARLY else seq - 1
-        out[s] = [o for o in _analogs.like(by_rank, s, min_shared=shared)
-                  if _analogs.alike_in_a_step(by_rank, s, o, seq)]
-    return out
+    return {s: _early_like(by_rank, s, seq) for s, seq in {c[0]: c[1] for c in cyc}.items() if not _streams.is_p2p(s)}
+
+
+def _early_like(by_rank, stream, seq):
+    """The groups like collective ``stream`` by as few shared calls as its first steps show (MIN_SHARED_EARLY; at
+    its first calls, as many as it shows before #seq), each with a step of its program on record (groups that agree
+    at its first calls run its program only where a step shows it: analogs.alike_in_a_step)."""
+    shared = _analogs.MIN_SHARED_EARLY if seq > _analogs.MIN_SHARED_EARLY else seq - 1
+    return [o for o in _analogs.like(by_rank, stream, min_shared=shared)
+            if _analogs.alike_in_a_step(by_rank, stream, o, seq)]
 
 
 def _stepped_or_many(by_rank, stream, seq):
