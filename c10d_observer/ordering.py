@@ -504,8 +504,8 @@ def _one_more_a_step(histories, members, a, b, known, target, expected, r):
         # (the sparse twin, which the groups like A's refute: _twin_of_a_sparse_call)
     mine = signatures(histories.get(r) or (), a)
     n, before = expected[0], known.get(target - 1)
-    if before is not None and n > before and n + 1 in mine and n + 1 - (n - before) in mine and not alike(
-            mine[n + 1], mine[n + 1 - (n - before)]):
+    if before is not None and n > before and n + 1 in mine and before + 1 in mine and not alike(
+            mine[n + 1], mine[before + 1]):  # (before + 1: the A call one B period, n - before calls, before n + 1)
         return True  # the A call it issued past the place is not the one a B period before it: not the next call
         # of a rank that left B #target out, but the twin's (the fuzzer's stages seed 410003610)
     kinds = list(mine.values()) + list(signatures(histories.get(expected[1][0]) or (), a).values())
