@@ -596,15 +596,19 @@ def _others_went_past_too(histories, last_started, members, a, b, ranks, mine, t
 
 
 def _issued_it_later(places, r, target, n, witnesses):
-    """Whether more ranks of the pair's than the pattern's witnesses issued B #target after A #n + 1 (their last
+    """Whether as many ranks of the pair's as the pattern's witnesses, or more, issued B #target after A #n + 1 (their last
     calls, under test as the witnesses' are), where the pattern (rule 2) puts it after A #n: the step holds an A
     call more than the pattern says (a slot that runs every few steps, first run here), and the witness that put B
     #target after A #n may have skipped it.  The fuzzer's stages seed 208014462 (NCCL model): a group of seven
     runs two broadcasts a step and an all_gather every seven steps, first run at step 6, before the world's
     all_gather; rank 3 skipped the step's second broadcast; ranks 0, 2, 4-6 issued the world's call after it, rank
-    3 one call sooner, and rank 1, which waits in the broadcast, was named by the pattern and rank 3's place."""
+    3 one call sooner, and rank 1, which waits in the broadcast, was named by the pattern and rank 3's place.  As
+    many as the witnesses refute it too: stages seed 457030299 (recorder model, 2026-12-07), a half of three
+    ranks with a broadcast of its own and a common one of one size each step, whose rank 1 left its own out at
+    step 1; rank 1 put the world's all_reduce #4 where the pattern does, rank 2 past it as rank 0, and rank 0,
+    in the half's broadcast, was named by the pattern and rank 1's place."""
     later = [x for x, p in places.items() if x != r and p.get(target, 0) > n]
-    return len(later) > len(witnesses or ())
+    return bool(later) and len(later) >= len(witnesses or ())
 
 
 def _ran_past(written, a, b, target, n):
