@@ -596,10 +596,10 @@ def _others_went_past_too(histories, last_started, members, a, b, ranks, mine, t
 
 
 def _issued_it_later(places, r, target, n, witnesses):
-    """Whether as many ranks of the pair's as the pattern's witnesses, or more, issued B #target after A #n + 1 (their last
-    calls, under test as the witnesses' are), where the pattern (rule 2) puts it after A #n: the step holds an A
-    call more than the pattern says (a slot that runs every few steps, first run here), and the witness that put B
-    #target after A #n may have skipped it.  The fuzzer's stages seed 208014462 (NCCL model): a group of seven
+    """Whether as many ranks of the pair's as the pattern's witnesses, or more, issued B #target after A #n + 1
+    (their last calls, under test as the witnesses' are), where the pattern (rule 2) puts it after A #n: the step
+    holds an A call more than the pattern says (a slot that runs every few steps, first run here), and the witness
+    that put B #target after A #n may have skipped it.  The fuzzer's stages seed 208014462 (NCCL model): a group of seven
     runs two broadcasts a step and an all_gather every seven steps, first run at step 6, before the world's
     all_gather; rank 3 skipped the step's second broadcast; ranks 0, 2, 4-6 issued the world's call after it, rank
     3 one call sooner, and rank 1, which waits in the broadcast, was named by the pattern and rank 3's place.  As
