@@ -233,6 +233,8 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
                 return None
             found += pair
     if len({f[0] for f in found}) != 1:
+        if any(_outvoted(f, found) for f in found):
+            return None  # the groups like the pair's disagree on its program at this step
         by_fact = {f[0] for f in found if f[7][0]}
         one = by_fact if len(by_fact) == 1 else _one_against_many(found)
         if len(one) != 1:
@@ -241,7 +243,7 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
     if all(f[7][4] for f in found):
         return None  # found out of order by one witness's place alone, which a twin leaves (_one_more_a_step)
     found.sort(key=lambda f: ((f[2], f[4]) not in stuck, (f[1], f[3] + 1) not in stuck, f[1], f[2]))
-    r, a, b, n, target, witnesses, own, (_, likes, _, like_what, _) = found[0]
+    r, a, b, n, target, witnesses, own, (_, likes, _, like_what, _, _) = found[0]
     text = _text(histories, r, a, b, n, target, witnesses, own, name)
     if likes:
         text += "; rank%s %s, of groups like %s, issued it at that place" % (
@@ -251,11 +253,27 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
 
 
 
+def _outvoted(finding, found):
+    """Whether ``finding`` stands on a fact of the groups like the pair's alone (their ranks went past the call; no
+    rank of the pair's own did), and a finding of another rank stands on as many such groups or more: the groups like the
+    pair's disagree, one of them runs a call the others do not (a pipeline stage's own), which the pair may run
+    too or not, and nothing decides (the many name the other rank where the pair runs the one's call, its rank
+    that kept the program having left it out).  The fuzzer's stages seed 457005480 (recorder model, found 2026-12-07): pair [0, 1]
+    runs a barrier of its own every seven steps, first at step 6, before the world's all_gather, which rank 8 left
+    out; pair [0, 1], past its barrier #15, put pair [8, 9]'s #15 before the world's #7, and rank 9, which kept
+    the program, was named by that fact, against five pairs that put the world's #7 after their #14; stages seed
+    468040299 (exact model): pair [6, 7]'s own barrier every seven steps against pair [4, 5], one group each."""
+    if not (finding[7][0] and finding[7][5]):
+        return False
+    return any(f[0] != finding[0] and f[7][2] >= max(1, finding[7][2]) for f in found)
+
+
 def _pair_findings(a, b, histories, last_started, members, like, last_completed, suspects, batched=frozenset(),
                    written=None, written_calls=None):
     """The ranks out of order on the pair of streams (A, B) = (``a``, ``b``): [(rank, a, b, place, target,
     witnesses, places on b, (by a fact, like ranks, like groups, like what, by one witness's place alone, which
-    a twin leaves: ``_one_more_a_step``))], or None where the pair leaves the cycle undecided.
+    a twin leaves: ``_one_more_a_step``, the fact the like groups' alone: ``_outvoted``))], or None where the pair
+    leaves the cycle undecided.
 
     The rule.  For each ordered pair (A, B) of the cycle's streams and each rank r in both, the *place* of
     B #b on r is n, the last A call r started before it (0: none), read on r's clock; it is read only where
@@ -349,7 +367,8 @@ def _pair_findings(a, b, histories, last_started, members, like, last_completed,
                 return None  # ranks issued B #target past that place too: the pattern is refuted at this step
             found.append((r, a, b, expected[0], target, expected[1], places[r],
                           (target in known, [] if weak else likes, 0 if weak else len({k[2:] for k in agree}),
-                           a if any(k[2] != a for k in agree) else b, weak)))
+                           a if any(k[2] != a for k in agree) else b, weak,
+                           not any(target in places[k] and target < last[k] for k in ranks))))
     return found
 
 
