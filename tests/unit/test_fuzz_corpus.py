@@ -1353,7 +1353,7 @@ def test_a_pairs_second_call_of_a_slot_first_run_at_the_step_is_not_outvoted_by_
 @pytest.mark.xfail(strict=True, reason="open: a world slot every few steps, first run at the fault, of the op and "
                                        "size of another slot (302058065 and 341045761, found 2026-12-06, wrong at "
                                        "49e13a0 and f41f023 too): its twin is issue 42's own subgroup skip")
-@pytest.mark.parametrize("seed", [302058065, 341045761, 454010612])
+@pytest.mark.parametrize("seed", [302058065, 341045761, 454010612, 472045156])
 def test_a_sparse_world_call_of_another_slots_kind_first_run_at_the_fault_names_nobody(seed):
     """302058065 (``--shape subset``, every source model; found 2026-12-06 by a fresh hunt, recorder seed 302): the
     world runs all_reduces of 65536 and 4096 x float32 a step and a third of 65536 every ten steps, first at step 9,
@@ -1367,6 +1367,9 @@ def test_a_sparse_world_call_of_another_slots_kind_first_run_at_the_fault_names_
     454010612 (``--shape subset``, recorder seed 454 at 8061d61, wrong at 1c5aa42 too): the same at a world of three,
     a subset barrier and a world all_reduce each step and a second all_reduce every nine steps, first at step 8;
     rank 1 left step 7's all_reduce out, so its #8 met the others' and the first sparse one (#9) waits for it.
+    472045156 (``--shape subset``, exact seed 472 at 1224d86, wrong at 695184e too): a world of three, a subset
+    all_reduce of 1024 x float32 and a world one of 4 x float32 each step, a second world one every three steps,
+    first at step 2, which rank 0 left out; rank 1 was named by rank 0's place (the fuzzer flags it).
     Not fixed: the twin of each is the subgroup skip issue 42 asks named (a world call and a subgroup call each
     step, a rank skipping the subgroup's), whose documents are the same but for the program (docs/fault-matrix.md)."""
     from fuzz import run
@@ -1855,6 +1858,28 @@ def test_stages_programs_whose_own_call_is_first_run_at_the_fault_name_nobody(se
     are fixed: the tests below).  456036275: pair [14, 15]'s own broadcast of 1024 x int64
     every eight steps, first at step 7, which rank 15 left out; seven tp pairs issued the barrier there and rank 14,
     which issued the broadcast, was named (no tp pair's record shows a call of its own: ``analogs.own_groups``)."""
+    from fuzz import run
+    res = run.judge(seed, check_healthy=False, shape="stages", source=source)
+    assert res.outcome != "wrong", (res.culprits, res.summary)
+
+
+@pytest.mark.xfail(strict=True, reason="open: found 2026-12-07 night by fresh stages hunts (seed 464 at 695184e, "
+                                       "476 and 477 at 1224d86), wrong at 695184e too: the bets on a pair whose "
+                                       "call differs from the groups like it, where its own call is first run")
+@pytest.mark.parametrize("seed, source", [(464000187, "recorder"), (464031361, "recorder"), (476007896, "recorder"),
+                                          (476044627, "recorder"), (477045428, "nccl")])
+def test_a_pair_s_own_call_first_run_at_the_fault_read_against_pairs_like_it_names_nobody(seed, source):
+    """Five wrong culprits of ``--shape stages``, open; the fuzzer flags all but 476044627.  464000187: pair [12,
+    13]'s own all_reduce of 4 x float32, first run at step 6, which rank 12 left out; rank 13 was named for a size
+    it changed (the class of 442024084).  464031361: pair [0, 1]'s own barrier every five steps, first at step 4,
+    which rank 1 left out; rank 0 was named for a barrier where the pairs' all_reduce goes.  476007896: pair [6,
+    7]'s own all_reduce of 4096 x int64, first run at step 6, for which rank 7 issued a barrier (an op changed);
+    rank 6 was named for a call of a tensor where the pairs' barrier goes.  476044627: pair [0, 1] runs an
+    all_reduce of its own before the world's all_gather every five steps, pairs [6, 7], [8, 9], [14, 15] one of
+    theirs after it, all of one kind; rank 0 left one out at step 1, so its count met theirs at the first
+    all_gather, and rank 1 was named by their places.  477045428: the same order read of pair [0, 1]'s own
+    all_reduce first run at step 7.  Each is a bet that groups like the pair, or a rank's classic change of its
+    call, say the pair's program; the pair's own call first run at the fault leaves the same documents."""
     from fuzz import run
     res = run.judge(seed, check_healthy=False, shape="stages", source=source)
     assert res.outcome != "wrong", (res.culprits, res.summary)
