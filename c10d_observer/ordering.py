@@ -255,14 +255,15 @@ def ordering_culprit(histories, last_started, members, cycle, group_name=None, l
 
 def _outvoted(finding, found):
     """Whether ``finding`` stands on a fact of the groups like the pair's alone (their ranks went past the call; no
-    rank of the pair's own did), and a finding of another rank stands on as many such groups or more: the groups like the
-    pair's disagree, one of them runs a call the others do not (a pipeline stage's own), which the pair may run
-    too or not, and nothing decides (the many name the other rank where the pair runs the one's call, its rank
-    that kept the program having left it out).  The fuzzer's stages seed 457005480 (recorder model, found 2026-12-07): pair [0, 1]
-    runs a barrier of its own every seven steps, first at step 6, before the world's all_gather, which rank 8 left
-    out; pair [0, 1], past its barrier #15, put pair [8, 9]'s #15 before the world's #7, and rank 9, which kept
-    the program, was named by that fact, against five pairs that put the world's #7 after their #14; stages seed
-    468040299 (exact model): pair [6, 7]'s own barrier every seven steps against pair [4, 5], one group each."""
+    rank of the pair's own did), and a finding of another rank stands on as many such groups or more: the groups
+    like the pair's disagree, one of them runs a call the others do not (a pipeline stage's own), which the pair
+    may run too or not, and nothing decides (the many name the other rank where the pair runs the one's call, its
+    rank that kept the program having left it out).  The fuzzer's stages seed 457005480 (recorder model, found
+    2026-12-07): pair [0, 1] runs a barrier of its own every seven steps, first at step 6, before the world's
+    all_gather, which rank 8 left out; pair [0, 1], past its barrier #15, put pair [8, 9]'s #15 before the world's
+    #7, and rank 9, which kept the program, was named by that fact, against five pairs that put the world's #7
+    after their #14; stages seed 468040299 (exact model): pair [6, 7]'s own barrier every seven steps against pair
+    [4, 5], one group each."""
     if not (finding[7][0] and finding[7][5]):
         return False
     return any(f[0] != finding[0] and f[7][2] >= max(1, finding[7][2]) for f in found)
@@ -618,8 +619,8 @@ def _issued_it_later(places, r, target, n, witnesses):
     """Whether as many ranks of the pair's as the pattern's witnesses, or more, issued B #target after A #n + 1
     (their last calls, under test as the witnesses' are), where the pattern (rule 2) puts it after A #n: the step
     holds an A call more than the pattern says (a slot that runs every few steps, first run here), and the witness
-    that put B #target after A #n may have skipped it.  The fuzzer's stages seed 208014462 (NCCL model): a group of seven
-    runs two broadcasts a step and an all_gather every seven steps, first run at step 6, before the world's
+    that put B #target after A #n may have skipped it.  The fuzzer's stages seed 208014462 (NCCL model): a group of
+    seven runs two broadcasts a step and an all_gather every seven steps, first run at step 6, before the world's
     all_gather; rank 3 skipped the step's second broadcast; ranks 0, 2, 4-6 issued the world's call after it, rank
     3 one call sooner, and rank 1, which waits in the broadcast, was named by the pattern and rank 3's place.  As
     many as the witnesses refute it too: stages seed 457030299 (recorder model, 2026-12-07), a half of three
