@@ -44,7 +44,7 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
     (``_like_order``).  The ranks of groups like Y's count only where Y's call is of a kind its ranks' histories
     (``histories``, as ``ordering_culprit``'s) showed on Y before (``unseen_kind``: not a slot first run there,
     which Y's group may run alone, as a pipeline stage's: the fuzzer's seed 173000299).
-    ``dissent``: {stream: [streams]}, groups like a stream by fewer shared calls (``cycles._like_early``); they never
+    ``dissent``: {stream: [streams]}, groups like a stream by fewer shared calls (``cycles._early_dissent``); they never
     count for the one rank's fault, and one of their ranks that went Y's way names nobody too.  A group with a call
     of its own each step shares more calls with the stuck one than the groups that run its program do, at its first
     steps: the fuzzer's stages seed 430041265 (NCCL model), pair [0, 1] with a barrier of its own each step, the

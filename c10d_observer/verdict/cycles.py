@@ -59,7 +59,7 @@ def _many_like(by_rank, like, cyc):
     return out
 
 
-def _like_early(by_rank, cyc):
+def _early_dissent(by_rank, cyc):
     """{stream: [streams]}: for each collective stream of ``cyc``, the groups like it by as few shared calls as its
     first steps show (MIN_SHARED_EARLY, fewer at its first calls), with a step of its program on record
     (analogs.alike_in_a_step): ``ordering.majority_culprit``'s ``dissent``, heard only against a culprit."""
@@ -301,7 +301,7 @@ def order_cycles(hangs, cycles, by_rank, undecided):
             if not found:  # one rank against every other rank of both groups, at the stuck calls themselves
                 found = _ordering.majority_culprit(members, cyc, group_name=name,
                                                    like=_many_like(by_rank, like, cyc), last_started=last_started,
-                                                   histories=histories, dissent=_like_early(by_rank, cyc))
+                                                   histories=histories, dissent=_early_dissent(by_rank, cyc))
             if not found:  # one rank's own period, broken once by the call it never arrived at
                 found = _left_out.left_out_culprit(histories, last_started, last_completed, cyc, group_name=name)
             if not found:  # one rank's pair of p2p ops, one left out at its last step

@@ -1800,7 +1800,7 @@ def test_groups_like_the_stuck_one_by_fewer_calls_that_went_the_other_way_name_n
     the all_gather.  Pair [0, 1], the one group like pair [12, 13] by four calls, had issued its #4 before the
     all_gather, and rank 13 was named (``ordering.majority_culprit``); pairs [4, 5], [6, 7] and [14, 15], like it by
     the three calls they show, had issued the all_gather after their #3, as rank 13 did.  They now dissent
-    (``cycles._like_early``): nobody is named (a pair with a barrier of its own, rank 13 leaving it out, leaves the
+    (``cycles._early_dissent``): nobody is named (a pair with a barrier of its own, rank 13 leaving it out, leaves the
     same documents)."""
     from fuzz import run
     res = run.judge(430041265, check_healthy=False, shape="stages", source=source)
