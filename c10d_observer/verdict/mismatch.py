@@ -318,6 +318,8 @@ def _went_on_alone(by_rank, stream, seq, odd, other):
     later = _at_a_later_call(as_written[0], as_written[1], stream, seq)
     if later is not None and later[0] < later[1]:
         return True
+    if odd in issued and other in issued and _fewer_in_its_step(as_written[0], as_written[1], stream, seq):
+        return True
     gaps = {r: _gaps(by_rank[r], stream, seq) for r in (odd, other)}
     mine, theirs = gaps[odd], gaps[other]
     if mine is None or theirs is None or seq not in mine or seq not in theirs:
@@ -331,6 +333,52 @@ def _went_on_alone(by_rank, stream, seq, odd, other):
 
 
 LOCKSTEP = 3
+
+
+def _fewer_in_its_step(odd, other, stream, seq):
+    """Whether, both ranks' Pythons having run ahead of their GPUs (NCCL) to a call of another group after their
+    calls at #seq (each its own group: a mesh's two dp groups), the odd rank started fewer calls on ``stream``
+    between that group's call before it and it than the other did, where each rank's earlier records kept one count
+    of them between every two calls of its group (``LOCKSTEP`` such gaps or more, the same count for both) and the
+    other rank's last gap holds that count.  In the repeat's twin the odd rank runs the program with the alike
+    call twice and the other left one out: the odd rank's step holds as many calls there as the other's or more.
+    The fuzzer's seed 490001299 (NCCL model): a pair of a 14-rank mesh runs an all_gather and an all_reduce a step
+    and then each rank its dp all_reduce; rank 8 left step 7's all_gather out and enqueued its dp all_reduce #8
+    right after the pair's all_reduce #15; rank 9 enqueued the pair's #15 and #16 before its dp #8."""
+    got = [_last_step(doc, stream, seq) for doc in (odd, other)]
+    if None in got or got[0][0] != got[1][0] or got[0][3] != got[1][3]:
+        return False  # (the two groups of one size, their calls at #k-1 and #k alike: no call first run there)
+    (_, mine, before, _), (_, theirs, earlier, _) = got
+    counts = set(before) | set(earlier)
+    if len(before) < LOCKSTEP or len(earlier) < LOCKSTEP or len(counts) != 1:
+        return False
+    return theirs == min(counts) and mine < theirs
+
+
+def _last_step(doc, stream, seq):
+    """(k, n, [n_j], size) of a rank's document as written: its first call on another group (not p2p) started after
+    its #seq on ``stream``, that group's call #k, of the kind of its #k-1; n its calls on ``stream`` started between
+    that group's #k-1 and #k; n_j the same between each two earlier calls of that group its record shows, where the
+    record of ``stream`` reaches back before the earlier of the two; size the group's.  None where a start time or a
+    call is not shown, or where #k is of another kind than #k-1 (a call first run there)."""
+    starts = _starts(doc)
+    if starts is None or (stream, seq) not in starts:
+        return None
+    at = starts[(stream, seq)]
+    after = [(t, s, q) for (s, q), t in starts.items() if s != stream and not is_p2p(s) and t > at]
+    if not after:
+        return None
+    _, group, k = min(after)
+    mine = [t for (s, _), t in starts.items() if s == stream]
+    first = min(mine)
+    calls = dict((q, t) for (s, q), t in starts.items() if s == group)
+    p = doc.position(group)
+    last, before = (p.call(k), p.call(k - 1)) if p is not None else (None, None)
+    if k - 1 not in calls or last is None or before is None or (last.op, last.size) != (before.op, before.size):
+        return None
+    counts = [sum(1 for t in mine if calls[j - 1] < t < calls[j]) for j in sorted(calls)
+              if j - 1 in calls and j < k and calls[j - 1] > first]
+    return k, sum(1 for t in mine if calls[k - 1] < t < calls[k]), counts, len(p.ranks or ())
 
 
 def _ahead_of_the_other(written, theirs, stream, seq, other):

@@ -930,6 +930,23 @@ def test_under_nccl_a_repeat_whose_rank_ran_ahead_past_more_calls_than_the_twin_
     assert res.outcome == "exact", (res.culprits, sorted(res.case.expected), res.summary)
 
 
+def test_under_nccl_a_repeat_whose_rank_ran_ahead_to_its_own_next_group_one_call_short_is_named():
+    """490001299 (NCCL model; found reading seed 490's undecided cases at 98e1b9c): a pair of a 14-rank mesh runs an
+    all_gather and an all_reduce a step, then each rank its dp all_reduce (rank 8 on group 8, rank 9 on group 9);
+    rank 8 left step 7's all_gather out and issued the pair's all_reduce again at #15, which its GPU waits in,
+    then its dp all_reduce #8; rank 9, in the all_gather #15, enqueued the pair's #16 before its dp #8.  In the
+    repeat's twin (the all_reduce twice there, rank 9 leaving one out) rank 8 would have started three calls on
+    the pair between its dp #7 and #8, rank 9 two: rank 8 started one, where every earlier step of both held two
+    (mismatch._fewer_in_its_step), and is named.  The two dp calls are on two groups, so no call both ranks share
+    tells it (``_at_a_later_call``).  Under the exact model, which shows nothing past a stuck call, the twin
+    stands and the fuzzer flags the case."""
+    from fuzz import run
+    res = run.judge(490001299, check_healthy=False, source="nccl")
+    assert res.outcome == "exact", (res.culprits, sorted(res.case.expected), res.summary)
+    res = run.judge(490001299, check_healthy=False, source="exact")
+    assert res.outcome == "undecided_ok", (res.culprits, res.summary)
+
+
 @pytest.mark.parametrize("source", simulate.SOURCES)
 def test_a_plain_call_in_place_of_an_object_collective_of_a_pair_names_nobody(source):
     """244008549 (``--shape ops``; found under the NCCL model, 2026-12-05): a world of two, a
