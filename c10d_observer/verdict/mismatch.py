@@ -348,11 +348,11 @@ def _fewer_in_its_step(odd, other, stream, seq):
     got = [_last_step(doc, stream, seq) for doc in (odd, other)]
     if None in got or got[0][0] != got[1][0] or got[0][3] != got[1][3]:
         return False  # (the two groups of one size, their calls at #k-1 and #k alike: no call first run there)
-    (_, mine, before, _), (_, theirs, earlier, _) = got
-    counts = set(before) | set(earlier)
-    if len(before) < LOCKSTEP or len(earlier) < LOCKSTEP or len(counts) != 1:
+    (_, mine, mine_before, _), (_, theirs, theirs_before, _) = got
+    kept = set(mine_before) | set(theirs_before)  # the one count of every earlier step of both, or not one
+    if len(mine_before) < LOCKSTEP or len(theirs_before) < LOCKSTEP or kept != {theirs}:
         return False
-    return theirs == min(counts) and mine < theirs
+    return mine < theirs
 
 
 def _last_step(doc, stream, seq):
