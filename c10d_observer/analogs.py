@@ -85,28 +85,48 @@ def _streams(by_rank):
 
 @_memo
 def _p2p_streams(by_rank):
-    """{stream: {"ranks": (src, dst), "group", "calls": {seq: size}, "clash", "done", "reverse"}} of every p2p
-    stream: a send and its recv are one call of it; ``done``, the last call both halves completed; ``reverse``,
+    """{stream: {"ranks": (src, dst), "group", "calls": {seq: size}, "clash", "done", "reverse", "first"}} of every
+    p2p stream: a send and its recv are one call of it; ``done``, the last call both halves completed; ``reverse``,
     whether the documents show the stream the other way, from dst to src, of its sizes at each seq both show (an
     exchange's half, a pipeline's link that carries gradients back; not a chain's or a ring's link, whose way
-    back, where some other ring runs one, carries another slot's sizes)."""
-    out = {}
-    for doc in by_rank.values():
+    back, where some other ring runs one, carries another slot's sizes); ``first``, for one shown both ways,
+    whether its ranks issue it first (``_first_of_the_two``)."""
+    out, started = {}, {}
+    for rank, doc in by_rank.items():
         for g in doc.groups:
             if g.kind != "p2p" or g.src is None or g.dst is None:
                 continue
             s = out.setdefault(g.stream, {"ranks": (g.src, g.dst), "group": g.group, "calls": {}, "clash": set(),
                                           "done": g.last_completed or 0})
             s["done"] = min(s["done"], g.last_completed or 0)  # both halves completed it: gone past
+            mine = started.setdefault((rank, g.stream), {})
             for c in g.shown():
                 if s["calls"].setdefault(c.seq, c.size) != c.size:
                     s["clash"].add(c.seq)
-    ends = {(s["group"], s["ranks"]): s for s in out.values()}
-    for s in out.values():
-        back = ends.get((s["group"], s["ranks"][::-1]))
+                if c.started_at is not None:
+                    mine[c.seq] = c.started_at
+    ends = {(s["group"], s["ranks"]): (name, s) for name, s in out.items()}
+    for name, s in out.items():
+        back_name, back = ends.get((s["group"], s["ranks"][::-1]), (None, None))
         common = [q for q in s["calls"] if back is not None and q in back["calls"]]
         s["reverse"] = bool(common) and all(back["calls"][q] == s["calls"][q] for q in common)
+        s["first"] = _first_of_the_two(started, s["ranks"], name, back_name) if s["reverse"] else None
     return out
+
+
+def _first_of_the_two(started, ranks, stream, back):
+    """Whether each of p2p ``stream``'s two ranks started its #k on it before its #k on ``back`` (the stream the
+    other way), at every k both show, on its own clock (True), after it (False), or neither or both (None).  A
+    pipeline's link carries activations one way at a step's start and gradients back at its end: the two ways are
+    two places in the step.  The fuzzer's mesh3d seed 494004464 (NCCL model): stages 0 and 1 of 32 ranks, the world's
+    all_reduce first run at step 1 before the way back; rank 20 left it out and sent its #2 back to rank 4, which
+    waits in that recv; the other pairs' ways forth (x -> x + 16, the step's first call, before the world's call) went
+    past their #2 and spoke for an order rank 4 broke; rank 4 was named."""
+    order = set()
+    for rank in ranks:
+        mine, theirs = started.get((rank, stream)) or {}, started.get((rank, back)) or {}
+        order.update(mine[q] < theirs[q] for q in mine if q in theirs and mine[q] != theirs[q])
+    return order.pop() if len(order) == 1 else None
 
 
 def _one_kind(h, me):
@@ -116,6 +136,14 @@ def _one_kind(h, me):
     sizes, after the world's one broadcast; rank 6 left its recv from 3 out at step 2, and the exchanges' halves,
     taken as like the chain's links, spoke for an order rank 5 broke: rank 5 was named)."""
     return h["group"] == me["group"] and h["reverse"] == me["reverse"]
+
+
+def same_way(by_rank, stream, other):
+    """Whether p2p streams ``stream`` and ``other``, each shown both ways, are issued alike before or after their
+    ways back (``_first_of_the_two``), or either's record does not tell: like streams of one place in a step."""
+    streams = _p2p_streams(by_rank)
+    mine, theirs = streams[stream]["first"], streams[other]["first"]
+    return mine is None or theirs is None or mine == theirs
 
 
 def like_p2p(by_rank, stream, min_shared=MIN_SHARED):

@@ -52,7 +52,9 @@ def _many_like(by_rank, like, cyc):
             # 272095939)
             found = found if len(found) >= (_analogs.MIN_GROUPS_EARLY if p2p else _analogs.MIN_GROUPS) else []
         if p2p:
-            found = [o for o in found if _same_places(by_rank, s, o, colls)]
+            # a way back, where its pairs' ways forth went past (a pipeline's activations forth at a step's start,
+            # gradients back at its end), says nothing of the place of the stuck stream's call: the ways alike only
+            found = [o for o in found if _analogs.same_way(by_rank, s, o) and _same_places(by_rank, s, o, colls)]
             if found and not _one_density(by_rank, s, found, colls):
                 found = []
         out[s] = found

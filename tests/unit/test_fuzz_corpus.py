@@ -1394,9 +1394,6 @@ def test_a_sparse_world_call_of_another_slots_kind_first_run_at_the_fault_names_
     assert res.outcome != "wrong", (res.culprits, res.summary)
 
 
-@pytest.mark.xfail(strict=True, reason="open: found 2026-12-07 (late) by the NCCL hunt of mesh3d seed 494 at "
-                                       "7fec9f3, wrong under every model: p2p streams of the other direction "
-                                       "counted as like the stuck one")
 @pytest.mark.parametrize("source", ["exact", "recorder", "nccl"])
 def test_a_pipeline_send_read_against_the_other_direction_s_streams_names_nobody_wrongly(source):
     """494004464 (``--shape mesh3d``, 32 ranks, found by the NCCL hunt of seed 494 at 7fec9f3; wrong under every
@@ -1406,7 +1403,9 @@ def test_a_pipeline_send_read_against_the_other_direction_s_streams_names_nobody
     waits in its recv #2.  The ordering rule read the p2p streams of the other pairs as like 20 -> 4, but the ones
     whose #2 went past (x -> x + 16, the step's first call) run the other direction, which comes before the world's
     call; the streams of 20 -> 4's own direction never went past their #2.  Rank 4, which kept the program, was
-    named.  Not fixed: like p2p streams would need the same place in the step as the stuck one."""
+    named.  Fixed 2026-12-08: of the links like the stuck one, shown both ways, only those whose ranks issue #k
+    before (or after) the way back's #k as the stuck link's do speak (``analogs.same_way`` in
+    ``cycles._many_like``): the other pairs' ways back, which never went past their #2, and they name nobody."""
     from fuzz import run
     res = run.judge(494004464, check_healthy=False, shape="mesh3d", source=source)
     assert res.outcome != "wrong", (res.culprits, sorted(res.case.expected), res.summary)
