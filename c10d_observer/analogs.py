@@ -146,6 +146,13 @@ def same_way(by_rank, stream, other):
     return mine is None or theirs is None or mine == theirs
 
 
+def both_ways(by_rank, stream):
+    """Whether the documents show p2p ``stream`` the other way too, of its sizes at each seq both show
+    (``_p2p_streams``' ``reverse``: an exchange's half, a pipeline's link)."""
+    got = _p2p_streams(by_rank).get(stream)
+    return bool(got and got["reverse"])
+
+
 def like_p2p(by_rank, stream, min_shared=MIN_SHARED):
     """The p2p streams like ``stream``: of its group, between two other ranks, and of the sizes its ranks
     sent at every seq both show (at least ``min_shared`` of them): the other pairs of an exchange, each shown the

@@ -8,7 +8,7 @@ Pure: no torch, no files, no clock.
 """
 from collections import namedtuple
 
-from .analogs import MIN_GROUPS, MIN_SHARED
+from .analogs import MIN_GROUPS, MIN_GROUPS_EARLY, MIN_SHARED
 from .patterns import alike, as_the_pattern, b_as_the_pattern, multiples, repeats, signatures
 from .places import consensus, expected_place, in_order, lower_bound, places_of
 from .streams import P2P, is_p2p, p2p_ends
@@ -101,6 +101,85 @@ def majority_culprit(members, cycle, group_name=None, like=None, last_started=No
         text += "%srank%s %s, of groups like %s, with #%d on their own" % (
             so, "s" if len(likes_x) > 1 else "", _ranks(likes_x), name(x[0]), x[1])
     return Found(r, (y[0], y[1]), (x[0], x[1]), list(witnesses) + list(likes) + list(likes_x), text)
+
+
+def way_back_culprit(histories, last_started, cycle, like, group_name=None):
+    """Where a link and its way back wait on each other (rank a in its call #k on a -> b, rank b in its call #k on
+    b -> a, each never having issued the other): the rank that issued its two calls of step k in the other order
+    than the ranks of the links like them, or None.  A pipeline's stage receives activations and sends gradients
+    back; where it left the recv out, it waits in its send back, and its peer in its send forth: at a pipeline's
+    first steps, before the pair's own steps show an order, the other links of the pipeline's replicas do.
+
+    ``like``: {stream: [p2p streams like it]}, of its way (``analogs.same_way``).  Each link like a -> b whose way
+    back is like b -> a votes by each of its two ranks, on its own clock: for the part that rank plays on it (the
+    sender or the receiver forth), whether it issued its #k forth before its #k back, at every seq up to k both
+    show (one order over its steps, else no vote).  It decides only where at least ``MIN_GROUPS_EARLY`` such links
+    voted for each part, every vote of a part the same, the pair's own earlier steps, where its ranks show them,
+    the same too, and exactly one of the pair's two ranks went the other way than its part's votes.  The fuzzer's
+    mesh3d seed 513000656: rank 25, the last stage, left its recv #3 from rank 17 out and waits in its send #3
+    back; rank 17 waits in its send #3 forth; 44 links like them went forth before back, and 25 is named."""
+    if len(cycle) != 2:
+        return None
+    (x, k, x_wait, x_miss), (y, ky, y_wait, y_miss) = cycle
+    ends = p2p_ends(x)
+    if ends is None or p2p_ends(y) != ends[::-1] or k != ky or len(x_wait) != 1 or len(y_wait) != 1:
+        return None
+    if set(x_miss) != set(y_wait) or set(y_miss) != set(x_wait) or set(x_wait) | set(y_wait) != set(ends):
+        return None
+    votes, counted = {}, {}
+    backs = set((like or {}).get(y) or ())
+    for other in (like or {}).get(x) or ():
+        pair = p2p_ends(other)
+        back = str(other).rpartition(P2P)[0] + P2P + "%s->%s" % (pair[1], pair[0])
+        if back not in backs:
+            continue
+        got = {_part(other, r): _forth_first(histories.get(r) or (), (last_started or {}).get(r), other, back, k)
+               for r in pair}
+        if None in got.values():
+            continue  # a link one of whose ranks issued neither #k votes not
+        for part, first in got.items():
+            votes.setdefault(part, set()).add(first)
+            counted[part] = counted.get(part, 0) + 1
+    if any(counted.get(part, 0) < MIN_GROUPS_EARLY or len(votes.get(part, ())) != 1 for part in ("src", "dst")):
+        return None
+    out = []
+    for r in ends:
+        forth = votes[_part(x, r)] == {True}
+        own = _forth_first(histories.get(r) or (), None, x, y, k - 1, shown_only=True)
+        if own is not None and own != forth:
+            return None  # the pair's own steps went the other way: its program is not theirs
+        if (r in x_wait) != forth:  # waits in the way back, never having gone forth, where the others went forth
+            out.append(r)
+    if len(out) != 1:
+        return None
+    r = out[0]
+    name = group_name or (lambda stream: "group %s" % stream)
+    issued, skipped = (y, x) if r in y_wait else (x, y)
+    n = counted["src"]
+    text = "rank %d issued #%d on %s before #%d on %s; the ranks of %d link%s like them issued the other first" % (
+        r, k, name(issued), k, name(skipped), n, "s" if n > 1 else "")
+    return Found(r, (issued, k), (skipped, k), [], text)
+
+
+def _forth_first(history, started, forth, back, k, shown_only=False):
+    """Whether a rank put its #q on ``forth`` before its #q on ``back`` (True), after it (False), or neither (None:
+    two orders), at every q up to ``k`` its history shows both of, on its own clock; and at #k, unless
+    ``shown_only``, one it issued where it never issued the other (``started``: {stream: its last seq}) is first
+    too (None where it issued neither)."""
+    at = {}
+    for c in history:
+        if c.stream in (forth, back) and c.seq <= k and c.started_at is not None:
+            at[(c.stream, c.seq)] = c.started_at
+    order = {at[(forth, q)] < at[(back, q)] for q in range(1, k + 1)
+             if (forth, q) in at and (back, q) in at and at[(forth, q)] != at[(back, q)]}
+    if not shown_only and not ((forth, k) in at and (back, k) in at):
+        if (forth, k) in at and (started or {}).get(back, 0) < k:
+            order.add(True)
+        elif (back, k) in at and (started or {}).get(forth, 0) < k:
+            order.add(False)
+        else:
+            return None
+    return order.pop() if len(order) == 1 else None
 
 
 def _went_past(ranks, x, last_started):

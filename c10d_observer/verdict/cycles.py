@@ -61,6 +61,20 @@ def _many_like(by_rank, like, cyc):
     return out
 
 
+def _way_back_like(by_rank, cyc):
+    """{p2p stream of ``cyc``, shown both ways of its sizes (analogs.both_ways): the p2p streams like it by the calls
+    it shows before its stuck one (as few as MIN_SHARED_EARLY, one at its first call), of its way
+    (analogs.same_way)}: ``ordering.way_back_culprit``'s.  Not a link whose way back carries other sizes: a ring's,
+    whose way back is another ring's, of another number of calls a step (the fuzzer's ring seed 505002445: link
+    3 -> 4 carried two rings' calls a step and 4 -> 3 one, and at their #2 the links like them spoke of two steps)."""
+    out = {}
+    for s, seq in {c[0]: c[1] for c in cyc}.items():
+        if _streams.is_p2p(s) and _analogs.both_ways(by_rank, s):
+            found = _analogs.like_p2p(by_rank, s, min_shared=min(_analogs.MIN_SHARED_EARLY, seq))
+            out[s] = [o for o in found if _analogs.same_way(by_rank, s, o)]
+    return out
+
+
 def _early_dissent(by_rank, cyc):
     """{stream: [streams]}: for each collective stream of ``cyc``, the groups like it by as few shared calls as its
     first steps show (MIN_SHARED_EARLY, fewer at its first calls), with a step of its program on record
@@ -304,6 +318,9 @@ def order_cycles(hangs, cycles, by_rank, undecided):
                 found = _ordering.majority_culprit(members, cyc, group_name=name,
                                                    like=_many_like(by_rank, like, cyc), last_started=last_started,
                                                    histories=histories, dissent=_early_dissent(by_rank, cyc))
+            if not found:  # a link and its way back, at a pipeline's first steps: the links like them
+                found = _ordering.way_back_culprit(histories, last_started, cyc, _way_back_like(by_rank, cyc),
+                                                   group_name=name)
             if not found:  # one rank's own period, broken once by the call it never arrived at
                 found = _left_out.left_out_culprit(histories, last_started, last_completed, cyc, group_name=name)
             if not found:  # one rank's pair of p2p ops, one left out at its last step

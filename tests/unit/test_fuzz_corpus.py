@@ -1411,6 +1411,27 @@ def test_a_pipeline_send_read_against_the_other_direction_s_streams_names_nobody
     assert res.outcome != "wrong", (res.culprits, sorted(res.case.expected), res.summary)
 
 
+@pytest.mark.parametrize("source", ["exact", "recorder", "nccl"])
+def test_a_pipeline_stage_that_left_its_recv_out_at_the_first_steps_is_named_by_the_links_like_it(source):
+    """513000656, 513000335, 513000336 (``--shape mesh3d``; undecided under every model until 2026-12-08): a
+    pipeline's stage left its recv #k (k = 2 or 3) from the stage before out and waits in its send #k back; its peer
+    waits in its send #k forth.  Two steps are too few for the pair's own order, and no rank of another link is in
+    the two stuck calls; the ranks of the links like them (the pipeline's replicas), each of which issued its #k
+    forth before its #k back or never issued the way back, say the order (``ordering.way_back_culprit``), and the
+    stage is named.  At a link's first call nothing tells its way forth from its way back, and nobody is named
+    (510000036: rank 34 left its send #1 forth out); nor where the way back carries other sizes (the ring seed
+    505002445, named wrongly by the rule's first form: link 3 -> 4 carries two rings' calls a step, 4 -> 3 one)."""
+    from fuzz import run
+    for seed in (513000656, 513000335, 513000336):
+        res = run.judge(seed, check_healthy=False, shape="mesh3d", source=source)
+        assert res.outcome == "exact", (seed, res.culprits, sorted(res.case.expected), res.summary)
+        assert "links like them issued the other first" in res.summary, res.summary
+    res = run.judge(510000036, check_healthy=False, shape="mesh3d", source=source)
+    assert res.outcome == "undecided" and not res.culprits, res.summary
+    res = run.judge(505002445, check_healthy=False, shape="ring", source=source)
+    assert res.outcome != "wrong", (res.culprits, sorted(res.case.expected), res.summary)
+
+
 def test_a_world_call_first_run_between_two_slots_of_a_pair_names_nobody_for_the_other_slot():
     """330079733 (``--shape p2p``, every source model; found 2026-12-06 by a fresh hunt, NCCL seed 330, wrong at
     f41f023 too): a chain's link 1 -> 2 and an exchange of ranks 1 and 3 each step, a world all_reduce every three
