@@ -514,14 +514,19 @@ def _as_the_pattern_by(histories, b, target, known, expected):
     call: k = 1 where it is the call p before it (``b_as_the_pattern``), k > 1 where the ranks' B calls repeat
     with period kp over the 2kp calls up to it (``patterns.repeats``: no call between breaks it, as a barrier every nine
     steps between two all_gathers kp apart would: the fuzzer's seed 7033940).  [] where by none; [1] where the
-    pattern gave no place (nothing to check)."""
+    pattern gave no place (nothing to check).  A period of one, where one rank at most issued B #target at the place
+    (maybe the culprit, its count on A one short), only where B's calls repeat with it over the two calls up to it:
+    the fuzzer's ring seed 526014674 (NCCL model), a world's broadcast, all_gather, all_reduce and all_gather one
+    place apart, a period of one, put the all_gather #5 where rank 5, one recv short, issued it, and rank 4 was
+    named."""
     if expected is None or expected[3] is None:
         return [1]
     period = expected[3]
-    out = [1] if b_as_the_pattern(histories, b, target, period) else []
+    shown = [m for m in (signatures(calls, b) for calls in histories.values()) if target in m]
+    out = [1] if b_as_the_pattern(histories, b, target, period) and (period > 1 or len(expected[1]) > 1 or all(
+        repeats(m, target, period) for m in shown if target - 2 * period in m)) else []
     more = multiples(known, target, period, expected[4])[1:]
     if more:
-        shown = [m for m in (signatures(calls, b) for calls in histories.values()) if target in m]
         out += [k for k in more if all(repeats(m, target, k * period) for m in shown)]
     return out
 

@@ -1432,6 +1432,21 @@ def test_a_pipeline_stage_that_left_its_recv_out_at_the_first_steps_is_named_by_
     assert res.outcome != "wrong", (res.culprits, sorted(res.case.expected), res.summary)
 
 
+@pytest.mark.parametrize("source", ["exact", "nccl"])
+def test_a_pattern_of_places_over_calls_that_do_not_repeat_names_nobody_on_the_culprit_s_word(source):
+    """526014674 (``--shape ring``, found 2026-12-08 by the NCCL hunt of ring seed 526 at db395fd, wrong under every
+    model at c27217f too): a ring of nine ranks and a ring of three over link 4 -> 5, each step; a world all_gather
+    each step and an all_reduce every other step.  Rank 5 left its irecv from 4 of step 1's ring of three out, so its
+    count on the link runs one short; it waits in the world's all_gather #5, rank 4 in its send #5.  The world's
+    first four calls (a broadcast, an all_gather, an all_reduce, an all_gather) stood one place apart among 4 -> 5's
+    calls, a period of one, which put #5 where rank 5 issued it, and rank 4 was named on rank 5's word alone.  A
+    period of one is no pattern where the world's calls themselves do not repeat with it: with one witness at most,
+    the calls up to the place must (``ordering._as_the_pattern_by``)."""
+    from fuzz import run
+    res = run.judge(526014674, check_healthy=False, shape="ring", source=source)
+    assert res.outcome != "wrong", (res.culprits, sorted(res.case.expected), res.summary)
+
+
 def test_a_world_call_first_run_between_two_slots_of_a_pair_names_nobody_for_the_other_slot():
     """330079733 (``--shape p2p``, every source model; found 2026-12-06 by a fresh hunt, NCCL seed 330, wrong at
     f41f023 too): a chain's link 1 -> 2 and an exchange of ranks 1 and 3 each step, a world all_reduce every three
