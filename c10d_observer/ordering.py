@@ -117,7 +117,7 @@ def way_back_culprit(histories, last_started, cycle, like, group_name=None):
     voted for each part, every vote of a part the same, the pair's own earlier steps, where its ranks show them,
     the same too, and exactly one of the pair's two ranks went the other way than its part's votes.  The fuzzer's
     mesh3d seed 513000656: rank 25, the last stage, left its recv #3 from rank 17 out and waits in its send #3
-    back; rank 17 waits in its send #3 forth; 44 links like them went forth before back, and 25 is named."""
+    back; rank 17 waits in its send #3 forth; the ranks of 22 links like them went forth first, and 25 is named."""
     if len(cycle) != 2:
         return None
     (x, k, x_wait, x_miss), (y, ky, y_wait, y_miss) = cycle
