@@ -124,9 +124,14 @@ def _first_of_the_two(started, ranks, stream, back):
     past their #2 and spoke for an order rank 4 broke; rank 4 was named."""
     order = set()
     for rank in ranks:
-        mine, theirs = started.get((rank, stream)) or {}, started.get((rank, back)) or {}
-        order.update(mine[q] < theirs[q] for q in mine if q in theirs and mine[q] != theirs[q])
+        order |= issued_first(started.get((rank, stream)) or {}, started.get((rank, back)) or {})
     return order.pop() if len(order) == 1 else None
+
+
+def issued_first(mine, theirs):
+    """{whether #q of ``mine`` started before #q of ``theirs``} over the seqs both show ({seq: started_at} each, one
+    rank's clock), ties left out: one element where one order holds."""
+    return {mine[q] < theirs[q] for q in mine if q in theirs and mine[q] != theirs[q]}
 
 
 def _one_kind(h, me):

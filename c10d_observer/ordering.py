@@ -8,7 +8,7 @@ Pure: no torch, no files, no clock.
 """
 from collections import namedtuple
 
-from .analogs import MIN_GROUPS, MIN_GROUPS_EARLY, MIN_SHARED
+from .analogs import MIN_GROUPS, MIN_GROUPS_EARLY, MIN_SHARED, issued_first
 from .patterns import alike, as_the_pattern, b_as_the_pattern, multiples, repeats, signatures
 from .places import consensus, expected_place, in_order, lower_bound, places_of
 from .streams import P2P, is_p2p, p2p_ends
@@ -166,16 +166,15 @@ def _forth_first(history, started, forth, back, k, shown_only=False):
     two orders), at every q up to ``k`` its history shows both of, on its own clock; and at #k, unless
     ``shown_only``, one it issued where it never issued the other (``started``: {stream: its last seq}) is first
     too (None where it issued neither)."""
-    at = {}
+    at = {forth: {}, back: {}}
     for c in history:
-        if c.stream in (forth, back) and c.seq <= k and c.started_at is not None:
-            at[(c.stream, c.seq)] = c.started_at
-    order = {at[(forth, q)] < at[(back, q)] for q in range(1, k + 1)
-             if (forth, q) in at and (back, q) in at and at[(forth, q)] != at[(back, q)]}
-    if not shown_only and not ((forth, k) in at and (back, k) in at):
-        if (forth, k) in at and (started or {}).get(back, 0) < k:
+        if c.stream in at and c.seq <= k and c.started_at is not None:
+            at[c.stream][c.seq] = c.started_at
+    order = issued_first(at[forth], at[back])
+    if not shown_only and not (k in at[forth] and k in at[back]):
+        if k in at[forth] and (started or {}).get(back, 0) < k:
             order.add(True)
-        elif (back, k) in at and (started or {}).get(forth, 0) < k:
+        elif k in at[back] and (started or {}).get(forth, 0) < k:
             order.add(False)
         else:
             return None
